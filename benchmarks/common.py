@@ -1,0 +1,140 @@
+"""What every benchmark shares: its command-line flags, percentile summaries, goal checks and the JSON it writes.
+
+JSON schema (read by `invoke regress` and the baselines):
+``{"benchmark": str, "schema": 1, "quick": bool, "started_ns": int, "machine": {...},
+   "metrics": {name: {"unit": "ns", "n": int, "p50": .., "p90": .., "p99": .., "p999": .., "max": .., "mean": ..}},
+   "ratios": {name: float}, "goals": [{"name": str, "target": str, "actual": float, "met": bool}]}``
+Ratios are always measured against a reference taken in the same run, because these machines are shared and
+noisy: an absolute time means little, a same-run ratio means a lot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA = 1
+PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
+
+
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="short run (seconds), for CI and smoke checks")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
+    parser.add_argument("--seed", type=int, default=1, help="seed for anything random")
+
+
+def summarize(samples_ns: Iterable[float] | np.ndarray) -> dict[str, float]:
+    """Percentile summary of raw samples in nanoseconds (exact, from the samples, not a histogram)."""
+    a = np.asarray(samples_ns if isinstance(samples_ns, np.ndarray) else list(samples_ns), dtype=np.float64)
+    if a.size == 0:
+        return {"unit": "ns", "n": 0, **{k: float("nan") for k, _ in PERCENTILES}, "max": float("nan"),
+                "mean": float("nan")}
+    out: dict[str, float] = {"unit": "ns", "n": int(a.size)}
+    for key, q in PERCENTILES:
+        out[key] = float(np.percentile(a, q))
+    out["max"] = float(a.max())
+    out["mean"] = float(a.mean())
+    return out
+
+
+def summarize_histogram(hist) -> dict[str, float]:
+    """Percentile summary of an HdrHistogram (values in ns)."""
+    n = int(hist.get_total_count())
+    out: dict[str, float] = {"unit": "ns", "n": n}
+    for key, q in PERCENTILES:
+        out[key] = float(hist.get_value_at_percentile(q)) if n else float("nan")
+    out["max"] = float(hist.get_max_value()) if n else float("nan")
+    out["mean"] = float(hist.get_mean_value()) if n else float("nan")
+    return out
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    target: str  # human text, e.g. "<= 1000 ns"
+    actual: float
+    met: bool
+
+
+def at_most(name: str, actual: float, limit: float, unit: str = "ns") -> Goal:
+    return Goal(name, f"<= {limit:g} {unit}", actual, bool(actual <= limit))
+
+
+def at_least(name: str, actual: float, limit: float, unit: str = "x") -> Goal:
+    return Goal(name, f">= {limit:g} {unit}", actual, bool(actual >= limit))
+
+
+def machine_summary() -> dict[str, object]:
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
+
+
+def _fmt_ns(v: float) -> str:
+    if v != v:  # NaN
+        return "-"
+    return f"{v / 1000:.2f} us" if v >= 1000 else f"{v:.0f} ns"
+
+
+def emit(
+    benchmark: str,
+    metrics: dict[str, dict[str, float]],
+    *,
+    ratios: dict[str, float] | None = None,
+    goals: list[Goal] | None = None,
+    quick: bool = False,
+    json_path: Path | None = None,
+    extra: dict | None = None,
+) -> dict:
+    """Print the percentile table, ratios and goals; write the JSON document; return it."""
+    from rich.console import Console
+    from rich.table import Table
+
+    ratios = ratios or {}
+    goals = goals or []
+    console = Console()
+    table = Table(title=f"{benchmark}{' (quick)' if quick else ''}")
+    for col in ("metric", "n", "p50", "p90", "p99", "p99.9", "max"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for name, m in metrics.items():
+        table.add_row(name, str(m["n"]), *(_fmt_ns(m[k]) for k in ("p50", "p90", "p99", "p999", "max")))
+    console.print(table)
+    for name, value in ratios.items():
+        console.print(f"ratio {name}: {value:.2f}x")
+    for g in goals:
+        mark = "[green]met[/green]" if g.met else "[red]missed[/red]"
+        console.print(f"goal {g.name} {g.target}: {g.actual:.3g} -> {mark}")
+    doc = {
+        "benchmark": benchmark,
+        "schema": SCHEMA,
+        "quick": quick,
+        "started_ns": time.time_ns(),
+        "machine": machine_summary(),
+        "metrics": metrics,
+        "ratios": ratios,
+        "goals": [g.__dict__ for g in goals],
+    }
+    if extra:
+        doc["extra"] = extra
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(doc, indent=2, sort_keys=True))
+    return doc

@@ -1,0 +1,7 @@
+"""`python -m caerus` runs the console script."""
+
+import sys
+
+from caerus.cli import main
+
+sys.exit(main())

@@ -1,0 +1,49 @@
+"""The `caerus` console script: one subcommand per fleet process, each a thin entry point.
+
+Subcommand modules are imported lazily so that starting one process never pays for importing the others
+(chDB alone costs hundreds of milliseconds). Each module exposes ``add_arguments(parser)`` and
+``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "feed": ("caerus.feed.app", "venue feed: TLS WebSocket -> validated top of book -> SWMR ring"),
+    "strategy": ("caerus.strategy.app", "latency-arb strategy: two book rings -> MPSC order ring"),
+    "execution": ("caerus.execution.app", "execution engine: order ring -> risk -> send_msg transport"),
+    "capture": ("caerus.capture.app", "off-path capture: rings -> chDB (default) or Kafka"),
+    "sink": ("caerus.capture.sink_app", "Kafka topic -> ClickHouse server over HTTP"),
+    "replay": ("caerus.capture.replay_app", "captured session -> frames file for the venue emulator"),
+    "venue-sim": ("caerus.sim.app", "venue emulator: Binance + Hyperliquid TLS WebSocket servers on loopback"),
+    "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
+    "report": ("caerus.report.app", "render reports for session folders"),
+}
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="caerus", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            mod = importlib.import_module(module)
+            mod.add_arguments(p)
+            p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The fleet plan: which CPU each fleet process runs on and which wait policy it uses.
+
+One plan serves the local session (``invoke bench``) and the tuned host (``invoke configure`` derives
+isolcpus/nohz_full/irqaffinity from it, ``invoke deploy`` derives systemd CPUAffinity from it), so the cores a
+host was tuned for are the cores the fleet is pinned to. Measured on 2 cores (see DESIGN.md): spinners sharing a
+core cost milliseconds, so a process spins only when it has a core to itself; otherwise it uses the hybrid policy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+FEEDS = ("feed-binance", "feed-hyperliquid")
+HOT_PROCESSES = (*FEEDS, "strategy", "execution")
+COLD_PROCESSES = ("capture", "venue-sim", "session")
+WAIT_POLICIES = ("spin", "hybrid", "sleep")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one process runs: its CPU set and the wait policy it idles with."""
+
+    process: str
+    cpus: tuple[int, ...]
+    wait_policy: str
+    dedicated: bool  # the process has its CPU to itself
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    housekeeping: tuple[int, ...]
+    hot: tuple[int, ...]
+    placements: dict[str, Placement] = field(default_factory=dict)
+    isolated: bool = False  # the hot CPUs are isolated by the kernel (isolcpus/nohz_full)
+    notes: tuple[str, ...] = ()
+
+    def placement(self, process: str) -> Placement:
+        try:
+            return self.placements[process]
+        except KeyError:
+            raise KeyError(f"no placement for process {process!r}; plan has {sorted(self.placements)}") from None
+
+    def to_dict(self) -> dict:
+        return {
+            "housekeeping": list(self.housekeeping),
+            "hot": list(self.hot),
+            "isolated": self.isolated,
+            "notes": list(self.notes),
+            "placements": {
+                name: {"cpus": list(p.cpus), "wait_policy": p.wait_policy, "dedicated": p.dedicated}
+                for name, p in self.placements.items()
+            },
+        }
+
+
+def available_cpus() -> tuple[int, ...]:
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def isolated_cpus(path: str = "/sys/devices/system/cpu/isolated") -> tuple[int, ...]:
+    try:
+        with open(path) as f:
+            return parse_cpu_list(f.read())
+    except OSError:
+        return ()
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    """Parse the kernel's CPU list syntax ("0-2,5,7-8")."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return tuple(sorted(set(cpus)))
+
+
+def format_cpu_list(cpus: Sequence[int]) -> str:
+    """Inverse of parse_cpu_list, compressing runs ("0-2,5")."""
+    out: list[str] = []
+    run: list[int] = []
+    for cpu in sorted(set(cpus)):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [cpu]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def plan_fleet(
+    cpus: Sequence[int] | None = None,
+    isolated: Sequence[int] | None = None,
+    wait_policy: str | None = None,
+) -> FleetPlan:
+    """Assign every fleet process a CPU set and a wait policy.
+
+    ``cpus``: the CPUs the fleet may use (default: this process's affinity). ``isolated``: the subset the kernel
+    isolated (default: read from sysfs); when given, hot processes go there and everything else stays off it.
+    ``wait_policy`` forces one policy on every hot process (still recorded per process).
+    """
+    if wait_policy is not None and wait_policy not in WAIT_POLICIES:
+        raise ValueError(f"wait policy {wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+    cpus = tuple(sorted(set(available_cpus() if cpus is None else cpus)))
+    if not cpus:
+        raise ValueError("plan_fleet needs at least one CPU")
+    iso = tuple(c for c in (isolated_cpus() if isolated is None else isolated) if c in cpus)
+    notes: list[str] = []
+    if iso and len(iso) < len(cpus):
+        housekeeping = tuple(c for c in cpus if c not in iso)
+        hot = iso
+    else:
+        housekeeping, hot = cpus[:1], cpus[1:] or cpus[:1]
+        notes.append("not isolated: no kernel-isolated CPUs, hot processes share the scheduler with everything")
+    placements: dict[str, Placement] = {}
+
+    def put(process: str, cpu_set: tuple[int, ...], dedicated: bool) -> None:
+        policy = wait_policy or ("spin" if dedicated else "hybrid")
+        placements[process] = Placement(process, cpu_set, policy, dedicated)
+
+    if len(hot) >= 4:
+        for process, cpu in zip(HOT_PROCESSES, hot, strict=False):
+            put(process, (cpu,), True)
+    elif len(hot) == 3:
+        put("feed-binance", (hot[0],), True)
+        put("feed-hyperliquid", (hot[1],), True)
+        put("strategy", (hot[2],), False)
+        put("execution", (hot[2],), False)
+        notes.append("strategy and execution share a CPU (3 hot CPUs): hybrid wait policy")
+    elif len(hot) == 2:
+        put("feed-binance", (hot[0],), False)
+        put("feed-hyperliquid", (hot[0],), False)
+        put("strategy", (hot[1],), False)
+        put("execution", (hot[1],), False)
+        notes.append("feeds share one CPU and strategy+execution another (2 hot CPUs): hybrid wait policy")
+    else:
+        # Small machine (this 2-core VM): measured best layout is feed(s) with the housekeeping work on one core
+        # and strategy + execution yielding on the other.
+        put("feed-binance", housekeeping, False)
+        put("feed-hyperliquid", housekeeping, False)
+        put("strategy", hot, False)
+        put("execution", hot, False)
+        notes.append(
+            f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU, strategy+execution share CPU "
+            f"{format_cpu_list(hot)}; hybrid wait policy, numbers are not comparable to an isolated host"
+        )
+    for process in COLD_PROCESSES:
+        placements[process] = Placement(process, housekeeping, "sleep", False)
+    return FleetPlan(
+        housekeeping=housekeeping,
+        hot=hot,
+        placements=placements,
+        isolated=bool(iso) and len(iso) < len(cpus),
+        notes=tuple(notes),
+    )
+
+
+def pin_current_process(cpus: Sequence[int]) -> None:
+    """Pin this process to ``cpus`` (no-op for an empty set)."""
+    if cpus:
+        os.sched_setaffinity(0, set(cpus))

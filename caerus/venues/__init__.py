@@ -1,0 +1,1 @@
+"""venues package."""

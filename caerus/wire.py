@@ -1,0 +1,240 @@
+"""Fixed-size little-endian record layouts shared by every Caerus process, and the codes they carry.
+
+This module is the single definition of what crosses a shared-memory ring. Each layout is declared once as a
+list of (field, struct code) pairs; the precompiled ``struct.Struct`` (hot path) and the numpy dtype (bulk reads
+off the hot path) are both derived from that list, so they cannot drift apart. ``LAYOUT_VERSION`` must be bumped
+whenever any layout or code table below changes: segment headers carry it and attach refuses a mismatch.
+
+All timestamps are CLOCK_REALTIME nanoseconds (``time.time_ns()``), chrony-disciplined on a tuned host.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum, IntFlag
+
+import numpy as np
+
+LAYOUT_VERSION = 1
+
+_NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One record layout: field names, the compiled struct and the equivalent numpy dtype."""
+
+    name: str
+    fields: tuple[tuple[str, str], ...]
+
+    @property
+    def struct(self) -> struct.Struct:
+        return struct.Struct("<" + "".join(code for _, code in self.fields))
+
+    @property
+    def size(self) -> int:
+        return self.struct.size
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.fields)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype([(name, "<" + _NUMPY_CODES[code]) for name, code in self.fields])
+
+    def index(self, field: str) -> int:
+        """Position of ``field`` in an unpacked tuple (for hot loops that index tuples)."""
+        return self.names.index(field)
+
+
+class Venue(IntEnum):
+    BINANCE = 1
+    HYPERLIQUID = 2
+
+
+class BookFlags(IntFlag):
+    """Bits of BookRecord.flags."""
+
+    VALID = 1  # passed every validation rule; a record without it must never be traded on
+    STALE = 2  # the feed lost its connection: this venue's book is not live until the next VALID record
+    DEPTH = 4  # built from a depth snapshot (Binance depth5 / Hyperliquid l2Book) rather than bookTicker/bbo
+    REPLAY = 8  # produced from replayed frames, not a live or emulated market
+    ROTATED = 16  # first record from a new connection after make-before-break rotation
+
+
+class RejectReason(IntEnum):
+    """Why a feed refused a book update (counted per reason, never published as valid)."""
+
+    CROSSED = 1
+    LOCKED = 2
+    NONPOSITIVE_PRICE = 3
+    NONPOSITIVE_SIZE = 4
+    NOT_FINITE = 5
+    NULL_SIDE = 6
+    TIME_BACKWARDS = 7
+    SEQ_NOT_INCREASING = 8
+    DUPLICATE = 9
+    MALFORMED = 10
+
+
+class FailureClass(IntEnum):
+    """How a venue connection ended (the failure taxonomy)."""
+
+    DNS = 1
+    REFUSED = 2
+    CONNECT_TIMEOUT = 3
+    TLS = 4
+    HANDSHAKE_HTTP = 5
+    PROTOCOL = 6
+    CLOSED_BY_PEER = 7
+    STALE = 8
+    SUBSCRIPTION_REJECTED = 9
+    PARSE_ERROR = 10
+    RATE_LIMITED = 11
+    ROTATION = 12  # planned close after a make-before-break rotation (not a fault)
+    SHUTDOWN = 13  # our own clean stop
+    OTHER = 14
+
+
+class EventKind(IntEnum):
+    """Kinds of EventRecord written by feeds (and anything else with off-path events to report)."""
+
+    CONNECTING = 1
+    CONNECTED = 2
+    SUBSCRIBED = 3
+    DISCONNECTED = 4  # code = FailureClass, value = close code or HTTP status when known
+    ROTATION_STARTED = 5
+    ROTATION_DONE = 6
+    STALE = 7
+    BOOK_REJECTED = 8  # code = RejectReason
+    FRAME_DROPPED = 9  # malformed / unclassifiable frame, counted and dropped
+
+
+class Side(IntEnum):
+    BUY = 1
+    SELL = -1
+
+
+class Tif(IntEnum):
+    IOC = 1
+    GTC = 2
+    ALO = 3
+
+
+class OrderReason(IntEnum):
+    """Why the strategy fired an order."""
+
+    ENTRY = 1
+    EXIT_THRESHOLD = 2
+    EXIT_REVERSAL = 3
+    EXIT_MAX_HOLD = 4
+    FLATTEN = 5  # kill switch / shutdown flatten
+    BENCH = 6  # synthetic order from a benchmark
+
+
+class Outcome(IntEnum):
+    """What the execution engine did with an order."""
+
+    SENT = 1
+    FILLED = 2
+    PARTIAL = 3
+    NOT_FILLED = 4  # IOC found no liquidity at its price
+    RISK_REJECTED = 5
+    VENUE_REJECTED = 6
+    SEND_FAILED = 7
+
+
+class RiskReject(IntEnum):
+    NONE = 0
+    MAX_ORDER_SIZE = 1
+    MAX_POSITION = 2
+    MAX_ORDER_RATE = 3
+    PRICE_BAND = 4
+    KILL_SWITCH = 5
+    NO_BOOK = 6
+
+
+# --- layouts ----------------------------------------------------------------------------------------------
+
+BOOK = Layout(
+    "book",
+    (
+        ("venue", "B"),
+        ("flags", "B"),
+        ("symbol", "H"),  # venue-local symbol id; 0 = the configured BTC perpetual
+        ("conn", "I"),  # connection number within the feed's life (changes on reconnect/rotation)
+        ("seq", "q"),  # Binance `u`; Hyperliquid: a local counter (the venue has none)
+        ("t_exchange", "q"),
+        ("t_recv", "q"),
+        ("t_publish", "q"),
+        ("bid_px", "d"),
+        ("bid_qty", "d"),
+        ("ask_px", "d"),
+        ("ask_qty", "d"),
+    ),
+)
+
+ORDER = Layout(
+    "order",
+    (
+        ("order_id", "q"),
+        ("strategy_id", "H"),
+        ("venue", "B"),  # where the order goes
+        ("side", "b"),  # Side
+        ("tif", "B"),  # Tif
+        ("reason", "B"),  # OrderReason
+        ("trigger_venue", "B"),
+        ("flags", "B"),
+        ("px", "d"),
+        ("qty", "d"),
+        ("trigger_seq", "q"),
+        ("trigger_t_recv", "q"),
+        ("trigger_t_publish", "q"),
+        ("t_seen", "q"),
+        ("t_decision", "q"),
+    ),
+)
+
+# Execution writes one of these per order to its SWMR "exec" ring *after* send_msg returned (off the measured
+# interval), so capture and metrics can see every order, its pickup time and what happened to it.
+EXEC = Layout(
+    "exec",
+    ORDER.fields
+    + (
+        ("t_pickup", "q"),
+        ("t_sent", "q"),
+        ("outcome", "B"),  # Outcome
+        ("risk", "B"),  # RiskReject
+        ("_pad", "H"),
+        ("venue_code", "i"),  # venue error code on rejection, else 0
+        ("fill_px", "d"),
+        ("fill_qty", "d"),
+    ),
+)
+
+EVENT = Layout(
+    "event",
+    (
+        ("venue", "B"),
+        ("kind", "B"),  # EventKind
+        ("code", "H"),  # FailureClass or RejectReason, by kind
+        ("conn", "I"),
+        ("t_ns", "q"),
+        ("value", "q"),  # close code, HTTP status, count... by kind
+        ("aux", "q"),
+    ),
+)
+
+LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (BOOK, ORDER, EXEC, EVENT)}
+
+# Precompiled structs for hot paths (attribute lookups on Layout would rebuild them).
+BOOK_STRUCT = BOOK.struct
+ORDER_STRUCT = ORDER.struct
+EXEC_STRUCT = EXEC.struct
+EVENT_STRUCT = EVENT.struct
+
+for _layout in LAYOUTS.values():
+    # Ring slots place records right after an 8-byte sequence word; 8-byte multiples keep every field aligned.
+    assert _layout.size % 8 == 0, f"{_layout.name} record is {_layout.size} bytes, not a multiple of 8"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages and the npm package the integration tests talk to, when they are missing:
+# openssh-server (Fabric tests), chrony (chronyc parsing), kcat (librdkafka mock Kafka cluster),
+# clickhouse-server (sink tests), iproute2, and hdr-histogram-js (independent .hlog decoder, under node).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+need=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || need+=(chrony)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server clickhouse-client)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing system packages: ${need[*]} (run as root, or: sudo apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+  echo "installing system packages: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ ! -d "$root/.cache/node/node_modules/hdr-histogram-js" ]; then
+  mkdir -p "$root/.cache/node"
+  (cd "$root/.cache/node" && npm install --silent --no-audit --no-fund hdr-histogram-js@3 >/dev/null)
+fi
+echo "test dependencies ready"

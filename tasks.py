@@ -1,0 +1,151 @@
+"""Invoke entry point: wires the task collections; the logic lives in infra/, caerus/ and benchmarks/.
+
+    invoke bench                   local session against the venue emulator, then its report
+    invoke bench --host NAME       the same on a provisioned host (see infra/)
+    invoke test                    the test suite (installs the servers it needs first)
+    invoke provision|configure|deploy|collect|teardown|status
+    invoke report [SESSION ...]    reports for session folders
+    invoke regress [--base REV]    latency regression check
+
+Imports are inside the task bodies so `invoke --list` stays fast and one missing optional piece cannot break
+every task.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from invoke import Collection, Context, task
+
+ROOT = Path(__file__).resolve().parent
+
+
+@task(
+    help={
+        "duration": "session length in seconds (local) or with a unit on a host, e.g. 4h",
+        "out": "sessions folder (default: ./sessions)",
+        "seed": "market model seed",
+        "scenario": "emulator fault scenario name, or replay:PATH",
+        "wait_policy": "force a wait policy on every hot process: spin | hybrid | sleep",
+        "no_capture": "do not run the capture process",
+        "transport": "execution transport: paper (default) | null",
+        "host": "run on a provisioned host instead of locally",
+        "emulator": "with --host: run the venue emulator on the host instead of live venues",
+        "no_report": "skip rendering the report at the end",
+    }
+)
+def bench(
+    c: Context,
+    duration: str = "30",
+    out: str = "sessions",
+    seed: int = 1,
+    scenario: str = "",
+    wait_policy: str = "",
+    no_capture: bool = False,
+    transport: str = "paper",
+    host: str = "",
+    emulator: bool = False,
+    no_report: bool = False,
+) -> None:
+    """Run a timed session of the whole fleet and report it (locally against the emulator by default)."""
+    if host:
+        from infra.remote_bench import run_remote_bench
+
+        run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out))
+        return
+    from caerus.session.local import SessionOptions, run_local_session
+
+    opts = SessionOptions(
+        duration_s=float(duration),
+        out=Path(out),
+        seed=seed,
+        scenario=scenario or None,
+        wait_policy=wait_policy or None,
+        capture=not no_capture,
+        transport=transport,
+    )
+    session_dir = run_local_session(opts)
+    if not no_report:
+        from caerus.report.render import render_sessions
+
+        render_sessions([session_dir], out_dir=ROOT / "reports")
+
+
+@task(iterable=["session"], help={"session": "session folder(s); default: the newest", "out": "reports folder"})
+def report(c: Context, session: list[str] | None = None, out: str = "reports", sessions: str = "sessions") -> None:
+    """Render report.md/report.html per session, a comparison for several, and reports/index.html."""
+    from caerus.report.render import newest_session, render_sessions
+
+    paths = [Path(s) for s in session] if session else [newest_session(Path(sessions))]
+    render_sessions(paths, out_dir=Path(out))
+
+
+@task(
+    help={
+        "base": "git revision to compare against (built in a separate worktree)",
+        "quick": "short repetitions (a few minutes)",
+        "report_only": "never exit non-zero (CI on shared machines)",
+        "repetitions": "repetitions per side (>= 9)",
+        "out": "output folder for regress.json / regress.md",
+    }
+)
+def regress(
+    c: Context,
+    base: str = "",
+    quick: bool = False,
+    report_only: bool = False,
+    repetitions: int = 9,
+    out: str = "regress-out",
+) -> None:
+    """Decide, with a Mann-Whitney U test, whether HEAD is slower than BASE (or than the stored baseline)."""
+    from benchmarks.regress.runner import RegressOptions, run_regress
+
+    code = run_regress(
+        RegressOptions(
+            base=base or None,
+            quick=quick,
+            report_only=report_only,
+            repetitions=repetitions,
+            out=Path(out),
+            repo=ROOT,
+        )
+    )
+    if code:
+        sys.exit(code)
+
+
+@task(help={"k": "pytest -k expression", "unit": "unit tests only (no servers)", "no_deps": "skip system deps"})
+def test(c: Context, k: str = "", unit: bool = False, no_deps: bool = False) -> None:
+    """Install the system packages the integration tests need (when missing), then run pytest."""
+    if not (unit or no_deps):
+        c.run(f"bash {ROOT / 'scripts' / 'install-test-deps.sh'}", pty=False)
+    target = "tests/unit" if unit else "tests"
+    args = f" -k {k!r}" if k else ""
+    with c.cd(str(ROOT)):
+        c.run(f"{sys.executable} -m pytest {target}{args}", pty=False, env={"PYTHONPATH": str(ROOT)})
+
+
+@task
+def lint(c: Context) -> None:
+    """ruff over the whole tree."""
+    with c.cd(str(ROOT)):
+        c.run(f"{sys.executable} -m ruff check .", pty=False)
+
+
+def _infra_collection() -> Collection:
+    from infra import invoke_tasks
+
+    return Collection.from_module(invoke_tasks)
+
+
+ns = Collection(bench, report, regress, test, lint)
+try:
+    # provision / configure / deploy / collect / teardown / status
+    for _t in _infra_collection().tasks.values():
+        ns.add_task(_t)
+except ImportError as exc:  # pragma: no cover - only when infra/ is broken
+    print(f"warning: infra tasks unavailable: {exc}", file=sys.stderr)
+
+os.environ.setdefault("PYTHONPATH", str(ROOT))
