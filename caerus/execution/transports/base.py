@@ -1,0 +1,67 @@
+"""The ``send_msg`` seam every execution transport implements (null, paper, binance, hyperliquid).
+
+The engine picks an order off the MPSC ring as an unpacked ``wire.ORDER`` tuple and hands it to
+``transport.send_msg(order)``. ``send_msg`` must return without waiting a venue round trip: a live transport
+writes the signed frame to its socket and returns ``Outcome.SENT``; the venue's answer arrives later and is
+delivered as a :class:`VenueReply` to the ``on_reply`` callback given at construction (called from the
+transport's reader thread, so it must be cheap and thread-safe, e.g. ``queue.SimpleQueue.put``). Simulated
+transports (null, paper) may decide the outcome at once and return it directly.
+
+This module is a contract shared by several owners: keep it small and stable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from caerus import wire
+
+# Field positions in an unpacked ORDER tuple (hot loops index tuples; attribute lookups cost).
+O_ORDER_ID = wire.ORDER.index("order_id")
+O_VENUE = wire.ORDER.index("venue")
+O_SIDE = wire.ORDER.index("side")
+O_TIF = wire.ORDER.index("tif")
+O_PX = wire.ORDER.index("px")
+O_QTY = wire.ORDER.index("qty")
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """What ``send_msg`` did with one order (goes into the EXEC record)."""
+
+    outcome: wire.Outcome
+    fill_px: float = 0.0
+    fill_qty: float = 0.0
+    venue_code: int = 0  # venue error code on rejection, else 0
+    t_sent: int = 0  # time.time_ns() when the frame left (or the simulated decision was made)
+
+
+@dataclass(frozen=True, slots=True)
+class VenueReply:
+    """A venue's later answer to an order a live transport already reported as SENT."""
+
+    order_id: int
+    outcome: wire.Outcome  # FILLED | PARTIAL | NOT_FILLED | VENUE_REJECTED | SEND_FAILED
+    fill_px: float
+    fill_qty: float
+    venue_code: int  # venue error code on rejection, else 0
+    t_recv: int  # time.time_ns() when the reply was read
+    message: str = ""  # venue's error text (never contains credentials)
+
+
+ReplyCallback = Callable[[VenueReply], None]
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """One order-entry path. ``start()`` before the first ``send_msg``; ``close()`` is idempotent."""
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def send_msg(self, order: tuple) -> SendResult: ...
+
+    def close(self) -> None: ...
