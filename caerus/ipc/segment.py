@@ -1,0 +1,260 @@
+"""Shared-memory segments: the file, its header, creation over stale segments, and (retry-)attach.
+
+A segment is a file ``caerus-<name>`` in ``$CAERUS_SHM_DIR`` (default ``/dev/shm``) mapped by every process that
+uses it. The first 256 bytes are the header::
+
+    line 0 (offset 0)    magic u64, layout version u32, record size u32, capacity u32, kind u32, generation u64,
+                         writer pid u64, heartbeat ns u64, created ns u64, slot stride u32, lanes u32,
+                         layout name (16 bytes)
+    line 1 (offset 64)   reserved for the ring's hot words (write cursor / head), one per cache line
+    line 2 (offset 128)  reserved (SPSC tail)
+    line 3 (offset 192)  reserved (counters the ring kinds keep)
+
+A writer creates the file under a temporary name and renames it into place, so a reader either sees no file or a
+complete header, and readers still attached to the previous generation keep a consistent (dead) mapping until
+they notice the new inode and re-attach (``Attached.stale_mapping``).
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from caerus.wire import LAYOUT_VERSION, Layout
+
+log = logging.getLogger(__name__)
+
+MAGIC = 0x31474553_53555245  # b"ERUSSEG1" little-endian: "caerus segment v1"
+HEADER_SIZE = 256
+CACHE_LINE = 64
+_HEADER = struct.Struct("<QIIIIQQQQII16s")  # fields of line 0
+# byte offsets of header words that change after creation (8-byte aligned, for memoryview('q') access)
+OFF_HEARTBEAT = 40
+OFF_CURSOR = 64
+OFF_TAIL = 128
+OFF_COUNTERS = 192
+
+KIND_SWMR = 1
+KIND_SPSC = 2
+KIND_MPSC = 3
+KIND_COUNTERS = 4
+KIND_NAMES = {KIND_SWMR: "swmr", KIND_SPSC: "spsc", KIND_MPSC: "mpsc", KIND_COUNTERS: "counters"}
+
+DEFAULT_STALE_AFTER_S = 2.0
+
+
+class SegmentError(RuntimeError):
+    """Base class of segment errors."""
+
+
+class SegmentMismatch(SegmentError):
+    """The segment on disk was written with a different layout than the one this process expects."""
+
+
+class SegmentBusy(SegmentError):
+    """A live writer already owns the segment."""
+
+
+class AttachTimeout(SegmentError):
+    """No (valid) segment appeared within the attach timeout."""
+
+
+def shm_dir() -> Path:
+    return Path(os.environ.get("CAERUS_SHM_DIR", "/dev/shm"))
+
+
+def shm_path(name: str) -> Path:
+    if not name or "/" in name:
+        raise ValueError(f"segment name {name!r} must be non-empty and contain no '/'")
+    return shm_dir() / f"caerus-{name}"
+
+
+@dataclass(frozen=True)
+class Header:
+    magic: int
+    layout_version: int
+    record_size: int
+    capacity: int
+    kind: int
+    generation: int
+    writer_pid: int
+    heartbeat_ns: int
+    created_ns: int
+    slot_stride: int
+    lanes: int
+    layout_name: str
+
+    @classmethod
+    def read(cls, buf) -> Header:
+        vals = list(_HEADER.unpack_from(buf, 0))
+        vals[-1] = vals[-1].rstrip(b"\0").decode("ascii", "replace")
+        return cls(*vals)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def describe_expected(layout: Layout, kind: int) -> str:
+    return f"{KIND_NAMES.get(kind, kind)} of {layout.name} records ({layout.size} B, layout v{LAYOUT_VERSION})"
+
+
+def check_header(name: str, hdr: Header, layout: Layout, kind: int) -> None:
+    """Refuse a segment whose magic, layout version, record size or kind differs, naming both sides."""
+    if hdr.magic != MAGIC:
+        raise SegmentMismatch(f"segment {name!r}: bad magic {hdr.magic:#x} (expected {MAGIC:#x}): not a Caerus segment")
+    theirs = (
+        f"{KIND_NAMES.get(hdr.kind, hdr.kind)} of {hdr.layout_name} records "
+        f"({hdr.record_size} B, layout v{hdr.layout_version})"
+    )
+    ours = describe_expected(layout, kind)
+    if hdr.layout_version != LAYOUT_VERSION or hdr.record_size != layout.size or hdr.kind != kind:
+        raise SegmentMismatch(f"segment {name!r} holds {theirs}, but this process expects {ours}")
+    if hdr.layout_name != layout.name:
+        raise SegmentMismatch(f"segment {name!r} holds {theirs}, but this process expects {ours}")
+
+
+class Mapping:
+    """An open, mapped segment file plus the word view every ring kind uses."""
+
+    def __init__(self, name: str, path: Path, fd: int, size: int) -> None:
+        self.name = name
+        self.path = path
+        self.size = size
+        self.inode = os.fstat(fd).st_ino
+        self.mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        os.close(fd)
+        # 8-byte word view. Aligned 8-byte stores through it are single instructions on x86-64, which is what the
+        # seqlock relies on (a reader can never see half a sequence word).
+        self.words = memoryview(self.mm).cast("q")
+
+    @property
+    def header(self) -> Header:
+        return Header.read(self.mm)
+
+    def heartbeat_age_s(self) -> float:
+        return (time.time_ns() - self.words[OFF_HEARTBEAT // 8]) / 1e9
+
+    def stale_mapping(self) -> bool:
+        """True when the path now names another file (the writer restarted) or is gone."""
+        try:
+            return os.stat(self.path).st_ino != self.inode
+        except FileNotFoundError:
+            return True
+
+    def close(self) -> None:
+        self.words.release()
+        self.mm.close()
+
+
+def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int, data_size: int,
+           lanes: int = 0, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> Mapping:
+    """Create segment ``name`` (header + ``data_size`` bytes), replacing a stale one of a dead writer.
+
+    Raises SegmentBusy when the existing segment's writer is alive and its heartbeat is fresh.
+    """
+    path = shm_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old_generation = 0
+    if path.exists():
+        try:
+            with open(path, "rb") as f:
+                raw = f.read(HEADER_SIZE)
+            if len(raw) == HEADER_SIZE:
+                old = Header.read(raw)
+                if old.magic == MAGIC:
+                    old_generation = old.generation
+                    age_s = (time.time_ns() - old.heartbeat_ns) / 1e9
+                    if old.writer_pid != os.getpid() and pid_alive(old.writer_pid) and age_s < stale_after_s:
+                        raise SegmentBusy(
+                            f"segment {name!r} is owned by live writer pid {old.writer_pid} "
+                            f"(heartbeat {age_s:.1f} s ago); stop it first"
+                        )
+        except OSError:
+            pass
+    size = HEADER_SIZE + data_size
+    size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.ftruncate(fd, size)
+        seg = Mapping(name, tmp, fd, size)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    now = time.time_ns()
+    generation = max(now, old_generation + 1)
+    _HEADER.pack_into(
+        seg.mm, 0, MAGIC, LAYOUT_VERSION, layout.size, capacity, kind, generation, os.getpid(), now, now,
+        slot_stride, lanes, layout.name.encode("ascii"),
+    )
+    os.rename(tmp, path)
+    seg.path = path
+    return seg
+
+
+def attach(name: str, layout: Layout, kind: int, timeout: float | None = None) -> Mapping:
+    """Map segment ``name``, waiting for it to appear (bounded backoff, logged once) when it does not exist yet.
+
+    ``timeout=None`` waits forever (processes may start in any order); on timeout raises AttachTimeout.
+    A segment that exists but does not match raises SegmentMismatch at once: waiting would not fix it.
+    """
+    path = shm_path(name)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.001
+    logged = False
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            fd = -1
+        if fd >= 0:
+            size = os.fstat(fd).st_size
+            if size >= HEADER_SIZE:
+                seg = Mapping(name, path, fd, size)
+                try:
+                    check_header(name, seg.header, layout, kind)
+                except SegmentMismatch:
+                    seg.close()
+                    raise
+                if logged:
+                    log.info("attached to segment %s (writer pid %d)", name, seg.header.writer_pid)
+                return seg
+            os.close(fd)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise AttachTimeout(f"segment {name!r} did not appear at {path} within {timeout:g} s")
+        if not logged:
+            log.info("waiting for segment %s at %s (its writer has not started yet)", name, path)
+            logged = True
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+def unlink(name: str) -> None:
+    try:
+        os.unlink(shm_path(name))
+    except FileNotFoundError:
+        pass
+
+
+def slot_stride_for(record_size: int) -> int:
+    """Slot size: 8-byte sequence word + record, rounded up to whole cache lines (no false sharing)."""
+    return (8 + record_size + CACHE_LINE - 1) // CACHE_LINE * CACHE_LINE
+
+
+def check_capacity(capacity: int) -> None:
+    if capacity < 2 or capacity & (capacity - 1):
+        raise ValueError(f"ring capacity must be a power of two >= 2, got {capacity}")

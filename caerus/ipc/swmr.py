@@ -1,0 +1,183 @@
+"""Single-writer multi-reader broadcast ring with a per-slot seqlock (feeds -> strategy and capture).
+
+Layout after the segment header: ``capacity`` slots of ``stride`` bytes, each ``[seq: i64][record]``.
+Record number n (1-based, ever increasing) lives in slot ``(n - 1) & mask``.
+
+Writer, for record n: store seq = 2n-1 (busy), pack the record, store seq = 2n (done), store cursor = n.
+Reader, for record n: load seq alone; it must equal exactly 2n; copy the record out; load seq alone again; it must
+still equal exactly 2n. Comparing against the exact expected value (never "even and unchanged") matters in
+CPython: ``struct.pack_into`` was seen to zero-fill its target before packing, and a reader that accepted any even
+value let torn records through. The sequence word is never part of the record copy.
+
+Ordering: x86-64 is TSO: stores become visible in program order and loads are not reordered with other loads, so
+the store/load sequences above need no fences there. A weakly ordered CPU (ARM) would need real acquire/release
+atomics, which CPython does not offer; Caerus targets x86-64 hosts (c7i).
+
+The writer never blocks or looks at readers. A reader in every-record mode that is lapped counts exactly how many
+records it lost and resumes at the oldest record still valid.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from caerus.ipc import segment
+from caerus.ipc.segment import KIND_SWMR, OFF_CURSOR, OFF_HEARTBEAT
+from caerus.wire import Layout
+
+_CURSOR = OFF_CURSOR // 8
+_HEARTBEAT = OFF_HEARTBEAT // 8
+
+
+class SwmrWriter:
+    """The one writer of a broadcast ring."""
+
+    def __init__(self, seg: segment.Mapping, layout: Layout, capacity: int) -> None:
+        self.seg = seg
+        self.name = seg.name
+        self.layout = layout
+        self.capacity = capacity
+        self._mask = capacity - 1
+        self._stride = segment.slot_stride_for(layout.size)
+        self._pack_into = layout.struct.pack_into
+        self._mm = seg.mm
+        self._words = seg.words
+        self._n = 0
+
+    @classmethod
+    def create(cls, name: str, layout: Layout, capacity: int = 4096) -> SwmrWriter:
+        segment.check_capacity(capacity)
+        stride = segment.slot_stride_for(layout.size)
+        seg = segment.create(name, layout, KIND_SWMR, capacity, stride, capacity * stride)
+        return cls(seg, layout, capacity)
+
+    @property
+    def published(self) -> int:
+        return self._n
+
+    def publish(self, *fields: object) -> int:
+        """Write one record (fields in layout order); returns its record number. Never blocks."""
+        n = self._n + 1
+        off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
+        words = self._words
+        w = off >> 3
+        words[w] = 2 * n - 1
+        self._pack_into(self._mm, off + 8, *fields)
+        words[w] = 2 * n
+        words[_CURSOR] = n
+        self._n = n
+        return n
+
+    def beat(self) -> None:
+        """Refresh the writer heartbeat (off the hot path, ~every 100 ms)."""
+        self._words[_HEARTBEAT] = time.time_ns()
+
+    def close(self, unlink: bool = False) -> None:
+        if unlink:
+            segment.unlink(self.name)
+        self.seg.close()
+
+
+class SwmrReader:
+    """One reader of a broadcast ring, in every-record or latest-value mode."""
+
+    def __init__(self, seg: segment.Mapping, layout: Layout) -> None:
+        self.layout = layout
+        self.name = seg.name
+        self.lost = 0  # records skipped because the writer lapped this reader (every-record mode)
+        self.generations = 0  # times this reader re-attached to a restarted writer
+        self._bind(seg)
+
+    def _bind(self, seg: segment.Mapping) -> None:
+        hdr = seg.header
+        self.seg = seg
+        self.capacity = hdr.capacity
+        self.generation = hdr.generation
+        self.writer_pid = hdr.writer_pid
+        self._mask = hdr.capacity - 1
+        self._stride = hdr.slot_stride
+        self._unpack_from = self.layout.struct.unpack_from
+        self._mm = seg.mm
+        self._words = seg.words
+        self._next = 1  # every-record mode: the next record number to read
+        self._last = 0  # latest-value mode: the newest record number returned
+
+    @classmethod
+    def attach(cls, name: str, layout: Layout, timeout: float | None = None) -> SwmrReader:
+        return cls(segment.attach(name, layout, KIND_SWMR, timeout), layout)
+
+    def head(self) -> int:
+        """Number of the newest completely written record (0 when none)."""
+        return self._words[_CURSOR]
+
+    def read_next(self) -> tuple | None:
+        """Every-record mode: the next record in order, or None when the reader is caught up."""
+        while True:
+            n = self._next
+            want = 2 * n
+            off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
+            w = off >> 3
+            words = self._words
+            s1 = words[w]
+            if s1 == want:
+                rec = self._unpack_from(self._mm, off + 8)
+                if words[w] == want:
+                    self._next = n + 1
+                    return rec
+            elif s1 < want:
+                return None  # not written yet (or being written right now)
+            self._skip_lapped()
+
+    def _skip_lapped(self) -> None:
+        # The slot holds a newer lap: every record older than the oldest surely-valid one is lost. Counting by
+        # record number keeps the count exact: every number is either returned or counted, never both.
+        head = self._words[_CURSOR]
+        oldest = head - self.capacity + 1 + max(1, self.capacity >> 3)  # margin: the writer may be on `oldest`
+        oldest = max(oldest, self._next + 1)
+        self.lost += oldest - self._next
+        self._next = oldest
+
+    def read_latest(self) -> tuple | None:
+        """Latest-value mode: the newest record not returned before, or None when nothing new arrived."""
+        words = self._words
+        while True:
+            n = words[_CURSOR]
+            if n == self._last:
+                return None
+            want = 2 * n
+            off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
+            w = off >> 3
+            if words[w] == want:
+                rec = self._unpack_from(self._mm, off + 8)
+                if words[w] == want:
+                    self._last = n
+                    return rec
+            # The writer overwrote the slot (lapped within the copy): read the new cursor and try again.
+
+    def seek_end(self) -> None:
+        """Every-record mode: skip everything already written (start with the next new record)."""
+        self._next = self._words[_CURSOR] + 1
+
+    def writer_alive(self, stale_after_s: float = segment.DEFAULT_STALE_AFTER_S) -> bool:
+        """True while the writer's heartbeat is fresh and its process exists (an off-path check)."""
+        if self.seg.heartbeat_age_s() > stale_after_s:
+            return False
+        return segment.pid_alive(self.writer_pid) or self.writer_pid == os.getpid()
+
+    def refresh(self) -> bool:
+        """Re-attach when the writer restarted with a new generation; True when it did. Off the hot path."""
+        if not self.seg.stale_mapping():
+            return False
+        try:
+            new = segment.attach(self.name, self.layout, KIND_SWMR, timeout=0)
+        except segment.AttachTimeout:
+            return False
+        old = self.seg
+        self._bind(new)
+        old.close()
+        self.generations += 1
+        return True
+
+    def close(self) -> None:
+        self.seg.close()
