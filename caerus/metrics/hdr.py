@@ -115,7 +115,7 @@ def add_into(dst: HdrHistogram, src: HdrHistogram) -> None:
 
 
 def percentile(h: HdrHistogram, pct: float) -> int:
-    """Value at percentile (0..100), HdrHistogram semantics (highest equivalent value), via numpy cumsum."""
+    """Value at percentile (0..100) with the Java/JS HdrHistogram semantics, via a numpy cumsum."""
     return percentiles(h, [pct])[pct]
 
 
@@ -128,7 +128,9 @@ def percentiles(h: HdrHistogram, pcts: Iterable[float]) -> dict[float, int]:
         return dict.fromkeys(pcts, 0)
     cum = np.cumsum(counts_view(h))
     for p in pcts:
-        target = max(1, math.ceil(p / 100.0 * total)) if p < 100.0 else total
+        # Java/JS HdrHistogram rule: round the fractional count up, forgiving a 1-ulp float error
+        fp = min(p, 100.0) / 100.0 * total
+        target = max(1, math.ceil(fp - math.ulp(fp)))
         i = int(np.searchsorted(cum, target, side="left"))
         if p <= 0.0:
             out[p] = int(h.get_lowest_equivalent_value(h.get_value_from_index(i)))

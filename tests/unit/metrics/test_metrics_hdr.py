@@ -1,0 +1,213 @@
+"""caerus.metrics.hdr: vectorised recording, interval logs, clock artifacts, decoding, .hgrm, and an independent
+decode of our .hlog by hdr-histogram-js under node."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from caerus.metrics import hdr
+from tests.fixtures.common import require_binary
+
+ROOT = Path(__file__).resolve().parents[3]
+NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
+JS_DECODER = ROOT / "tests" / "fixtures" / "metrics_hlog_decode.js"
+PCTS = ("0", "50", "90", "99", "99.9", "99.99", "100")
+
+
+class FakeClock:
+    def __init__(self, start_ns: int = 1_750_000_000 * 10**9) -> None:
+        self.now = start_ns
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += int(seconds * 1e9)
+
+
+def _samples(seed: int, n: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([
+        rng.integers(0, 5_000, n // 10),
+        rng.lognormal(9.5, 1.5, n).astype(np.int64),
+        np.array([1, 2047, 2048, 4095, 4096, 10**9], dtype=np.int64),
+    ])
+
+
+def test_vectorised_record_matches_package_record_value() -> None:
+    vals = _samples(1, 20_000)
+    fast, slow = hdr.new_histogram(), hdr.new_histogram()
+    hdr.record_array(fast, vals)
+    for v in vals.tolist():
+        slow.record_value(v)
+    assert np.array_equal(hdr.counts_view(fast), hdr.counts_view(slow))
+    assert (fast.total_count, fast.min_value, fast.max_value) == (slow.total_count, slow.min_value, slow.max_value)
+    assert hdr.percentile(fast, 99.0) == slow.get_value_at_percentile(99.0)
+
+
+def test_sample_buffer_counts_overflow_and_drain_resets(tmp_path: Path) -> None:
+    buf = hdr.SampleBuffer(capacity=4)
+    for v in range(6):
+        buf.add(v + 1)
+    assert (buf.n, buf.full) == (4, 2)
+    log = hdr.IntervalLog(tmp_path / "p.hlog", ["m"], clock_ns=FakeClock())
+    assert log.drain("m", buf) == 4
+    assert (buf.n, buf.full) == (0, 0)
+    log.close()
+    side = hdr.read_sidecar(tmp_path / "p.hlog")
+    assert side is not None and side["tags"]["m"]["buffer_full"] == 2 and side["tags"]["m"]["count"] == 4
+
+
+def test_negative_samples_are_counted_as_clock_artifacts_not_recorded(tmp_path: Path) -> None:
+    clock = FakeClock()
+    log = hdr.IntervalLog(tmp_path / "p.hlog", ["a", "b"], interval_s=1.0, clock_ns=clock)
+    log.record_values("a", np.array([-5, -700, 10, 20, 30], dtype=np.int64))
+    log.record_values("b", np.array([hdr.HIGHEST_NS * 2, 5], dtype=np.int64))
+    clock.advance(1.0)
+    assert log.maybe_flush()
+    log.close()
+    side = json.loads((tmp_path / "p.hlog.json").read_text())
+    assert side["closed"] is True
+    assert side["tags"]["a"] == {"count": 3, "clock_artifacts": 2, "min_artifact_ns": -700, "clamped": 0,
+                                 "buffer_full": 0, "max_ns": 30}
+    assert side["tags"]["b"]["clamped"] == 1 and side["tags"]["b"]["count"] == 2
+    data = hdr.read_hlog(tmp_path / "p.hlog")
+    assert data.merged("a").total_count == 3
+    assert data.merged("b").get_max_value() >= hdr.HIGHEST_NS
+
+
+def test_hlog_header_and_tagged_lines(tmp_path: Path) -> None:
+    clock = FakeClock()
+    log = hdr.IntervalLog(tmp_path / "p.hlog", ["x.y", "z"], clock_ns=clock)
+    log.record("x.y", 1234)
+    clock.advance(1.5)
+    log.maybe_flush()
+    log.close()
+    lines = (tmp_path / "p.hlog").read_text().splitlines()
+    assert lines[0] == "#[Histogram log format version 1.3]"
+    assert any(line.startswith("#[StartTime: 1750000000.000 (seconds since epoch), ") for line in lines)
+    assert "#[BaseTime: 1750000000.000 (seconds since epoch)]" in lines
+    assert hdr.LEGEND in lines
+    body = [line for line in lines if line.startswith("Tag=")]
+    assert body[0].startswith("Tag=x.y,0.000,1.500,0.001,HISTF")
+    assert body[1].startswith("Tag=z,0.000,1.500,0.000,HISTF")
+
+
+def test_interval_timestamps_and_counts_round_trip(tmp_path: Path) -> None:
+    clock = FakeClock()
+    log = hdr.IntervalLog(tmp_path / "p.hlog", ["m"], clock_ns=clock)
+    per_interval = [100, 0, 250, 7]
+    buf = hdr.SampleBuffer(1024)
+    for i, n in enumerate(per_interval):
+        for v in range(n):
+            buf.add(1000 + v + i)
+        log.drain("m", buf)
+        clock.advance(1.0)
+        assert log.maybe_flush()
+    log.close()
+    data = hdr.read_hlog(tmp_path / "p.hlog")
+    ivs = [iv for iv in data.intervals if iv.tag == "m"]
+    assert [iv.count for iv in ivs][:4] == per_interval
+    assert [round(iv.start_s - 1_750_000_000, 3) for iv in ivs][:4] == [0.0, 1.0, 2.0, 3.0]
+    assert data.bad_lines == []
+
+
+def test_torn_last_line_is_reported_not_fatal(tmp_path: Path) -> None:
+    clock = FakeClock()
+    log = hdr.IntervalLog(tmp_path / "p.hlog", ["m"], clock_ns=clock)
+    log.record("m", 5000)
+    clock.advance(1)
+    log.maybe_flush()
+    log.close()
+    path = tmp_path / "p.hlog"
+    path.write_text(path.read_text() + "Tag=m,1.000,1.000,0.005,HISTFAAAAB14nJN")  # killed mid-write
+    data = hdr.read_hlog(path)
+    assert data.merged("m").total_count == 1
+    assert len(data.bad_lines) == 1 and "decode" in data.bad_lines[0][1]
+
+
+def test_tail_yields_only_complete_lines(tmp_path: Path) -> None:
+    clock = FakeClock()
+    path = tmp_path / "p.hlog"
+    log = hdr.IntervalLog(path, ["m"], clock_ns=clock)
+    tail = hdr.HlogTail(path)
+    assert list(tail.poll()) == []
+    log.record("m", 42)
+    clock.advance(1)
+    log.maybe_flush()
+    got = list(tail.poll())
+    assert [(iv.tag, iv.count) for iv in got] == [("m", 1)]
+    assert list(tail.poll()) == []
+    log.close()
+
+
+def test_bad_tags_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="bad metric tag"):
+        hdr.IntervalLog(tmp_path / "p.hlog", ["has,comma"])
+    with pytest.raises(ValueError, match="duplicate"):
+        hdr.IntervalLog(tmp_path / "q.hlog", ["a", "a"])
+    log = hdr.IntervalLog(tmp_path / "r.hlog", ["a"])
+    with pytest.raises(KeyError, match="unknown metric tag 'b'"):
+        log.record("b", 1)
+    log.close()
+
+
+def test_hgrm_spectrum_format() -> None:
+    h = hdr.new_histogram()
+    hdr.record_array(h, np.arange(1, 10_001, dtype=np.int64) * 1000)
+    out = io.StringIO()
+    hdr.write_hgrm(h, out, unit_ratio=1000.0)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["Value", "Percentile", "TotalCount", "1/(1-Percentile)"]
+    rows = [line.split() for line in lines[2:] if line and not line.startswith("#")]
+    assert float(rows[0][1]) == 0.0 and float(rows[-1][1]) == 1.0 and int(rows[-1][2]) == 10_000
+    assert len(rows[-1]) == 3  # the 100% row has no 1/(1-p) column
+    pcts = [float(r[1]) for r in rows]
+    assert pcts == sorted(pcts)
+    assert any(line.startswith("#[Mean    =") for line in lines)
+    mean_line = next(line for line in lines if line.startswith("#[Mean"))
+    assert abs(float(mean_line.split("=")[1].split(",")[0]) - 5000.5) < 10  # microseconds, scaled
+    assert "Total count    =        10000" in out.getvalue()
+
+
+def test_percentiles_match_java_js_rounding() -> None:
+    h = hdr.new_histogram()
+    hdr.record_array(h, np.array([10, 20, 30, 40, 50, 60, 70, 80, 90, 100], dtype=np.int64))
+    assert hdr.percentile(h, 50.0) == 50
+    assert hdr.percentile(h, 55.0) == 60  # 5.5 rounds up to 6 samples
+    assert hdr.percentile(h, 0.0) == 10
+    assert hdr.percentile(h, 100.0) == 100
+
+
+def test_node_hdr_histogram_js_decodes_our_hlog(tmp_path: Path) -> None:
+    node = require_binary("node", "nodejs")
+    if not (NODE_MODULES / "hdr-histogram-js").is_dir():
+        pytest.fail(f"hdr-histogram-js missing under {NODE_MODULES}: run scripts/install-test-deps.sh")
+    clock = FakeClock()
+    path = tmp_path / "fleet.hlog"
+    log = hdr.IntervalLog(path, ["tick_to_decision", "info_age.binance"], clock_ns=clock)
+    for i in range(5):
+        log.record_values("tick_to_decision", _samples(10 + i, 5_000))
+        log.record_values("info_age.binance", _samples(20 + i, 3_000) * 100)
+        clock.advance(1.0)
+        log.maybe_flush()
+    log.close()
+    res = subprocess.run([node, str(JS_DECODER), str(NODE_MODULES), str(path), *PCTS],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    js = json.loads(res.stdout)
+    ours = hdr.read_hlog(path)
+    assert set(js) == {"tick_to_decision", "info_age.binance"}
+    for tag, merged in ours.merged_all().items():
+        assert js[tag]["total"] == merged.total_count > 0
+        assert js[tag]["intervals"] == sum(1 for iv in ours.intervals if iv.tag == tag)
+        assert js[tag]["max"] == merged.get_max_value()
+        ours_p = hdr.percentiles(merged, [float(p) for p in PCTS])
+        for p in PCTS:
+            assert js[tag]["percentiles"][p] == ours_p[float(p)], (tag, p)
