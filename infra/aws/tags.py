@@ -1,0 +1,45 @@
+"""The project's tags: what provision puts on every resource and what teardown requires before deleting one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+PROJECT_KEY = "project"
+PROJECT_VALUE = "caerus"
+
+
+def project_tags(session: str, owner: str, expiry_iso: str) -> dict[str, str]:
+    return {
+        PROJECT_KEY: PROJECT_VALUE,
+        "owner": owner,
+        "session": session,
+        "expiry": expiry_iso,
+        "Name": f"caerus-{session}",
+    }
+
+
+def as_tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def tag_spec(resource_type: str, tags: Mapping[str, str]) -> dict:
+    return {"ResourceType": resource_type, "Tags": as_tag_list(tags)}
+
+
+def as_dict(tag_list: Iterable[Mapping[str, str]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in (tag_list or [])}
+
+
+def is_ours(tag_list: Iterable[Mapping[str, str]] | None, session: str | None = None) -> bool:
+    """True when the resource carries project=caerus (and, when given, session=<session>)."""
+    tags = as_dict(tag_list)
+    if tags.get(PROJECT_KEY) != PROJECT_VALUE:
+        return False
+    return session is None or tags.get("session") == session
+
+
+def filters(session: str | None = None) -> list[dict]:
+    out = [{"Name": f"tag:{PROJECT_KEY}", "Values": [PROJECT_VALUE]}]
+    if session is not None:
+        out.append({"Name": "tag:session", "Values": [session]})
+    return out
