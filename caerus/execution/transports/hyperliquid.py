@@ -1,0 +1,180 @@
+"""Hyperliquid live transport: order actions posted over the WebSocket (``{"method":"post","id":N,"request":
+{"type":"action","payload":{action, nonce, signature, vaultAddress}}}``), signed like the SDK's
+``sign_l1_action`` (see caerus.execution.signing.hyperliquid).
+
+Prices are rounded as the venue requires for perps (at most 5 significant figures and ``6 - sz_decimals``
+decimals), sizes to ``sz_decimals``. Replies (``{"channel":"post","data":{"id":N,"response":...}}``) become
+VenueReplies: ``filled`` -> FILLED/PARTIAL, ``resting`` -> SENT (acknowledged), IOC "could not immediately match"
+-> NOT_FILLED, any other error -> VENUE_REJECTED. Hyperliquid has no numeric error codes, so ``venue_code`` says
+where the rejection came from: -1 order status error, -2 action refused (``status: err``, e.g. a signature that
+recovers to an unknown wallet), -3 request refused (``type: error``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from caerus import wire
+from caerus.execution.credentials import CredentialsError, HyperliquidCredentials
+from caerus.execution.signing.hyperliquid import order_action, order_wire
+from caerus.execution.transports.base import (
+    O_ORDER_ID,
+    O_PX,
+    O_QTY,
+    O_SIDE,
+    O_TIF,
+    ReplyCallback,
+    SendResult,
+    VenueReply,
+)
+from caerus.execution.transports.live import URLS, ReplySink, WsOrderSession, check_live_guard
+
+_TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
+CODE_ORDER_ERROR = -1
+CODE_ACTION_ERROR = -2
+CODE_REQUEST_ERROR = -3
+_NO_MATCH = "could not immediately match"
+_encode = msgspec.json.Encoder().encode
+
+
+def round_price(px: float, sz_decimals: int) -> float:
+    """Perp price rule: <= 5 significant figures and <= 6 - szDecimals decimals (integers always allowed)."""
+    return round(float(f"{px:.5g}"), 6 - sz_decimals)
+
+
+class HyperliquidTransport:
+    """Live Hyperliquid order entry. Construct via ``make_live_transport('hyperliquid', ...)``."""
+
+    name = "hyperliquid"
+
+    def __init__(self, *, network: str | None, credentials: HyperliquidCredentials, enable_live: bool = False,
+                 url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
+                 asset: int = 0, sz_decimals: int = 5) -> None:
+        check_live_guard("hyperliquid", enable_live=enable_live, network=network)
+        if not isinstance(credentials, HyperliquidCredentials):
+            raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
+                                   f"{type(credentials).__name__}")
+        self.network = network
+        self.url = url or URLS["hyperliquid"][network]
+        self._signer = credentials.signer(is_mainnet=network == "mainnet")
+        self._vault = credentials.vault_address
+        self._asset = asset
+        self._sz_decimals = sz_decimals
+        self._sink = ReplySink(on_reply)
+        self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
+        self._next_id = 1
+        self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
+                                       on_message=self._on_message, on_disconnect=self._on_disconnect,
+                                       idle_ping=b'{"method":"ping"}', idle_ping_s=30.0)
+        self.sent = 0
+        self.send_failed = 0
+        self.replies: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
+                                        "unmatched": 0, "lost_in_flight": 0, "venue_errors": 0}
+
+    @property
+    def address(self) -> str:
+        return self._signer.address
+
+    # --- engine side -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._session.start()
+
+    def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
+        """The signed post request for ``order`` (also used by the benchmark)."""
+        sz = round(order[O_QTY], self._sz_decimals)
+        action = order_action([order_wire(self._asset, order[O_SIDE] > 0,
+                                          round_price(order[O_PX], self._sz_decimals), sz,
+                                          tif=_TIF.get(order[O_TIF], "Ioc"))])
+        nonce = self._signer.next_nonce(now_ms)
+        payload = {"action": action, "nonce": nonce, "signature": self._signer.sign_action(action, nonce),
+                   "vaultAddress": self._vault}
+        return {"method": "post", "id": req_id, "request": {"type": "action", "payload": payload}}
+
+    def send_msg(self, order: tuple) -> SendResult:
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        try:
+            frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
+        except ValueError:  # price/size not representable on the wire: refuse, counted
+            self.send_failed += 1
+            return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
+        self._pending[req_id] = (order[O_ORDER_ID], round(order[O_QTY], self._sz_decimals))
+        if self._session.send(frame):
+            self.sent += 1
+            return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
+        self._pending.pop(req_id, None)
+        self.send_failed += 1
+        return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
+
+    def poll_reply(self) -> VenueReply | None:
+        return self._sink.poll()
+
+    def stats(self) -> dict[str, int]:
+        s = self._session
+        return {"sent": self.sent, "send_failed": self.send_failed, **self.replies, "malformed": s.malformed,
+                "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
+
+    def close(self) -> None:
+        self._session.close()
+
+    # --- reader side -----------------------------------------------------------------------------------
+    def _reject(self, order_id: int, code: int, text: str, t_recv: int) -> None:
+        self.replies["rejected"] += 1
+        self._sink.deliver(VenueReply(order_id, wire.Outcome.VENUE_REJECTED, 0.0, 0.0, code, t_recv, text))
+
+    def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
+        channel = msg.get("channel")
+        if channel != "post":
+            if channel == "error":
+                self.replies["venue_errors"] += 1
+            return  # pong, greetings
+        data = msg["data"]
+        entry = self._pending.pop(data.get("id"), None) if isinstance(data.get("id"), int) else None
+        if entry is None:
+            self.replies["unmatched"] += 1
+            return
+        order_id, size = entry
+        response = data["response"]
+        if response.get("type") != "action":
+            self._reject(order_id, CODE_REQUEST_ERROR, str(response.get("payload", "")), t_recv)
+            return
+        payload = response["payload"]
+        if payload.get("status") != "ok":
+            self._reject(order_id, CODE_ACTION_ERROR, str(payload.get("response", "")), t_recv)
+            return
+        status = payload["response"]["data"]["statuses"][0]
+        if "filled" in status:
+            f = status["filled"]
+            qty = float(f["totalSz"])
+            full = qty >= size - 1e-12
+            self.replies["filled" if full else "partial"] += 1
+            self._sink.deliver(VenueReply(order_id, wire.Outcome.FILLED if full else wire.Outcome.PARTIAL,
+                                          float(f["avgPx"]), qty, 0, t_recv, f"oid={f.get('oid')}"))
+        elif "resting" in status:
+            self.replies["acked"] += 1
+            self._sink.deliver(VenueReply(order_id, wire.Outcome.SENT, 0.0, 0.0, 0, t_recv,
+                                          f"resting oid={status['resting'].get('oid')}"))
+        else:
+            text = str(status.get("error", status))
+            if _NO_MATCH in text:
+                self.replies["not_filled"] += 1
+                self._sink.deliver(VenueReply(order_id, wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, t_recv, text))
+            else:
+                self._reject(order_id, CODE_ORDER_ERROR, text, t_recv)
+
+    def _on_disconnect(self) -> None:
+        t = time.time_ns()
+        while self._pending:
+            try:
+                _, (order_id, _size) = self._pending.popitem()
+            except KeyError:
+                break
+            self.replies["lost_in_flight"] += 1
+            self._sink.deliver(VenueReply(order_id, wire.Outcome.SEND_FAILED, 0.0, 0.0, 0, t,
+                                          "connection lost before the venue answered; order state unknown"))
+
+    def __repr__(self) -> str:
+        return f"HyperliquidTransport(network={self.network}, url={self.url}, address={self.address})"

@@ -1,0 +1,207 @@
+"""What the live order-entry transports share: network URLs, the start-up guard, and the persistent TLS WebSocket
+session that sends from the engine's thread and reads replies on its own thread.
+
+Threading model (why): ``send_msg`` runs on the engine's loop and must not wait a venue round trip. The session
+uses the ``websockets`` sync client: ``send()`` writes the frame to the socket and returns (it only contends for
+the connection's mutex with websockets' own receive thread, for microseconds); a reader thread of ours blocks in
+``recv()``, parses each reply, correlates it to the order by request id and hands a ``VenueReply`` to the
+transport's ``on_reply`` callback (default: an internal ``queue.SimpleQueue`` the engine drains with
+``poll_reply()``). On a lost connection every in-flight order is reported as SEND_FAILED ("state unknown") and the
+reader reconnects with backoff; orders sent while disconnected fail at once and are counted.
+
+Nothing here logs a frame: websockets gets a private logger pinned at INFO with a filter dropping frame dumps, so
+turning on DEBUG logging elsewhere cannot put an API key or signature in a log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.sync.client import ClientConnection, connect
+
+from caerus.execution.transports.base import ReplyCallback, VenueReply
+
+log = logging.getLogger("caerus.execution.transports.live")
+
+NETWORKS = ("testnet", "mainnet")
+URLS: dict[str, dict[str, str]] = {
+    "binance": {"mainnet": "wss://ws-fapi.binance.com/ws-fapi/v1",
+                "testnet": "wss://testnet.binancefuture.com/ws-fapi/v1"},
+    "hyperliquid": {"mainnet": "wss://api.hyperliquid.xyz/ws",
+                    "testnet": "wss://api.hyperliquid-testnet.xyz/ws"},
+}
+
+
+class LiveConfigError(ValueError):
+    """A live transport was asked to start without being explicitly and completely configured."""
+
+
+class LiveTransportError(RuntimeError):
+    """The live transport could not connect (message names the URL and the failure, never credentials)."""
+
+
+class _NoFrameDumps(logging.Filter):
+    """websockets dumps frames (which carry apiKey and signatures) only at DEBUG: drop every DEBUG record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_WIRE_LOG = logging.getLogger("caerus.execution.transports.wire")
+_WIRE_LOG.setLevel(logging.INFO)  # frames are logged by websockets only at DEBUG: never enable it here
+_WIRE_LOG.addFilter(_NoFrameDumps())
+
+
+def check_live_guard(venue: str, *, enable_live: bool, network: str | None) -> None:
+    if venue not in URLS:
+        raise LiveConfigError(f"unknown live transport {venue!r}; expected one of {sorted(URLS)}")
+    if enable_live is not True:
+        raise LiveConfigError(f"{venue} is a live transport: it sends real orders and refuses to start unless "
+                              "enable_live=True (--enable-live)")
+    if network not in NETWORKS:
+        raise LiveConfigError(f"{venue}: network must be named explicitly as 'testnet' or 'mainnet', got {network!r}")
+
+
+def ssl_context(url: str, ca_file: str | None) -> ssl.SSLContext | None:
+    if not url.startswith("wss://"):
+        raise LiveConfigError(f"order entry must use TLS (wss://), got {url!r}")
+    return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+
+
+class WsOrderSession:
+    """One persistent TLS WebSocket with a reader thread. ``send`` is safe to call from one other thread."""
+
+    def __init__(self, url: str, *, ca_file: str | None, name: str, on_message: Callable[[Any, int], None],
+                 on_disconnect: Callable[[], None], idle_ping: bytes | None = None, idle_ping_s: float = 30.0,
+                 open_timeout: float = 10.0) -> None:
+        self.url = url
+        self.name = name
+        self._ssl = ssl_context(url, ca_file)
+        self._on_message = on_message
+        self._on_disconnect = on_disconnect
+        self._idle_ping = idle_ping
+        self._idle_ping_s = idle_ping_s
+        self._open_timeout = open_timeout
+        self._ws: ClientConnection | None = None
+        self._running = False
+        self._thread: threading.Thread | None = None
+        # counters written by the reader thread only
+        self.malformed = 0
+        self.disconnects = 0
+        self.reconnects = 0
+
+    def _connect(self) -> ClientConnection:
+        try:
+            return connect(self.url, ssl=self._ssl, open_timeout=self._open_timeout, compression=None,
+                           logger=_WIRE_LOG, max_size=1 << 20)
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(exc).__name__}: {exc}") \
+                from None
+
+    def start(self) -> None:
+        self._ws = self._connect()
+        self._running = True
+        self._thread = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
+        self._thread.start()
+        log.info("%s: order-entry connection open to %s", self.name, self.url)
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None
+
+    def send(self, text: str | bytes) -> bool:
+        ws = self._ws
+        if ws is None:
+            return False
+        try:
+            ws.send(text, text=True)
+        except (ConnectionClosed, OSError, RuntimeError):
+            return False
+        return True
+
+    def _read_loop(self) -> None:
+        backoff = 0.1
+        while self._running:
+            ws = self._ws
+            if ws is None:
+                try:
+                    self._ws = self._connect()
+                    self.reconnects += 1
+                    backoff = 0.1
+                    log.warning("%s: reconnected to %s", self.name, self.url)
+                except LiveTransportError as exc:
+                    log.warning("%s: reconnect failed (%s); retrying in %.1f s", self.name, exc, backoff)
+                    time.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                continue
+            try:
+                raw = ws.recv(timeout=self._idle_ping_s if self._idle_ping else None)
+            except TimeoutError:
+                if self._idle_ping is not None:
+                    self.send(self._idle_ping)
+                continue
+            except (ConnectionClosed, OSError):
+                self._ws = None
+                if self._running:
+                    self.disconnects += 1
+                    log.warning("%s: order-entry connection to %s lost", self.name, self.url)
+                    self._on_disconnect()
+                continue
+            t_recv = time.time_ns()
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                self.malformed += 1
+                continue
+            try:
+                self._on_message(msg, t_recv)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+                self.malformed += 1
+
+    def close(self) -> None:
+        self._running = False
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            ws.close()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+
+
+class ReplySink:
+    """Where venue replies go: the caller's callback, or an internal queue drained with ``poll_reply()``."""
+
+    def __init__(self, on_reply: ReplyCallback | None) -> None:
+        self.queue: queue.SimpleQueue[VenueReply] = queue.SimpleQueue()
+        self.deliver: ReplyCallback = on_reply if on_reply is not None else self.queue.put
+
+    def poll(self) -> VenueReply | None:
+        try:
+            return self.queue.get_nowait()
+        except queue.Empty:
+            return None
+
+
+def make_live_transport(name: str, *, network: str | None, credentials: Any, enable_live: bool = False,
+                        url: str | None = None, ca_file: str | None = None,
+                        on_reply: ReplyCallback | None = None, **options: Any):
+    """Build (not start) the live transport ``name`` ('binance' | 'hyperliquid'); refuses unless enabled and the
+    network is named. ``url`` overrides the network's URL (the emulator); ``options`` go to the transport."""
+    check_live_guard(name, enable_live=enable_live, network=network)
+    if name == "binance":
+        from caerus.execution.transports.binance import BinanceTransport
+
+        return BinanceTransport(network=network, credentials=credentials, enable_live=enable_live, url=url,
+                                ca_file=ca_file, on_reply=on_reply, **options)
+    from caerus.execution.transports.hyperliquid import HyperliquidTransport
+
+    return HyperliquidTransport(network=network, credentials=credentials, enable_live=enable_live, url=url,
+                                ca_file=ca_file, on_reply=on_reply, **options)
