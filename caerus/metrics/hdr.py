@@ -200,6 +200,28 @@ def _fmt_start_time(t_s: float) -> str:
     return f"#[StartTime: {t_s:.3f} (seconds since epoch), {human}]"
 
 
+def hlog_header(start_s: float, comment: str | None = None) -> str:
+    """The header block of a format-1.3 .hlog whose interval timestamps are relative to ``start_s``."""
+    lines = [f"#[Histogram log format version {HLOG_FORMAT_VERSION}]"]
+    if comment:
+        lines.append(f"#[{comment}]")
+    lines += [
+        "#[Values in nanoseconds; Interval_Max in milliseconds]",
+        _fmt_start_time(start_s),
+        f"#[BaseTime: {start_s:.3f} (seconds since epoch)]",
+        LEGEND,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def interval_line(tag: str, start_rel_s: float, length_s: float, h: HdrHistogram, payload: str | None = None) -> str:
+    """One ``Tag=...`` interval line (``payload``: a precomputed encoding of ``h``, to skip re-encoding)."""
+    if payload is None:
+        payload = h.encode().decode("ascii")
+    imax = (h.get_max_value() if h.total_count else 0) / MAX_UNIT_RATIO
+    return f"Tag={tag},{start_rel_s:.3f},{length_s:.3f},{imax:.3f},{payload}\n"
+
+
 class IntervalLog:
     """One process's ``.hlog``: an interval histogram per tag, a line per tag per interval.
 
@@ -243,13 +265,7 @@ class IntervalLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f: IO[str] = open(self.path, "w", encoding="ascii")  # noqa: SIM115 - lives as long as the log
         start_s = self.start_ns / 1e9
-        self._f.write(f"#[Histogram log format version {HLOG_FORMAT_VERSION}]\n")
-        if comment:
-            self._f.write(f"#[{comment}]\n")
-        self._f.write("#[Values in nanoseconds; Interval_Max in milliseconds]\n")
-        self._f.write(_fmt_start_time(start_s) + "\n")
-        self._f.write(f"#[BaseTime: {start_s:.3f} (seconds since epoch)]\n")
-        self._f.write(LEGEND + "\n")
+        self._f.write(hlog_header(start_s, comment))
         self._f.flush()
         self._base_s = float(f"{start_s:.3f}")
         self._write_sidecar()
@@ -314,9 +330,7 @@ class IntervalLog:
         lines = []
         for tag in self.tags:
             h = self._hists[tag]
-            payload = h.encode().decode("ascii")
-            imax = (h.get_max_value() if h.total_count else 0) / MAX_UNIT_RATIO
-            lines.append(f"Tag={tag},{start_rel:.3f},{length:.3f},{imax:.3f},{payload}\n")
+            lines.append(interval_line(tag, start_rel, length, h))
             clear(h)
         self._f.write("".join(lines))
         self._f.flush()
@@ -548,9 +562,46 @@ def write_hgrm(
                 out.write(f"{value:12.{digits}f} {pct:2.12f} {total:10d} {inv:14.2f}\n")
             else:
                 out.write(f"{value:12.{digits}f} {pct:2.12f} {total:10d}\n")
-    mean = (h.get_mean_value() if h.total_count else 0.0) / unit_ratio
-    std = (h.get_stddev() if h.total_count else 0.0) / unit_ratio
+    mean, std = mean_stddev(h)
+    mean, std = mean / unit_ratio, std / unit_ratio
     mx = (h.get_max_value() if h.total_count else 0) / unit_ratio
     out.write(f"#[Mean    = {mean:12.{digits}f}, StdDeviation   = {std:12.{digits}f}]\n")
     out.write(f"#[Max     = {mx:12.{digits}f}, Total count    = {h.total_count:12d}]\n")
     out.write(f"#[Buckets = {h.bucket_count:12d}, SubBuckets     = {h.sub_bucket_count:12d}]\n")
+
+
+# -- vectorised per-bucket values (mean/stddev/charts without the package's Python iterators) -----------------
+
+_VALUE_CACHE: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def index_values(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lowest, highest, median) equivalent value of every counts index of ``h``'s layout (cached per layout)."""
+    key = (h.counts_len, h.unit_magnitude, h.sub_bucket_half_count_magnitude)
+    hit = _VALUE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    idx = np.arange(h.counts_len, dtype=np.int64)
+    bucket = (idx >> h.sub_bucket_half_count_magnitude) - 1
+    sub = (idx & (h.sub_bucket_half_count - 1)) + h.sub_bucket_half_count
+    first = bucket < 0
+    sub = np.where(first, sub - h.sub_bucket_half_count, sub)
+    bucket = np.where(first, 0, bucket)
+    lowest = sub << (bucket + h.unit_magnitude)
+    size = np.left_shift(np.int64(1), bucket + h.unit_magnitude)
+    highest = lowest + size - 1
+    median = lowest + (size >> 1)
+    _VALUE_CACHE[key] = (lowest, highest, median)
+    return lowest, highest, median
+
+
+def mean_stddev(h: HdrHistogram) -> tuple[float, float]:
+    """Mean and standard deviation with HdrHistogram's median-equivalent-value convention, in numpy."""
+    if not h.total_count:
+        return 0.0, 0.0
+    counts = counts_view(h).astype(np.float64)
+    _, _, median = index_values(h)
+    total = counts.sum()
+    mean = float((counts * median).sum() / total)
+    var = float((counts * (median - mean) ** 2).sum() / total)
+    return mean, math.sqrt(var)

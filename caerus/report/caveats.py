@@ -1,0 +1,68 @@
+"""The caveats a session's data implies: what a reader of its numbers must know before comparing them.
+
+Pure functions of ``summary.json`` + ``env.json`` content; used when collecting a session (stored in the summary)
+and when rendering (recomputed, so an old summary gets today's rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caerus.metrics.hdr import FLEET_TAGS
+
+
+def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
+    out: list[str] = []
+    env = env or {}
+    plan = summary.get("plan") or env.get("plan") or {}
+    iso = (env.get("isolation") or {}).get("isolated")
+    isolated = bool(plan.get("isolated")) if plan else bool(isinstance(iso, str) and iso)
+    if not isolated:
+        notes = "; ".join(plan.get("notes", [])) if plan else ""
+        out.append("NOT ISOLATED: hot processes shared CPUs with the rest of the machine" + (f" ({notes})" if notes
+                                                                                             else "") + ".")
+    policies = {p.get("wait_policy") for p in (plan.get("placements") or {}).values() if p.get("wait_policy")}
+    if plan and policies - {"spin", "sleep"} and "hybrid" in policies:
+        out.append("Hybrid wait policy (spin-then-yield) on shared cores: wake-up costs are in the numbers.")
+    for name, p in (summary.get("processes") or {}).items():
+        status = p.get("status")
+        if status in ("died", "failed_to_start"):
+            when = p.get("died_after_s")
+            code = p.get("exit_code")
+            out.append(f"Process {name} {'DIED' if status == 'died' else 'FAILED TO START'}"
+                       f"{f' after {when:.1f} s' if isinstance(when, int | float) else ''}"
+                       f" (exit code {code}); metrics after that point are missing. See {p.get('log', 'its log')}.")
+    metrics = summary.get("metrics") or {}
+    for tag, m in metrics.items():
+        if m.get("clock_artifacts"):
+            out.append(f"{tag}: {m['clock_artifacts']} clock artifact(s) (negative intervals, most negative "
+                       f"{m.get('min_artifact_ns', 0)} ns) counted, not in the histogram.")
+        if m.get("clamped"):
+            out.append(f"{tag}: {m['clamped']} sample(s) above the histogram range, recorded at its maximum.")
+        if m.get("buffer_full"):
+            out.append(f"{tag}: {m['buffer_full']} sample(s) lost because the recording buffer was full.")
+        if m.get("sidecar_missing"):
+            out.append(f"{tag}: no artifact counts from {', '.join(m['sidecar_missing'])} (process did not "
+                       "write its sidecar): artifacts may be undercounted.")
+    missing = [t for t in FLEET_TAGS if t not in metrics or not metrics[t].get("n")]
+    if missing:
+        out.append(f"No samples for: {', '.join(missing)}.")
+    counts = summary.get("headline_counts") or {}
+    if counts.get("ring_losses"):
+        out.append(f"{counts['ring_losses']} record(s) lost to ring lapping (readers fell behind).")
+    for name, lines in (summary.get("hlog_bad_lines") or {}).items():
+        if lines:
+            out.append(f"{name}: {len(lines)} unreadable interval line(s) skipped (e.g. torn by a kill).")
+    chrony = (env.get("chrony") or {}).get("start")
+    if isinstance(chrony, dict) and "unavailable" in chrony:
+        out.append(f"Clock discipline unknown ({chrony['unavailable']}): information age compares our clock "
+                   "with the venue's and is only as good as the sync.")
+    scenario = (summary.get("options") or {}).get("scenario")
+    if scenario:
+        out.append(f"Emulated venues with scenario {scenario!r}: latencies are loopback, not the internet.")
+    elif summary.get("venues", "emulator") == "emulator":
+        out.append("Venues were the local emulator over loopback TLS: information age and feed numbers are not "
+                   "comparable with live venues.")
+    if summary.get("synthetic"):
+        out.append("SYNTHETIC session (generated data, no processes ran).")
+    return out
