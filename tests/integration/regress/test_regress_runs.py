@@ -1,0 +1,170 @@
+"""`run_regress` end to end: real git worktrees, real benchmark and session subprocesses, planted shifts."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from benchmarks.regress.baselines import load_baseline
+from benchmarks.regress.runner import RegressOptions, run_regress
+from tests.fixtures.regress import RegressRepo
+
+KEY = "test-machine"
+
+
+def _run(repo: RegressRepo, out: Path, **kw) -> tuple[int, dict | None, str]:
+    buf = io.StringIO()
+    opts = RegressOptions(base=kw.pop("base", None), quick=kw.pop("quick", True),
+                          report_only=kw.pop("report_only", False), repetitions=kw.pop("repetitions", 9), out=out,
+                          repo=repo.path, suite=kw.pop("suite", repo.suite), machine_key=KEY,
+                          baselines_dir=kw.pop("baselines_dir", out.parent / "baselines"), **kw)
+    code = run_regress(opts, console=Console(file=buf, width=200))
+    report = json.loads((out / "regress.json").read_text()) if (out / "regress.json").exists() else None
+    return code, report, buf.getvalue()
+
+
+def _verdicts(comparisons: list[dict]) -> dict[str, str]:
+    return {c["metric"]: c["verdict"] for c in comparisons}
+
+
+def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(scale={"hop": 1.5}, ratio=3.0, t2d_us=8.0)  # head: uncommitted, slower
+    code, report, text = _run(regress_repo, tmp_path / "out", base=base, no_baseline=True)
+    assert code == 1, text
+    v = _verdicts(report["comparisons"])
+    assert v["fake/hop.p50"] == "regression"
+    assert v["fake/hop.p99"] == "regression"
+    assert v["fake/ratio.speedup"] == "regression"  # goal says ">=": lower is worse
+    assert v["sess/metrics.tick_to_decision.p50"] == "regression"
+    for unchanged in ("fake/steady.p50", "fake/steady.p99", "fake/reference.p50", "sess/metrics.book_hop.p99"):
+        assert v[unchanged] == "same", (unchanged, report["comparisons"])
+    assert v["fake/ratio.drift"] == "same"
+    assert report["verdict"] == "regression"
+    assert "fake/hop.p50" in report["summary"]["regressions"]
+    assert report["base"]["sha"] == base
+    assert len(report["samples"]["base"]["fake/hop.p50"]) == 9
+    assert len(report["samples"]["head"]["fake/hop.p50"]) == 9
+    hop = next(c for c in report["comparisons"] if c["metric"] == "fake/hop.p50")
+    assert hop["p_value"] < 0.01 and hop["effect"] > 0.3
+    md = (tmp_path / "out" / "regress.md").read_text()
+    assert "| `fake/hop.p50` |" in md and "**regression**" in md
+    assert "regression" in text and "fake/hop.p50" in text
+    # the quick flag reached the benchmark; the session got its out dir
+    log = (tmp_path / "out" / "logs" / "head-fake-00.log").read_text()
+    assert "--quick" in log
+    assert len(regress_repo.worktrees()) == 1, "base worktree not removed"
+
+
+def _head(repo: RegressRepo) -> str:
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo.path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_equal_revisions_are_not_flagged(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(scale={}, ratio=4.0)  # same code as base (rewritten, identical)
+    code, report, text = _run(regress_repo, tmp_path / "out", base=base, no_baseline=True)
+    assert code == 0, text
+    assert report["verdict"] == "ok"
+    assert set(_verdicts(report["comparisons"]).values()) == {"same"}, report["comparisons"]
+    assert len(report["comparisons"]) == 12  # 3 metrics x 2 stats + 2 ratios + 2 session metrics x 2 stats
+
+
+def test_report_only_never_fails_on_a_regression(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(scale={"hop": 1.5})
+    code, report, _ = _run(regress_repo, tmp_path / "out", base=base, report_only=True, no_baseline=True,
+                           only=("fake",))
+    assert code == 0
+    assert report["verdict"] == "regression"
+    assert report["exit_code"] == 0
+    assert "sess" not in report["members"]
+
+
+def test_improvement_is_reported_and_passes(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(scale={"hop": 0.6})
+    code, report, _ = _run(regress_repo, tmp_path / "out", base=base, no_baseline=True, only=("fake",))
+    assert code == 0
+    assert _verdicts(report["comparisons"])["fake/hop.p50"] == "improvement"
+    assert "fake/hop.p50" in report["summary"]["improvements"]
+
+
+def test_missing_base_revision_is_a_clear_error(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    code, report, text = _run(regress_repo, tmp_path / "out", base="no-such-branch", report_only=True)
+    assert code == 2
+    assert "no-such-branch" in text and "does not name a commit" in text
+    assert report is None  # nothing was measured
+    assert len(regress_repo.worktrees()) == 1
+
+
+def test_baseline_round_trip_catches_a_shift_but_not_a_slower_machine(regress_repo: RegressRepo,
+                                                                      tmp_path: Path) -> None:
+    baselines = tmp_path / "baselines"
+    code, report, text = _run(regress_repo, tmp_path / "rec", update_baseline=True, only=("fake",))
+    assert code == 0, text
+    stored = load_baseline(baselines, KEY)
+    assert stored is not None and set(stored.modes) == {"quick"}
+    quick = stored.modes["quick"]
+    assert len(quick.metrics["fake/hop.p50"].samples) == 9
+    assert "fake/reference.p50" not in quick.metrics  # the reference itself is not stored
+    assert abs(quick.metrics["fake/hop.p50"].median - 0.5) < 0.05  # 1000 ns over the 2000 ns reference
+    assert quick.metrics["fake/ratio.speedup"].direction == "higher"
+    assert report["baseline"]["updated"]
+
+    # everything 1.5x slower, reference included: a slower machine, not a regression
+    regress_repo.write(scale={"hop": 1.5, "steady": 1.5, "reference": 1.5})
+    code, report, text = _run(regress_repo, tmp_path / "slow-machine", only=("fake",))
+    assert code == 0, text
+    assert report["deciding_signal"] == "baseline"
+    assert set(_verdicts(report["baseline"]["comparisons"]).values()) == {"same"}, report["baseline"]
+
+    # only the hop slower: a real regression, caught by the baseline signal alone
+    regress_repo.write(scale={"hop": 1.5})
+    code, report, text = _run(regress_repo, tmp_path / "shift", only=("fake",))
+    assert code == 1, text
+    v = _verdicts(report["baseline"]["comparisons"])
+    assert v["fake/hop.p50"] == "regression" and v["fake/steady.p50"] == "same"
+
+
+def test_broken_member_is_reported_not_fatal_to_the_run(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(fail=True)
+    code, report, text = _run(regress_repo, tmp_path / "out", base=base, no_baseline=True)
+    assert code == 2, text
+    head_fake = report["members"]["fake"]["head"]
+    assert head_fake["status"] == "failed" and head_fake["runs_ok"] == 0
+    assert "broke on purpose" in head_fake["failures"][0]
+    assert len(head_fake["failures"]) == 1  # broken on the first repetition: not retried 8 more times
+    assert report["members"]["sess"]["head"]["status"] == "ok"  # the other member still ran and compared
+    assert _verdicts(report["comparisons"])["sess/metrics.book_hop.p50"] == "same"
+    assert any("head fake: failed" in p for p in report["problems"])
+
+    code, report, _ = _run(regress_repo, tmp_path / "out-ro", base=base, no_baseline=True, report_only=True)
+    assert code == 0
+    assert report["verdict"] == "incomplete"
+
+
+def test_member_new_in_head_has_no_base(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    suite = tmp_path / "suite-new.toml"
+    suite.write_text(regress_repo.suite.read_text() + '\n[[member]]\nname = "newbench"\nkind = "benchmark"\n'
+                     'module = "benchmarks.new_bench"\n')
+    (regress_repo.path / "benchmarks" / "new_bench.py").write_text(
+        (regress_repo.path / "benchmarks" / "fake_bench.py").read_text())
+    code, report, text = _run(regress_repo, tmp_path / "out", base=base, no_baseline=True, suite=suite,
+                              only=("newbench",))
+    assert code == 0, text
+    assert report["members"]["newbench"]["base"]["status"] == "missing"
+    assert set(_verdicts(report["comparisons"]).values()) == {"no-base"}
+
+
+def test_too_few_repetitions_is_a_usage_error(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    code, report, text = _run(regress_repo, tmp_path / "out", repetitions=5)
+    assert code == 2 and ">= 9" in text and report is None
