@@ -1,0 +1,332 @@
+"""Order entry for the venue emulator: answers Binance ``order.place`` and Hyperliquid ``post`` requests the way
+the real venues do, including their rejections. Pure functions over a small state (credentials, last book, id
+counters): no sockets, no logging, so the emulator's servers call them from any framework.
+
+What is checked, and the errors given (Binance codes as documented for USD-M futures):
+- Binance: method (-1000 unknown), apiKey known (-2015, HTTP 401), mandatory params (-1102), signature over the
+  sorted params with the configured HMAC secret or Ed25519 public key (-1022), ``timestamp`` within
+  ``recvWindow`` (-1021), symbol (-1121), side/type/timeInForce (-1117/-1116/-1115), quantity > 0 (-4003),
+  quantity step and price tick (-1111 / -4014), price > 0 (-4001), quantity above max (-1013 LOT_SIZE).
+  Success returns a RESULT-type order: IOC fills at the opposite best price if the limit crosses it (partially
+  if the book's size is smaller, ending EXPIRED), else EXPIRED; GTC rests (NEW) unless it crosses; GTX expires
+  if it would cross. With no book configured every order fills at its own limit price.
+- Hyperliquid: request shape (``type: error``), action type ``order``, EIP-712 signature recovering to the
+  configured wallet (otherwise ``status: err`` "User or API Wallet 0x... does not exist."), nonce freshness and
+  reuse, per order asset / price / size / minimum value, then IOC / GTC / ALO against the book like above.
+
+Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
+variables, for the emulator as a separate process), or :func:`configure_from_credentials_file` (the same 0600
+TOML file the live transports read; only what is needed to verify is kept).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+from caerus.execution.signing.binance import verify_params
+from caerus.execution.signing.hyperliquid import recover_l1_signer
+
+ENV_API_KEY = "CAERUS_SIM_BINANCE_API_KEY"
+ENV_SECRET = "CAERUS_SIM_BINANCE_SECRET"
+ENV_ED25519_PUBLIC_KEY_FILE = "CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE"
+ENV_HL_ADDRESS = "CAERUS_SIM_HL_ADDRESS"
+ENV_HL_NETWORK = "CAERUS_SIM_HL_NETWORK"
+
+BINANCE_SYMBOLS = {"BTCUSDT": {"tick": Decimal("0.1"), "step": Decimal("0.001"), "max_qty": Decimal("1000")}}
+HL_ASSETS = {0: {"coin": "BTC", "sz_decimals": 5}}
+HL_MIN_NOTIONAL = 10.0
+HL_NONCE_PAST_MS = 2 * 24 * 3600 * 1000
+HL_NONCE_FUTURE_MS = 24 * 3600 * 1000
+_RATE_LIMITS = [
+    {"rateLimitType": "REQUEST_WEIGHT", "interval": "MINUTE", "intervalNum": 1, "limit": 2400, "count": 1},
+    {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": 300, "count": 1},
+    {"rateLimitType": "ORDERS", "interval": "MINUTE", "intervalNum": 1, "limit": 1200, "count": 1},
+]
+
+
+@dataclass
+class Book:
+    bid_px: float
+    bid_qty: float
+    ask_px: float
+    ask_qty: float
+
+
+@dataclass
+class OrderDesk:
+    """The emulator's order-entry state. One module-level instance backs the module functions."""
+
+    binance_api_key: str | None = None
+    binance_hmac_secret: str | None = None
+    binance_ed25519_public_key: Ed25519PublicKey | None = None
+    hyperliquid_address: str | None = None
+    hyperliquid_network: str = "any"  # "mainnet" | "testnet" | "any" (which phantom-agent source is accepted)
+    books: dict[str, Book] = field(default_factory=dict)
+    seen_nonces: set[int] = field(default_factory=set)
+    ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
+
+
+DESK = OrderDesk()
+
+
+# --- configuration -----------------------------------------------------------------------------------------
+
+def configure_test_credentials(*, binance_api_key: str | None = None, binance_hmac_secret: str | None = None,
+                               binance_ed25519_public_key: Ed25519PublicKey | bytes | None = None,
+                               hyperliquid_address: str | None = None, hyperliquid_network: str = "any") -> None:
+    """Which credentials the emulator accepts. ``binance_ed25519_public_key`` may be PEM bytes."""
+    if isinstance(binance_ed25519_public_key, bytes):
+        key = load_pem_public_key(binance_ed25519_public_key)
+        if not isinstance(key, Ed25519PublicKey):
+            raise ValueError("binance_ed25519_public_key is not an Ed25519 public key")
+        binance_ed25519_public_key = key
+    if hyperliquid_network not in ("mainnet", "testnet", "any"):
+        raise ValueError(f"hyperliquid_network must be mainnet|testnet|any, got {hyperliquid_network!r}")
+    DESK.binance_api_key = binance_api_key
+    DESK.binance_hmac_secret = binance_hmac_secret
+    DESK.binance_ed25519_public_key = binance_ed25519_public_key
+    DESK.hyperliquid_address = hyperliquid_address.lower() if hyperliquid_address else None
+    DESK.hyperliquid_network = hyperliquid_network
+
+
+def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """Configure from ``CAERUS_SIM_*`` variables; returns False when none is set (nothing configured)."""
+    env = os.environ if env is None else env
+    if not any(env.get(k) for k in (ENV_API_KEY, ENV_HL_ADDRESS)):
+        return False
+    pub = None
+    if env.get(ENV_ED25519_PUBLIC_KEY_FILE):
+        with open(env[ENV_ED25519_PUBLIC_KEY_FILE], "rb") as f:
+            pub = f.read()
+    configure_test_credentials(binance_api_key=env.get(ENV_API_KEY) or None,
+                               binance_hmac_secret=env.get(ENV_SECRET) or None, binance_ed25519_public_key=pub,
+                               hyperliquid_address=env.get(ENV_HL_ADDRESS) or None,
+                               hyperliquid_network=env.get(ENV_HL_NETWORK) or "any")
+    return True
+
+
+def configure_from_credentials_file(path: str | os.PathLike[str]) -> None:
+    """Accept the credentials in the live transports' 0600 TOML file (either venue table may be absent)."""
+    from caerus.execution.credentials import CredentialsError, load_from_file
+
+    kwargs: dict[str, Any] = {}
+    try:
+        b = load_from_file("binance", path)
+        kwargs["binance_api_key"] = b.api_key.reveal()
+        if b.hmac_secret is not None:
+            kwargs["binance_hmac_secret"] = b.hmac_secret.reveal()
+        else:
+            kwargs["binance_ed25519_public_key"] = b.signer().public_key()
+    except CredentialsError as exc:
+        if "has no [binance] table" not in str(exc):
+            raise
+    try:
+        h = load_from_file("hyperliquid", path)
+        kwargs["hyperliquid_address"] = h.signer(is_mainnet=False).address
+    except CredentialsError as exc:
+        if "has no [hyperliquid] table" not in str(exc):
+            raise
+    configure_test_credentials(**kwargs)
+
+
+def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float) -> None:
+    """Top of book the fill check uses (venue 'binance' | 'hyperliquid'); the market model calls this per tick."""
+    DESK.books[venue] = Book(bid_px, bid_qty, ask_px, ask_qty)
+
+
+def reset() -> None:
+    """Forget credentials, books, nonces and ids (tests)."""
+    global DESK
+    DESK = OrderDesk()
+
+
+def _cross(venue: str, is_buy: bool, px: float, qty: float) -> tuple[float, float] | None:
+    """(fill price, fill qty) when a limit at ``px`` crosses the book; None when it does not."""
+    book = DESK.books.get(venue)
+    if book is None:
+        return px, qty
+    if is_buy and px >= book.ask_px:
+        return book.ask_px, min(qty, book.ask_qty)
+    if not is_buy and px <= book.bid_px:
+        return book.bid_px, min(qty, book.bid_qty)
+    return None
+
+
+# --- Binance ---------------------------------------------------------------------------------------------------
+
+def _b_error(req_id: Any, code: int, msg: str, status: int = 400) -> dict[str, Any]:
+    return {"id": req_id, "status": status, "error": {"code": code, "msg": msg}, "rateLimits": _RATE_LIMITS}
+
+
+def _decimal(v: Any) -> Decimal | None:
+    if not isinstance(v, str | int):
+        return None
+    try:
+        d = Decimal(str(v))
+    except InvalidOperation:
+        return None
+    return d if d.is_finite() else None
+
+
+def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
+    """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded)."""
+    req_id = msg.get("id") if isinstance(msg, dict) else None
+    if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
+        method = msg.get("method") if isinstance(msg, dict) else None
+        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place only.")
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    api_key = params.get("apiKey")
+    if not api_key or api_key != DESK.binance_api_key:
+        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
+    for name in ("symbol", "side", "type", "quantity", "timestamp", "signature"):
+        if params.get(name) in (None, ""):
+            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
+                                           "malformed.")
+    if not verify_params(params, hmac_secret=DESK.binance_hmac_secret,
+                         ed25519_public_key=DESK.binance_ed25519_public_key):
+        return _b_error(req_id, -1022, "Signature for this request is not valid.")
+    ts, window = params.get("timestamp"), params.get("recvWindow", 5000)
+    if not isinstance(ts, int) or not isinstance(window, int) or ts >= now_ms + 1000 or now_ms - ts > window:
+        return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
+    spec = BINANCE_SYMBOLS.get(params["symbol"])
+    if spec is None:
+        return _b_error(req_id, -1121, "Invalid symbol.")
+    side, otype, tif = params["side"], params["type"], params.get("timeInForce", "GTC")
+    if side not in ("BUY", "SELL"):
+        return _b_error(req_id, -1117, "Invalid side.")
+    if otype != "LIMIT":
+        return _b_error(req_id, -1116, "Invalid orderType.")
+    if tif not in ("GTC", "IOC", "FOK", "GTX"):
+        return _b_error(req_id, -1115, "Invalid timeInForce.")
+    qty, price = _decimal(params["quantity"]), _decimal(params.get("price"))
+    if qty is None or price is None:
+        return _b_error(req_id, -1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
+    if qty <= 0:
+        return _b_error(req_id, -4003, "Quantity less than or equal to zero.")
+    if price <= 0:
+        return _b_error(req_id, -4001, "Price less than 0.")
+    if qty % spec["step"] != 0:
+        return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
+    if price % spec["tick"] != 0:
+        return _b_error(req_id, -4014, "Price not increased by tick size.")
+    if qty > spec["max_qty"]:
+        return _b_error(req_id, -1013, "Filter failure: LOT_SIZE")
+
+    fill = _cross("binance", side == "BUY", float(price), float(qty))
+    if tif == "GTX" and fill is not None:
+        status, fpx, fqty = "EXPIRED", 0.0, 0.0  # post-only would have taken liquidity
+    elif fill is None:
+        status, fpx, fqty = ("NEW" if tif == "GTC" else "EXPIRED"), 0.0, 0.0
+    else:
+        fpx, fqty = fill
+        status = "FILLED" if fqty >= float(qty) else ("PARTIALLY_FILLED" if tif == "GTC" else "EXPIRED")
+        if tif == "FOK" and status != "FILLED":
+            status, fpx, fqty = "EXPIRED", 0.0, 0.0
+    result = {
+        "orderId": next(DESK.ids), "symbol": params["symbol"], "status": status,
+        "clientOrderId": params.get("newClientOrderId") or f"sim{now_ms}",
+        "price": str(price), "avgPrice": f"{fpx:.2f}", "origQty": str(qty), "executedQty": f"{fqty:.3f}",
+        "cumQty": f"{fqty:.3f}", "cumQuote": f"{fpx * fqty:.5f}", "timeInForce": tif, "type": otype,
+        "reduceOnly": params.get("reduceOnly") in (True, "true"), "closePosition": False, "side": side,
+        "positionSide": "BOTH", "stopPrice": "0.00", "workingType": "CONTRACT_PRICE", "priceProtect": False,
+        "origType": otype, "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": 0,
+        "updateTime": now_ms,
+    }
+    return {"id": req_id, "status": 200, "result": result, "rateLimits": _RATE_LIMITS}
+
+
+# --- Hyperliquid -----------------------------------------------------------------------------------------------
+
+def _hl(req_id: Any, response: dict[str, Any]) -> dict[str, Any]:
+    return {"channel": "post", "data": {"id": req_id, "response": response}}
+
+
+def _hl_request_error(req_id: Any, text: str) -> dict[str, Any]:
+    return _hl(req_id, {"type": "error", "payload": text})
+
+
+def _hl_action_error(req_id: Any, text: str) -> dict[str, Any]:
+    return _hl(req_id, {"type": "action", "payload": {"status": "err", "response": text}})
+
+
+def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None) -> list[str]:
+    nets = {"mainnet": (True,), "testnet": (False,), "any": (True, False)}[DESK.hyperliquid_network]
+    return [recover_l1_signer(action, nonce, sig, m, vault_address=vault).lower() for m in nets]
+
+
+def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
+    if not isinstance(o, dict) or not {"a", "b", "p", "s", "r", "t"} <= o.keys():
+        return {"error": "Invalid order: missing fields."}
+    spec = HL_ASSETS.get(o["a"]) if isinstance(o["a"], int) else None
+    if spec is None:
+        return {"error": f"Invalid asset {o['a']!r}."}
+    px, sz = _decimal(o["p"]), _decimal(o["s"])
+    if px is None or px <= 0 or px.as_tuple().exponent < -(6 - spec["sz_decimals"]) \
+            or (px != px.to_integral_value() and len(px.normalize().as_tuple().digits) > 5):
+        return {"error": "Order has invalid price."}
+    if sz is None or sz <= 0 or sz.as_tuple().exponent < -spec["sz_decimals"]:
+        return {"error": "Order has invalid size."}
+    if float(px) * float(sz) < HL_MIN_NOTIONAL:
+        return {"error": f"Order must have minimum value of ${HL_MIN_NOTIONAL:.0f}. asset={o['a']}"}
+    tif = (o["t"].get("limit") or {}).get("tif") if isinstance(o["t"], dict) else None
+    if tif not in ("Ioc", "Gtc", "Alo"):
+        return {"error": "Invalid order type."}
+    is_buy = bool(o["b"])
+    fill = _cross("hyperliquid", is_buy, float(px), float(sz))
+    oid = next(DESK.ids)
+    if tif == "Alo" and fill is not None:
+        book = DESK.books.get("hyperliquid")
+        bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
+        return {"error": f"Post only order would have immediately matched, bbo was {bbo}. asset={o['a']}"}
+    if fill is None:
+        if tif == "Ioc":
+            return {"error": f"Order could not immediately match against any resting orders. asset={o['a']}"}
+        return {"resting": {"oid": oid}}
+    fpx, fqty = fill
+    return {"filled": {"totalSz": f"{fqty:.{spec['sz_decimals']}f}".rstrip("0").rstrip("."),
+                       "avgPx": f"{fpx:.1f}", "oid": oid}}
+
+
+def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
+    """Hyperliquid's answer to one ``{"method":"post",...}`` frame (already JSON-decoded)."""
+    req_id = msg.get("id") if isinstance(msg, dict) else None
+    if not isinstance(msg, dict) or msg.get("method") != "post" or not isinstance(req_id, int):
+        return _hl_request_error(req_id, "Invalid post request: expected {method: post, id: int, request}.")
+    request = msg.get("request")
+    if not isinstance(request, dict) or request.get("type") != "action" or not isinstance(request.get("payload"),
+                                                                                         dict):
+        return _hl_request_error(req_id, "Only action requests are supported by this emulator.")
+    payload = request["payload"]
+    action, nonce, sig = payload.get("action"), payload.get("nonce"), payload.get("signature")
+    vault = payload.get("vaultAddress")
+    if not isinstance(action, dict) or not isinstance(nonce, int) or not isinstance(sig, dict):
+        return _hl_request_error(req_id, "Failed to deserialize the JSON body into the target type")
+    if action.get("type") != "order" or not isinstance(action.get("orders"), list) or not action["orders"]:
+        return _hl_action_error(req_id, f"Unsupported action type {action.get('type')!r}.")
+    try:
+        signers = _hl_recover(action, nonce, sig, vault)
+    except (ValueError, TypeError, KeyError) as exc:
+        return _hl_request_error(req_id, f"Invalid signature: {type(exc).__name__}")
+    if DESK.hyperliquid_address is None or DESK.hyperliquid_address not in signers:
+        return _hl_action_error(req_id, f"User or API Wallet {signers[0]} does not exist.")
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    if not (now_ms - HL_NONCE_PAST_MS < nonce < now_ms + HL_NONCE_FUTURE_MS):
+        return _hl_action_error(req_id, f"Invalid nonce: {nonce} is outside the allowed window.")
+    if nonce in DESK.seen_nonces:
+        return _hl_action_error(req_id, f"Invalid nonce: duplicate nonce {nonce}.")
+    DESK.seen_nonces.add(nonce)
+    statuses = [_hl_order_status(o, now_ms) for o in action["orders"]]
+    return _hl(req_id, {"type": "action", "payload": {"status": "ok", "response": {"type": "order",
+                                                                                   "data": {"statuses": statuses}}}})
