@@ -33,7 +33,7 @@ def validate_cidr(cidr: str) -> str:
 
 def detect_caller_cidr(url: str = CHECKIP_URL, timeout: float = 5.0) -> str:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - fixed https URL
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
             text = resp.read(64).decode().strip()
     except OSError as exc:
         raise AwsError(f"could not detect your public IP via {url} ({exc}); pass --cidr A.B.C.D/32") from exc

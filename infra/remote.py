@@ -1,0 +1,151 @@
+"""SSH to a host with Fabric, with the host key pinned in the state folder, plus file helpers for the steps.
+
+Pinning: the state folder's ``known_hosts`` is the only trust store. First contact records the host's key;
+later contacts must present the same key or the connection is refused with :class:`HostKeyMismatch` (a
+re-provisioned host at the same address needs ``invoke teardown`` or the entry removed by hand).
+
+Paths on the host go through :meth:`RemoteHost.path`, which prepends the host's *prefix*: "" on a real host,
+a scratch folder on a test host, so configure/deploy can render /etc files without touching the machine's /etc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import paramiko
+from fabric import Connection
+
+from infra.hosts import HostRecord, write_private
+
+
+class HostKeyMismatch(RuntimeError):
+    """The host presented a different SSH host key from the pinned one."""
+
+
+class RemoteError(RuntimeError):
+    """A remote command failed; the message carries the command and its output."""
+
+
+class PinOnFirstContact(paramiko.MissingHostKeyPolicy):
+    """Record an unknown host's key in the state folder's known_hosts (0600) and accept it once."""
+
+    def __init__(self, known_hosts: Path, say: Callable[[str], None] = print) -> None:
+        self.known_hosts = known_hosts
+        self.say = say
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        keys = paramiko.HostKeys()
+        if self.known_hosts.exists():
+            keys.load(str(self.known_hosts))
+        keys.add(hostname, key.get_name(), key)
+        if not self.known_hosts.exists():
+            write_private(self.known_hosts, "")  # created 0600 first; save() keeps the mode of an existing file
+        keys.save(str(self.known_hosts))
+        os.chmod(self.known_hosts, 0o600)
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        self.say(f"pinned SSH host key of {hostname}: {key.get_name()} {key.fingerprint}")
+
+
+def forget_host(known_hosts: Path, host: str, port: int) -> None:
+    """Drop a host's pinned key (teardown: the address may be reused by another instance)."""
+    if not known_hosts.exists():
+        return
+    name = host if port == 22 else f"[{host}]:{port}"
+    lines = [ln for ln in known_hosts.read_text().splitlines(keepends=True) if ln.split(" ", 1)[0] != name]
+    write_private(known_hosts, "".join(lines))
+
+
+def connect(record: HostRecord, known_hosts: Path, say: Callable[[str], None] = print,
+            timeout: float = 15.0) -> Connection:
+    """An open Fabric connection to ``record``'s host, key auth only, host key pinned."""
+    conn = Connection(
+        host=record.host,
+        user=record.user,
+        port=record.port,
+        connect_timeout=int(timeout),
+        connect_kwargs={"key_filename": record.key_path, "look_for_keys": False, "allow_agent": False},
+    )
+    client = conn.client
+    if known_hosts.exists():
+        client.load_host_keys(str(known_hosts))
+    client.set_missing_host_key_policy(PinOnFirstContact(known_hosts, say))
+    try:
+        conn.open()
+    except paramiko.BadHostKeyException as exc:
+        raise HostKeyMismatch(
+            f"SSH host key of {record.host}:{record.port} changed: pinned {exc.expected_key.get_name()} "
+            f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} {exc.key.fingerprint}. Refusing to connect. "
+            f"If the host was re-provisioned, remove its line from {known_hosts}."
+        ) from exc
+    return conn
+
+
+@dataclass
+class RemoteHost:
+    """One connected host: command runner and file helpers, aware of the prefix and of sudo."""
+
+    conn: Connection
+    prefix: str = ""
+    root: bool = True  # run as root (else through `sudo -n`)
+
+    def path(self, absolute: str) -> str:
+        if not absolute.startswith("/"):
+            raise ValueError(f"remote path {absolute!r} must be absolute")
+        return posixpath.join(self.prefix, absolute.lstrip("/")) if self.prefix else absolute
+
+    def run(self, command: str, *, sudo: bool = False, check: bool = True, timeout: float | None = None) -> Any:
+        cmd = command if (self.root or not sudo) else f"sudo -n sh -c {shlex.quote(command)}"
+        result = self.conn.run(cmd, hide=True, warn=True, in_stream=False, timeout=timeout)
+        if check and result.exited != 0:
+            raise RemoteError(f"`{command}` exited {result.exited}: {(result.stderr or result.stdout).strip()}")
+        return result
+
+    def read_text(self, absolute: str) -> str | None:
+        """Contents of a (prefixed) file, or None when it does not exist."""
+        path = self.path(absolute)
+        sftp = self.conn.sftp()
+        try:
+            with sftp.open(path, "r") as f:
+                return f.read().decode()
+        except FileNotFoundError:
+            return None
+        except PermissionError:
+            r = self.run(f"cat {shlex.quote(path)}", sudo=True, check=False)
+            return r.stdout if r.exited == 0 else None
+
+    def write_text(self, absolute: str, content: str, mode: int = 0o644) -> None:
+        """Write a (prefixed) file atomically with ``mode`` (through a temp file + install when not root)."""
+        path = self.path(absolute)
+        sftp = self.conn.sftp()
+        if self.root:
+            self.run(f"mkdir -p {shlex.quote(posixpath.dirname(path))}")
+            tmp = f"{path}.caerus-tmp"
+            with sftp.open(tmp, "w") as f:
+                f.write(content.encode())
+            sftp.chmod(tmp, mode)
+            self.run(f"mv -f {shlex.quote(tmp)} {shlex.quote(path)}")
+            return
+        tmp = f"/tmp/caerus-{os.getpid()}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
+        with sftp.open(tmp, "w") as f:
+            f.write(content.encode())
+        self.run(f"install -D -m {mode:o} {shlex.quote(tmp)} {shlex.quote(path)} && rm -f {shlex.quote(tmp)}",
+                 sudo=True)
+
+    def exists(self, absolute: str) -> bool:
+        return self.run(f"test -e {shlex.quote(self.path(absolute))}", check=False).exited == 0
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_host(record: HostRecord, known_hosts: Path, say: Callable[[str], None] = print) -> RemoteHost:
+    conn = connect(record, known_hosts, say)
+    uid = conn.run("id -u", hide=True, in_stream=False).stdout.strip()
+    return RemoteHost(conn=conn, prefix=record.remote_prefix, root=uid == "0")
