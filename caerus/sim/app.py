@@ -1,0 +1,146 @@
+"""`caerus venue-sim`: run the venue emulator as a process (ready file, SIGTERM -> exit 0, connection counts).
+
+    caerus venue-sim --cert-dir DIR [--host 127.0.0.1] [--binance-port 0] [--hyperliquid-port 0] [--seed N]
+        [--scenario NAME] [--replay FRAMES.jsonl] [--ready-file PATH]
+
+The ready file (JSON, written atomically once the servers are bound) holds binance_url, hyperliquid_url,
+binance_order_url, ca_file and pid (plus scenario, seed and replay for the record). With ``--scenario refused``
+the ports are bound (so the URLs are final) but refuse connections for the scenario's duration.
+Bad settings stop the program with exit 2 and a message before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from caerus.sim.config import EmulatorConfig
+from caerus.sim.market import MarketConfig
+from caerus.sim.scenarios import describe_scenarios, get_scenario
+
+log = logging.getLogger("caerus.sim")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cert-dir", type=Path, help="folder for ca.pem (what feeds trust) and the server key/cert")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    p.add_argument("--binance-port", type=int, default=0, help="0 = ephemeral")
+    p.add_argument("--hyperliquid-port", type=int, default=0, help="0 = ephemeral")
+    p.add_argument("--seed", type=int, default=1, help="market model seed")
+    p.add_argument("--scenario", default="none", help="fault scenario (see --list-scenarios) or replay:PATH")
+    p.add_argument("--replay", type=Path, help="frames file (JSON lines) to play instead of the market model")
+    p.add_argument("--replay-retime", action="store_true",
+                   help="rewrite replayed exchange timestamps to the scheduled send time")
+    p.add_argument("--ready-file", type=Path, help="write the ready JSON here once listening")
+    p.add_argument("--list-scenarios", action="store_true", help="print the scenarios and exit")
+    g = p.add_argument_group("scenario timing (overrides the scenario's defaults)")
+    g.add_argument("--scenario-venue", choices=("binance", "hyperliquid", "both"))
+    g.add_argument("--scenario-after", type=float, metavar="S", help="seconds after a connection subscribes")
+    g.add_argument("--scenario-duration", type=float, metavar="S", help="length of stall/slow-drip/refused")
+    g.add_argument("--scenario-times", type=int, metavar="N", help="connections/handshakes hit per venue (0=all)")
+    m = p.add_argument_group("market model")
+    m.add_argument("--binance-rate", type=float, help="mean bookTicker rate outside bursts (Hz)")
+    m.add_argument("--hl-lag-ms", type=float, help="how far Hyperliquid trails Binance")
+    m.add_argument("--hl-block-ms", type=float, help="mean Hyperliquid block interval")
+    m.add_argument("--jumps-per-min", type=float, help="mean number of 10-40 bps jumps per minute")
+    v = p.add_argument_group("venue behaviour (time-compressible)")
+    v.add_argument("--binance-ping-interval", type=float, default=180.0, metavar="S")
+    v.add_argument("--binance-max-lifetime", type=float, default=86_400.0, metavar="S")
+    v.add_argument("--hl-idle-timeout", type=float, default=60.0, metavar="S")
+    v.add_argument("--hl-greeting", action="store_true", help="send the non-JSON greeting on HL connect")
+    f = p.add_argument_group("fleet conventions")
+    f.add_argument("--cpus", default="", help="CPU list to pin to (e.g. 0)")
+    f.add_argument("--log-level", default="INFO")
+
+
+def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
+    """Build and validate the config; ValueError names the bad setting."""
+    if args.cert_dir is None:
+        raise ValueError("--cert-dir is required")
+    replay = args.replay
+    name = args.scenario
+    if name.startswith("replay:"):
+        if replay is not None:
+            raise ValueError("give either --replay or --scenario replay:PATH, not both")
+        replay, name = Path(name.split(":", 1)[1]), "none"
+    scenario = get_scenario(name).with_overrides(
+        venues=args.scenario_venue, after_s=args.scenario_after, duration_s=args.scenario_duration,
+        times=args.scenario_times,
+    )
+    market_overrides = {
+        "binance_rate_hz": args.binance_rate, "hl_lag_ms": args.hl_lag_ms, "hl_block_ms": args.hl_block_ms,
+        "jumps_per_min": args.jumps_per_min,
+    }
+    market = MarketConfig(seed=args.seed, **{k: v for k, v in market_overrides.items() if v is not None})
+    cfg = EmulatorConfig(
+        cert_dir=args.cert_dir, host=args.host, binance_port=args.binance_port,
+        hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,
+        replay_retime=args.replay_retime, binance_ping_interval_s=args.binance_ping_interval,
+        binance_max_lifetime_s=args.binance_max_lifetime, hl_idle_timeout_s=args.hl_idle_timeout,
+        hl_greeting=args.hl_greeting,
+    )
+    cfg.validate()
+    return cfg
+
+
+def write_ready_file(path: Path, info: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(info, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+async def _serve(cfg: EmulatorConfig, ready_file: Path | None) -> None:
+    from caerus.sim.emulator import VenueEmulator
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    emu = VenueEmulator(cfg)
+    info = await emu.start()
+    if ready_file is not None:
+        write_ready_file(ready_file, info)
+    last = time.monotonic()
+    try:
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), 10.0)
+            except TimeoutError:
+                pass
+            if time.monotonic() - last >= 10.0:
+                last = time.monotonic()
+                log.info("connections: %s", json.dumps(emu.connection_counts()))
+    finally:
+        await emu.stop()
+        if ready_file is not None:
+            ready_file.unlink(missing_ok=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_scenarios:
+        print(describe_scenarios())
+        return 0
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s venue-sim %(levelname)s %(message)s", stream=sys.stderr)
+    try:
+        cfg = config_from_args(args)
+        if args.cpus:
+            from caerus.plan import parse_cpu_list, pin_current_process
+
+            pin_current_process(parse_cpu_list(args.cpus))
+    except (ValueError, OSError) as exc:
+        print(f"caerus venue-sim: {exc}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(cfg, args.ready_file))
+    except OSError as exc:  # e.g. a port already taken
+        print(f"caerus venue-sim: {exc}", file=sys.stderr)
+        return 1
+    return 0

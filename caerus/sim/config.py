@@ -1,0 +1,86 @@
+"""Emulator settings (one frozen object, validated before anything starts) and the live state servers share."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from caerus.sim.hub import Topics
+from caerus.sim.market import MarketConfig
+from caerus.sim.scenarios import SCENARIOS, VENUES, FaultBudget, Scenario
+
+
+@dataclass(frozen=True)
+class EmulatorConfig:
+    cert_dir: Path
+    host: str = "127.0.0.1"
+    binance_port: int = 0  # 0 = ephemeral
+    hyperliquid_port: int = 0
+    scenario: Scenario = SCENARIOS["none"]
+    market: MarketConfig = field(default_factory=MarketConfig)
+    replay: Path | None = None  # frames file; replaces the market model
+    replay_retime: bool = False  # rewrite exchange timestamps in replayed frames to the scheduled send time
+    replay_wait_s: float = 5.0  # start replay once every venue has a subscriber, or this long after the first
+    binance_ping_interval_s: float = 180.0  # Binance sends a ping frame every 3 min...
+    binance_pong_timeout_s: float = 600.0  # ...and disconnects without a pong within 10 min
+    binance_max_lifetime_s: float = 86_400.0  # Binance closes every connection at 24 h
+    hl_idle_timeout_s: float = 60.0  # Hyperliquid closes a connection with no client message for 60 s
+    hl_greeting: bool = False  # send the non-JSON greeting on every Hyperliquid connection
+    max_message_bytes: int = 1 << 20  # largest client message accepted
+
+    @property
+    def seed(self) -> int:
+        return self.market.seed
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad setting (nothing has been started yet)."""
+        try:
+            addr = ipaddress.ip_address(self.host)
+        except ValueError:
+            raise ValueError(f"--host must be a loopback IP address, got {self.host!r}") from None
+        if not addr.is_loopback:
+            raise ValueError(f"--host must be loopback (127.0.0.0/8 or ::1), got {self.host}")
+        for name in ("binance_port", "hyperliquid_port"):
+            port = getattr(self, name)
+            if not 0 <= port <= 65535:
+                raise ValueError(f"{name} must be 0..65535, got {port}")
+        if self.binance_port and self.binance_port == self.hyperliquid_port:
+            raise ValueError(f"binance_port and hyperliquid_port are both {self.binance_port}")
+        for name in ("binance_ping_interval_s", "binance_pong_timeout_s", "binance_max_lifetime_s",
+                     "hl_idle_timeout_s", "replay_wait_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.replay is not None and not Path(self.replay).is_file():
+            raise ValueError(f"replay file {self.replay} does not exist")
+        self.market.validate()
+        self.scenario.validate()
+
+    def replace(self, **changes: object) -> EmulatorConfig:
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass
+class VenueCounters:
+    opened: int = 0
+    closed: int = 0
+    rejected: int = 0  # handshakes refused with an HTTP status (scenario or bad path)
+    tls_failed: int = 0  # handshakes served the rogue certificate
+
+    @property
+    def active(self) -> int:
+        return self.opened - self.closed
+
+
+@dataclass
+class SharedState:
+    """What both servers and the driver share inside one event loop."""
+
+    config: EmulatorConfig
+    topics: Topics = field(default_factory=Topics)
+    budget: FaultBudget = field(init=False)
+    counters: dict[str, VenueCounters] = field(default_factory=lambda: {v: VenueCounters() for v in VENUES})
+
+    def __post_init__(self) -> None:
+        self.budget = FaultBudget(self.config.scenario)

@@ -1,0 +1,214 @@
+"""The venue emulator: both TLS WebSocket servers, the market (or replay) driver and the scenario wiring.
+
+    async with VenueEmulator(EmulatorConfig(cert_dir=tmp)) as emu:
+        emu.info["binance_url"], emu.info["ca_file"] ...
+
+``EmulatorThread`` runs the same thing on a private event loop in a background thread (for synchronous callers);
+``caerus venue-sim`` (caerus/sim/app.py) runs it as a process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import ssl
+import threading
+from typing import Any
+
+from websockets.asyncio.server import Server, serve
+
+from caerus.sim.binance import ORDER_PATH, BinanceServer
+from caerus.sim.config import EmulatorConfig, SharedState
+from caerus.sim.driver import MarketDriver
+from caerus.sim.hyperliquid import HyperliquidServer
+from caerus.sim.market import MarketModel
+from caerus.sim.replay import ReplayDriver, read_frames
+from caerus.sim.tls import CertFiles, make_certificates, server_context
+
+log = logging.getLogger("caerus.sim")
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A bound, not yet listening TCP socket: connections to it are refused until it listens."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot bind {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+class VenueEmulator:
+    """Binance + Hyperliquid emulator on loopback. ``start()`` returns the ready dict (also ``self.info``)."""
+
+    def __init__(self, config: EmulatorConfig) -> None:
+        config.validate()
+        self.config = config
+        self.state = SharedState(config)
+        self.info: dict[str, Any] = {}
+        self.certs: CertFiles | None = None
+        self.driver: MarketDriver | ReplayDriver | None = None
+        self._servers: list[Server] = []
+        self._socks: dict[str, socket.socket] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._recorded = read_frames(config.replay) if config.replay is not None else None
+
+    # -- TLS ------------------------------------------------------------------------------------------------
+    def _ssl_context(self, venue: str) -> ssl.SSLContext:
+        assert self.certs is not None
+        ctx = server_context(self.certs.cert_file, self.certs.key_file)
+        if self.config.scenario.name == "tls-failure" and self.config.scenario.applies(venue):
+            rogue = server_context(self.certs.rogue_cert_file, self.certs.rogue_key_file)
+            budget, counters = self.state.budget, self.state.counters[venue]
+
+            def pick(sslobj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext) -> None:
+                # Called for every ClientHello (with or without SNI): swap in the untrusted certificate.
+                if budget.claim(venue):
+                    counters.tls_failed += 1
+                    sslobj.context = rogue
+
+            ctx.sni_callback = pick
+        return ctx
+
+    # -- lifecycle --------------------------------------------------------------------------------------------
+    async def start(self) -> dict[str, Any]:
+        cfg = self.config
+        self.certs = make_certificates(cfg.cert_dir)
+        if self._recorded is not None:
+            self.driver = ReplayDriver(self._recorded, self.state.topics, retime=cfg.replay_retime,
+                                       wait_s=cfg.replay_wait_s)
+        else:
+            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics)
+        bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
+        self._socks = {"binance": _bind(cfg.host, cfg.binance_port),
+                       "hyperliquid": _bind(cfg.host, cfg.hyperliquid_port)}
+        ports = {v: s.getsockname()[1] for v, s in self._socks.items()}
+        common = {"max_size": cfg.max_message_bytes, "compression": None, "close_timeout": 2,
+                  "logger": logging.getLogger("caerus.sim.ws")}
+        specs = {
+            "binance": (bn.handler, bn.process_request,
+                        {"ping_interval": cfg.binance_ping_interval_s, "ping_timeout": cfg.binance_pong_timeout_s}),
+            "hyperliquid": (hl.handler, hl.process_request, {"ping_interval": None, "ping_timeout": None}),
+        }
+        refused = cfg.scenario.name == "refused"
+        for venue, (handler, process_request, extra) in specs.items():
+            ctx = self._ssl_context(venue)
+            server = serve(handler, sock=self._socks[venue], ssl=ctx, process_request=process_request,
+                           start_serving=False, **common, **extra)
+            srv = await server
+            self._servers.append(srv)
+            if refused and cfg.scenario.applies(venue):
+                self._tasks.append(asyncio.create_task(self._listen_later(venue, srv, cfg.scenario.duration_s)))
+            else:
+                await srv.start_serving()
+        self._tasks.append(asyncio.create_task(self.driver.run(), name="caerus-sim-driver"))
+        host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+        self.info = {
+            "binance_url": f"wss://{host}:{ports['binance']}",
+            "hyperliquid_url": f"wss://{host}:{ports['hyperliquid']}",
+            "binance_order_url": f"wss://{host}:{ports['binance']}{ORDER_PATH}",
+            "ca_file": str(self.certs.ca_file),
+            "pid": os.getpid(),
+            "scenario": cfg.scenario.name,
+            "seed": cfg.seed,
+            "replay": str(cfg.replay) if cfg.replay else None,
+        }
+        log.info("venue emulator ready: %s", self.info)
+        return self.info
+
+    async def _listen_later(self, venue: str, srv: Server, delay: float) -> None:
+        log.info("%s: port bound but refusing connections for %.1f s (scenario refused)", venue, delay)
+        await asyncio.sleep(delay)
+        await srv.start_serving()
+        log.info("%s: listening", venue)
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+        for srv in self._servers:
+            srv.close()
+        for srv in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(srv.wait_closed(), 5)
+        self._servers.clear()
+        for s in self._socks.values():
+            s.close()
+        log.info("venue emulator stopped: %s", self.connection_counts())
+
+    def connection_counts(self) -> dict[str, dict[str, int]]:
+        return {
+            v: {"opened": c.opened, "closed": c.closed, "active": c.active, "rejected": c.rejected,
+                "tls_failed": c.tls_failed}
+            for v, c in self.state.counters.items()
+        }
+
+    async def __aenter__(self) -> VenueEmulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class EmulatorThread:
+    """Runs a VenueEmulator on its own event loop in a daemon thread: ``info = t.start(); ...; t.stop()``."""
+
+    def __init__(self, config: EmulatorConfig) -> None:
+        config.validate()
+        self.config = config
+        self.emulator: VenueEmulator | None = None
+        self.info: dict[str, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._main, name="caerus-venue-sim", daemon=True)
+
+    def _main(self) -> None:
+        asyncio.run(self._amain())
+
+    async def _amain(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            self.emulator = VenueEmulator(self.config)
+            self.info = await self.emulator.start()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.emulator.stop()
+
+    def start(self, timeout: float = 30.0) -> dict[str, Any]:
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"venue emulator did not start within {timeout} s")
+        if self._error is not None:
+            raise RuntimeError(f"venue emulator failed to start: {self._error}") from self._error
+        return self.info
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
+
+    def __enter__(self) -> EmulatorThread:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

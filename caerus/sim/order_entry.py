@@ -1,0 +1,63 @@
+"""Bridge from the emulator's sockets to the order-entry logic in ``caerus.sim.orders`` (owned elsewhere).
+
+The servers call ``caerus.sim.orders.binance_ws_api_response(msg)`` and
+``caerus.sim.orders.hyperliquid_post_response(msg)``. While that module (or one of the functions) is missing or
+raises, the client gets a venue-shaped error frame naming the problem instead of silence.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("caerus.sim")
+
+
+def _handler(name: str) -> tuple[Callable[[dict], dict] | None, str]:
+    try:
+        mod = importlib.import_module("caerus.sim.orders")
+    except ImportError as exc:
+        return None, f"order entry unavailable in this emulator: caerus.sim.orders cannot be imported ({exc})"
+    fn = getattr(mod, name, None)
+    if fn is None:
+        return None, f"order entry unavailable in this emulator: caerus.sim.orders has no {name}()"
+    return fn, ""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+def binance_order_reply(text: str | bytes) -> str:
+    """Reply frame for one Binance WebSocket API request frame."""
+    try:
+        msg = json.loads(text)
+    except ValueError as exc:
+        return _dumps({"id": None, "status": 400, "error": {"code": -1100,
+                                                            "msg": f"Malformed request JSON: {exc}"}})
+    if not isinstance(msg, dict):
+        return _dumps({"id": None, "status": 400, "error": {"code": -1100, "msg": "request must be a JSON object"}})
+    fn, why = _handler("binance_ws_api_response")
+    if fn is None:
+        return _dumps({"id": msg.get("id"), "status": 503, "error": {"code": -1000, "msg": why}})
+    try:
+        return _dumps(fn(msg))
+    except Exception as exc:  # a bug in order handling must not kill the connection silently
+        log.exception("binance_ws_api_response failed")
+        return _dumps({"id": msg.get("id"), "status": 500,
+                       "error": {"code": -1000, "msg": f"emulator order handler failed: {exc!r}"}})
+
+
+def hyperliquid_post_reply(msg: dict) -> str:
+    """Reply frame for one Hyperliquid ``{"method":"post",...}`` message."""
+    fn, why = _handler("hyperliquid_post_response")
+    if fn is None:
+        return _dumps({"channel": "error", "data": why})
+    try:
+        return _dumps(fn(msg))
+    except Exception as exc:
+        log.exception("hyperliquid_post_response failed")
+        return _dumps({"channel": "error", "data": f"emulator post handler failed: {exc!r}"})
