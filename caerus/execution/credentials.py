@@ -187,8 +187,10 @@ def load_from_file(venue: str, path: str | Path) -> Credentials:
     try:
         doc = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
-        # The decoder's message quotes only a position, not the line, but keep it out anyway.
-        raise CredentialsError(f"credentials file {path} is not valid TOML (line {exc.lineno})") from None
+        # Keep only the decoder's "(at line L, column C)" position: never echo file content.
+        msg = str(exc)
+        where = msg[msg.rfind("(at "):] if "(at " in msg else ""
+        raise CredentialsError(f"credentials file {path} is not valid TOML {where}".rstrip()) from None
     table = doc.get(venue)
     if not isinstance(table, dict):
         raise CredentialsError(f"credentials file {path} has no [{venue}] table")
