@@ -1,0 +1,143 @@
+"""Report charts as PNG bytes (matplotlib, Agg backend): nines-axis percentile distributions, latency over time,
+information-age histograms. Inputs are merged HdrHistograms and per-interval series from caerus.metrics.summary.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: choose the backend before pyplot is imported
+import matplotlib.pyplot as plt
+import numpy as np
+from hdrh.histogram import HdrHistogram
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from caerus.metrics import hdr
+from caerus.metrics.summary import MetricData
+
+NINES = (0.0, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999)
+DPI = 100
+
+
+def _png(fig: plt.Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _unit(max_ns: float) -> tuple[str, float]:
+    if max_ns >= 5e8:
+        return "s", 1e9
+    if max_ns >= 5e5:
+        return "ms", 1e6
+    if max_ns >= 5e2:
+        return "us", 1e3
+    return "ns", 1.0
+
+
+def nines_curve(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """(x = 1/(1-percentile), value ns) at every non-empty bucket; the last point sits one decade past the max."""
+    counts = hdr.counts_view(h)
+    nz = np.flatnonzero(counts)
+    if nz.size == 0:
+        return np.zeros(0), np.zeros(0)
+    _, highest, _ = hdr.index_values(h)
+    cum = np.cumsum(counts[nz].astype(np.float64))
+    total = cum[-1]
+    # percentile *reached before* each bucket and at it: a step curve like HdrHistogram's plotter
+    frac = cum / total
+    frac_before = np.concatenate([[0.0], frac[:-1]])
+    xs = np.empty(nz.size * 2)
+    ys = np.empty(nz.size * 2)
+    xs[0::2] = frac_before
+    xs[1::2] = frac
+    vals = highest[nz].astype(np.float64)
+    ys[0::2] = vals
+    ys[1::2] = vals
+    cap = 1.0 - 1.0 / (10 * max(total, 10))
+    xs = np.minimum(xs, cap)
+    return 1.0 / (1.0 - xs), ys
+
+
+def nines_chart(series: Sequence[tuple[str, HdrHistogram]], title: str) -> bytes:
+    """Percentile distributions on the nines axis, one line per (label, histogram)."""
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    mx = max((h.get_max_value() for _, h in series if h.total_count), default=1)
+    unit, div = _unit(mx)
+    max_x = 10.0
+    for name, h in series:
+        if not h.total_count:
+            continue
+        x, y = nines_curve(h)
+        ax.plot(x, y / div, label=f"{name} (n={h.total_count:,})", linewidth=1.4)
+        max_x = max(max_x, float(x.max()))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ticks = [1.0 / (1.0 - p) for p in NINES if 1.0 / (1.0 - p) <= max_x * 1.01]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{100 * p:g}%" for p in NINES[: len(ticks)]])
+    ax.set_xlim(1.0, max_x)
+    ax.set_xlabel("percentile")
+    ax.set_ylabel(f"latency ({unit})")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no samples", transform=ax.transAxes, ha="center")
+    return _png(fig)
+
+
+def over_time_chart(metrics: Sequence[MetricData], t0_s: float, title: str) -> bytes:
+    """Max (and p99) per interval against seconds since the session start, one panel per metric."""
+    n = max(1, len(metrics))
+    fig, axes = plt.subplots(n, 1, figsize=(9, 1.9 * n + 0.6), sharex=True, squeeze=False)
+    for ax, md in zip(axes[:, 0], metrics, strict=False):
+        has = md.i_count > 0
+        if not has.any():
+            ax.text(0.5, 0.5, f"{md.tag}: no samples", transform=ax.transAxes, ha="center")
+            continue
+        unit, div = _unit(float(md.i_max[has].max()))
+        t = md.t_start[has] - t0_s
+        ax.plot(t, md.i_max[has] / div, drawstyle="steps-post", label="max", linewidth=1.0, color="C3")
+        ax.plot(t, md.i_p99[has] / div, drawstyle="steps-post", label="p99", linewidth=1.0, color="C0")
+        ax.set_ylabel(unit)
+        ax.set_yscale("log")
+        ax.set_title(md.tag, fontsize=9, loc="left")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("seconds since session start")
+    fig.suptitle(title)
+    return _png(fig)
+
+
+def histogram_chart(series: Sequence[tuple[str, HdrHistogram]], title: str, bins: int = 60) -> bytes:
+    """Value histograms (log-spaced bins), one panel per (label, histogram): the information-age shape."""
+    n = max(1, len(series))
+    fig, axes = plt.subplots(1, n, figsize=(4.6 * n, 3.4), squeeze=False)
+    for ax, (name, h) in zip(axes[0], series, strict=False):
+        if not h.total_count:
+            ax.text(0.5, 0.5, "no samples", transform=ax.transAxes, ha="center")
+            ax.set_title(name, fontsize=9)
+            continue
+        counts = hdr.counts_view(h)
+        nz = np.flatnonzero(counts)
+        _, _, median = hdr.index_values(h)
+        vals = median[nz].astype(np.float64)
+        unit, div = _unit(float(vals.max()))
+        lo, hi = max(vals.min(), 1.0), max(vals.max(), 2.0)
+        edges = np.geomspace(lo, hi * 1.0001, bins + 1)
+        hist, _ = np.histogram(vals, bins=edges, weights=counts[nz].astype(np.float64))
+        ax.bar(edges[:-1] / div, hist, width=np.diff(edges) / div, align="edge", color="C2", edgecolor="none")
+        ax.set_xscale("log")
+        ax.set_xlabel(unit)
+        ax.set_ylabel("samples")
+        ax.set_title(f"{name} (n={h.total_count:,})", fontsize=9)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    return _png(fig)

@@ -1,0 +1,346 @@
+"""Session reports: ``report.md`` + self-contained ``report.html`` per session, a comparison for several, and an
+index of every rendered session.
+
+Layout written by ``render_sessions(paths, out_dir)``:
+
+* ``<session>/report.md``, ``<session>/report.html``, ``<session>/charts/*.png`` (the report travels with its data)
+* ``<out_dir>/<session-name>/`` the same files plus ``meta.json`` (what the index shows)
+* ``<out_dir>/compare-<hash>/report.{md,html}`` when several sessions were given
+* ``<out_dir>/index.html`` listing every session and comparison rendered into ``out_dir`` so far
+
+Numbers come from the ``.hlog`` files (decoded again here, never trusted from a cache); process status, counters
+and options from ``summary.json``; machine facts from ``env.json``. A session without ``summary.json`` (its runner
+died) still renders from its hlogs, with that stated.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caerus.metrics.summary import SessionMetrics, load_metrics
+from caerus.report import charts, tables
+from caerus.report.caveats import caveats
+
+CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td:first-child,th:first-child{text-align:left}
+table.kv td{text-align:left}
+.caveats{background:#fff6e0;border:1px solid #e8c060;padding:.6em 1.2em}
+.died{color:#b00;font-weight:bold} img{max-width:100%} code{background:#f4f4f4}
+"""
+
+
+class SessionNotFound(FileNotFoundError):
+    """A path given as a session is not a session folder."""
+
+
+@dataclass
+class Session:
+    path: Path
+    name: str
+    summary: dict[str, Any]
+    env: dict[str, Any] | None
+    metrics: SessionMetrics
+    summary_missing: bool
+
+
+def _is_session(p: Path) -> bool:
+    return p.is_dir() and ((p / "summary.json").exists() or (p / "config.toml").exists() or any(p.glob("*.hlog")))
+
+
+def newest_session(sessions_dir: Path) -> Path:
+    """The most recent session folder under ``sessions_dir`` (by start time in its name, then mtime)."""
+    sessions_dir = Path(sessions_dir)
+    if not sessions_dir.is_dir():
+        raise SessionNotFound(f"no sessions folder {sessions_dir}: run `invoke bench` first")
+    found = [p for p in sessions_dir.iterdir() if _is_session(p)]
+    if not found:
+        raise SessionNotFound(f"no session folders in {sessions_dir}: run `invoke bench` first")
+    return max(found, key=lambda p: (p.name[:16], p.stat().st_mtime))
+
+
+def load_session(path: Path) -> Session:
+    path = Path(path)
+    if not path.is_dir():
+        raise SessionNotFound(f"session folder {path} does not exist")
+    if not _is_session(path):
+        raise SessionNotFound(f"{path} is not a session folder (no summary.json, config.toml or .hlog files)")
+    summary_path = path / "summary.json"
+    missing = not summary_path.exists()
+    try:
+        summary = {} if missing else json.loads(summary_path.read_text())
+    except ValueError as exc:
+        raise SessionNotFound(f"{summary_path} is not valid JSON: {exc}") from None
+    try:
+        env = json.loads((path / "env.json").read_text())
+    except (OSError, ValueError):
+        env = None
+    sm = load_metrics(path)
+    # The hlogs are the source of truth for numbers; keep the summary's extras (sidecar counts) when present.
+    fresh = {md.tag: md.stats() for md in sm.ordered()}
+    summary.setdefault("session", path.name)
+    summary["metrics"] = fresh
+    summary["hlog_bad_lines"] = {k: [list(x) for x in v] for k, v in sm.bad_lines.items()}
+    return Session(path=path, name=summary.get("session", path.name), summary=summary, env=env, metrics=sm,
+                   summary_missing=missing)
+
+
+def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
+    """chart file stem -> (caption, PNG)."""
+    ms = s.metrics.metrics
+    ordered = s.metrics.ordered()
+    lat = [md for md in ordered if not md.tag.startswith("info_age")]
+    age = [md for md in ordered if md.tag.startswith("info_age")]
+    t0 = s.summary.get("started_ns", 0) / 1e9 or min((float(md.t_start.min()) for md in ordered
+                                                       if md.t_start.size), default=0.0)
+    out: dict[str, tuple[str, bytes]] = {}
+    if lat:
+        out["nines_latency"] = ("Latency percentile distributions (nines axis)",
+                                charts.nines_chart([(md.tag, md.hist) for md in lat], "Fleet latencies"))
+        out["over_time_latency"] = ("Latency over time: max and p99 per interval",
+                                    charts.over_time_chart(lat, t0, "Latency per interval"))
+    if age:
+        out["nines_info_age"] = ("Information age percentile distributions (nines axis)",
+                                 charts.nines_chart([(md.tag, md.hist) for md in age], "Information age"))
+        out["hist_info_age"] = ("Information age per venue",
+                                charts.histogram_chart([(md.tag, md.hist) for md in age], "Information age"))
+        out["over_time_info_age"] = ("Information age over time: max and p99 per interval",
+                                     charts.over_time_chart(age, t0, "Information age per interval"))
+    if not ms:
+        out["nines_latency"] = ("No metrics", charts.nines_chart([], "no .hlog data in this session"))
+    return out
+
+
+def _when(ns: int | None) -> str:
+    if not ns:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ns / 1e9))
+
+
+def _overview_rows(s: Session) -> list[list[str]]:
+    sm = s.summary
+    opts = sm.get("options") or {}
+    rows = [
+        ["session", s.name],
+        ["started", _when(sm.get("started_ns"))],
+        ["duration (planned / actual)", f"{sm.get('duration_s', '-')} s / {sm.get('elapsed_s', '-')} s"],
+        ["options", ", ".join(f"{k}={v}" for k, v in opts.items()) or "-"],
+        ["isolated", "yes" if sm.get("isolated") else "NO"],
+        ["hlog files", ", ".join(s.metrics.files) or "(none)"],
+    ]
+    if s.summary_missing:
+        rows.append(["summary.json", "MISSING (runner did not finish): numbers from the .hlog files only"])
+    return rows
+
+
+def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]]) -> str:
+    md = [f"# Session {s.name}\n"]
+    md.append(tables.markdown_table(["", ""], _overview_rows(s)))
+    if cav:
+        md.append("## Caveats\n")
+        md += [f"- {c}" for c in cav]
+        md.append("")
+    md.append("## Headline\n")
+    md.append(tables.markdown_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    for stem, (caption, _) in chart_files.items():
+        md.append(f"### {caption}\n\n![{caption}](charts/{stem}.png)\n")
+    md.append("## Processes\n")
+    md.append(tables.markdown_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    md.append("## Counts\n")
+    md.append(tables.markdown_table(["count", "value"], tables.count_rows(s.summary)))
+    crow = tables.counter_rows(s.summary)
+    if crow:
+        md.append("### Counters by process\n")
+        md.append(tables.markdown_table(["process", "counter", "value"], crow))
+    md.append("## Environment\n")
+    md.append(tables.markdown_table(["", ""], tables.env_rows(s.env)))
+    return "\n".join(md)
+
+
+def _img(png: bytes, caption: str) -> str:
+    b64 = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{b64}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{CSS}</style></head><body>{body}</body></html>\n")
+
+
+def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]]) -> str:
+    parts = [f"<h1>Session {html.escape(s.name)}</h1>",
+             tables.html_table(["", ""], _overview_rows(s), "kv")]
+    died = [n for n, p in (s.summary.get("processes") or {}).items() if p.get("status") in ("died", "failed_to_start")]
+    if died:
+        parts.append(f'<p class="died">Process(es) died during the session: {html.escape(", ".join(died))}</p>')
+    if cav:
+        parts.append('<div class="caveats"><h2>Caveats</h2><ul>'
+                     + "".join(f"<li>{html.escape(c)}</li>" for c in cav) + "</ul></div>")
+    parts.append("<h2>Headline</h2>")
+    parts.append(tables.html_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    parts.append("<h2>Distributions and time series</h2>")
+    parts += [_img(png, caption) for caption, png in chart_files.values()]
+    parts.append("<h2>Processes</h2>")
+    parts.append(tables.html_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    parts.append("<h2>Counts</h2>")
+    parts.append(tables.html_table(["count", "value"], tables.count_rows(s.summary)))
+    crow = tables.counter_rows(s.summary)
+    if crow:
+        parts.append("<h3>Counters by process</h3>")
+        parts.append(tables.html_table(["process", "counter", "value"], crow))
+    parts.append("<h2>Environment</h2>")
+    parts.append(tables.html_table(["", ""], tables.env_rows(s.env), "kv"))
+    return _page(f"Caerus session {s.name}", "".join(parts))
+
+
+def _write_report(dest: Path, md: str, page: str, chart_files: dict[str, tuple[str, bytes]]) -> None:
+    (dest / "charts").mkdir(parents=True, exist_ok=True)
+    for stem, (_, png) in chart_files.items():
+        (dest / "charts" / f"{stem}.png").write_bytes(png)
+    (dest / "report.md").write_text(md)
+    (dest / "report.html").write_text(page)
+
+
+def _meta(s: Session, cav: list[str], kind: str = "session") -> dict[str, Any]:
+    m = s.summary.get("metrics") or {}
+    ttd = m.get("tick_to_decision") or {}
+    return {
+        "kind": kind, "name": s.name, "started_ns": s.summary.get("started_ns"),
+        "duration_s": s.summary.get("elapsed_s", s.summary.get("duration_s")),
+        "tick_to_decision": {"p50": ttd.get("p50"), "p99": ttd.get("p99"), "n": ttd.get("n", 0)},
+        "died": [n for n, p in (s.summary.get("processes") or {}).items()
+                 if p.get("status") in ("died", "failed_to_start")],
+        "caveats": len(cav), "source": str(s.path.resolve()),
+    }
+
+
+def render_session(path: Path, out_dir: Path | None = None) -> Session:
+    """Render one session into its folder (and into ``out_dir/<name>/`` when given)."""
+    s = load_session(path)
+    cav = caveats(s.summary, s.env)
+    if s.summary_missing:
+        cav.insert(0, "summary.json is missing: the session runner did not finish; process status and counts "
+                      "are unknown.")
+    chart_files = _session_charts(s)
+    md = _markdown(s, cav, chart_files)
+    page = _html(s, cav, chart_files)
+    _write_report(s.path, md, page, chart_files)
+    if out_dir is not None:
+        dest = Path(out_dir) / s.path.name
+        if dest.resolve() != s.path.resolve():
+            _write_report(dest, md, page, chart_files)
+            (dest / "meta.json").write_text(json.dumps(_meta(s, cav), indent=1))
+    return s
+
+
+def render_comparison(sessions: list[Session], out_dir: Path) -> Path:
+    """Several sessions side by side: a headline table per metric and overlaid nines charts."""
+    key = hashlib.sha1("\n".join(s.name for s in sessions).encode()).hexdigest()[:10]
+    dest = Path(out_dir) / f"compare-{key}"
+    headers, rows = tables.comparison_rows([s.summary for s in sessions])
+    tags: list[str] = []
+    for s in sessions:
+        for md in s.metrics.ordered():
+            if md.tag not in tags:
+                tags.append(md.tag)
+    chart_files: dict[str, tuple[str, bytes]] = {}
+    for tag in tags:
+        series = [(s.name, s.metrics.metrics[tag].hist) for s in sessions if tag in s.metrics.metrics]
+        chart_files[f"nines_{tag}"] = (f"{tables.label(tag)}: percentile distributions",
+                                       charts.nines_chart(series, tables.label(tag)))
+    names = ", ".join(s.name for s in sessions)
+    cav_lines = []
+    for s in sessions:
+        for c in caveats(s.summary, s.env):
+            cav_lines.append(f"{s.name}: {c}")
+    md = [f"# Comparison of {len(sessions)} sessions\n", f"Sessions: {names}\n", "## Headline\n",
+          tables.markdown_table(headers, rows)]
+    if cav_lines:
+        md += ["## Caveats\n", *[f"- {c}" for c in cav_lines], ""]
+    md += [f"### {cap}\n\n![{cap}](charts/{stem}.png)\n" for stem, (cap, _) in chart_files.items()]
+    links = "".join(f'<li><a href="../{html.escape(s.path.name)}/report.html">{html.escape(s.name)}</a></li>'
+                    for s in sessions)
+    body = [f"<h1>Comparison of {len(sessions)} sessions</h1><ul>{links}</ul>", "<h2>Headline</h2>",
+            tables.html_table(headers, rows)]
+    if cav_lines:
+        body.append('<div class="caveats"><h2>Caveats</h2><ul>'
+                    + "".join(f"<li>{html.escape(c)}</li>" for c in cav_lines) + "</ul></div>")
+    body += [_img(png, cap) for cap, png in chart_files.values()]
+    _write_report(dest, "\n".join(md), _page("Caerus comparison", "".join(body)), chart_files)
+    (dest / "meta.json").write_text(json.dumps({"kind": "comparison", "name": dest.name,
+                                                "sessions": [s.name for s in sessions],
+                                                "started_ns": max(s.summary.get("started_ns") or 0
+                                                                  for s in sessions)}, indent=1))
+    return dest
+
+
+def write_index(out_dir: Path) -> Path:
+    """``out_dir/index.html``: every session and comparison rendered into ``out_dir``, newest first."""
+    out_dir = Path(out_dir)
+    entries = []
+    for meta_path in out_dir.glob("*/meta.json"):
+        try:
+            entries.append(json.loads(meta_path.read_text()))
+        except ValueError:
+            entries.append({"kind": "?", "name": meta_path.parent.name, "broken": True})
+    entries.sort(key=lambda e: (e.get("started_ns") or 0, e.get("name", "")), reverse=True)
+    rows = []
+    for e in entries:
+        name = html.escape(e.get("name", "?"))
+        link = f'<a href="{name}/report.html">{name}</a>'
+        if e.get("kind") == "comparison":
+            rows.append(f"<tr><td>{link}</td><td>comparison</td><td colspan=5>"
+                        f"{html.escape(', '.join(e.get('sessions', [])))}</td></tr>")
+            continue
+        ttd = e.get("tick_to_decision") or {}
+        died = e.get("died") or []
+        rows.append(
+            f"<tr><td>{link}</td><td>{html.escape(_when(e.get('started_ns')))}</td>"
+            f"<td>{html.escape(str(e.get('duration_s', '-')))} s</td>"
+            f"<td>{html.escape(tables.fmt_ns(ttd.get('p50')))}</td><td>{html.escape(tables.fmt_ns(ttd.get('p99')))}"
+            f"</td><td>{e.get('caveats', 0)}</td>"
+            f"<td class=\"{'died' if died else ''}\">{html.escape(', '.join(died) or 'ok')}</td></tr>"
+        )
+    table = ("<table><thead><tr><th>session</th><th>started</th><th>duration</th><th>tick-to-decision p50</th>"
+             "<th>p99</th><th>caveats</th><th>processes</th></tr></thead><tbody>" + "".join(rows)
+             + "</tbody></table>")
+    path = out_dir / "index.html"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path.write_text(_page("Caerus sessions", f"<h1>Caerus sessions ({len(entries)})</h1>{table}"))
+    return path
+
+
+def render_sessions(paths: list[Path], out_dir: Path) -> dict[str, Any]:
+    """Render each session, a comparison when several, and ``out_dir/index.html``. Bad paths fail first."""
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise SessionNotFound("no session given")
+    for p in paths:  # validate everything before writing anything
+        if not _is_session(p):
+            raise SessionNotFound(f"{p} is not a session folder (no summary.json, config.toml or .hlog files)")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sessions = [render_session(p, out_dir) for p in paths]
+    result: dict[str, Any] = {"sessions": [str(s.path / "report.html") for s in sessions]}
+    if len(sessions) > 1:
+        result["comparison"] = str(render_comparison(sessions, out_dir) / "report.html")
+    result["index"] = str(write_index(out_dir))
+    return result
+
+
+def remove_rendered(out_dir: Path, name: str) -> None:
+    """Delete one rendered session from ``out_dir`` (the session folder itself is untouched)."""
+    target = Path(out_dir) / name
+    if target.is_dir() and (target / "meta.json").exists():
+        shutil.rmtree(target)

@@ -1,0 +1,189 @@
+"""Report tables as plain rows (headline, counts, processes, environment), and their Markdown/HTML forms.
+
+Rows are lists of strings so the same content renders to Markdown and HTML without drift.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from caerus.metrics.hdr import FLEET_TAGS
+
+LABELS: dict[str, str] = {
+    "tick_to_decision": "tick-to-decision (t_decision - t_recv)",
+    "queue_transit": "queue transit + engine pickup (t_pickup - t_decision)",
+    "book_hop": "book hop (t_seen - t_publish)",
+    "feed_internal.binance": "feed internal, Binance (t_publish - t_recv)",
+    "feed_internal.hyperliquid": "feed internal, Hyperliquid (t_publish - t_recv)",
+    "info_age.binance": "information age, Binance (t_recv - t_exchange)",
+    "info_age.hyperliquid": "information age, Hyperliquid (t_recv - t_exchange)",
+}
+# The reference C++ system (Tokyo c7i.2xlarge, 4 h, isolated), from FACTS.md: p50 / p99 / max
+REFERENCE: dict[str, str] = {
+    "tick_to_decision": "11.3 us / 16.3 us / 38.7 us",
+    "queue_transit": "0.50 us / 3.3 us / -",
+    "info_age.binance": "3.1 ms p50 (floor 2.6 ms)",
+    "info_age.hyperliquid": "285 ms p50 (floor 204 ms)",
+}
+HEADLINE_HEADERS = ["metric", "p50", "p99", "p99.9", "max", "n", "clock artifacts", "reference (C++, isolated)"]
+
+
+def label(tag: str) -> str:
+    return LABELS.get(tag, tag)
+
+
+def fmt_ns(v: float | int | None) -> str:
+    """Human latency: ns below 1 us, then us, ms, s (3 significant digits)."""
+    if v is None:
+        return "-"
+    v = float(v)
+    a = abs(v)
+    if a < 1_000:
+        return f"{v:.0f} ns"
+    if a < 1_000_000:
+        return f"{v / 1e3:.3g} us"
+    if a < 1_000_000_000:
+        return f"{v / 1e6:.3g} ms"
+    return f"{v / 1e9:.3g} s"
+
+
+def ordered_tags(metrics: dict[str, Any]) -> list[str]:
+    return [t for t in FLEET_TAGS if t in metrics] + sorted(t for t in metrics if t not in FLEET_TAGS)
+
+
+def headline_rows(summary: dict[str, Any]) -> list[list[str]]:
+    metrics = summary.get("metrics") or {}
+    rows = []
+    for tag in ordered_tags(metrics) + [t for t in FLEET_TAGS if t not in metrics]:
+        m = metrics.get(tag) or {}
+        rows.append([
+            label(tag), fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), fmt_ns(m.get("p999")), fmt_ns(m.get("max")),
+            f"{m.get('n', 0):,}", str(m.get("clock_artifacts", 0)) if m else "-", REFERENCE.get(tag, ""),
+        ])
+    return rows
+
+
+def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """One row per metric, p50/p99/max/n per session."""
+    headers = ["metric"]
+    for s in summaries:
+        headers += [f"{s.get('session', '?')} p50", "p99", "max", "n"]
+    tags: list[str] = []
+    for s in summaries:
+        for t in ordered_tags(s.get("metrics") or {}):
+            if t not in tags:
+                tags.append(t)
+    rows = []
+    for tag in tags:
+        row = [label(tag)]
+        for s in summaries:
+            m = (s.get("metrics") or {}).get(tag) or {}
+            row += [fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), fmt_ns(m.get("max")), f"{m.get('n', 0):,}"]
+        rows.append(row)
+    return headers, rows
+
+
+def count_rows(summary: dict[str, Any]) -> list[list[str]]:
+    hc = summary.get("headline_counts") or {}
+    rows = []
+    for key in ("books", "rejects", "reconnects", "fires", "orders", "ring_losses", "paper_pnl"):
+        if key in hc:
+            v = hc[key]
+            rows.append([key, f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"])
+    for key in ("rejects_by", "reconnects_by", "orders_by_outcome", "orders_by_risk", "ring_losses_by"):
+        for k, v in sorted((hc.get(key) or {}).items()):
+            rows.append([f"{key.replace('_by', ' by').replace('orders by_', 'orders by ')}: {k}", f"{v:,}"])
+    return rows
+
+
+def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for process, block in sorted((summary.get("counters") or {}).items()):
+        for name, v in block.items():
+            rows.append([process, name, f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"])
+    return rows
+
+
+def process_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, p in (summary.get("processes") or {}).items():
+        died = p.get("died_after_s")
+        rows.append([
+            name, str(p.get("status", "?")).upper() if p.get("status") != "ok" else "ok",
+            "-" if p.get("exit_code") is None else str(p.get("exit_code")),
+            f"{died:.1f} s" if isinstance(died, int | float) else "-",
+            str(p.get("wait_policy", "-")), ",".join(map(str, p.get("cpus", []))) or "-", str(p.get("log", "-")),
+        ])
+    return rows
+
+
+PROCESS_HEADERS = ["process", "status", "exit code", "died after", "wait policy", "cpus", "log"]
+
+
+def _v(x: Any) -> str:
+    if isinstance(x, dict) and "unavailable" in x:
+        return f"unavailable ({x['unavailable']})"
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={_v(v)}" for k, v in x.items())
+    if isinstance(x, list):
+        return ",".join(map(str, x))
+    return str(x)
+
+
+def _chrony(c: Any) -> str:
+    if not isinstance(c, dict):
+        return "-"
+    if "unavailable" in c:
+        return _v(c)
+    return (f"{c.get('refname', '?')} stratum {c.get('stratum')}, last offset {c.get('last_offset_s')} s, "
+            f"rms {c.get('rms_offset_s')} s, leap {c.get('leap')}")
+
+
+def env_rows(env: dict[str, Any] | None) -> list[list[str]]:
+    if not env:
+        return [["env.json", "missing"]]
+    topo = env.get("topology") or {}
+    k = env.get("kernel") or {}
+    iso = env.get("isolation") or {}
+    py = env.get("python") or {}
+    chrony = env.get("chrony") or {}
+    rows = [
+        ["host", _v(env.get("hostname", "-"))],
+        ["cpu", _v(env.get("cpu_model", "-"))],
+        ["cpus / cores / threads per core", f"{_v(topo.get('logical_cpus'))} / {_v(topo.get('physical_cores'))} / "
+                                            f"{_v(topo.get('threads_per_core'))}"],
+        ["kernel", _v(k.get("release", "-"))],
+        ["kernel cmdline", _v(k.get("cmdline", "-"))],
+        ["isolated cpus", _v(iso.get("isolated")) or "(none)"],
+        ["nohz_full", _v(iso.get("nohz_full")) or "(none)"],
+        ["governor", _v(env.get("governor", "-"))],
+        ["THP", _v(env.get("thp", "-"))],
+        ["clocksource", _v(env.get("clocksource", "-"))],
+        ["chrony at start", _chrony(chrony.get("start"))],
+        ["chrony at end", _chrony(chrony.get("end"))],
+        ["python", f"{py.get('version', '-')} ({py.get('implementation', '')})"],
+        ["packages", ", ".join(f"{n} {v}" for n, v in (py.get("packages") or {}).items())],
+        ["git", _v(env.get("git", "-"))],
+        ["EC2", _v(env.get("ec2", "-"))],
+    ]
+    plan = env.get("plan") or {}
+    for name, p in (plan.get("placements") or {}).items():
+        rows.append([f"plan: {name}", f"cpus {_v(p.get('cpus'))}, {p.get('wait_policy')}"
+                                      f"{', dedicated' if p.get('dedicated') else ''}"])
+    return rows
+
+
+def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(esc(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def html_table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
