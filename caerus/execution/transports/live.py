@@ -100,11 +100,14 @@ class WsOrderSession:
 
     def _connect(self) -> ClientConnection:
         try:
-            return connect(self.url, ssl=self._ssl, open_timeout=self._open_timeout, compression=None,
-                           logger=_WIRE_LOG, max_size=1 << 20)
+            ws = connect(self.url, ssl=self._ssl, open_timeout=self._open_timeout, compression=None,
+                         logger=_WIRE_LOG, max_size=1 << 20)
         except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
             raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(exc).__name__}: {exc}") \
                 from None
+        # The connection outlives any ``with`` block (closed in close()); entering it marks it as managed, which
+        # websockets >= 17.1 wants instead of a bare connect() (works the same on older versions).
+        return ws.__enter__()
 
     def start(self) -> None:
         self._ws = self._connect()
