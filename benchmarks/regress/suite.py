@@ -184,12 +184,15 @@ def _walk_percentiles(node: object, path: list[str], out: dict[str, dict[str, fl
 def extract_session(member: Member, summary: dict) -> Sample:
     """Metric values from a session's summary.json: every object carrying percentiles (p50, p99, p50_us...).
 
-    The session engineer owns summary.json's layout; this reads whatever percentile objects it holds, named by
-    their path (``metrics.tick_to_decision`` -> ``session/metrics.tick_to_decision.p99``), so a new headline
-    metric joins the suite without a change here. Values with ``_us``/``_ms`` suffixes are scaled to ns.
+    The session engineer owns summary.json's layout (caerus/session/collect.py: ``metrics`` = {tag: {n, p50 ..
+    max in ns}}); this reads whatever percentile objects sit under ``metrics`` (or anywhere, when there is no
+    ``metrics`` object), named by their path (``tick_to_decision`` -> ``session/tick_to_decision.p99``), so a
+    new headline metric joins the suite without a change here. Values with ``_us``/``_ms`` suffixes are scaled
+    to ns; null percentiles (a metric with no samples) are skipped.
     """
     found: dict[str, dict[str, float]] = {}
-    _walk_percentiles(summary, [], found)
+    metrics = summary.get("metrics") if isinstance(summary, dict) else None
+    _walk_percentiles(metrics if isinstance(metrics, dict) else summary, [], found)
     s = Sample()
     for name, stats in found.items():
         for stat in member.stats:

@@ -39,8 +39,8 @@ def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tm
     assert v["fake/hop.p50"] == "regression"
     assert v["fake/hop.p99"] == "regression"
     assert v["fake/ratio.speedup"] == "regression"  # goal says ">=": lower is worse
-    assert v["sess/metrics.tick_to_decision.p50"] == "regression"
-    for unchanged in ("fake/steady.p50", "fake/steady.p99", "fake/reference.p50", "sess/metrics.book_hop.p99"):
+    assert v["sess/tick_to_decision.p50"] == "regression"
+    for unchanged in ("fake/steady.p50", "fake/steady.p99", "fake/reference.p50", "sess/book_hop.p99"):
         assert v[unchanged] == "same", (unchanged, report["comparisons"])
     assert v["fake/ratio.drift"] == "same"
     assert report["verdict"] == "regression"
@@ -143,7 +143,7 @@ def test_broken_member_is_reported_not_fatal_to_the_run(regress_repo: RegressRep
     assert "broke on purpose" in head_fake["failures"][0]
     assert len(head_fake["failures"]) == 1  # broken on the first repetition: not retried 8 more times
     assert report["members"]["sess"]["head"]["status"] == "ok"  # the other member still ran and compared
-    assert _verdicts(report["comparisons"])["sess/metrics.book_hop.p50"] == "same"
+    assert _verdicts(report["comparisons"])["sess/book_hop.p50"] == "same"
     assert any("head fake: failed" in p for p in report["problems"])
 
     code, report, _ = _run(regress_repo, tmp_path / "out-ro", base=base, no_baseline=True, report_only=True)
