@@ -1,0 +1,79 @@
+"""Live transports against the real venue emulator process (`caerus venue-sim`), which answers order entry with
+caerus.sim.orders and fills against its own moving market: test credentials go to the emulator through its
+CAERUS_SIM_* environment and to the transports through a 0600 credentials file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+from eth_account import Account
+
+from caerus import wire
+from caerus.execution.credentials import BinanceCredentials, HyperliquidCredentials, Secret, load_credentials
+from caerus.execution.transports.base import VenueReply
+from caerus.execution.transports.live import make_live_transport
+
+pytestmark = pytest.mark.integration
+
+
+def _order(order_id: int, venue: int, px: float, qty: float) -> tuple:
+    now = time.time_ns()
+    return (order_id, 1, venue, 1, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now)
+
+
+def _reply(transport, timeout: float = 15.0) -> VenueReply:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = transport.poll_reply()
+        if r is not None:
+            return r
+        time.sleep(0.005)
+    pytest.fail(f"no venue reply within {timeout} s; stats={transport.stats()}")
+
+
+def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_path: Path) -> None:
+    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
+    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
+                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
+    creds_file = tmp_path / "credentials.toml"
+    creds_file.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
+                          f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
+    os.chmod(creds_file, 0o600)
+
+    b = make_live_transport("binance", network="testnet", credentials=load_credentials("binance", creds_file),
+                            enable_live=True, url=sim["binance_order_url"], ca_file=sim["ca_file"])
+    h = make_live_transport("hyperliquid", network="testnet",
+                            credentials=load_credentials("hyperliquid", creds_file), enable_live=True,
+                            url=sim["hyperliquid_url"] + "/ws", ca_file=sim["ca_file"])
+    bad_b = make_live_transport("binance", network="testnet", enable_live=True, url=sim["binance_order_url"],
+                                ca_file=sim["ca_file"],
+                                credentials=BinanceCredentials(api_key=Secret(api_key), hmac_secret=Secret("0" * 64)))
+    bad_h = make_live_transport("hyperliquid", network="testnet", enable_live=True, url=sim["hyperliquid_url"] + "/ws",
+                                ca_file=sim["ca_file"],
+                                credentials=HyperliquidCredentials(private_key=Secret(Account.create().key.hex())))
+    transports = (b, h, bad_b, bad_h)
+    try:
+        for t in transports:
+            t.start()
+        # A buy limit far above any emulated price crosses the ask: fills at the emulator's best ask.
+        assert b.send_msg(_order(1, wire.Venue.BINANCE, 10_000_000.0, 0.002)).outcome == wire.Outcome.SENT
+        assert h.send_msg(_order(2, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002)).outcome == wire.Outcome.SENT
+        rb, rh = _reply(b), _reply(h)
+        assert (rb.order_id, rh.order_id) == (1, 2)
+        assert rb.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rb
+        assert rh.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rh
+        assert 0 < rb.fill_px < 10_000_000.0 and 0 < rh.fill_px < 10_000_000.0  # the emulated ask, not our limit
+        bad_b.send_msg(_order(3, wire.Venue.BINANCE, 10_000_000.0, 0.002))
+        bad_h.send_msg(_order(4, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002))
+        r3, r4 = _reply(bad_b), _reply(bad_h)
+        assert (r3.outcome, r3.venue_code) == (wire.Outcome.VENUE_REJECTED, -1022)
+        assert r4.outcome == wire.Outcome.VENUE_REJECTED and "does not exist" in r4.message
+    finally:
+        for t in transports:
+            t.close()
+    assert sim.proc.alive(), sim.output()
+    assert api_key not in sim.output() and secret not in sim.output()
