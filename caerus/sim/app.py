@@ -103,6 +103,10 @@ async def _serve(cfg: EmulatorConfig, ready_file: Path | None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    from caerus.sim.order_entry import configure_credentials_from_env
+
+    if configure_credentials_from_env():
+        log.info("order entry: test credentials taken from CAERUS_SIM_* environment variables")
     emu = VenueEmulator(cfg)
     info = await emu.start()
     if ready_file is not None:

@@ -15,6 +15,7 @@ import time
 from caerus.sim import frames
 from caerus.sim.hub import Topics
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
+from caerus.sim.order_entry import BookSink
 
 BOOK_TICKER = "binance:btcusdt@bookTicker"
 AGG_TRADE = "binance:btcusdt@aggTrade"
@@ -40,9 +41,10 @@ DEPTH_0MS = tuple(f"binance:btcusdt@depth{n}@0ms" for n in (5, 10, 20))
 class MarketDriver:
     """Runs ``MarketModel.events()`` against the wall clock and publishes frames to ``topics``."""
 
-    def __init__(self, model: MarketModel, topics: Topics) -> None:
+    def __init__(self, model: MarketModel, topics: Topics, book_sink: BookSink | None = None) -> None:
         self.model = model
         self.topics = topics
+        self.book_sink = book_sink  # order entry's view of the top of book (fills against the emulated market)
         self.epoch_ns = 0
         self.last_quote: BinanceQuote | None = None
         self.last_block: HlBlock | None = None
@@ -81,6 +83,8 @@ class MarketDriver:
 
     def _binance(self, q: BinanceQuote) -> None:
         prev, self.last_quote = self.last_quote, q
+        if self.book_sink is not None:
+            self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty)
         self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
         self.published += 1
         for key in DEPTH_0MS:
@@ -93,6 +97,8 @@ class MarketDriver:
     def _hyperliquid(self, b: HlBlock) -> None:
         self.last_block = b
         if b.changed:
+            if self.book_sink is not None and b.bid is not None and b.ask is not None:
+                self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz)
             self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
             self.published += 1
 

@@ -25,6 +25,7 @@ from caerus.sim.config import EmulatorConfig, SharedState
 from caerus.sim.driver import MarketDriver
 from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
+from caerus.sim.order_entry import book_sink
 from caerus.sim.replay import ReplayDriver, read_frames
 from caerus.sim.tls import CertFiles, make_certificates, server_context
 
@@ -84,7 +85,7 @@ class VenueEmulator:
             self.driver = ReplayDriver(self._recorded, self.state.topics, retime=cfg.replay_retime,
                                        wait_s=cfg.replay_wait_s)
         else:
-            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics)
+            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink())
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
         self._socks = {"binance": _bind(cfg.host, cfg.binance_port),
                        "hyperliquid": _bind(cfg.host, cfg.hyperliquid_port)}

@@ -61,3 +61,19 @@ def hyperliquid_post_reply(msg: dict) -> str:
     except Exception as exc:
         log.exception("hyperliquid_post_response failed")
         return _dumps({"channel": "error", "data": f"emulator post handler failed: {exc!r}"})
+
+
+BookSink = Callable[[str, float, float, float, float], None]
+
+
+def book_sink() -> BookSink | None:
+    """``caerus.sim.orders.update_book`` when available: the market driver feeds it each top of book so
+    emulated order fills happen against the emulated market."""
+    fn, _ = _handler("update_book")
+    return fn  # type: ignore[return-value]
+
+
+def configure_credentials_from_env() -> bool:
+    """Let ``caerus.sim.orders`` pick up its ``CAERUS_SIM_*`` test credentials (process start-up only)."""
+    fn, _ = _handler("configure_from_env")
+    return bool(fn()) if fn is not None else False  # type: ignore[call-arg]
