@@ -1,0 +1,128 @@
+"""Reports from synthetic session folders: every metric present, caveats, died processes, comparison, index."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from caerus.metrics import hdr
+from caerus.metrics.summary import load_metrics
+from caerus.report import tables
+from caerus.report.render import SessionNotFound, newest_session, render_sessions
+from caerus.report.synthetic import make_session
+from caerus.session.collect import family_total, headline_counts
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def two_sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("sessions")
+    a = make_session(root, name="20260101T000000Z-aaaa", intervals=12, samples_per_interval=500, seed=1,
+                     died="feed-hyperliquid", artifacts={"tick_to_decision": 3}, start_s=1_767_225_600)
+    b = make_session(root, name="20260102T000000Z-bbbb", intervals=8, samples_per_interval=400, seed=2,
+                     start_s=1_767_312_000)
+    return root, a, b
+
+
+def test_session_folder_has_collected_files(two_sessions: tuple[Path, Path, Path]) -> None:
+    _, a, _ = two_sessions
+    for tag in hdr.FLEET_TAGS:
+        assert (a / f"{tag}.hgrm").exists(), tag
+    summary = json.loads((a / "summary.json").read_text())
+    assert summary["metrics"]["tick_to_decision"]["n"] == 12 * 500
+    assert summary["metrics"]["tick_to_decision"]["clock_artifacts"] == 3
+    assert summary["processes"]["feed-hyperliquid"]["status"] == "died"
+    assert any("feed-hyperliquid DIED" in c for c in summary["caveats"])
+
+
+def test_report_contains_every_metric_and_caveats(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _, a, _ = two_sessions
+    out = tmp_path / "reports"
+    result = render_sessions([a], out)
+    md = (a / "report.md").read_text()
+    page = (a / "report.html").read_text()
+    for tag in hdr.FLEET_TAGS:
+        assert tables.label(tag) in md, tag
+        assert tables.label(tag) in page, tag
+    # the headline p99 is the histogram's p99, formatted
+    merged = load_metrics(a).metrics["tick_to_decision"].hist
+    assert tables.fmt_ns(hdr.percentile(merged, 99.0)) in md
+    assert "NOT ISOLATED" in md and "3 clock artifact(s)" in md
+    assert "feed-hyperliquid" in page and 'class="died"' in page
+    # self-contained: every image inline, nothing fetched
+    srcs = re.findall(r'src="([^"]+)"', page)
+    assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
+    assert len(srcs) >= 4
+    for rel in re.findall(r"\]\((charts/[^)]+)\)", md):
+        assert (a / rel).stat().st_size > 1000
+    assert (out / a.name / "report.html").exists() and (out / a.name / "meta.json").exists()
+    assert Path(result["index"]).exists()
+
+
+def test_comparison_and_index_list_every_session(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _, a, b = two_sessions
+    out = tmp_path / "reports"
+    result = render_sessions([a, b], out)
+    comp = Path(result["comparison"]).read_text()
+    assert a.name in comp and b.name in comp
+    assert comp.count("data:image/png;base64,") == len(hdr.FLEET_TAGS)
+    index = (out / "index.html").read_text()
+    assert a.name in index and b.name in index and "compare-" in index
+    assert index.index(f'href="{b.name}/report.html"') < index.index(f'href="{a.name}/report.html"')  # newest first
+    # a later render of one session keeps the others in the index
+    render_sessions([b], out)
+    assert a.name in (out / "index.html").read_text()
+
+
+def test_newest_session_and_clear_errors(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    root, _, b = two_sessions
+    assert newest_session(root) == b
+    empty = tmp_path / "none"
+    empty.mkdir()
+    with pytest.raises(SessionNotFound, match="no session folders"):
+        newest_session(empty)
+    with pytest.raises(SessionNotFound, match="not a session folder"):
+        render_sessions([empty], tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # validated before writing anything
+
+
+def test_session_without_summary_still_renders(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _, _, b = two_sessions
+    c = tmp_path / "20260103T000000Z-cccc"
+    c.mkdir()
+    for f in b.glob("*.hlog"):
+        (c / f.name).write_bytes(f.read_bytes())
+    render_sessions([c], tmp_path / "out")
+    md = (c / "report.md").read_text()
+    assert "summary.json is missing" in md
+    assert tables.label("tick_to_decision") in md
+
+
+def test_headline_counts_do_not_double_count() -> None:
+    total, by = family_total({"rejects": 5, "rejects.crossed": 3, "rejects.locked": 2, "rejected_bytes": 9},
+                             ("rejects",))
+    assert (total, by) == (5, {"crossed": 3, "locked": 2})
+    total, by = family_total({"rejects.crossed": 3, "rejects.locked": 2}, ("rejects",))
+    assert total == 5
+    hc = headline_counts({"feed-binance": {"books": 10}, "strategy": {"books": 99, "fires": 4},
+                          "capture": {"lost": 2}}, {"orders": 4, "ring_lost": 1})
+    assert hc["books"] == 10 and hc["fires"] == 4 and hc["ring_losses"] == 3
+
+
+def test_report_cli(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    root, _, b = two_sessions
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ok = subprocess.run([sys.executable, "-m", "caerus", "report", "--sessions", str(root), "--out",
+                         str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert ok.returncode == 0, ok.stderr
+    assert b.name in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "caerus", "report", str(tmp_path / "missing"), "--out",
+                          str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=240, check=False)
+    assert bad.returncode == 2 and "not a session folder" in bad.stderr
