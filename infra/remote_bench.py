@@ -1,0 +1,130 @@
+"""`invoke bench --host NAME`: run a timed session on a provisioned host with the pinned fleet, show progress,
+then collect the session folder into the local sessions folder (ready for ``invoke report``).
+
+The session runs detached on the host (``setsid nohup``) so a dropped SSH connection does not kill a 4-hour
+run; this side polls its exit-code file. The runner itself sits on the housekeeping CPUs (``taskset``); it
+places each fleet process per the same plan configure tuned the host for. Live venues by default
+(``caerus session --live``), the venue emulator on the host with ``emulator=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from caerus.plan import format_cpu_list
+from infra.chrony import TrackingParseError, parse_tracking
+from infra.collect import collect_from, list_sessions
+from infra.deploy import APP_DIR, SESSIONS_DIR
+from infra.durations import parse_duration
+from infra.facts import gather
+from infra.fleetplan import host_plan
+from infra.hosts import HostStore
+from infra.remote import RemoteHost, open_host
+
+
+class BenchError(RuntimeError):
+    """The remote session failed or did not finish."""
+
+
+def session_command(caerus: str, seconds: float, sessions_dir: str, emulator: bool) -> str:
+    cmd = [caerus, "session", "--duration", f"{seconds:g}", "--out", sessions_dir]
+    if not emulator:
+        cmd.append("--live")
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def _fmt(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600:d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def start_detached(host: RemoteHost, command: str, run_dir: str, cpus: str) -> None:
+    q = shlex.quote
+    inner = f"taskset -c {cpus} {command} > {q(run_dir)}/session.log 2>&1; echo $? > {q(run_dir)}/rc"
+    host.run(f"mkdir -p {q(run_dir)} && setsid nohup sh -c {q(inner)} > /dev/null 2>&1 < /dev/null & "
+             f"echo $! > {q(run_dir)}/pid")
+
+
+def wait_finished(host: RemoteHost, run_dir: str, seconds: float, say: Callable[[str], None],
+                  poll_s: float, grace_s: float) -> int:
+    q = shlex.quote
+    start = time.monotonic()
+    deadline = start + seconds + grace_s
+    while time.monotonic() < deadline:
+        rc = host.run(f"cat {q(run_dir)}/rc 2>/dev/null", check=False).stdout.strip()
+        if rc:
+            return int(rc)
+        elapsed = time.monotonic() - start
+        last = host.run(f"tail -n 1 {q(run_dir)}/session.log 2>/dev/null", check=False).stdout.strip()
+        say(f"  bench {_fmt(elapsed)} / {_fmt(seconds)} ({min(100.0, 100 * elapsed / seconds):.0f}%)"
+            + (f"  | {last[:100]}" if last else ""))
+        time.sleep(poll_s)
+    raise BenchError(f"session did not finish within {seconds + grace_s:.0f} s; it may still be running "
+                     f"(pid in {run_dir}/pid); `invoke collect` can fetch it later")
+
+
+def host_snapshot(host: RemoteHost, chronyc: str) -> dict[str, Any]:
+    """Tuning state at the end of the run: facts, chrony tracking (None when unparseable)."""
+    facts = gather(host)
+    r = host.run(f"{chronyc} -c tracking", check=False)
+    try:
+        tracking: dict | None = parse_tracking(r.stdout).to_dict()
+    except TrackingParseError:
+        tracking = None
+    return {"facts": facts.to_dict(), "chrony_tracking": tracking}
+
+
+def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path,
+                     state_dir: str | None = None, say: Callable[[str], None] = print,
+                     poll_s: float = 10.0, grace_s: float = 600.0) -> list[Path]:
+    """Run ``caerus session`` on host ``host`` for ``duration`` ("4h", "30m", "90s", "30") and collect it."""
+    seconds = parse_duration(duration)
+    store = HostStore(state_dir)
+    record = store.load(host)
+    rh = open_host(record, store.known_hosts, say)
+    try:
+        facts = gather(rh)
+        plan = host_plan(store, record.name, facts)
+        sessions_dir = record.extra.get("sessions_dir", SESSIONS_DIR)
+        caerus = record.extra.get("caerus_bin") or rh.path(f"{APP_DIR}/venv/bin/caerus")
+        if not rh.run(f"test -x {shlex.quote(caerus)}", check=False).exited == 0:
+            raise BenchError(f"{caerus} is not installed on {host}; run `invoke deploy --host {host}` first")
+        before = set(list_sessions(rh, sessions_dir))
+        run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        run_dir = rh.path(f"{sessions_dir}/.runs/{run_id}")
+        command = session_command(caerus, seconds, rh.path(sessions_dir), emulator)
+        hk = format_cpu_list(plan.housekeeping)
+        say(f"bench on {host}: {'emulator' if emulator else 'live venues'}, {_fmt(seconds)}, runner on CPUs {hk}, "
+            f"hot CPUs {format_cpu_list(plan.hot)}")
+        start_detached(rh, command, run_dir, hk)
+        rc = wait_finished(rh, run_dir, seconds, say, poll_s, grace_s)
+        if rc != 0:
+            tail = rh.run(f"tail -n 30 {shlex.quote(run_dir)}/session.log", check=False).stdout
+            raise BenchError(f"session on {host} exited {rc}:\n{tail}")
+        new = sorted(set(list_sessions(rh, sessions_dir)) - before)
+        if not new:
+            raise BenchError(f"session on {host} exited 0 but wrote no session folder under {sessions_dir}")
+        snapshot = host_snapshot(rh, record.extra.get("chronyc", "chronyc"))
+        paths = collect_from(rh, out, new, sessions_dir, say)
+    finally:
+        rh.close()
+    meta = {
+        "host": record.name,
+        "instance_id": record.instance_id,
+        "instance_type": record.instance_type,
+        "region": record.region,
+        "emulator": emulator,
+        "duration_s": seconds,
+        "plan": plan.to_dict(),
+        **snapshot,
+    }
+    for p in paths:
+        (p / "host.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=str) + "\n")
+    say(f"bench done: {', '.join(str(p) for p in paths)}; `invoke report --session {paths[-1]}`")
+    return paths
