@@ -261,7 +261,8 @@ def _verdicts(comparisons: list[dict], verdict: str) -> list[str]:
 
 def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
     """Run the regression check described by ``opts``; returns the exit code (see the module docstring)."""
-    console = console or Console()
+    # CI logs are not terminals: rich would wrap the table at 80 columns
+    console = console or Console(width=None if sys.stdout.isatty() else 150)
     repo = opts.repo.resolve()
     problems: list[str] = []
     try:
