@@ -1,0 +1,190 @@
+"""The feed's configuration: one frozen struct built from the command line and validated before anything starts.
+
+Also derives what follows from the venue: the full stream URL (Binance ``<base>/public/ws``, Hyperliquid
+``<base>/ws``), subscribe frames, keepalive, watchdog and rotation defaults, and the companion segment names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from caerus.ipc.wait import POLICIES
+from caerus.net.supervisor import Endpoint, SupervisorConfig
+from caerus.plan import parse_cpu_list
+from caerus.venues import binance, hyperliquid
+
+VENUES = ("binance", "hyperliquid")
+
+
+class ConfigError(ValueError):
+    """A bad feed setting; the message names it."""
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    venue: str
+    segment: str
+    events_segment: str
+    stats_segment: str
+    base_url: str
+    symbol: str
+    channel: str
+    route: str
+    ca_file: str | None
+    metrics_dir: Path | None
+    wait_policy: str
+    cpus: tuple[int, ...]
+    capacity: int
+    max_frame_bytes: int
+    keepalive_s: float | None
+    parse_error_limit: int
+    housekeeping_s: float
+    supervisor: SupervisorConfig
+
+    @property
+    def url(self) -> str:
+        if self.venue == "binance":
+            return binance.url(self.base_url, self.route)
+        return hyperliquid.url(self.base_url)
+
+    def endpoint(self) -> Endpoint:
+        if self.venue == "binance":
+            return Endpoint(
+                self.url,
+                (binance.subscribe_frame([binance.stream(self.symbol, self.channel)]),),
+                max_size=self.max_frame_bytes,
+            )
+        return Endpoint(
+            self.url,
+            (hyperliquid.subscribe_frame(self.symbol, self.channel),),
+            keepalive_frame=hyperliquid.PING_FRAME,
+            keepalive_s=self.keepalive_s,
+            max_size=self.max_frame_bytes,
+        )
+
+
+def companion_segment(segment: str, kind: str, venue: str) -> str:
+    """``S.book.<venue>`` -> ``S.events.<venue>`` / ``S.stats.feed-<venue>``; otherwise ``<segment>.<kind>``."""
+    head, sep, tail = segment.rpartition(".book.")
+    if sep and tail == venue:
+        return f"{head}.events.{venue}" if kind == "events" else f"{head}.stats.feed-{venue}"
+    return f"{segment}.{kind}"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--venue", required=True, choices=VENUES)
+    p.add_argument("--segment", required=True, help="books ring (SWMR of BookRecord), e.g. S.book.binance")
+    p.add_argument("--events-segment", help="events ring (default: S.events.<venue> derived from --segment)")
+    p.add_argument("--stats-segment", help="counter block (default: S.stats.feed-<venue> derived from --segment)")
+    p.add_argument("--url", help="venue base URL, scheme+host[:port] (the feed adds the venue path)")
+    p.add_argument("--ca-file", help="PEM CA bundle to verify the venue certificate (the emulator's ca.pem)")
+    p.add_argument("--symbol", help="BTCUSDT (binance) or BTC (hyperliquid); default: the venue's BTC perpetual")
+    p.add_argument("--channel", help="binance: bookTicker (default) | depth5; hyperliquid: bbo (default) | l2Book")
+    p.add_argument("--route", default="public", choices=sorted(binance.ROUTES), help="binance stream route")
+    p.add_argument("--metrics-dir", type=Path, help="write <dir>/feed-<venue>.hlog")
+    p.add_argument("--stats-interval", type=float, default=0.1, help=argparse.SUPPRESS)
+    p.add_argument("--wait-policy", default="sleep", choices=POLICIES,
+                   help="spin/hybrid: busy-polling event loop; sleep: normal asyncio (default)")
+    p.add_argument("--cpus", default="", help="CPU list to pin to, e.g. 0 or 0-1")
+    p.add_argument("--capacity", type=int, default=4096, help="books ring capacity (power of two)")
+    p.add_argument("--max-frame-bytes", type=int, default=1 << 20, help="largest accepted WebSocket message")
+    p.add_argument("--stale-after", type=float, help="data watchdog threshold, seconds (venue default)")
+    p.add_argument("--rotate-after", type=float,
+                   help="make-before-break rotation age, seconds (binance default 23 h; 0 = never)")
+    p.add_argument("--rotation-timeout", type=float, default=30.0)
+    p.add_argument("--keepalive", type=float, help="hyperliquid ping interval, seconds (default 20)")
+    p.add_argument("--open-timeout", type=float, default=10.0, help="connect + TLS + upgrade timeout, seconds")
+    p.add_argument("--backoff-base", type=float, default=0.5)
+    p.add_argument("--backoff-cap", type=float, default=30.0)
+    p.add_argument("--connects-per-min", type=float, default=10.0, help="new connections per minute (bucket)")
+    p.add_argument("--connect-burst", type=int, default=2)
+    p.add_argument("--rate-limited-delay", type=float, default=60.0, help="minimum wait after HTTP 429/418")
+    p.add_argument("--parse-error-limit", type=int, default=100,
+                   help="restart a connection after this many unparseable frames (when they are most of it)")
+
+
+def from_args(a: argparse.Namespace) -> FeedConfig:
+    """Build and validate the config; raises ConfigError naming the first bad setting."""
+    venue = a.venue
+    if venue not in VENUES:
+        raise ConfigError(f"--venue must be one of {', '.join(VENUES)}, got {venue!r}")
+    mod = binance if venue == "binance" else hyperliquid
+    symbol = a.symbol or mod.DEFAULT_SYMBOL
+    if symbol != mod.DEFAULT_SYMBOL:
+        raise ConfigError(f"--symbol {symbol!r} is not supported for {venue}: only {mod.DEFAULT_SYMBOL}")
+    channel = a.channel or mod.CHANNELS[0]
+    if channel not in mod.CHANNELS:
+        raise ConfigError(f"--channel {channel!r} is not a {venue} channel: {', '.join(mod.CHANNELS)}")
+    if not a.segment or any(c in a.segment for c in "/ \0"):
+        raise ConfigError(f"--segment {a.segment!r} is not a valid segment name")
+    base = (a.url or mod.DEFAULT_BASE_URL).rstrip("/")
+    parts = urlsplit(base)
+    if parts.scheme != "wss" or not parts.hostname:
+        raise ConfigError(f"--url {base!r} must be wss://host[:port] (TLS only)")
+    if parts.path or parts.query:
+        raise ConfigError(f"--url {base!r} must be scheme+host[:port] only: the feed adds the venue path")
+    if a.ca_file and not os.path.isfile(a.ca_file):
+        raise ConfigError(f"--ca-file {a.ca_file!r} does not exist")
+    cap = a.capacity
+    if cap < 2 or cap & (cap - 1):
+        raise ConfigError(f"--capacity must be a power of two >= 2, got {cap}")
+    if a.max_frame_bytes < 1024:
+        raise ConfigError(f"--max-frame-bytes must be >= 1024, got {a.max_frame_bytes}")
+    if a.parse_error_limit < 1:
+        raise ConfigError(f"--parse-error-limit must be >= 1, got {a.parse_error_limit}")
+    try:
+        cpus = parse_cpu_list(a.cpus) if a.cpus else ()
+    except ValueError:
+        raise ConfigError(f"--cpus {a.cpus!r} is not a CPU list like 0-1,3") from None
+    bad_cpus = [c for c in cpus if c not in os.sched_getaffinity(0)]
+    if bad_cpus:
+        raise ConfigError(f"--cpus {a.cpus!r}: CPUs {bad_cpus} are not available to this process")
+    rotate = a.rotate_after
+    if rotate is None:
+        rotate = binance.DEFAULT_ROTATE_AFTER_S if venue == "binance" else 0.0
+    keepalive = None
+    if venue == "hyperliquid":
+        keepalive = a.keepalive if a.keepalive is not None else hyperliquid.DEFAULT_KEEPALIVE_S
+        if not 0 < keepalive < 60:
+            raise ConfigError("--keepalive must be in (0, 60) s (Hyperliquid closes idle connections at 60 s)")
+    sup = SupervisorConfig(
+        open_timeout_s=a.open_timeout,
+        backoff_base_s=a.backoff_base,
+        backoff_cap_s=a.backoff_cap,
+        connects_per_min=a.connects_per_min,
+        connect_burst=a.connect_burst,
+        stale_after_s=a.stale_after if a.stale_after is not None else mod.DEFAULT_STALE_AFTER_S,
+        rotate_after_s=rotate if rotate > 0 else None,
+        rotation_timeout_s=a.rotation_timeout,
+        rate_limited_delay_s=a.rate_limited_delay,
+    )
+    try:
+        sup.validate()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if a.stats_interval <= 0:
+        raise ConfigError("--stats-interval must be > 0")
+    return FeedConfig(
+        venue=venue,
+        segment=a.segment,
+        events_segment=a.events_segment or companion_segment(a.segment, "events", venue),
+        stats_segment=a.stats_segment or companion_segment(a.segment, "stats", venue),
+        base_url=base,
+        symbol=symbol,
+        channel=channel,
+        route=a.route,
+        ca_file=a.ca_file,
+        metrics_dir=a.metrics_dir,
+        wait_policy=a.wait_policy,
+        cpus=cpus,
+        capacity=cap,
+        max_frame_bytes=a.max_frame_bytes,
+        keepalive_s=keepalive,
+        parse_error_limit=a.parse_error_limit,
+        housekeeping_s=a.stats_interval,
+        supervisor=sup,
+    )

@@ -1,0 +1,89 @@
+"""The Hyperliquid feed's hot path: bbo / l2Book message -> checks -> BookRecord in the SWMR ring.
+
+One tagged-union msgspec decode classifies and parses every JSON frame at once (``bbo``, ``l2Book``, ``pong``,
+``subscriptionResponse``, ``error``); only a valid top of book on the active session takes the publish path. A
+``null`` side is NULL_SIDE; block ``time`` going backwards is TIME_BACKWARDS (equal is normal: one block, several
+coins). Hyperliquid has no sequence numbers, so the record's ``seq`` is the feed's own publish counter.
+"""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+
+from caerus.feed.outputs import FeedOutputs
+from caerus.feed.sink import DEPTH, VALID, FeedSink
+from caerus.net.ws import WsSession
+from caerus.venues import hyperliquid
+from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, check_levels
+from caerus.wire import Venue
+
+_VENUE = int(Venue.HYPERLIQUID)
+_Bbo = hyperliquid.Bbo
+_L2Book = hyperliquid.L2Book
+
+
+class HyperliquidSink(FeedSink):
+    venue = _VENUE
+    classify = staticmethod(hyperliquid.classify)
+
+    def __init__(self, out: FeedOutputs, **kw: int) -> None:
+        super().__init__(out, **kw)
+        self._decode = hyperliquid.DECODER.decode
+        self.seq = 0
+
+    def current_seq(self) -> int:
+        return self.seq
+
+    def on_message(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
+        try:
+            m = self._decode(raw)
+        except msgspec.DecodeError:  # greeting, garbage or a malformed data frame
+            return self.other(raw, session)
+        tm = type(m)
+        if tm is _Bbo:
+            d = m.data
+            bid, ask = d.bbo
+            flags = VALID
+        elif tm is _L2Book:
+            d = m.data
+            bids, asks = d.levels
+            bid = bids[0] if bids else None
+            ask = asks[0] if asks else None
+            flags = VALID | DEPTH
+        else:
+            kind, detail = hyperliquid.classify_control(m, session.subscribed)
+            return self.control(kind, detail, session)
+        t_ex = d.time * 1_000_000
+        if session is not self.active and not self.overlap(session, t_ex):
+            return True
+        if bid is None or ask is None:
+            return self.reject(NULL_SIDE, session, self.seq, t_ex)
+        if t_ex < self.last_t_ex:
+            return self.reject(TIME_BACKWARDS, session, self.seq, t_ex)
+        bp = bid.px
+        bq = bid.sz
+        ap = ask.px
+        aq = ask.sz
+        reason = check_levels(bp, bq, ap, aq)
+        if reason:
+            return self.reject(reason, session, self.seq, t_ex)
+        self.last_key = t_ex
+        self.last_t_ex = t_ex
+        if self.extra_flags:
+            flags |= self.extra_flags
+            self.extra_flags = 0
+        seq = self.seq + 1
+        self.seq = seq
+        t_pub = time.time_ns()
+        self.publish(_VENUE, flags, 0, session.conn_id, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        self.n_books += 1
+        n = self.n_samples
+        if n < self.sample_cap:
+            self.fi_mv[n] = t_pub - t_recv
+            self.ia_mv[n] = t_recv - t_ex
+            self.n_samples = n + 1
+        else:
+            self.samples_full()
+        return True

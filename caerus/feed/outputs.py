@@ -1,0 +1,176 @@
+"""Everything a feed writes besides the hot path's record: events ring, counters, metrics log, log lines.
+
+Owns the feed's shared-memory outputs (the books ring, the events ring, the counter block), its sample buffers and
+``.hlog``, and the structured JSON log lines on stderr. Implements the supervisor's ``Reporter`` (counts, events,
+classified failures, connection lost) and :meth:`housekeeping`, which the feed runs every ~100 ms off the hot
+path: writer heartbeats, counter-block heartbeat and gauges, and draining the samples into the interval log.
+
+Counter names are the contract with the session's progress display: see :data:`INT_COUNTERS` and docs/feeds.md.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from caerus.ipc.counters import CounterBlock
+from caerus.ipc.swmr import SwmrWriter
+from caerus.metrics.hdr import IntervalLog, SampleBuffer
+from caerus.net.failures import Failure, counter_name
+from caerus.venues.book import reject_counter
+from caerus.wire import BOOK, EVENT, EventKind, FailureClass, RejectReason
+
+if TYPE_CHECKING:
+    from caerus.feed.sink import FeedSink
+    from caerus.net.ws import WsSession
+
+#: integer counters in the feed's counter block (documented in docs/feeds.md)
+INT_COUNTERS: tuple[str, ...] = (
+    "msgs",  # WebSocket messages received (all kinds)
+    "books",  # valid BookRecords published
+    "rejects",  # updates refused by validation (sum of reject.*)
+    *(reject_counter(int(r)) for r in RejectReason),
+    "frames_dropped",  # frames that are neither data nor a known control frame (not JSON / unknown shape)
+    "overlap_dropped",  # rotation overlap: updates already published by the other connection
+    "acks",
+    "pongs",
+    "greetings",
+    "sub_errors",
+    "venue_errors",
+    "connects",  # connection attempts (primary and rotation candidates)
+    "connected",  # WebSocket handshakes completed
+    "reconnects",  # the primary connection ended and a new one was scheduled
+    "stale",  # data watchdog fired
+    "rotations",  # make-before-break switches completed
+    "pings",  # application keepalive pings sent
+    *(counter_name(c) for c in FailureClass),
+    "conn",  # id of the active connection (0: none)
+    "connected_now",  # 1 while a connection is delivering, else 0
+    "last_t_recv_ns",  # t_recv of the newest published record
+    "last_t_exchange_ns",
+    "events",  # records written to the events ring
+    "samples_full",  # latency samples not stored because the buffer was full before a drain
+    "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
+)
+WAIT_POLICY_CODES = {"spin": 1, "hybrid": 2, "sleep": 3}
+FLOAT_COUNTERS: tuple[str, ...] = ("backoff_s",)
+
+
+class FeedOutputs:
+    """The feed's rings, counter block, metrics and log (one per feed process)."""
+
+    def __init__(
+        self,
+        venue_name: str,
+        books_segment: str,
+        events_segment: str,
+        stats_segment: str,
+        *,
+        capacity: int = 4096,
+        events_capacity: int = 4096,
+        metrics_dir: Path | None = None,
+        sample_capacity: int = 1 << 16,
+        log_stream: IO[str] | None = None,
+        comment: str | None = None,
+    ) -> None:
+        self.venue_name = venue_name
+        self.books = SwmrWriter.create(books_segment, BOOK, capacity)
+        self.events = SwmrWriter.create(events_segment, EVENT, events_capacity)
+        self.counters = CounterBlock.create(stats_segment, ints=INT_COUNTERS, floats=FLOAT_COUNTERS)
+        self.feed_internal = SampleBuffer(sample_capacity)
+        self.info_age = SampleBuffer(sample_capacity)
+        self.tag_internal = f"feed_internal.{venue_name}"
+        self.tag_age = f"info_age.{venue_name}"
+        self.hlog: IntervalLog | None = None
+        if metrics_dir is not None:
+            self.hlog = IntervalLog(
+                Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age], comment=comment
+            )
+        self._log = log_stream or sys.stderr
+        self._venue_code = 1 if venue_name == "binance" else 2
+        self._idx = {name: i for i, name in enumerate(self.counters.int_names)}
+        self.sink: FeedSink | None = None
+        self._msgs_closed = 0  # messages received by sessions that already ended
+
+    # -- Reporter ----------------------------------------------------------------------------------------------
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters.ints[self._idx[name]] += n
+
+    def event(self, kind: EventKind, code: int, conn: int, value: int = 0, aux: int = 0) -> None:
+        self.events.publish(self._venue_code, int(kind), int(code), conn, time.time_ns(), value, aux)
+        self.counters.ints[self._idx["events"]] += 1
+
+    def log(self, what: str, **fields: object) -> None:
+        line = {"t_ns": time.time_ns(), "proc": f"feed-{self.venue_name}", "event": what, **fields}
+        self._log.write(json.dumps(line, default=str) + "\n")
+        self._log.flush()
+
+    def failure(self, failure: Failure, session: WsSession, role: str) -> None:
+        self._msgs_closed += session.msg_count
+        self.count(failure.counter)
+        self.event(EventKind.DISCONNECTED, failure.cls, session.conn_id, failure.value, session.data_count)
+        self.log(
+            "disconnected",
+            conn=session.conn_id,
+            role=role,
+            failure=failure.cls.name,
+            value=failure.value,
+            detail=failure.detail,
+            msgs=session.msg_count,
+            data=session.data_count,
+            url=session.url,
+        )
+
+    def connection_lost(self, conn: int) -> None:
+        if self.sink is not None:
+            self.sink.connection_lost(conn, time.time_ns())
+        self.counters.ints[self._idx["connected_now"]] = 0
+        self.counters.ints[self._idx["conn"]] = 0
+
+    # -- housekeeping (every ~100 ms, off the hot path) --------------------------------------------------------
+
+    def housekeeping(self, live_msgs: int = 0, backoff_s: float = 0.0) -> None:
+        """Heartbeats, gauges and metrics. ``live_msgs``: messages received by the sessions still open."""
+        self.books.beat()
+        self.events.beat()
+        c = self.counters
+        c.beat()
+        ints = c.ints
+        idx = self._idx
+        ints[idx["msgs"]] = self._msgs_closed + live_msgs
+        c.floats[0] = backoff_s
+        sink = self.sink
+        if sink is None:
+            return
+        ints[idx["books"]] = sink.n_books
+        ints[idx["last_t_exchange_ns"]] = sink.last_t_ex
+        active = sink.active
+        if active is not None:
+            ints[idx["conn"]] = active.conn_id
+            ints[idx["connected_now"]] = 1 if active.data_count else 0
+            ints[idx["last_t_recv_ns"]] = active.last_data_ns
+        sink.take_samples()
+        if self.hlog is not None:
+            self.hlog.drain(self.tag_internal, self.feed_internal)
+            self.hlog.drain(self.tag_age, self.info_age)
+            self.hlog.maybe_flush()
+        else:
+            self.feed_internal.n = 0
+            self.info_age.n = 0
+
+    def close(self) -> None:
+        if self.hlog is not None:
+            if self.sink is not None:
+                self.sink.take_samples()
+                self.hlog.drain(self.tag_internal, self.feed_internal)
+                self.hlog.drain(self.tag_age, self.info_age)
+            self.hlog.close()
+        self.books.beat()
+        self.events.beat()
+        self.books.close()
+        self.events.close()
+        self.counters.close()

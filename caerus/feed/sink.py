@@ -1,0 +1,157 @@
+"""What both venue feed loops share: the slow paths around the hot path, and make-before-break switching.
+
+A venue loop (``binance_loop`` / ``hyperliquid_loop``) implements ``on_message`` (decode -> validate -> publish)
+and hands everything unusual to this base: frames that are not data (ack, error, pong, greeting, garbage),
+rejected updates, and messages from a session that is not the active one (rotation overlap). Nothing here runs for
+an ordinary valid update.
+
+Rotation rule (the same for both venues, keyed by the venue's order key: Binance ``u``, Hyperliquid ``time``):
+during the overlap only the active session publishes; a message from the candidate whose key is at least the
+last published key means the candidate has caught up, so the sink switches to it at that very message (published
+if its key is new, dropped as an overlap duplicate if equal) and asks the supervisor to close the old one.
+Anything the old session delivers after that is dropped; anything it had not delivered yet, the candidate (which
+is caught up) delivers. So nothing is lost and nothing is published twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from caerus.net.failures import SessionEnded
+from caerus.net.ws import WsSession
+from caerus.venues.book import MALFORMED, reject_counter
+from caerus.venues.frames import FrameKind
+from caerus.wire import BookFlags, EventKind, FailureClass, RejectReason
+
+if TYPE_CHECKING:
+    from caerus.feed.outputs import FeedOutputs
+    from caerus.net.supervisor import Supervisor
+
+VALID = int(BookFlags.VALID)
+DEPTH = int(BookFlags.DEPTH)
+ROTATED = int(BookFlags.ROTATED)
+STALE = int(BookFlags.STALE)
+_REJECTED = int(EventKind.BOOK_REJECTED)
+
+
+class FeedSink:
+    """Base of the per-venue feed loops (state, counters, slow paths)."""
+
+    venue: int
+    classify: Callable[[bytes], tuple[FrameKind, str]]
+
+    def __init__(self, out: FeedOutputs, *, parse_error_limit: int = 100, sample_capacity: int = 1 << 16) -> None:
+        self.out = out
+        self.publish = out.books.publish
+        self.active: WsSession | None = None
+        self.candidate: WsSession | None = None
+        self.supervisor: Supervisor | None = None
+        self.parse_error_limit = parse_error_limit
+        # ordering state (the hot path reads and writes these)
+        self.last_key = -1  # order key of the newest published update (Binance u / Hyperliquid time in ns)
+        self.last_t_ex = 0
+        self.extra_flags = 0  # ROTATED for the first record after a switch
+        self.n_books = 0
+        # samples (preallocated; the feed's housekeeping drains them into the .hlog)
+        self.fi = out.feed_internal
+        self.ia = out.info_age
+        self.fi_mv = memoryview(self.fi.arr)
+        self.ia_mv = memoryview(self.ia.arr)
+        self.n_samples = 0
+        self.sample_cap = self.fi.capacity
+        ints = out.counters.ints
+        self.ints = ints
+        idx = out.counters.int_index
+        self._i_rejects = idx("rejects")
+        self._i_reject = {int(r): idx(reject_counter(int(r))) for r in RejectReason}
+        self._i_dropped = idx("frames_dropped")
+        self._i_overlap = idx("overlap_dropped")
+        self._i_samples_full = idx("samples_full")
+        self.bad_frames: dict[int, int] = {}
+
+    def bind_supervisor(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+
+    # -- slow paths --------------------------------------------------------------------------------------------
+
+    def reject(self, reason: int, session: WsSession, seq: int, t_ex: int) -> bool:
+        """Count a refused update by reason and record an event; it is never published. Returns True (data)."""
+        ints = self.ints
+        ints[self._i_rejects] += 1
+        ints[self._i_reject[reason]] += 1
+        self.out.event(EventKind.BOOK_REJECTED, reason, session.conn_id, seq, t_ex)
+        return True
+
+    def overlap(self, session: WsSession, key: int) -> bool:
+        """A data message from a session that is not the active one; True when it should be processed now."""
+        if session is self.candidate and key >= self.last_key:
+            old = self.active
+            self.active = session
+            self.candidate = None
+            self.extra_flags = ROTATED
+            if self.supervisor is not None:
+                self.supervisor.switched(old, session)
+            if key > self.last_key:
+                return True
+        self.ints[self._i_overlap] += 1
+        return False
+
+    def other(self, raw: bytes, session: WsSession) -> bool:
+        """A frame the data decoder refused: classify, count, maybe end the session. Returns False (not data)."""
+        kind, detail = type(self).classify(raw)
+        return self.control(kind, detail, session)
+
+    def control(self, kind: FrameKind, detail: str, session: WsSession) -> bool:
+        out = self.out
+        if kind is FrameKind.ACK:
+            session.subscribed = True
+            out.count("acks")
+            out.log("subscribed", conn=session.conn_id, detail=detail)
+        elif kind is FrameKind.PONG:
+            out.count("pongs")
+        elif kind is FrameKind.GREETING:
+            out.count("greetings")
+        elif kind is FrameKind.SUB_ERROR:
+            out.count("sub_errors")
+            raise SessionEnded(FailureClass.SUBSCRIPTION_REJECTED, detail)
+        elif kind is FrameKind.VENUE_ERROR:
+            out.count("venue_errors")
+            out.log("venue_error", conn=session.conn_id, detail=detail)
+        elif kind is FrameKind.MALFORMED_DATA:
+            self.reject(MALFORMED, session, 0, 0)
+            self._bad_frame(session, detail)
+            return True
+        else:  # MALFORMED / UNKNOWN
+            self.ints[self._i_dropped] += 1
+            out.event(EventKind.FRAME_DROPPED, int(kind), session.conn_id)
+            self._bad_frame(session, detail)
+        return False
+
+    def _bad_frame(self, session: WsSession, detail: str) -> None:
+        n = self.bad_frames.get(session.conn_id, 0) + 1
+        self.bad_frames[session.conn_id] = n
+        if n <= 3 or n % 1000 == 0:
+            self.out.log("bad_frame", conn=session.conn_id, count=n, frame=detail)
+        # Garbage now and then is dropped and counted; a connection that is mostly garbage is restarted.
+        if n >= self.parse_error_limit and 2 * n > session.msg_count:
+            raise SessionEnded(FailureClass.PARSE_ERROR, f"{n} unparseable frames of {session.msg_count}", n)
+
+    def samples_full(self) -> None:
+        self.ints[self._i_samples_full] += 1
+
+    def take_samples(self) -> int:
+        """Hand the collected samples to the buffers (housekeeping, between messages); returns how many."""
+        n = self.n_samples
+        self.fi.n = n
+        self.ia.n = n
+        self.n_samples = 0
+        return n
+
+    def connection_lost(self, conn: int, t_ns: int) -> None:
+        """Publish a STALE (not VALID) record: this venue's book is not live until the next VALID record."""
+        self.publish(self.venue, STALE, 0, conn, self.current_seq(), self.last_t_ex, t_ns, t_ns, 0.0, 0.0, 0.0, 0.0)
+
+    def current_seq(self) -> int:
+        """The seq field of the newest published record (a STALE record repeats it)."""
+        return max(self.last_key, 0)

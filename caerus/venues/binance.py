@@ -1,0 +1,106 @@
+"""Binance USD-M futures market data: URLs and routes, subscribe frames, typed msgspec decoders, frame classes.
+
+Since 2026-03 the stream host routes by path: bookTicker and depth live on ``/public``; ``/market`` carries
+aggTrade/markPrice/kline and *acknowledges* a bookTicker subscription, then stays silent (only the data watchdog
+notices). We connect to ``<base>/public/ws`` and subscribe with ``SUBSCRIBE``; messages then arrive unwrapped.
+
+Hot path: :data:`DATA_DECODER` decodes a bookTicker or depth5 message straight into a typed Struct, converting the
+string prices/quantities to float once (``strict=False``) and ignoring unknown fields (``st``, ``ps``, ``s``,
+``T``...). Anything it rejects goes to :func:`classify` (off the common path): acks, both error shapes
+(``{"code":..,"msg":..,"id":..}`` as documented, ``{"error":{"code":..,"msg":..},"id":..}`` as seen on the
+wire, ``id`` possibly null), malformed data and garbage.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from caerus.venues.frames import FrameKind
+
+DEFAULT_BASE_URL = "wss://fstream.binance.com"
+TESTNET_BASE_URL = "wss://fstream.binancefuture.com"
+ROUTES = {"public": "/public/ws", "market": "/market/ws"}
+DEFAULT_SYMBOL = "BTCUSDT"
+CHANNELS = ("bookTicker", "depth5")
+SUBSCRIBE_ID = 1
+#: Binance closes a connection after 24 h; rotate well before (make-before-break)
+DEFAULT_ROTATE_AFTER_S = 23 * 3600.0
+#: bookTicker for BTCUSDT is many messages per second; 10 s of silence means the subscription is dead
+DEFAULT_STALE_AFTER_S = 10.0
+DATA_EVENTS = frozenset({"bookTicker", "depthUpdate"})
+
+
+class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker"):
+    """``<symbol>@bookTicker``: best bid/ask with the order-book update id ``u`` and event time ``E`` (ms)."""
+
+    u: int
+    E: int
+    b: float
+    B: float
+    a: float
+    A: float
+
+
+class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate"):
+    """``<symbol>@depth5@100ms``: a full top-5 snapshot per message (levels are [price, qty] pairs)."""
+
+    u: int
+    E: int
+    b: list[tuple[float, float]]
+    a: list[tuple[float, float]]
+
+
+DATA_DECODER = msgspec.json.Decoder(BookTicker | Depth, strict=False)
+_ANY = msgspec.json.Decoder()
+
+
+def url(base: str, route: str = "public") -> str:
+    """Stream URL for a base (scheme + host[:port]) and a route name (public | market)."""
+    try:
+        return base.rstrip("/") + ROUTES[route]
+    except KeyError:
+        raise ValueError(f"unknown Binance route {route!r}; known: {', '.join(ROUTES)}") from None
+
+
+def stream(symbol: str = DEFAULT_SYMBOL, channel: str = "bookTicker") -> str:
+    if channel == "bookTicker":
+        return f"{symbol.lower()}@bookTicker"
+    if channel == "depth5":
+        return f"{symbol.lower()}@depth5@100ms"
+    raise ValueError(f"unknown Binance channel {channel!r}; known: {', '.join(CHANNELS)}")
+
+
+def subscribe_frame(streams: list[str], request_id: int = SUBSCRIBE_ID) -> bytes:
+    return msgspec.json.encode({"method": "SUBSCRIBE", "params": streams, "id": request_id})
+
+
+def classify(raw: bytes | str) -> tuple[FrameKind, str]:
+    """Classify a frame the data decoder refused; returns the kind and a short description (off the hot path)."""
+    try:
+        obj: Any = _ANY.decode(raw)
+    except msgspec.DecodeError:
+        return FrameKind.MALFORMED, _excerpt(raw)
+    if not isinstance(obj, dict):
+        return FrameKind.UNKNOWN, _excerpt(raw)
+    if obj.get("e") in DATA_EVENTS:
+        return FrameKind.MALFORMED_DATA, _excerpt(raw)
+    err = obj.get("error")
+    if isinstance(err, dict) or ("code" in obj and "msg" in obj):
+        body = err if isinstance(err, dict) else obj
+        req = obj.get("id")
+        text = f"code {body.get('code')}: {body.get('msg')}"
+        if req is None or req == SUBSCRIBE_ID:
+            return FrameKind.SUB_ERROR, text
+        return FrameKind.VENUE_ERROR, text
+    if "result" in obj and "id" in obj:
+        if obj["result"] is None:
+            return FrameKind.ACK, f"id {obj['id']}"
+        return FrameKind.UNKNOWN, _excerpt(raw)
+    return FrameKind.UNKNOWN, _excerpt(raw)
+
+
+def _excerpt(raw: bytes | str, n: int = 120) -> str:
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray | memoryview) else raw
+    return text[:n] + ("..." if len(text) > n else "")

@@ -1,0 +1,44 @@
+"""Top-of-book validation rules shared by every venue (pure functions over floats; no state, no allocation).
+
+A book update is valid when all four numbers are finite, both prices and sizes are positive, and the bid is
+strictly below the ask. Ordering rules (exchange time going backwards, Binance update id not increasing) need the
+feed's state and live in the feed loop, which uses the reason codes defined here. Reason codes are plain ints
+(``wire.RejectReason`` values) because IntEnum attribute access costs more than an int compare on the hot path.
+"""
+
+from __future__ import annotations
+
+from caerus.wire import RejectReason
+
+OK = 0
+CROSSED = int(RejectReason.CROSSED)
+LOCKED = int(RejectReason.LOCKED)
+NONPOSITIVE_PRICE = int(RejectReason.NONPOSITIVE_PRICE)
+NONPOSITIVE_SIZE = int(RejectReason.NONPOSITIVE_SIZE)
+NOT_FINITE = int(RejectReason.NOT_FINITE)
+NULL_SIDE = int(RejectReason.NULL_SIDE)
+TIME_BACKWARDS = int(RejectReason.TIME_BACKWARDS)
+SEQ_NOT_INCREASING = int(RejectReason.SEQ_NOT_INCREASING)
+DUPLICATE = int(RejectReason.DUPLICATE)
+MALFORMED = int(RejectReason.MALFORMED)
+
+
+def check_levels(bid_px: float, bid_qty: float, ask_px: float, ask_qty: float) -> int:
+    """0 when the top of book is usable, else the RejectReason value of the first rule it breaks."""
+    # x - x is 0.0 for every finite float and NaN for NaN/inf: one subtraction instead of a math.isfinite call.
+    if bid_px - bid_px != 0.0 or bid_qty - bid_qty != 0.0 or ask_px - ask_px != 0.0 or ask_qty - ask_qty != 0.0:
+        return NOT_FINITE
+    if bid_px <= 0.0 or ask_px <= 0.0:
+        return NONPOSITIVE_PRICE
+    if bid_qty <= 0.0 or ask_qty <= 0.0:
+        return NONPOSITIVE_SIZE
+    if bid_px > ask_px:
+        return CROSSED
+    if bid_px == ask_px:
+        return LOCKED
+    return OK
+
+
+def reject_counter(reason: int) -> str:
+    """Counter-block name for a reject reason, e.g. ``reject.crossed``."""
+    return f"reject.{RejectReason(reason).name.lower()}"

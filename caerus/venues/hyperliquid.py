@@ -1,0 +1,117 @@
+"""Hyperliquid market data: URL, subscribe/ping frames, typed msgspec decoders and frame classes.
+
+Every frame is ``{"channel": <name>, "data": ...}``, so one tagged-union decoder handles all known channels in a
+single pass on the hot path: ``bbo`` (top of book per block, either side may be ``null``), ``l2Book`` (a full
+snapshot; ``"fast": true`` gives 5 levels every ~0.5 s), ``subscriptionResponse``, ``pong`` and ``error``. Prices
+and sizes are strings converted to float once (``strict=False``); unknown fields are ignored. A non-JSON text
+greeting ("Websocket connection established.") has been seen: :func:`classify` names it instead of failing.
+
+The server closes a connection it has received nothing on for 60 s: the feed sends ``{"method":"ping"}`` well
+inside that (default every 20 s).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from caerus.venues.frames import FrameKind
+
+DEFAULT_BASE_URL = "wss://api.hyperliquid.xyz"
+TESTNET_BASE_URL = "wss://api.hyperliquid-testnet.xyz"
+PATH = "/ws"
+DEFAULT_SYMBOL = "BTC"
+CHANNELS = ("bbo", "l2Book")
+PING_FRAME = b'{"method":"ping"}'
+DEFAULT_KEEPALIVE_S = 20.0  # server idle limit is 60 s
+#: bbo is sent only when the top changes (~0.1 s median gap, quiet spells of seconds); 30 s means dead
+DEFAULT_STALE_AFTER_S = 30.0
+GREETING = b"Websocket connection established."
+
+
+class Level(msgspec.Struct):
+    px: float
+    sz: float
+    n: int = 0
+
+
+class BboData(msgspec.Struct):
+    coin: str
+    time: int
+    bbo: tuple[Level | None, Level | None]
+
+
+class L2Data(msgspec.Struct):
+    coin: str
+    time: int
+    levels: tuple[list[Level], list[Level]]
+
+
+class Bbo(msgspec.Struct, tag_field="channel", tag="bbo"):
+    data: BboData
+
+
+class L2Book(msgspec.Struct, tag_field="channel", tag="l2Book"):
+    data: L2Data
+
+
+class Pong(msgspec.Struct, tag_field="channel", tag="pong"):
+    pass
+
+
+class SubscriptionResponse(msgspec.Struct, tag_field="channel", tag="subscriptionResponse"):
+    data: Any = None
+
+
+class Error(msgspec.Struct, tag_field="channel", tag="error"):
+    data: Any = None
+
+
+DECODER = msgspec.json.Decoder(Bbo | L2Book | Pong | SubscriptionResponse | Error, strict=False)
+_ANY = msgspec.json.Decoder()
+
+
+def url(base: str) -> str:
+    return base.rstrip("/") + PATH
+
+
+def subscribe_frame(coin: str = DEFAULT_SYMBOL, channel: str = "bbo") -> bytes:
+    if channel == "bbo":
+        sub: dict[str, Any] = {"type": "bbo", "coin": coin}
+    elif channel == "l2Book":
+        sub = {"type": "l2Book", "coin": coin, "fast": True}
+    else:
+        raise ValueError(f"unknown Hyperliquid channel {channel!r}; known: {', '.join(CHANNELS)}")
+    return msgspec.json.encode({"method": "subscribe", "subscription": sub})
+
+
+def classify_control(msg: Pong | SubscriptionResponse | Error, subscribed: bool) -> tuple[FrameKind, str]:
+    """Kind of a decoded non-data frame. An error before the subscription was acknowledged is a rejection."""
+    if isinstance(msg, Pong):
+        return FrameKind.PONG, ""
+    if isinstance(msg, SubscriptionResponse):
+        return FrameKind.ACK, str(msg.data)[:120]
+    text = str(msg.data)[:200]
+    if not subscribed or "subscri" in text.lower():
+        return FrameKind.SUB_ERROR, text
+    return FrameKind.VENUE_ERROR, text
+
+
+def classify(raw: bytes | str) -> tuple[FrameKind, str]:
+    """Classify a frame the decoder refused (off the hot path)."""
+    data = raw.encode() if isinstance(raw, str) else bytes(raw)
+    if data.strip().startswith(GREETING[:-1]):
+        return FrameKind.GREETING, data[:80].decode("utf-8", "replace")
+    try:
+        obj: Any = _ANY.decode(data)
+    except msgspec.DecodeError:
+        return FrameKind.MALFORMED, _excerpt(data)
+    if isinstance(obj, dict) and obj.get("channel") in CHANNELS:
+        return FrameKind.MALFORMED_DATA, _excerpt(data)
+    return FrameKind.UNKNOWN, _excerpt(data)
+
+
+def _excerpt(data: bytes, n: int = 120) -> str:
+    text = data.decode("utf-8", "replace")
+    return text[:n] + ("..." if len(text) > n else "")
