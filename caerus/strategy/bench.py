@@ -1,0 +1,55 @@
+"""Benchmark strategy: fires an IOC on every valid Binance book (OrderReason.BENCH); no signal, no guards.
+
+Used by benchmarks/tick_to_decision.py (config ``mode = "bench"``) so the measured path is the real strategy
+process loop (ring read, t_seen, decision, t_decision, order ring push) with a decision that always fires. Sides
+alternate so a risk engine's position stays bounded. Same interface as :class:`LatencyArb`.
+"""
+
+from __future__ import annotations
+
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.latency_arb import B_ASK, B_BID, B_FLAGS, B_VENUE, G_HALTED, G_INVALID_BN, GUARD_NAMES
+from caerus.wire import BookFlags, OrderReason, Venue
+
+_BINANCE = int(Venue.BINANCE)
+_HYPERLIQUID = int(Venue.HYPERLIQUID)
+_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
+_OK = int(BookFlags.VALID)
+_BENCH = int(OrderReason.BENCH)
+
+
+class BenchFireEveryBook:
+    __slots__ = ("_qty", "basis", "decisions", "ewma", "guards", "halted", "hl_mid", "position", "side", "signal")
+
+    def __init__(self, cfg: StrategyConfig) -> None:
+        self._qty = cfg.order_qty
+        self.side = 1
+        self.hl_mid = 0.0
+        self.position = 0.0
+        self.halted = False
+        self.guards = [0] * len(GUARD_NAMES)
+        self.decisions = 0
+        self.signal = self.basis = self.ewma = 0.0
+
+    def on_book(self, book: tuple, now: int) -> tuple | None:
+        venue = book[B_VENUE]
+        if venue == _HYPERLIQUID:
+            if (book[B_FLAGS] & _OK_MASK) == _OK:
+                self.hl_mid = (book[B_BID] + book[B_ASK]) * 0.5
+            return None
+        if venue != _BINANCE:
+            return None
+        self.decisions += 1
+        if self.halted:
+            self.guards[G_HALTED] += 1
+            return None
+        if (book[B_FLAGS] & _OK_MASK) != _OK:
+            self.guards[G_INVALID_BN] += 1
+            return None
+        # Price the order at the Hyperliquid mid when known (keeps a price-band risk check happy), else Binance.
+        px = self.hl_mid or (book[B_BID] + book[B_ASK]) * 0.5
+        return (self.side, _BENCH, px, self._qty)
+
+    def fired(self, decision: tuple, now: int) -> None:
+        self.position += decision[0] * decision[3]
+        self.side = -self.side

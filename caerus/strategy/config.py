@@ -1,0 +1,86 @@
+"""Strategy configuration: a frozen msgspec Struct loaded from TOML, validated before anything starts.
+
+Every setting has a default that makes the venue emulator's market fire a few times a minute (jumps of tens of
+bps, Hyperliquid trailing by ~100 ms). ``load_config`` raises :class:`ConfigError` with a message naming the file
+and the offending field (``$.entry_bps``), so the CLI can print it and exit 2 before attaching any segment.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+
+import msgspec
+
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names the file and the field."""
+
+
+class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Latency-arb settings. Prices/thresholds in basis points, times in milliseconds unless named otherwise."""
+
+    # "latency_arb": the real strategy. "bench": fire an IOC on every valid Binance book (OrderReason.BENCH),
+    # used by benchmarks/tick_to_decision.py so the measured path is the real process loop.
+    mode: Literal["latency_arb", "bench"] = "latency_arb"
+    strategy_id: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 1
+    order_qty: Positive = 0.001  # BTC per entry order
+    max_position: Positive = 0.002  # |position| limit in BTC (entries that would exceed it are blocked)
+    entry_bps: Positive = 5.0  # |basis - EWMA| needed to enter
+    exit_bps: NonNegative = 1.0  # exit once the deviation (in the position's direction) falls to this
+    reversal_bps: Positive = 3.0  # exit at once when the deviation goes this far against the position
+    max_hold_ms: Positive = 3000.0  # exit a position held this long
+    cooldown_ms: NonNegative = 1000.0  # minimum time between an order and the next entry
+    ewma_half_life_s: Positive = 3.0  # half-life of the basis EWMA
+    warmup_ms: NonNegative = 1000.0  # no entries until the basis has been tracked this long
+    slippage_bps: NonNegative = 2.0  # IOC limit = Hyperliquid touch +- this, rounded away from the touch
+    hl_sig_figs: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5  # Hyperliquid price grid: significant figures
+    hl_max_decimals: Annotated[int, msgspec.Meta(ge=0, le=8)] = 1  # perps: 6 - szDecimals (BTC: 5) = 1
+    # staleness guards
+    max_book_age_ms_binance: Positive = 500.0  # by local receipt (now - t_recv)
+    max_book_age_ms_hyperliquid: Positive = 5000.0  # bbo only arrives when the top changes: generous
+    max_info_age_ms_hyperliquid: Positive = 2000.0  # t_recv - t_exchange of the Hyperliquid book
+    # supervisor
+    kill_file: str = ""  # halt (no more orders) once this file exists; "" = no kill file
+    max_errors: Annotated[int, msgspec.Meta(ge=1)] = 10  # halt after this many loop errors ...
+    error_window_s: Positive = 60.0  # ... within this many seconds
+    housekeeping_ms: Positive = 100.0  # metrics drain, heartbeat, kill-file check period
+
+    def check(self) -> None:
+        """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
+        if self.exit_bps >= self.entry_bps:
+            raise ConfigError(f"exit_bps ({self.exit_bps}) must be below entry_bps ({self.entry_bps})")
+        if self.order_qty > self.max_position:
+            raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
+
+
+def load_toml_struct(path: str | Path, kind: type[T], what: str) -> T:
+    """Read ``path`` as TOML and convert it to ``kind``; ConfigError naming the file and field on any problem."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{what} config {path}: cannot read: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} config {path}: not valid TOML: {exc}") from None
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{what} config {path}: {exc}") from None
+
+
+def load_config(path: str | Path | None) -> StrategyConfig:
+    """The strategy config from ``path`` (None = all defaults), validated."""
+    cfg = StrategyConfig() if path is None else load_toml_struct(path, StrategyConfig, "strategy")
+    try:
+        cfg.check()
+    except ConfigError as exc:
+        raise ConfigError(f"strategy config {path or '(defaults)'}: {exc}") from None
+    return cfg

@@ -1,0 +1,281 @@
+"""Latency-arb decision logic: pure, no I/O, fed one book at a time; testable on scripted book sequences.
+
+The basis is ``(binance_mid - hyperliquid_mid) / hyperliquid_mid`` in bps, tracked by a time-based EWMA
+(half-life ``ewma_half_life_s``). The signal is the current basis minus the EWMA *before* this book updates it.
+Binance leads: when a Binance book pushes the signal past ``entry_bps`` the strategy buys (signal > 0) or sells
+(signal < 0) Hyperliquid with an IOC at the Hyperliquid touch +- ``slippage_bps``, rounded to Hyperliquid's price
+grid away from the touch. Entries are only taken on Binance books (a Hyperliquid move alone is not a lead).
+
+A position exits (whole size, IOC on the other side) on any book when the signal in the position's direction
+falls to ``exit_bps`` (Hyperliquid caught up, or the EWMA absorbed the move), goes ``reversal_bps`` against it,
+or the position is ``max_hold_ms`` old. ``cooldown_ms`` separates an order from the next entry; exits are never
+held back by the cooldown. Entries that would take |position| beyond ``max_position`` are blocked.
+
+Guards, checked only when an order would fire (each blocked order counts one guard, the first that blocked):
+halted (kill switch), invalid book (latest record of either venue lacks BookFlags.VALID or has STALE), book age
+by local receipt (now - t_recv) per venue, Hyperliquid information age (t_recv - t_exchange). An invalid book
+never moves the tracked prices or the EWMA.
+
+Position: the strategy assumes each order it pushed fills in full (execution results do not flow back to it);
+the execution engine's risk checks and paper account hold the real position. ``on_book`` only proposes an order;
+the caller reports a successful push with ``fired`` (so a full order ring never desynchronises the state).
+"""
+
+from __future__ import annotations
+
+import math
+
+from caerus.strategy.config import StrategyConfig
+from caerus.wire import BOOK, BookFlags, OrderReason, Side, Venue
+
+# Field positions in an unpacked BOOK tuple.
+B_VENUE = BOOK.index("venue")
+B_FLAGS = BOOK.index("flags")
+B_SEQ = BOOK.index("seq")
+B_T_EXCHANGE = BOOK.index("t_exchange")
+B_T_RECV = BOOK.index("t_recv")
+B_T_PUBLISH = BOOK.index("t_publish")
+B_BID = BOOK.index("bid_px")
+B_ASK = BOOK.index("ask_px")
+
+# A decision is a plain tuple (side, reason, px, qty): building it is the only allocation on the fire path.
+D_SIDE, D_REASON, D_PX, D_QTY = 0, 1, 2, 3
+
+# Guard counters (indices into ``LatencyArb.guards``); names are what the process exposes as counters.
+GUARD_NAMES = (
+    "guard.halted",
+    "guard.cooldown",
+    "guard.position_limit",
+    "guard.invalid.binance",
+    "guard.invalid.hyperliquid",
+    "guard.stale.binance",
+    "guard.stale.hyperliquid",
+    "guard.info_age.hyperliquid",
+)
+(G_HALTED, G_COOLDOWN, G_POSITION, G_INVALID_BN, G_INVALID_HL, G_STALE_BN, G_STALE_HL, G_INFO_AGE_HL) = range(
+    len(GUARD_NAMES)
+)
+
+_BINANCE = int(Venue.BINANCE)
+_HYPERLIQUID = int(Venue.HYPERLIQUID)
+_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
+_OK = int(BookFlags.VALID)
+_BUY = int(Side.BUY)
+_SELL = int(Side.SELL)
+_ENTRY = int(OrderReason.ENTRY)
+_EXIT_THRESHOLD = int(OrderReason.EXIT_THRESHOLD)
+_EXIT_REVERSAL = int(OrderReason.EXIT_REVERSAL)
+_EXIT_MAX_HOLD = int(OrderReason.EXIT_MAX_HOLD)
+_QTY_EPS = 1e-12
+_LN2 = math.log(2.0)
+
+
+def round_to_grid(px: float, sig_figs: int, max_decimals: int, up: bool) -> float:
+    """Round a price onto Hyperliquid's grid (``sig_figs`` significant figures, at most ``max_decimals``
+    decimals), up (buy limits) or down (sell limits), so slippage is never less than configured."""
+    if px <= 0.0:
+        return 0.0
+    exp = math.floor(math.log10(px)) - (sig_figs - 1)
+    decimals = min(max_decimals, -exp) if exp < 0 else -exp
+    tick = 10.0**-decimals
+    units = px / tick
+    # A hair of tolerance so a price already on the grid is not pushed a whole tick by float noise.
+    units = math.ceil(units - 1e-9) if up else math.floor(units + 1e-9)
+    return round(units * tick, max(decimals, 0))
+
+
+class LatencyArb:
+    """Binance-leads-Hyperliquid latency arb over top-of-book records. One instance per strategy process."""
+
+    __slots__ = (
+        "_age_bn",
+        "_age_hl",
+        "_cooldown",
+        "_dec",
+        "_entry_bps",
+        "_exit_bps",
+        "_info_hl",
+        "_k",
+        "_max_hold",
+        "_max_pos",
+        "_qty",
+        "_reversal_bps",
+        "_sig",
+        "_slip",
+        "_warmup",
+        "basis",
+        "bn_ask",
+        "bn_bid",
+        "bn_mid",
+        "bn_ok",
+        "bn_seen",
+        "bn_t_recv",
+        "decisions",
+        "entry_t",
+        "ewma",
+        "ewma_t",
+        "guards",
+        "halted",
+        "hl_ask",
+        "hl_bid",
+        "hl_mid",
+        "hl_ok",
+        "hl_seen",
+        "hl_t_exchange",
+        "hl_t_recv",
+        "last_fire_t",
+        "position",
+        "signal",
+        "start_t",
+    )  # fmt: skip
+
+    def __init__(self, cfg: StrategyConfig) -> None:
+        self._entry_bps = cfg.entry_bps
+        self._exit_bps = cfg.exit_bps
+        self._reversal_bps = cfg.reversal_bps
+        self._max_hold = int(cfg.max_hold_ms * 1e6)
+        self._cooldown = int(cfg.cooldown_ms * 1e6)
+        self._k = _LN2 / (cfg.ewma_half_life_s * 1e9)  # EWMA weight of an update dt ns later: 1 - exp(-k dt)
+        self._warmup = int(cfg.warmup_ms * 1e6)
+        self._slip = cfg.slippage_bps * 1e-4
+        self._qty = cfg.order_qty
+        self._max_pos = cfg.max_position
+        self._age_bn = int(cfg.max_book_age_ms_binance * 1e6)
+        self._age_hl = int(cfg.max_book_age_ms_hyperliquid * 1e6)
+        self._info_hl = int(cfg.max_info_age_ms_hyperliquid * 1e6)
+        self._sig = cfg.hl_sig_figs
+        self._dec = cfg.hl_max_decimals
+        self.bn_bid = self.bn_ask = self.bn_mid = 0.0
+        self.hl_bid = self.hl_ask = self.hl_mid = 0.0
+        self.bn_ok = self.hl_ok = False  # latest record of the venue is VALID and not STALE
+        self.bn_seen = self.hl_seen = False  # a valid book of the venue has been seen at least once
+        self.bn_t_recv = self.hl_t_recv = self.hl_t_exchange = 0
+        self.ewma = 0.0
+        self.ewma_t = 0
+        self.start_t = 0  # when the basis was first measured (0 = not yet)
+        self.basis = 0.0
+        self.signal = 0.0
+        self.position = 0.0  # BTC, positive = long Hyperliquid (assumes every pushed order filled in full)
+        self.entry_t = 0
+        self.last_fire_t = -(1 << 62)
+        self.halted = False
+        self.guards = [0] * len(GUARD_NAMES)
+        self.decisions = 0  # orders proposed (including ones a guard then blocked)
+
+    def on_book(self, book: tuple, now: int) -> tuple | None:
+        """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
+        venue = book[B_VENUE]
+        ok = (book[B_FLAGS] & _OK_MASK) == _OK
+        if venue == _BINANCE:
+            self.bn_ok = ok
+            self.bn_t_recv = book[B_T_RECV]
+            if ok:
+                bid = book[B_BID]
+                ask = book[B_ASK]
+                self.bn_bid = bid
+                self.bn_ask = ask
+                self.bn_mid = (bid + ask) * 0.5
+                self.bn_seen = True
+        elif venue == _HYPERLIQUID:
+            self.hl_ok = ok
+            self.hl_t_recv = book[B_T_RECV]
+            self.hl_t_exchange = book[B_T_EXCHANGE]
+            if ok:
+                bid = book[B_BID]
+                ask = book[B_ASK]
+                self.hl_bid = bid
+                self.hl_ask = ask
+                self.hl_mid = (bid + ask) * 0.5
+                self.hl_seen = True
+        else:
+            return None
+        if not (self.bn_seen and self.hl_seen):
+            return None
+
+        basis = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
+        self.basis = basis
+        if self.start_t == 0:
+            self.start_t = now
+            self.ewma = basis
+            self.ewma_t = now
+        signal = basis - self.ewma
+        self.signal = signal
+        if ok:
+            dt = now - self.ewma_t
+            if dt > 0:
+                self.ewma += (1.0 - math.exp(-self._k * dt)) * (basis - self.ewma)
+                self.ewma_t = now
+
+        # -- what would we do? --------------------------------------------------------------------------
+        position = self.position
+        reason = 0
+        side = 0
+        qty = 0.0
+        if position > _QTY_EPS or position < -_QTY_EPS:
+            pos_side = _BUY if position > 0.0 else _SELL
+            s = signal if pos_side == _BUY else -signal
+            if s <= -self._reversal_bps:
+                reason = _EXIT_REVERSAL
+            elif s <= self._exit_bps:
+                reason = _EXIT_THRESHOLD
+            elif now - self.entry_t >= self._max_hold:
+                reason = _EXIT_MAX_HOLD
+            if reason:
+                side = -pos_side
+                qty = position if position > 0.0 else -position
+        if not reason and venue == _BINANCE and now - self.start_t >= self._warmup:
+            if signal >= self._entry_bps:
+                side = _BUY
+            elif signal <= -self._entry_bps:
+                side = _SELL
+            if side:
+                if now - self.last_fire_t < self._cooldown:
+                    self.guards[G_COOLDOWN] += 1
+                    return None
+                new_pos = position + side * self._qty
+                if new_pos > self._max_pos + _QTY_EPS or new_pos < -self._max_pos - _QTY_EPS:
+                    self.guards[G_POSITION] += 1
+                    return None
+                reason = _ENTRY
+                qty = self._qty
+        if not reason:
+            return None
+        self.decisions += 1
+
+        # -- guards ----------------------------------------------------------------------------------------
+        guards = self.guards
+        if self.halted:
+            guards[G_HALTED] += 1
+            return None
+        if not self.bn_ok:
+            guards[G_INVALID_BN] += 1
+            return None
+        if not self.hl_ok:
+            guards[G_INVALID_HL] += 1
+            return None
+        if now - self.bn_t_recv > self._age_bn:
+            guards[G_STALE_BN] += 1
+            return None
+        if now - self.hl_t_recv > self._age_hl:
+            guards[G_STALE_HL] += 1
+            return None
+        if self.hl_t_recv - self.hl_t_exchange > self._info_hl:
+            guards[G_INFO_AGE_HL] += 1
+            return None
+
+        if side == _BUY:
+            px = round_to_grid(self.hl_ask * (1.0 + self._slip), self._sig, self._dec, True)
+        else:
+            px = round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
+        return (side, reason, px, qty)
+
+    def fired(self, decision: tuple, now: int) -> None:
+        """The decision was written to the order ring at ``now``: commit it to the strategy's state."""
+        side = decision[D_SIDE]
+        before = self.position
+        self.position = before + side * decision[D_QTY]
+        if -_QTY_EPS < self.position < _QTY_EPS:
+            self.position = 0.0
+        if decision[D_REASON] == _ENTRY and -_QTY_EPS < before < _QTY_EPS:
+            self.entry_t = now  # max-hold counts from the first entry of a position
+        self.last_fire_t = now

@@ -1,0 +1,224 @@
+"""Latency-arb decisions on scripted book sequences: fire, cooldown, exits, guards, kill switch, price grid."""
+
+from __future__ import annotations
+
+import pytest
+
+from caerus.strategy.bench import BenchFireEveryBook
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.latency_arb import (
+    G_COOLDOWN,
+    G_HALTED,
+    G_INFO_AGE_HL,
+    G_INVALID_BN,
+    G_INVALID_HL,
+    G_POSITION,
+    G_STALE_BN,
+    G_STALE_HL,
+    LatencyArb,
+    round_to_grid,
+)
+from caerus.wire import BookFlags, OrderReason, Side, Venue
+from tests.fixtures.pipeline import make_book
+
+MS = 1_000_000
+T0 = 1_700_000_000_000_000_000
+BN = Venue.BINANCE
+HL = Venue.HYPERLIQUID
+
+
+def warm(arb: LatencyArb, t: int = T0, hl_bid: float = 95_000.0, bn_mid: float = 95_000.5, ms: int = 1100) -> int:
+    """Flat market for ``ms`` ms (Binance every 10 ms, HL every 100 ms); returns the time after it."""
+    for i in range(0, ms, 10):
+        now = t + i * MS
+        if i % 100 == 0:
+            assert arb.on_book(make_book(HL, hl_bid, hl_bid + 1, now), now) is None
+        assert arb.on_book(make_book(BN, bn_mid - 0.05, bn_mid + 0.05, now), now) is None
+    return t + ms * MS
+
+
+def jump(arb: LatencyArb, now: int, bps: float, base: float = 95_000.5) -> tuple | None:
+    mid = base * (1 + bps * 1e-4)
+    return arb.on_book(make_book(BN, mid - 0.05, mid + 0.05, now), now)
+
+
+def fire(arb: LatencyArb, d: tuple, now: int) -> tuple:
+    arb.fired(d, now)
+    return d
+
+
+def test_up_jump_buys_hyperliquid_ioc_at_touch_plus_slippage_on_grid() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    d = jump(arb, t, 10.0)
+    assert d is not None
+    side, reason, px, qty = d
+    assert side == Side.BUY and reason == OrderReason.ENTRY and qty == pytest.approx(0.001)
+    # HL ask 95001 * (1 + 2 bps) = 95020.0002 -> 5 significant figures rounded up -> 95021
+    assert px == 95021.0
+    assert arb.signal == pytest.approx(10.0, abs=0.1)
+
+
+def test_down_jump_sells_at_bid_minus_slippage_rounded_down() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    d = jump(arb, t, -10.0)
+    assert d is not None and d[0] == Side.SELL and d[1] == OrderReason.ENTRY
+    assert d[2] == 94981.0  # 95000 * (1 - 2 bps) = 94981.0 exactly on the grid: not pushed a tick lower
+
+
+def test_small_move_and_hyperliquid_only_move_do_not_fire() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    assert jump(arb, t, 3.0) is None  # below the 5 bps entry
+    # Hyperliquid drops 10 bps alone: the signal is large, but HL is not the leader: no entry on an HL book
+    assert arb.on_book(make_book(HL, 94_905.0, 94_906.0, t + MS), t + MS) is None
+    assert arb.signal > 5.0
+    assert arb.decisions == 0
+
+
+def test_no_entry_during_warmup() -> None:
+    arb = LatencyArb(StrategyConfig(warmup_ms=1000))
+    t = warm(arb, ms=500)
+    assert jump(arb, t, 20.0) is None
+    assert arb.decisions == 0
+
+
+def test_exit_when_hyperliquid_catches_up_then_cooldown_blocks_next_entry() -> None:
+    arb = LatencyArb(StrategyConfig(cooldown_ms=1000))
+    t = warm(arb)
+    d = fire(arb, jump(arb, t, 10.0), t)
+    assert arb.position == pytest.approx(0.001)
+    # Binance stays up; HL catches up 150 ms later -> basis back to its EWMA -> exit at threshold, sell HL bid
+    t2 = t + 150 * MS
+    hl_bid = 95_095.0
+    e = arb.on_book(make_book(HL, hl_bid, hl_bid + 1, t2), t2)
+    assert e is not None
+    assert e[0] == Side.SELL and e[1] == OrderReason.EXIT_THRESHOLD and e[3] == pytest.approx(0.001)
+    fire(arb, e, t2)
+    assert arb.position == 0.0
+    # another jump 300 ms after the exit: inside the cooldown
+    t3 = t2 + 300 * MS
+    assert jump(arb, t3, 25.0) is None
+    assert arb.guards[G_COOLDOWN] == 1
+    # after the cooldown it fires again
+    t4 = t2 + 1001 * MS
+    assert jump(arb, t4, 40.0) is not None
+    assert d[0] == Side.BUY
+
+
+def test_max_hold_exit() -> None:
+    arb = LatencyArb(StrategyConfig(max_hold_ms=500, ewma_half_life_s=1000.0))
+    t = warm(arb)
+    fire(arb, jump(arb, t, 10.0), t)
+    assert jump(arb, t + 100 * MS, 10.0) is None  # still diverged, too young to exit
+    e = jump(arb, t + 500 * MS, 10.0)
+    assert e is not None and e[1] == OrderReason.EXIT_MAX_HOLD and e[0] == Side.SELL
+
+
+def test_reversal_exit() -> None:
+    arb = LatencyArb(StrategyConfig(reversal_bps=3.0))
+    t = warm(arb)
+    fire(arb, jump(arb, t, 10.0), t)
+    e = jump(arb, t + 50 * MS, -4.0)  # Binance reverses below the EWMA: against the long
+    assert e is not None and e[1] == OrderReason.EXIT_REVERSAL and e[0] == Side.SELL
+
+
+def test_position_limit_blocks_adding() -> None:
+    arb = LatencyArb(StrategyConfig(cooldown_ms=0, max_position=0.001, ewma_half_life_s=1000.0))
+    t = warm(arb)
+    fire(arb, jump(arb, t, 10.0), t)
+    assert jump(arb, t + MS, 12.0) is None  # would be a second long entry: beyond max_position
+    assert arb.guards[G_POSITION] == 1
+
+
+def test_stale_binance_book_blocks() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    mid = 95_000.5 * 1.001
+    late = t + 600 * MS  # the jump record was received 600 ms before we look at it (> 500 ms)
+    assert arb.on_book(make_book(BN, mid - 0.05, mid + 0.05, t), late) is None
+    assert arb.guards[G_STALE_BN] == 1 and arb.decisions == 1
+
+
+def test_stale_hyperliquid_book_blocks() -> None:
+    arb = LatencyArb(StrategyConfig(max_book_age_ms_hyperliquid=300))
+    t = warm(arb)  # last HL book at t - 100 ms
+    assert jump(arb, t + 250 * MS, 10.0) is None
+    assert arb.guards[G_STALE_HL] == 1
+
+
+def test_hyperliquid_information_age_blocks() -> None:
+    arb = LatencyArb(StrategyConfig(max_info_age_ms_hyperliquid=1000))
+    t = warm(arb)
+    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t, t_exchange=t - 1500 * MS), t)
+    assert jump(arb, t + MS, 10.0) is None
+    assert arb.guards[G_INFO_AGE_HL] == 1
+
+
+def test_invalid_hyperliquid_book_blocks_and_does_not_move_prices() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    arb.on_book(make_book(HL, 90_000.0, 90_001.0, t, flags=int(BookFlags.VALID | BookFlags.STALE)), t)
+    assert arb.hl_mid == 95_000.5  # the stale record's prices are ignored
+    assert jump(arb, t + MS, 10.0) is None
+    assert arb.guards[G_INVALID_HL] == 1
+    # the next valid HL book lifts the guard
+    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t + 2 * MS), t + 2 * MS)
+    assert jump(arb, t + 3 * MS, 10.0) is not None
+
+
+def test_binance_record_without_valid_flag_blocks() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    mid = 95_000.5 * 1.001
+    assert arb.on_book(make_book(BN, mid - 0.05, mid + 0.05, t, flags=0), t) is None
+    assert arb.bn_mid == pytest.approx(95_000.5)  # not taken
+    assert arb.guards[G_INVALID_BN] == 0  # no decision: the invalid record did not move the signal
+    # the next valid record is taken again
+    assert jump(arb, t + MS, 10.0) is not None
+
+
+def test_kill_switch_halts_orders() -> None:
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    arb.halted = True
+    assert jump(arb, t, 10.0) is None
+    assert arb.guards[G_HALTED] == 1
+
+
+def test_ewma_half_life() -> None:
+    arb = LatencyArb(StrategyConfig(ewma_half_life_s=1.0))
+    t = warm(arb, ms=100)
+    assert arb.ewma == pytest.approx(0.0, abs=1e-9)
+    # basis steps to ~+10 bps and stays: after one half-life the EWMA is half way
+    for i in range(0, 1001, 10):
+        now = t + i * MS
+        mid = 95_000.5 * 1.001
+        arb.on_book(make_book(BN, mid - 0.05, mid + 0.05, now), now)
+    assert arb.ewma == pytest.approx(arb.basis / 2, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    ("px", "up", "want"),
+    [(95_020.0002, True, 95_021.0), (95_020.9, False, 95_020.0), (95_020.0, True, 95_020.0),
+     (104_321.0, True, 104_330.0), (104_321.0, False, 104_320.0), (1_234.56, True, 1_234.6), (12.3456, False, 12.3)],
+)
+def test_round_to_hyperliquid_grid(px: float, up: bool, want: float) -> None:
+    assert round_to_grid(px, 5, 1, up) == want
+
+
+def test_bench_strategy_fires_on_every_valid_binance_book_alternating() -> None:
+    s = BenchFireEveryBook(StrategyConfig(mode="bench"))
+    assert s.on_book(make_book(HL, 95_000.0, 95_001.0, T0), T0) is None
+    sides = []
+    for i in range(4):
+        d = s.on_book(make_book(BN, 95_000.0, 95_000.1, T0 + i), T0 + i)
+        assert d is not None and d[1] == OrderReason.BENCH and d[2] == 95_000.5
+        s.fired(d, T0 + i)
+        sides.append(d[0])
+    assert sides == [1, -1, 1, -1]
+    assert s.on_book(make_book(BN, 95_000.0, 95_000.1, T0, flags=0), T0) is None
+    s.halted = True
+    assert s.on_book(make_book(BN, 95_000.0, 95_000.1, T0), T0) is None
+    assert s.position == pytest.approx(0.0)
