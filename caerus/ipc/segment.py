@@ -4,15 +4,14 @@ A segment is a file ``caerus-<name>`` in ``$CAERUS_SHM_DIR`` (default ``/dev/shm
 uses it. The first 256 bytes are the header::
 
     line 0 (offset 0)    magic u64, layout version u32, record size u32, capacity u32, kind u32, generation u64,
-                         writer pid u64, heartbeat ns u64, created ns u64, slot stride u32, lanes u32,
-                         layout name (16 bytes)
+                         writer pid u64, heartbeat ns u64, created ns u64, slot stride u32, lanes u32
     line 1 (offset 64)   reserved for the ring's hot words (write cursor / head), one per cache line
     line 2 (offset 128)  reserved (SPSC tail)
-    line 3 (offset 192)  reserved (counters the ring kinds keep)
+    line 3 (offset 192)  counters the ring kinds keep; layout name (16 bytes) at offset 224
 
 A writer creates the file under a temporary name and renames it into place, so a reader either sees no file or a
 complete header, and readers still attached to the previous generation keep a consistent (dead) mapping until
-they notice the new inode and re-attach (``Attached.stale_mapping``).
+they notice the new inode and re-attach (``Mapping.stale_mapping``).
 """
 
 from __future__ import annotations
@@ -32,7 +31,9 @@ log = logging.getLogger(__name__)
 MAGIC = 0x31474553_53555245  # b"ERUSSEG1" little-endian: "caerus segment v1"
 HEADER_SIZE = 256
 CACHE_LINE = 64
-_HEADER = struct.Struct("<QIIIIQQQQII16s")  # fields of line 0
+_HEADER = struct.Struct("<QIIIIQQQQII")  # fields of line 0 (exactly 64 bytes)
+_NAME = struct.Struct("16s")  # layout name, in line 3 after the ring kinds' counters
+OFF_NAME = 224
 # byte offsets of header words that change after creation (8-byte aligned, for memoryview('q') access)
 OFF_HEARTBEAT = 40
 OFF_CURSOR = 64
@@ -91,9 +92,8 @@ class Header:
 
     @classmethod
     def read(cls, buf) -> Header:
-        vals = list(_HEADER.unpack_from(buf, 0))
-        vals[-1] = vals[-1].rstrip(b"\0").decode("ascii", "replace")
-        return cls(*vals)
+        name = _NAME.unpack_from(buf, OFF_NAME)[0].rstrip(b"\0").decode("ascii", "replace")
+        return cls(*_HEADER.unpack_from(buf, 0), name)
 
 
 def pid_alive(pid: int) -> bool:
@@ -199,8 +199,9 @@ def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int
     generation = max(now, old_generation + 1)
     _HEADER.pack_into(
         seg.mm, 0, MAGIC, LAYOUT_VERSION, layout.size, capacity, kind, generation, os.getpid(), now, now,
-        slot_stride, lanes, layout.name.encode("ascii"),
+        slot_stride, lanes,
     )
+    _NAME.pack_into(seg.mm, OFF_NAME, layout.name.encode("ascii"))
     os.rename(tmp, path)
     seg.path = path
     return seg

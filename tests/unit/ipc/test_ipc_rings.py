@@ -1,0 +1,177 @@
+"""Single-process behaviour of segments, SWMR, SPSC, MPSC rings, counters and wait policies."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from caerus import wire
+from caerus.ipc import segment
+from caerus.ipc.counters import CounterBlock
+from caerus.ipc.mpsc import MpscConsumer, MpscProducer
+from caerus.ipc.spsc import SpscReader, SpscWriter
+from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.ipc.wait import make_waiter
+
+
+def book(n: int) -> tuple:
+    return (1, 1, 0, 0, n, n * 3, n * 5, n * 7, 100.0 + n, 1.0, 101.0 + n, 2.0)
+
+
+def order(order_id: int) -> tuple:
+    return (order_id, 1, 2, 1, 1, 1, 1, 0, 95000.0, 0.001, 7, 8, 9, 10, 11)
+
+
+def test_swmr_every_record_reads_in_order(shm_dir) -> None:
+    w = SwmrWriter.create("r", wire.BOOK, 16)
+    r = SwmrReader.attach("r", wire.BOOK, timeout=1)
+    assert r.read_next() is None
+    for n in range(1, 11):
+        assert w.publish(*book(n)) == n
+    got = [r.read_next()[4] for _ in range(10)]
+    assert got == list(range(1, 11))
+    assert r.read_next() is None
+    assert r.lost == 0
+
+
+def test_swmr_lapped_reader_counts_exact_loss_and_resumes_at_a_valid_record(shm_dir) -> None:
+    w = SwmrWriter.create("r", wire.BOOK, 8)
+    r = SwmrReader.attach("r", wire.BOOK, timeout=1)
+    for n in range(1, 101):
+        w.publish(*book(n))
+    seen = []
+    while (rec := r.read_next()) is not None:
+        assert rec == book(rec[4])
+        seen.append(rec[4])
+    assert seen == sorted(seen) and seen[-1] == 100
+    assert len(seen) + r.lost == 100
+    assert r.lost > 0
+
+
+def test_swmr_latest_value_conflates_to_newest(shm_dir) -> None:
+    w = SwmrWriter.create("r", wire.BOOK, 8)
+    r = SwmrReader.attach("r", wire.BOOK, timeout=1)
+    assert r.read_latest() is None
+    for n in range(1, 6):
+        w.publish(*book(n))
+    assert r.read_latest()[4] == 5
+    assert r.read_latest() is None
+    w.publish(*book(6))
+    assert r.read_latest()[4] == 6
+
+
+def test_capacity_must_be_power_of_two(shm_dir) -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        SwmrWriter.create("r", wire.BOOK, 12)
+
+
+def test_attach_times_out_with_the_path_in_the_message(shm_dir) -> None:
+    with pytest.raises(segment.AttachTimeout, match="caerus-missing"):
+        SwmrReader.attach("missing", wire.BOOK, timeout=0.05)
+
+
+def test_layout_mismatch_names_both_sides(shm_dir) -> None:
+    SwmrWriter.create("r", wire.BOOK, 8)
+    with pytest.raises(segment.SegmentMismatch) as err:
+        SwmrReader.attach("r", wire.ORDER, timeout=1)
+    text = str(err.value)
+    assert "book records (72 B" in text and "order records (72 B" in text
+
+
+def test_version_mismatch_names_both_versions(shm_dir) -> None:
+    SwmrWriter.create("r", wire.BOOK, 8)
+    path = segment.shm_path("r")
+    with open(path, "r+b") as f:
+        f.seek(8)
+        f.write(struct.pack("<I", wire.LAYOUT_VERSION + 41))
+    with pytest.raises(segment.SegmentMismatch) as err:
+        SwmrReader.attach("r", wire.BOOK, timeout=1)
+    assert f"layout v{wire.LAYOUT_VERSION + 41}" in str(err.value)
+    assert f"layout v{wire.LAYOUT_VERSION})" in str(err.value)
+
+
+def test_kind_mismatch_is_refused(shm_dir) -> None:
+    MpscConsumer.create("o", wire.ORDER, 8)
+    with pytest.raises(segment.SegmentMismatch, match="mpsc of order records"):
+        SwmrReader.attach("o", wire.ORDER, timeout=1)
+
+
+def test_not_a_caerus_segment(shm_dir) -> None:
+    segment.shm_path("junk").write_bytes(b"\1" * 4096)
+    with pytest.raises(segment.SegmentMismatch, match="bad magic"):
+        SwmrReader.attach("junk", wire.BOOK, timeout=1)
+
+
+def test_create_refuses_a_live_writers_segment(shm_dir) -> None:
+    w = SwmrWriter.create("r", wire.BOOK, 8)
+    w.beat()
+    # Pretend another live process (our parent) owns it with a fresh heartbeat.
+    w.seg.words[32 // 8] = os.getppid()
+    with pytest.raises(segment.SegmentBusy, match=f"live writer pid {os.getppid()}"):
+        SwmrWriter.create("r", wire.BOOK, 8)
+
+
+def test_writer_restart_bumps_generation_and_reader_reattaches(shm_dir) -> None:
+    w1 = SwmrWriter.create("r", wire.BOOK, 8)
+    r = SwmrReader.attach("r", wire.BOOK, timeout=1)
+    w1.publish(*book(1))
+    assert r.read_next()[4] == 1
+    gen1 = r.generation
+    assert r.refresh() is False
+    w2 = SwmrWriter.create("r", wire.BOOK, 8)  # same pid: restart of ourselves is allowed
+    w2.publish(*book(42))
+    assert r.refresh() is True
+    assert r.generation > gen1 and r.generations == 1
+    assert r.read_next()[4] == 42
+
+
+def test_spsc_full_is_refused_and_counted(shm_dir) -> None:
+    w = SpscWriter.create("q", wire.ORDER, 4)
+    r = SpscReader.attach("q", wire.ORDER, timeout=1)
+    assert [w.try_push(*order(i)) for i in range(6)] == [True] * 4 + [False] * 2
+    assert w.full == 2 and r.full_count == 2
+    assert [r.poll()[0] for _ in range(4)] == [0, 1, 2, 3]
+    assert r.poll() is None
+    assert w.try_push(*order(9))
+    assert r.poll()[0] == 9
+
+
+def test_mpsc_lanes_per_producer_and_reclaim_of_own_lane(shm_dir) -> None:
+    c = MpscConsumer.create("o", wire.ORDER, 4, lanes=2)
+    p = MpscProducer.attach("o", wire.ORDER, timeout=1)
+    assert p.try_push(*order(1))
+    assert c.poll()[0] == 1
+    assert c.poll() is None
+    assert [p.try_push(*order(i)) for i in range(2, 8)] == [True] * 4 + [False] * 2
+    assert c.full_count() == 2
+
+
+def test_counters_round_trip_ints_and_floats(shm_dir) -> None:
+    b = CounterBlock.create("s", ints=["books", "rejects"], floats=["pnl"])
+    b.ints[b.int_index("books")] += 3
+    b.add("rejects", 2)
+    b.set("pnl", -1.25)
+    snap = CounterBlock.attach("s", timeout=1).snapshot()
+    assert snap == {"books": 3, "rejects": 2, "pnl": -1.25}
+    with pytest.raises(KeyError, match="no integer counter 'nope'"):
+        b.int_index("nope")
+
+
+def test_counter_names_are_validated(shm_dir) -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        CounterBlock.create("s", ints=["a", "a"])
+    with pytest.raises(ValueError, match="ASCII"):
+        CounterBlock.create("s", ints=["x" * 60])
+
+
+def test_wait_policies() -> None:
+    for policy in ("spin", "hybrid", "sleep"):
+        w = make_waiter(policy, spins=2, sleep_s=0)
+        for _ in range(4):
+            w.idle()
+        w.reset()
+        assert w.policy == policy
+    with pytest.raises(ValueError, match="'busy' is not one of spin, hybrid, sleep"):
+        make_waiter("busy")
