@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -28,6 +31,11 @@ def _run(repo: RegressRepo, out: Path, **kw) -> tuple[int, dict | None, str]:
 
 def _verdicts(comparisons: list[dict]) -> dict[str, str]:
     return {c["metric"]: c["verdict"] for c in comparisons}
+
+
+def _head(repo: RegressRepo) -> str:
+    return subprocess.run(["git", "-C", str(repo.path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
 
 
 def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tmp_path: Path) -> None:
@@ -57,13 +65,6 @@ def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tm
     log = (tmp_path / "out" / "logs" / "head-fake-00.log").read_text()
     assert "--quick" in log
     assert len(regress_repo.worktrees()) == 1, "base worktree not removed"
-
-
-def _head(repo: RegressRepo) -> str:
-    import subprocess
-
-    return subprocess.run(["git", "-C", str(repo.path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
 
 
 def test_equal_revisions_are_not_flagged(regress_repo: RegressRepo, tmp_path: Path) -> None:
@@ -168,3 +169,36 @@ def test_member_new_in_head_has_no_base(regress_repo: RegressRepo, tmp_path: Pat
 def test_too_few_repetitions_is_a_usage_error(regress_repo: RegressRepo, tmp_path: Path) -> None:
     code, report, text = _run(regress_repo, tmp_path / "out", repetitions=5)
     assert code == 2 and ">= 9" in text and report is None
+
+
+def test_unreadable_baseline_is_a_setup_error_unless_report_only(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    (baselines / f"{KEY}.json").write_text("{broken")
+    code, report, text = _run(regress_repo, tmp_path / "out", only=("fake",))
+    assert code == 2, text
+    assert any(f"{KEY}.json" in p for p in report["problems"])
+    code, report, _ = _run(regress_repo, tmp_path / "out-ro", only=("fake",), report_only=True)
+    assert code == 0 and report["verdict"] == "incomplete"
+    assert (baselines / f"{KEY}.json").read_text() == "{broken"  # never overwritten behind the user's back
+
+
+def test_command_line_entry_point_with_metric_threshold(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    base = _head(regress_repo)
+    regress_repo.write(scale={"hop": 1.5})
+    out = tmp_path / "cli-out"
+    root = Path(__file__).resolve().parents[3]
+    res = subprocess.run(
+        [sys.executable, "-m", "benchmarks.regress", "--repo", str(regress_repo.path), "--suite",
+         str(regress_repo.suite), "--only", "fake", "--base", base, "--quick", "--no-baseline", "--out", str(out),
+         "--metric-threshold", "fake/hop.*=90%"],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=240,
+        check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    report = json.loads((out / "regress.json").read_text())
+    hop = next(c for c in report["comparisons"] if c["metric"] == "fake/hop.p50")
+    assert hop["threshold"] == 0.9 and hop["verdict"] == "same" and hop["effect"] > 0.3
+    res = subprocess.run([sys.executable, "-m", "benchmarks.regress", "--metric-threshold", "oops"], cwd=root,
+                         env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert res.returncode == 2 and "PATTERN=FRACTION" in res.stderr
