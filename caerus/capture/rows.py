@@ -1,0 +1,111 @@
+"""Turning batches of wire records into table rows: the capture tables' columns and the records they come from.
+
+Off the hot path and in bulk: a batch of records (tuples from ``SwmrReader.read_next``) becomes one numpy
+structured array (the layout's dtype), then one pandas DataFrame per table with the columns of
+``schema.sql`` minus ``session`` (the writers add it). Enum columns stay numeric here; the chDB store casts them
+in SQL and :func:`json_lines` spells them as names for JSONEachRow.
+
+Routing: a BOOK record is a ``books`` row, an EVENT record a ``feed_events`` row, an EXEC record an ``orders`` row
+and, when ``fill_qty > 0``, also a ``fills`` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from caerus.wire import BOOK, EVENT, EXEC, EventKind, Layout, Venue
+
+SCHEMA_PATH = Path(__file__).with_name("schema.sql")
+DATABASE = "caerus"
+TABLES = ("books", "orders", "fills", "feed_events")
+
+BOOK_COLUMNS = BOOK.names
+ORDER_COLUMNS = tuple(n for n in EXEC.names if n != "_pad")
+FILL_COLUMNS = ("order_id", "venue", "side", "outcome", "px", "qty", "t_decision", "t_sent")
+EVENT_COLUMNS = EVENT.names
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "books": BOOK_COLUMNS,
+    "orders": ORDER_COLUMNS,
+    "fills": FILL_COLUMNS,
+    "feed_events": EVENT_COLUMNS,
+}
+# Which tables each layout feeds.
+LAYOUT_TABLES: dict[str, tuple[str, ...]] = {"book": ("books",), "event": ("feed_events",),
+                                             "exec": ("orders", "fills")}
+# Enum columns: table -> {column: enum}. Values not in the enum are stored as 'unknown' (venue) or rejected.
+VENUE_COLUMNS = ("venue", "trigger_venue")
+VENUE_NAMES = {int(v): v.name.lower() for v in Venue} | {0: "unknown"}
+KIND_NAMES = {int(k): k.name for k in EventKind}
+
+
+def schema_statements(path: Path = SCHEMA_PATH) -> list[str]:
+    """The CREATE statements of schema.sql, one per entry, comments removed."""
+    lines = [line for line in path.read_text().splitlines() if not line.lstrip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def supported(layout: Layout) -> bool:
+    return layout.name in LAYOUT_TABLES
+
+
+def to_array(records: Sequence[tuple], layout: Layout) -> np.ndarray:
+    """A batch of unpacked records as one structured array (one C-level conversion, no per-field Python work)."""
+    return np.array(records, dtype=layout.dtype)
+
+
+def tables_from(layout_name: str, a: np.ndarray) -> dict[str, pd.DataFrame]:
+    """Table name -> DataFrame of rows built from the structured array ``a`` of ``layout_name`` records."""
+    if layout_name == "book":
+        return {"books": pd.DataFrame(a)}
+    if layout_name == "event":
+        return {"feed_events": pd.DataFrame(a)}
+    if layout_name == "exec":
+        orders = pd.DataFrame({n: a[n] for n in ORDER_COLUMNS})
+        filled = a[a["fill_qty"] > 0]
+        fills = pd.DataFrame({
+            "order_id": filled["order_id"], "venue": filled["venue"], "side": filled["side"],
+            "outcome": filled["outcome"], "px": filled["fill_px"], "qty": filled["fill_qty"],
+            "t_decision": filled["t_decision"], "t_sent": filled["t_sent"],
+        })
+        return {"orders": orders, "fills": fills}
+    raise ValueError(f"capture cannot store {layout_name!r} records (it stores {', '.join(LAYOUT_TABLES)})")
+
+
+def _names(codes: np.ndarray, names: dict[int, str], default: str) -> np.ndarray:
+    lut = np.array([names.get(i, default) for i in range(256)], dtype=object)
+    return lut[codes.astype(np.uint8)]
+
+
+def with_names(table: str, df: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``df`` whose enum columns hold names (what JSONEachRow into an Enum8 column wants)."""
+    out = df.copy()
+    for col in VENUE_COLUMNS:
+        if col in out:
+            out[col] = _names(out[col].to_numpy(), VENUE_NAMES, "unknown")
+    if table == "feed_events":
+        kinds = out["kind"].to_numpy()
+        bad = ~np.isin(kinds, list(KIND_NAMES))
+        if bad.any():
+            raise ValueError(f"feed_events: unknown event kind(s) {sorted(set(kinds[bad].tolist()))}")
+        out["kind"] = _names(kinds, KIND_NAMES, "")
+    return out
+
+
+def json_lines(table: str, df: pd.DataFrame, session: str) -> list[bytes]:
+    """One JSONEachRow line (bytes, no newline) per row, with ``session`` first; floats keep 15 digits."""
+    if df.empty:
+        return []
+    named = with_names(table, df)
+    named.insert(0, "session", session)
+    text = named.to_json(orient="records", lines=True, double_precision=15)
+    return [line.encode() for line in text.splitlines() if line]
+
+
+def venue_keys(df: pd.DataFrame) -> list[bytes]:
+    """Kafka message keys: the venue name of each row (so one venue's rows stay in order in one partition)."""
+    lut = np.array([VENUE_NAMES.get(i, "unknown").encode() for i in range(256)], dtype=object)
+    return lut[df["venue"].to_numpy().astype(np.uint8)].tolist()

@@ -1,0 +1,76 @@
+"""The embedded store: capture tables in chDB (ClickHouse's engine in-process) under the session folder.
+
+One chDB session per process, rooted at the store directory. Batches arrive as pandas DataFrames (see rows.py)
+and go in with ``INSERT ... SELECT ... FROM Python(df)``: chDB reads the frame's numpy columns directly, measured
+at ~0.6-2.8 M rows/s here, several times faster than serialising to JSONEachRow/CSV text first. Enum columns
+arrive numeric and are cast in SQL.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import rows
+
+_VENUE_ENUM = "Enum8('unknown' = 0, 'binance' = 1, 'hyperliquid' = 2)"
+_KIND_ENUM = ("Enum8(" + ", ".join(f"'{name}' = {code}" for code, name in sorted(rows.KIND_NAMES.items())) + ")")
+
+
+def _select_expr(col: str) -> str:
+    if col in rows.VENUE_COLUMNS:
+        return f"CAST(toUInt8({col}) AS {_VENUE_ENUM})"
+    if col == "kind":
+        return f"CAST(toUInt8({col}) AS {_KIND_ENUM})"
+    return col
+
+
+class StoreError(RuntimeError):
+    """The store could not be opened or written."""
+
+
+class ChdbStore:
+    """Capture tables in a chDB session at ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        from chdb import session as chs  # imported here: chDB costs hundreds of ms to import
+
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.db_path = self.path / "chdb"
+        try:
+            self._session = chs.Session(str(self.db_path))
+        except Exception as e:  # chDB raises plain RuntimeError/ChdbError with the engine's text
+            raise StoreError(f"cannot open chDB store at {self.db_path}: {e}") from e
+        for stmt in rows.schema_statements():
+            self._session.query(stmt)
+        self._inserts = {
+            table: (f"INSERT INTO {rows.DATABASE}.{table} (session, {', '.join(cols)}) "
+                    f"SELECT {{session}}, {', '.join(_select_expr(c) for c in cols)} FROM Python(capture_batch)")
+            for table, cols in rows.COLUMNS.items()
+        }
+        self.inserts = 0
+
+    def insert(self, table: str, df: pd.DataFrame, session: str) -> int:
+        """Insert the rows of ``df`` (columns of rows.COLUMNS[table]) tagged with ``session``; returns the count."""
+        if df.empty:
+            return 0
+        capture_batch = df  # noqa: F841 - chDB's Python() table function finds the frame by this local name
+        sql = self._inserts[table].replace("{session}", _quote(session))
+        self._session.query(sql)
+        self.inserts += 1
+        return len(df)
+
+    def query(self, sql: str, fmt: str = "CSV") -> str:
+        return str(self._session.query(sql, fmt))
+
+    def query_df(self, sql: str) -> pd.DataFrame:
+        return self._session.query(sql, "DataFrame")
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
