@@ -1,0 +1,301 @@
+"""`caerus execution`: the execution process -- creates the MPSC order ring, runs the engine loop.
+
+Start-up validates the config and the command line (exit 2 with a message naming the problem), builds the
+transport (live ones only with ``--enable-live``, ``--network`` and ``--credentials``), creates the order ring
+and the EXEC ring, attaches the book rings (retry-attach), then freezes and disables the garbage collector and
+polls. Idle time polls the books, lets the transport settle what is due and publishes replies; every
+``housekeeping_ms`` it drains queue_transit samples into ``<metrics-dir>/execution.hlog``, mirrors counters,
+beats heartbeats and checks the kill file. On exit it writes ``<metrics-dir>/<transport>.json`` (paper: position,
+PnL, markouts) and exits 0 on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from caerus.execution.books import LatestBooks
+from caerus.execution.config import ConfigError, ExecutionConfig, load_config
+from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
+from caerus.execution.risk import RiskChecker
+from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
+from caerus.ipc import segment
+from caerus.ipc.mpsc import MpscConsumer
+from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.ipc.wait import make_waiter
+from caerus.metrics.hdr import IntervalLog
+from caerus.strategy import runtime
+from caerus.strategy.supervisor import HaltCause, Supervisor
+from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
+
+PROCESS = "execution"
+INT_COUNTERS = (
+    "state",
+    "halt_cause",
+    "orders",
+    *(f"outcome.{n}" for n in OUTCOME_NAMES),
+    *(f"risk.{n}" for n in RISK_NAMES),
+    "replies",
+    "replies.unknown",
+    "pending",
+    "pending.evicted",
+    "exec_records",
+    "books",
+    "ring_full",
+    "errors",
+    "reattached",
+    "paper.fills",
+)
+FLOAT_COUNTERS = (
+    "position",  # risk's projected position (BTC)
+    "paper.position",
+    "paper.pnl.realized",
+    "paper.pnl.unrealized",
+    "paper.pnl.fees",
+    "paper.pnl.total",
+    "paper.markout.0",  # mean markout (bps) at the first configured horizon, etc.
+    "paper.markout.1",
+    "paper.markout.2",
+)
+_HOUSEKEEPING_MASK = 1023
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--segment", required=True, metavar="NAME", help="MPSC order ring to create (S.orders)")
+    parser.add_argument("--transport", required=True, choices=NAMES, help="where orders go")
+    parser.add_argument("--book-segment", action="append", default=[], metavar="NAME",
+                        help="book ring for the price band and paper fills (repeat per venue)")
+    parser.add_argument("--exec-segment", metavar="NAME", help="SWMR ring of EXEC records to create (S.exec)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help="execution TOML config (default: defaults)")
+    parser.add_argument("--kill-file", metavar="PATH", help="reject every order once this file exists")
+    parser.add_argument("--order-capacity", type=int, default=1024, help="slots per producer lane (power of 2)")
+    parser.add_argument("--exec-capacity", type=int, default=8192, help="EXEC ring slots (power of 2)")
+    live = parser.add_argument_group("live transports (binance | hyperliquid)")
+    live.add_argument("--enable-live", action="store_true", help="required to start a live transport")
+    live.add_argument("--network", choices=("testnet", "mainnet"), help="venue network")
+    live.add_argument("--credentials", type=Path, metavar="FILE", help="credentials file (mode 0600)")
+    live.add_argument("--url", help="order-entry URL override (e.g. the emulator's)")
+    live.add_argument("--ca-file", help="CA bundle for the order-entry URL")
+    runtime.add_process_args(parser)
+
+
+def _validate(args: argparse.Namespace) -> ExecutionConfig:
+    cfg = load_config(args.config)
+    for flag, cap in (("--order-capacity", args.order_capacity), ("--exec-capacity", args.exec_capacity)):
+        if cap < 2 or cap & (cap - 1):
+            raise ConfigError(f"{flag} must be a power of two >= 2, got {cap}")
+    if args.transport in LIVE:
+        if not args.enable_live:
+            raise ConfigError(f"--transport {args.transport} sends real orders: refusing to start without "
+                              f"--enable-live")
+        if not args.network:
+            raise ConfigError(f"--transport {args.transport} needs --network testnet|mainnet")
+        if not args.credentials:
+            raise ConfigError(f"--transport {args.transport} needs --credentials FILE")
+    elif args.enable_live:
+        raise ConfigError(f"--enable-live given with the simulated transport {args.transport!r}")
+    if args.transport == "paper" and not args.book_segment:
+        raise ConfigError("--transport paper needs --book-segment (the target venue's book ring) to fill against")
+    return cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        cfg = _validate(args)
+        cpus = runtime.parse_cpus(args.cpus)
+        if args.metrics_dir:
+            Path(args.metrics_dir).mkdir(parents=True, exist_ok=True)
+    except ConfigError as exc:
+        return runtime.fail_config(str(exc))
+    except ValueError as exc:
+        return runtime.fail_config(str(exc))
+    except OSError as exc:
+        return runtime.fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
+
+    books = LatestBooks()
+    risk = RiskChecker(cfg.risk, books)
+    engine_ref: list[Engine] = []
+
+    def on_reply(reply: object) -> None:
+        engine_ref[0].on_reply(reply)  # type: ignore[arg-type]
+
+    try:
+        if args.transport in LIVE:
+            transport = make_live_transport(
+                args.transport, network=args.network, credentials=args.credentials, url=args.url,
+                ca_file=args.ca_file, on_reply=on_reply,
+            )
+        else:
+            transport = make_transport(args.transport, books=books, paper=cfg.paper, on_reply=on_reply)
+    except (TransportUnavailable, ValueError, OSError) as exc:
+        return runtime.fail_config(f"--transport {args.transport}: {exc}")
+    try:
+        runtime.pin(cpus)
+    except ValueError as exc:
+        return runtime.fail_config(str(exc))
+
+    kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
+
+    def on_halt(cause: HaltCause) -> None:
+        risk.kill = True
+
+    sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
+                     on_halt=on_halt)
+    sup.install_signals()
+    counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+    consumer = exec_writer = log = None
+    engine = None
+    try:
+        consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
+        if args.exec_segment:
+            exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
+        engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending)
+        engine_ref.append(engine)
+        transport.start()
+        for name in args.book_segment:
+            r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
+                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout)
+            if r is None:
+                return 0
+            books.readers.append(r)
+        if args.metrics_dir:
+            log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", ["queue_transit"],
+                              comment=f"caerus {PROCESS} pid {os.getpid()} transport {args.transport}")
+        sup.running()
+        _housekeeping(engine, sup, counters, log, consumer, exec_writer)
+        gc.collect()
+        gc.freeze()
+        gc.disable()
+        while not sup.stopping:
+            try:
+                _loop(engine, sup, counters, log, consumer, exec_writer, args.wait_policy, cfg.housekeeping_ms)
+            except Exception as exc:  # counted; repeated errors halt (every order then rejected: kill switch)
+                sup.record_error(exc)
+                if sup.errors <= 3:
+                    print(f"execution: loop error {sup.last_error}", file=sys.stderr)
+        # Give late replies (paper latency) a moment to settle so the summary is complete.
+        if engine.pending:
+            deadline = time.monotonic() + min(1.0, cfg.paper.latency_ms / 1e3 + 0.2)
+            while engine.pending and time.monotonic() < deadline:
+                engine.idle_work(time.time_ns())
+                time.sleep(0.005)
+        return 0
+    except segment.SegmentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        gc.enable()
+        transport.close()
+        if engine is not None:
+            _housekeeping(engine, sup, counters, log, consumer, exec_writer)
+            if args.metrics_dir and hasattr(transport, "summary"):
+                _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport)
+        if log is not None:
+            log.close()
+        books.close()
+        if exec_writer is not None:
+            exec_writer.close()
+        if consumer is not None:
+            consumer.close()
+        if args.stats_segment:
+            counters.close()
+
+
+def _loop(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | None, consumer: MpscConsumer,
+          exec_writer: SwmrWriter | None, wait_policy: str, housekeeping_ms: float) -> None:
+    step = engine.step
+    waiter = make_waiter(wait_policy)
+    idle = waiter.idle
+    reset = waiter.reset
+    idle_work = engine.idle_work
+    tns = time.time_ns
+    hk_ns = int(housekeeping_ms * 1e6)
+    next_hk = tns() + hk_ns
+    passes = 0
+    while not sup.stopping:
+        if step():
+            reset()
+        else:
+            # Idle: a few cheap checks, then the wait policy. The order ring is polled again before any of it.
+            passes += 1
+            if not passes & 63:
+                idle_work(tns())
+            idle()
+            if not passes & _HOUSEKEEPING_MASK:
+                now = tns()
+                if now >= next_hk:
+                    next_hk = now + hk_ns
+                    _housekeeping(engine, sup, counters, log, consumer, exec_writer)
+
+
+def _housekeeping(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | None,
+                  consumer: MpscConsumer | None, exec_writer: SwmrWriter | None) -> None:
+    if log is not None:
+        log.drain("queue_transit", engine.transit)
+        log.maybe_flush()
+    else:
+        engine.transit.n = 0
+    sup.check_kill_file()
+    reattached = engine.books.refresh()
+    engine.drain_replies()
+    ints = counters.ints  # type: ignore[attr-defined]
+    floats = counters.floats  # type: ignore[attr-defined]
+    ints[_I["state"]] = int(sup.state)
+    ints[_I["halt_cause"]] = int(sup.halt_cause)
+    ints[_I["orders"]] = engine.orders
+    for o in Outcome:
+        ints[_I[f"outcome.{o.name.lower()}"]] = engine.outcomes[o]
+    for r in RiskReject:
+        if r != RiskReject.NONE:
+            ints[_I[f"risk.{r.name.lower()}"]] = engine.risk.rejects[r]
+    ints[_I["replies"]] = engine.replies_seen
+    ints[_I["replies.unknown"]] = engine.unknown_replies
+    ints[_I["pending"]] = len(engine.pending)
+    ints[_I["pending.evicted"]] = engine.pending_evicted
+    ints[_I["exec_records"]] = engine.exec_records
+    ints[_I["books"]] = engine.books.seen
+    ints[_I["ring_full"]] = consumer.full_count() if consumer is not None else 0
+    ints[_I["errors"]] = sup.errors
+    ints[_I["reattached"]] += reattached
+    floats[_F["position"]] = engine.risk.position
+    accounts = getattr(engine.transport, "accounts", None)
+    if accounts:
+        acct = accounts[int(Venue.HYPERLIQUID)]
+        ints[_I["paper.fills"]] = sum(a.fills for a in accounts.values())
+        floats[_F["paper.position"]] = acct.position
+        floats[_F["paper.pnl.realized"]] = acct.realized
+        floats[_F["paper.pnl.unrealized"]] = acct.unrealized
+        floats[_F["paper.pnl.fees"]] = acct.fees
+        floats[_F["paper.pnl.total"]] = acct.total_pnl
+        for i in range(min(3, len(acct.horizons_ms))):
+            floats[_F[f"paper.markout.{i}"]] = acct.markout_mean_bps(i)
+    counters.beat()  # type: ignore[attr-defined]
+    if consumer is not None:
+        consumer.beat()
+    if exec_writer is not None:
+        exec_writer.beat()
+
+
+def _write_summary(path: Path, engine: Engine, transport: object) -> None:
+    doc = transport.summary()  # type: ignore[attr-defined]
+    doc["engine"] = {
+        "orders": engine.orders,
+        "outcomes": {o.name.lower(): engine.outcomes[o] for o in Outcome},
+        "risk": {r.name.lower(): engine.risk.rejects[r] for r in RiskReject if r != RiskReject.NONE},
+        "position": engine.risk.position,
+        "replies": engine.replies_seen,
+        "unknown_replies": engine.unknown_replies,
+        "pending": len(engine.pending),
+    }
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))
+    os.replace(tmp, path)
+
+
+_I = {name: i for i, name in enumerate(INT_COUNTERS)}
+_F = {name: i for i, name in enumerate(FLOAT_COUNTERS)}

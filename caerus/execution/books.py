@@ -1,0 +1,66 @@
+"""Latest top-of-book per venue for the execution engine (price band, paper fills), read in latest-value mode.
+
+Polled in the engine's idle time and right before each risk check (after t_pickup, so off the measured
+interval). Listeners (the paper transport) see every record this process observes, in arrival order, *before*
+it replaces the venue's latest book, so they can settle anything due before the new book's receipt time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from caerus.ipc.swmr import SwmrReader
+from caerus.wire import BOOK, BookFlags
+
+V_VENUE = BOOK.index("venue")
+V_FLAGS = BOOK.index("flags")
+V_T_RECV = BOOK.index("t_recv")
+V_BID = BOOK.index("bid_px")
+V_BID_QTY = BOOK.index("bid_qty")
+V_ASK = BOOK.index("ask_px")
+V_ASK_QTY = BOOK.index("ask_qty")
+_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
+_OK = int(BookFlags.VALID)
+
+BookListener = Callable[[tuple], None]
+
+
+def book_ok(book: tuple | None) -> bool:
+    """A record that may be traded against: VALID and not STALE."""
+    return book is not None and (book[V_FLAGS] & _OK_MASK) == _OK
+
+
+class LatestBooks:
+    def __init__(self, readers: list[SwmrReader] | None = None) -> None:
+        self.readers = list(readers or [])
+        self.latest: list[tuple | None] = [None, None, None]  # by Venue code (index 0 unused)
+        self.listeners: list[BookListener] = []
+        self.seen = 0
+
+    def poll(self) -> int:
+        """Read the newest record of every ring; returns how many were new."""
+        n = 0
+        for r in self.readers:
+            rec = r.read_latest()
+            if rec is not None:
+                self.put(rec)
+                n += 1
+        return n
+
+    def put(self, rec: tuple) -> None:
+        """Take one record (also the entry point for tests and in-process feeds)."""
+        venue = rec[V_VENUE]
+        if not 0 < venue < len(self.latest):
+            return
+        for listener in self.listeners:
+            listener(rec)
+        self.latest[venue] = rec
+        self.seen += 1
+
+    def refresh(self) -> int:
+        """Re-attach readers whose writer restarted (off the hot path); returns how many did."""
+        return sum(1 for r in self.readers if r.refresh())
+
+    def close(self) -> None:
+        for r in self.readers:
+            r.close()

@@ -1,0 +1,65 @@
+"""Execution engine configuration (risk limits, paper trading, supervisor): frozen msgspec Structs from TOML.
+
+``load_config`` raises :class:`ConfigError` naming the file and the field (``$.risk.max_order_qty``) so the CLI
+exits 2 before it creates or attaches anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+
+from caerus.strategy.config import ConfigError, load_toml_struct
+
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+
+__all__ = ["ConfigError", "ExecutionConfig", "PaperConfig", "RiskConfig", "load_config"]
+
+
+class RiskConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Pre-trade checks, in the order they run: kill switch, size, position, rate, book, price band."""
+
+    max_order_qty: Positive = 0.01  # BTC per order
+    max_position: Positive = 0.01  # |position| in BTC if every accepted order filled in full
+    max_orders_per_s: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # sliding one-second window
+    price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid
+    require_book: bool = True  # reject (NO_BOOK) when the target venue has no valid book
+    max_book_age_ms: Positive = 10_000.0  # a book older than this (by local receipt) counts as no book
+
+
+class PaperConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Paper trading: fills against the target venue's book prevailing ``latency_ms`` after the send."""
+
+    latency_ms: NonNegative = 5.0  # 0 = fill at once against the latest book, inside send_msg
+    fee_bps: NonNegative = 4.5  # taker fee charged on fill notional (Hyperliquid base tier taker: 4.5 bps)
+    limit_to_top_size: bool = True  # fill at most the top-of-book size (rest of the IOC cancelled: PARTIAL)
+    markout_ms: tuple[Positive, ...] = (100.0, 1000.0, 5000.0)  # horizons for fill markouts
+
+
+class ExecutionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    risk: RiskConfig = RiskConfig()
+    paper: PaperConfig = PaperConfig()
+    kill_file: str = ""  # every order is rejected (KILL_SWITCH) once this file exists
+    max_errors: Annotated[int, msgspec.Meta(ge=1)] = 10  # halt after this many loop errors ...
+    error_window_s: Positive = 60.0  # ... within this many seconds
+    housekeeping_ms: Positive = 100.0
+    max_pending: Annotated[int, msgspec.Meta(ge=1)] = 65_536  # orders awaiting a venue reply, kept for EXEC
+
+    def check(self) -> None:
+        if self.risk.max_order_qty > self.risk.max_position:
+            raise ConfigError(f"risk.max_order_qty ({self.risk.max_order_qty}) must not exceed "
+                              f"risk.max_position ({self.risk.max_position})")
+        if len(set(self.paper.markout_ms)) != len(self.paper.markout_ms):
+            raise ConfigError(f"paper.markout_ms has duplicate horizons: {list(self.paper.markout_ms)}")
+
+
+def load_config(path: str | Path | None) -> ExecutionConfig:
+    cfg = ExecutionConfig() if path is None else load_toml_struct(path, ExecutionConfig, "execution")
+    try:
+        cfg.check()
+    except ConfigError as exc:
+        raise ConfigError(f"execution config {path or '(defaults)'}: {exc}") from None
+    return cfg

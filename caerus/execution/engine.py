@@ -1,0 +1,142 @@
+"""The execution engine's per-order path: order ring -> t_pickup -> risk -> send_msg -> EXEC record.
+
+``step()`` is the hot path: poll the MPSC order ring, stamp t_pickup, sample queue_transit (t_pickup -
+t_decision) into a preallocated buffer; then (off the measured interval) refresh the latest books, run the risk
+checks and call ``transport.send_msg``, and publish one EXEC record with the outcome. Transports whose results
+come later (paper with latency, live venues) deliver VenueReply objects to ``on_reply``; ``idle_work`` drains them
+and publishes a second EXEC record per order with the final outcome and fill. So the EXEC ring carries, per order:
+one record (RISK_REJECTED, or the final outcome of an immediate transport, or SENT for null), or two records
+(SENT at send, then FILLED / PARTIAL / NOT_FILLED / VENUE_REJECTED / SEND_FAILED when the reply arrives); both
+share order_id, t_pickup and t_sent.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import time
+
+from caerus.execution.books import LatestBooks
+from caerus.execution.risk import RiskChecker
+from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, VenueReply
+from caerus.ipc.mpsc import MpscConsumer
+from caerus.ipc.swmr import SwmrWriter
+from caerus.metrics.hdr import SampleBuffer
+from caerus.wire import ORDER, Outcome, RiskReject
+
+O_T_DECISION = ORDER.index("t_decision")
+_SENT = int(Outcome.SENT)
+_RISK_REJECTED = int(Outcome.RISK_REJECTED)
+_N_OUTCOMES = max(Outcome) + 1
+
+
+class Engine:
+    def __init__(
+        self,
+        consumer: MpscConsumer,
+        transport: Transport,
+        risk: RiskChecker,
+        books: LatestBooks,
+        exec_writer: SwmrWriter | None = None,
+        *,
+        max_pending: int = 65_536,
+        transit: SampleBuffer | None = None,
+    ) -> None:
+        self.consumer = consumer
+        self.transport = transport
+        self.risk = risk
+        self.books = books
+        self.exec_writer = exec_writer
+        self.transit = transit or SampleBuffer(1 << 16)
+        self.replies: queue.SimpleQueue[VenueReply] = queue.SimpleQueue()
+        self._tracks_replies = bool(getattr(transport, "replies", True))
+        self._pump = getattr(transport, "pump", None)
+        # order_id -> (order, t_pickup, t_sent) for orders a later reply will settle; bounded (oldest evicted).
+        self.pending: collections.OrderedDict[int, tuple[tuple, int, int]] = collections.OrderedDict()
+        self.max_pending = max_pending
+        self.orders = 0
+        self.outcomes = [0] * _N_OUTCOMES  # by Outcome code, of final and SENT results as published
+        self.replies_seen = 0
+        self.unknown_replies = 0  # replies for orders not pending (evicted or never sent here)
+        self.pending_evicted = 0
+        self.exec_records = 0
+
+    def on_reply(self, reply: VenueReply) -> None:
+        """ReplyCallback for transports: thread-safe, cheap."""
+        self.replies.put(reply)
+
+    def step(self) -> bool:
+        """Handle one order if there is one; False when the ring was empty."""
+        order = self.consumer.poll()
+        if order is None:
+            return False
+        t_pickup = time.time_ns()
+        buf = self.transit
+        if buf.n < buf.capacity:
+            buf.arr[buf.n] = t_pickup - order[O_T_DECISION]
+            buf.n += 1
+        else:
+            buf.full += 1
+        # -- off the measured interval from here on ------------------------------------------------------
+        self.orders += 1
+        self.books.poll()
+        reject = self.risk.check(order, t_pickup)
+        if reject:
+            self._publish(order, t_pickup, 0, _RISK_REJECTED, reject, 0, 0.0, 0.0)
+            return True
+        self.risk.accepted(order, t_pickup)
+        res: SendResult = self.transport.send_msg(order)
+        outcome = int(res.outcome)
+        if outcome == _SENT:
+            if self._tracks_replies:
+                self._track(order, t_pickup, res.t_sent)
+        else:
+            self.risk.on_result(order, res.fill_qty)
+        self._publish(order, t_pickup, res.t_sent, outcome, 0, res.venue_code, res.fill_px, res.fill_qty)
+        return True
+
+    def _track(self, order: tuple, t_pickup: int, t_sent: int) -> None:
+        pending = self.pending
+        pending[order[O_ORDER_ID]] = (order, t_pickup, t_sent)
+        if len(pending) > self.max_pending:
+            pending.popitem(last=False)
+            self.pending_evicted += 1
+
+    def idle_work(self, now: int) -> None:
+        """Between orders: refresh books, let the transport settle what is due, publish replies."""
+        self.books.poll()
+        if self._pump is not None:
+            self._pump(now)
+        self.drain_replies()
+
+    def drain_replies(self) -> int:
+        n = 0
+        replies = self.replies
+        while not replies.empty():
+            reply = replies.get_nowait()
+            n += 1
+            self.replies_seen += 1
+            entry = self.pending.pop(reply.order_id, None)
+            if entry is None:
+                self.unknown_replies += 1
+                continue
+            order, t_pickup, t_sent = entry
+            self.risk.on_result(order, reply.fill_qty)
+            self._publish(order, t_pickup, t_sent, int(reply.outcome), 0, reply.venue_code, reply.fill_px,
+                          reply.fill_qty)
+        return n
+
+    def _publish(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, risk: int, venue_code: int,
+                 fill_px: float, fill_qty: float) -> None:
+        self.outcomes[outcome] += 1
+        if self.exec_writer is not None:
+            self.exec_writer.publish(*order, t_pickup, t_sent, outcome, risk, 0, venue_code, fill_px, fill_qty)
+            self.exec_records += 1
+
+    @property
+    def risk_rejects(self) -> list[int]:
+        return self.risk.rejects
+
+
+RISK_NAMES = tuple(r.name.lower() for r in RiskReject if r != RiskReject.NONE)
+OUTCOME_NAMES = tuple(o.name.lower() for o in Outcome)

@@ -1,0 +1,269 @@
+"""Risk rejections, paper fills/PnL/markouts, and the engine over a real MPSC ring and EXEC ring."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from caerus.execution.books import LatestBooks
+from caerus.execution.config import ConfigError, ExecutionConfig, PaperConfig, RiskConfig, load_config
+from caerus.execution.engine import Engine
+from caerus.execution.paper import PaperAccount
+from caerus.execution.risk import RiskChecker
+from caerus.execution.transports import TransportUnavailable, make_live_transport, make_transport
+from caerus.execution.transports.null import NullTransport
+from caerus.execution.transports.paper import PaperTransport
+from caerus.ipc.mpsc import MpscConsumer, MpscProducer
+from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.wire import EXEC, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
+from tests.fixtures.pipeline import make_book
+
+MS = 1_000_000
+T0 = 1_700_000_000_000_000_000
+HL = int(Venue.HYPERLIQUID)
+E_OUTCOME = EXEC.index("outcome")
+E_RISK = EXEC.index("risk")
+E_FILL_PX = EXEC.index("fill_px")
+E_FILL_QTY = EXEC.index("fill_qty")
+E_T_PICKUP = EXEC.index("t_pickup")
+E_T_SENT = EXEC.index("t_sent")
+E_ORDER_ID = EXEC.index("order_id")
+
+
+def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
+          t_decision: int = T0) -> tuple:
+    return (oid, 1, venue, side, int(Tif.IOC), int(OrderReason.ENTRY), int(Venue.BINANCE), 0, px, qty, 7,
+            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision)
+
+
+def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: object) -> LatestBooks:
+    b = LatestBooks()
+    b.put(make_book(HL, bid, ask, t, **kw))
+    return b
+
+
+# -- risk ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cfg", "o", "want"),
+    [
+        (RiskConfig(max_order_qty=0.001), order(qty=0.002), RiskReject.MAX_ORDER_SIZE),
+        (RiskConfig(), order(qty=0.0), RiskReject.MAX_ORDER_SIZE),
+        (RiskConfig(), order(qty=float("nan")), RiskReject.MAX_ORDER_SIZE),
+        (RiskConfig(price_band_bps=10), order(px=95_200.0), RiskReject.PRICE_BAND),
+        (RiskConfig(price_band_bps=10), order(side=-1, px=94_800.0), RiskReject.PRICE_BAND),
+        (RiskConfig(), order(venue=int(Venue.BINANCE)), RiskReject.NO_BOOK),
+        (RiskConfig(), order(px=95_010.0), RiskReject.NONE),
+    ],
+)
+def test_risk_single_order_checks(cfg: RiskConfig, o: tuple, want: RiskReject) -> None:
+    risk = RiskChecker(cfg, books_with())
+    assert risk.check(o, T0 + MS) == want
+    assert risk.rejects[want] == (1 if want else 0)
+
+
+def test_risk_stale_or_invalid_book_is_no_book() -> None:
+    assert RiskChecker(RiskConfig(max_book_age_ms=100), books_with()).check(order(), T0 + 101 * MS) == \
+        RiskReject.NO_BOOK
+    flagged = books_with(flags=int(BookFlags.VALID | BookFlags.STALE))
+    assert RiskChecker(RiskConfig(), flagged).check(order(), T0) == RiskReject.NO_BOOK
+    assert RiskChecker(RiskConfig(require_book=False), LatestBooks()).check(order(), T0) == RiskReject.NONE
+
+
+def test_risk_max_position_counts_accepted_orders_and_returns_unfilled() -> None:
+    risk = RiskChecker(RiskConfig(max_order_qty=0.001, max_position=0.002), books_with())
+    for i in range(2):
+        o = order(oid=i)
+        assert risk.check(o, T0) == RiskReject.NONE
+        risk.accepted(o, T0)
+    assert risk.check(order(oid=3), T0) == RiskReject.MAX_POSITION
+    assert risk.check(order(oid=3, side=-1, px=94_990.0), T0) == RiskReject.NONE  # reducing is fine
+    risk.on_result(order(oid=1), 0.0)  # the IOC did not fill: exposure comes back
+    assert risk.position == pytest.approx(0.001)
+    assert risk.check(order(oid=4), T0) == RiskReject.NONE
+
+
+def test_risk_order_rate_sliding_window() -> None:
+    risk = RiskChecker(RiskConfig(max_orders_per_s=3, max_position=1.0), books_with())
+    for i in range(3):
+        o = order(oid=i, side=1 if i % 2 == 0 else -1, px=95_000.5)
+        assert risk.check(o, T0 + i * MS) == RiskReject.NONE
+        risk.accepted(o, T0 + i * MS)
+    assert risk.check(order(oid=9), T0 + 500 * MS) == RiskReject.MAX_ORDER_RATE
+    assert risk.check(order(oid=9), T0 + 1000 * MS) == RiskReject.NONE  # the first accept left the window
+
+
+def test_risk_kill_switch_first() -> None:
+    risk = RiskChecker(RiskConfig(), books_with())
+    risk.kill = True
+    assert risk.check(order(qty=5.0), T0) == RiskReject.KILL_SWITCH
+
+
+# -- paper account ---------------------------------------------------------------------------------------
+
+
+def test_paper_account_pnl_round_trip_and_flip() -> None:
+    a = PaperAccount(fee_bps=10.0, markout_ms=(100.0,))
+    a.fill(1, 100.0, 2.0, T0)
+    a.fill(1, 110.0, 2.0, T0)
+    assert a.position == 4.0 and a.avg_px == pytest.approx(105.0)
+    a.on_book(120.0, T0 + MS)
+    assert a.unrealized == pytest.approx(4 * 15.0)
+    a.fill(-1, 115.0, 6.0, T0 + 2 * MS)  # close 4 at +10 each, open short 2 at 115
+    assert a.realized == pytest.approx(40.0)
+    assert a.position == pytest.approx(-2.0) and a.avg_px == 115.0
+    assert a.fees == pytest.approx((200 + 220 + 690) * 10e-4)
+    assert a.total_pnl == pytest.approx(40.0 + (-2.0) * (120.0 - 115.0) - a.fees)
+
+
+def test_paper_account_markouts_use_prevailing_mid() -> None:
+    a = PaperAccount(fee_bps=0.0, markout_ms=(100.0, 1000.0))
+    a.on_book(100.0, T0 - MS)
+    a.fill(1, 100.0, 1.0, T0)  # due at T0+100ms and T0+1s
+    a.on_book(101.0, T0 + 50 * MS)
+    a.on_book(102.0, T0 + 150 * MS)  # received after the 100 ms horizon: the 101 mid prevailed at T0+100ms
+    assert a.markout_n == [1, 0]
+    assert a.markout_mean_bps(0) == pytest.approx(100.0)  # (101 - 100) / 100 = 100 bps
+    a.settle(T0 + 1000 * MS)
+    assert a.markout_n == [1, 1] and a.markout_mean_bps(1) == pytest.approx(200.0)
+    s = a.summary()
+    assert s["markouts"]["100ms"]["n"] == 1 and s["markouts"]["1000ms"]["pending"] == 0
+
+
+# -- paper transport -------------------------------------------------------------------------------------
+
+
+def test_paper_immediate_fill_partial_and_miss() -> None:
+    books = books_with(bid=95_000.0, ask=95_001.0)
+    t = PaperTransport(PaperConfig(latency_ms=0, fee_bps=0), books)
+    r = t.send_msg(order(px=95_010.0, qty=0.5))
+    assert (r.outcome, r.fill_px, r.fill_qty) == (Outcome.FILLED, 95_001.0, 0.5)
+    r = t.send_msg(order(px=95_010.0, qty=3.0))  # top size is 1.0: the rest of the IOC is cancelled
+    assert (r.outcome, r.fill_qty) == (Outcome.PARTIAL, 1.0)
+    r = t.send_msg(order(side=-1, px=95_000.5, qty=0.5))  # sell limit above the bid
+    assert (r.outcome, r.fill_qty) == (Outcome.NOT_FILLED, 0.0)
+    acct = t.accounts[HL]
+    assert acct.position == pytest.approx(1.5) and acct.fills == 2
+    assert t.summary()["outcomes"]["partial"] == 1
+
+
+def test_paper_latency_fills_against_book_prevailing_at_due_time() -> None:
+    replies = []
+    books = books_with(bid=95_000.0, ask=95_001.0, t=T0)
+    t = PaperTransport(PaperConfig(latency_ms=5.0, fee_bps=0), books, replies.append)
+    r = t.send_msg(order(px=95_010.0, qty=0.5))
+    assert r.outcome == Outcome.SENT and r.t_sent > 0
+    due = r.t_sent + 5 * MS
+    books.put(make_book(HL, 95_005.0, 95_006.0, due - MS))  # arrives before the due time: prevails at due
+    assert replies == []
+    books.put(make_book(HL, 95_050.0, 95_051.0, due + MS))  # after due: the order fills against the previous one
+    assert len(replies) == 1
+    rep = replies[0]
+    assert rep.outcome == Outcome.FILLED and rep.fill_px == 95_006.0 and rep.order_id == 1
+    r2 = t.send_msg(order(oid=2, px=95_040.0))  # limit below the (latest) ask 95051 at due time -> not filled
+    t.pump(r2.t_sent + 5 * MS)
+    assert replies[1].outcome == Outcome.NOT_FILLED and replies[1].order_id == 2
+
+
+# -- engine over real rings ------------------------------------------------------------------------------
+
+
+def test_engine_null_transport_over_real_rings(shm_dir: Path) -> None:
+    consumer = MpscConsumer.create("t.orders", ORDER, 64)
+    producer = MpscProducer.attach("t.orders", ORDER, timeout=1)
+    exec_w = SwmrWriter.create("t.exec", EXEC, 64)
+    exec_r = SwmrReader.attach("t.exec", EXEC, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(max_order_qty=0.001), books)
+    engine = Engine(consumer, NullTransport(), risk, books, exec_w)
+    try:
+        assert not engine.step()
+        now = time.time_ns()
+        assert producer.try_push(*order(oid=1, t_decision=now))
+        assert producer.try_push(*order(oid=2, qty=0.5, t_decision=now))
+        assert engine.step() and engine.step() and not engine.step()
+        r1, r2 = exec_r.read_next(), exec_r.read_next()
+        assert exec_r.read_next() is None
+        assert (r1[E_ORDER_ID], r1[E_OUTCOME], r1[E_RISK]) == (1, Outcome.SENT, 0)
+        assert r1[E_T_PICKUP] >= now
+        assert (r2[E_ORDER_ID], r2[E_OUTCOME], r2[E_RISK]) == (2, Outcome.RISK_REJECTED, RiskReject.MAX_ORDER_SIZE)
+        assert r1[: len(ORDER.names)] == order(oid=1, t_decision=now)  # the order fields are carried verbatim
+        assert engine.transit.n == 2 and all(v >= 0 for v in engine.transit.arr[:2])
+        assert engine.outcomes[Outcome.SENT] == 1 and engine.pending == {}
+    finally:
+        exec_r.close()
+        exec_w.close(unlink=True)
+        producer.close()
+        consumer.close(unlink=True)
+
+
+def test_engine_paper_latency_publishes_sent_then_final(shm_dir: Path) -> None:
+    consumer = MpscConsumer.create("t2.orders", ORDER, 64)
+    producer = MpscProducer.attach("t2.orders", ORDER, timeout=1)
+    exec_w = SwmrWriter.create("t2.exec", EXEC, 64)
+    exec_r = SwmrReader.attach("t2.exec", EXEC, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(), books)
+    holder: list[Engine] = []
+    transport = PaperTransport(PaperConfig(latency_ms=1.0, fee_bps=0), books, lambda r: holder[0].on_reply(r))
+    engine = Engine(consumer, transport, risk, books, exec_w)
+    holder.append(engine)
+    try:
+        assert producer.try_push(*order(oid=5, px=95_010.0, qty=0.001, t_decision=time.time_ns()))
+        assert engine.step()
+        first = exec_r.read_next()
+        assert first[E_OUTCOME] == Outcome.SENT and 5 in engine.pending
+        time.sleep(0.005)
+        engine.idle_work(time.time_ns())
+        final = exec_r.read_next()
+        assert final is not None
+        assert (final[E_ORDER_ID], final[E_OUTCOME], final[E_FILL_PX]) == (5, Outcome.FILLED, 95_001.0)
+        assert final[E_T_PICKUP] == first[E_T_PICKUP] and final[E_T_SENT] == first[E_T_SENT]
+        assert final[E_FILL_QTY] == pytest.approx(0.001)
+        assert engine.pending == {} and risk.position == pytest.approx(0.001)
+    finally:
+        exec_r.close()
+        exec_w.close(unlink=True)
+        producer.close()
+        consumer.close(unlink=True)
+
+
+# -- config and registry -------------------------------------------------------------------------------
+
+
+def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
+    p = tmp_path / "exec.toml"
+    p.write_text("[risk]\nmax_order_qty = 'lots'\n")
+    with pytest.raises(ConfigError, match=r"\$\.risk\.max_order_qty"):
+        load_config(p)
+    p.write_text("[paper]\nlatency = 3\n")
+    with pytest.raises(ConfigError, match="latency"):
+        load_config(p)
+    p.write_text("[risk]\nmax_order_qty = 1.0\nmax_position = 0.5\n")
+    with pytest.raises(ConfigError, match="max_order_qty"):
+        load_config(p)
+    p.write_text("[paper]\nlatency_ms = 0\nmarkout_ms = [100.0, 250.0]\n[risk]\nmax_orders_per_s = 5\n")
+    cfg = load_config(p)
+    assert cfg.paper.markout_ms == (100.0, 250.0) and cfg.risk.max_orders_per_s == 5
+    assert isinstance(load_config(None), ExecutionConfig)
+
+
+def test_transport_registry() -> None:
+    books = LatestBooks()
+    assert make_transport("null", books=books, paper=PaperConfig(), on_reply=print).name == "null"
+    assert make_transport("paper", books=books, paper=PaperConfig(), on_reply=print).name == "paper"
+    with pytest.raises(ValueError, match="unknown transport"):
+        make_transport("carrier-pigeon", books=books, paper=PaperConfig(), on_reply=print)
+    with pytest.raises(ValueError, match="not live"):
+        make_live_transport("paper")
+
+
+def test_live_factory_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import caerus.execution.transports as registry
+
+    monkeypatch.setattr(registry, "_LIVE_FACTORY_MODULES", ("caerus.execution.transports.no_such_module",))
+    with pytest.raises(TransportUnavailable, match="no_such_module: not present"):
+        make_live_transport("binance", network="testnet", credentials=Path("x"))
