@@ -12,6 +12,7 @@ import fnmatch
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -250,6 +251,23 @@ def _find_summary(out_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
+def _stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the member's own process group (it was started in a new session), SIGKILL after ``grace_s``.
+
+    A session member starts a whole fleet; killing only its top process would leave the fleet running.
+    """
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run_member(member: Member, *, root: Path, side: str, repetition: int, quick: bool, work: Path,
                log_dir: Path) -> RunOutcome:
     """Run ``member`` once from the tree at ``root`` (its own PYTHONPATH and cwd) and extract its sample."""
@@ -271,14 +289,18 @@ def run_member(member: Member, *, root: Path, side: str, repetition: int, quick:
     with open(log, "wb") as fh:
         fh.write(("$ " + " ".join(argv) + f"\n# cwd={root}\n").encode())
         fh.flush()
+        proc = subprocess.Popen(argv, cwd=root, env=env, stdout=fh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         try:
-            proc = subprocess.run(argv, cwd=root, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                  timeout=member.timeout_s, start_new_session=True, check=False)
-        except subprocess.TimeoutExpired:
-            return fail(f"timed out after {member.timeout_s:g} s (log {log})")
-    if proc.returncode != 0:
+            returncode = proc.wait(member.timeout_s)
+        except BaseException as exc:  # timeout or Ctrl-C: stop the member and whatever it started
+            _stop_group(proc)
+            if isinstance(exc, subprocess.TimeoutExpired):
+                return fail(f"timed out after {member.timeout_s:g} s (log {log})")
+            raise
+    if returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-        return fail(f"exited {proc.returncode}: {' | '.join(tail)} (log {log})")
+        return fail(f"exited {returncode}: {' | '.join(tail)} (log {log})")
     try:
         if member.kind == "benchmark":
             if not output.is_file():

@@ -202,3 +202,38 @@ def test_command_line_entry_point_with_metric_threshold(regress_repo: RegressRep
                          env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True, timeout=60,
                          check=False)
     assert res.returncode == 2 and "PATTERN=FRACTION" in res.stderr
+
+
+HANG = '''import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+open(os.environ["HANG_PIDS"], "w").write(f"{os.getpid()} {child.pid}")
+time.sleep(300)
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); it is dead for our purpose
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_hanging_member_times_out_and_its_children_are_stopped(regress_repo: RegressRepo, tmp_path: Path,
+                                                               monkeypatch) -> None:
+    (regress_repo.path / "benchmarks" / "hang_bench.py").write_text(HANG)
+    suite = tmp_path / "suite-hang.toml"
+    suite.write_text('[[member]]\nname = "hang"\nkind = "benchmark"\nmodule = "benchmarks.hang_bench"\n'
+                     'timeout_s = 3\n')
+    pids_file = tmp_path / "pids"
+    monkeypatch.setenv("HANG_PIDS", str(pids_file))
+    code, report, text = _run(regress_repo, tmp_path / "out", suite=suite, no_baseline=True)
+    assert code == 2, text
+    st = report["members"]["hang"]["head"]
+    assert st["status"] == "failed" and "timed out after 3 s" in st["failures"][0]
+    parent, child = (int(x) for x in pids_file.read_text().split())
+    assert not _alive(parent) and not _alive(child)
