@@ -1,0 +1,46 @@
+"""`caerus session`: run a local session (venue emulator + whole fleet), then render its report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from caerus.plan import WAIT_POLICIES
+from caerus.session.local import TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--duration", type=float, default=30.0, help="session length in seconds (default 30)")
+    parser.add_argument("--out", type=Path, default=Path("sessions"), help="sessions folder (default ./sessions)")
+    parser.add_argument("--seed", type=int, default=1, help="market model seed")
+    parser.add_argument("--scenario", default=None, help="emulator fault scenario name, or replay:PATH")
+    parser.add_argument("--wait-policy", choices=WAIT_POLICIES, default=None,
+                        help="force a wait policy on every hot process (default: from the fleet plan)")
+    parser.add_argument("--no-capture", action="store_true", help="do not run the capture process")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="paper", help="execution transport")
+    parser.add_argument("--stop-grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
+    parser.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
+                        help="live display: rich on a terminal, a line every 5 s otherwise")
+    parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
+    parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (index.html)")
+
+
+def run(args: argparse.Namespace) -> int:
+    opts = SessionOptions(
+        duration_s=args.duration, out=args.out, seed=args.seed, scenario=args.scenario,
+        wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
+        stop_grace_s=args.stop_grace, progress=args.progress,
+    )
+    try:
+        session_dir = run_local_session(opts)
+    except SessionConfigError as exc:
+        print(f"caerus session: {exc}", file=sys.stderr)
+        return 2
+    if not args.no_report:
+        from caerus.report.render import render_sessions
+
+        result = render_sessions([session_dir], out_dir=args.reports)
+        print(f"report: {result['sessions'][0]}")
+        print(f"index: {result['index']}")
+    return 0

@@ -1,0 +1,225 @@
+"""Starting and stopping the session's processes: argv per process, one log file each, pinning, stop by PID.
+
+Every process is a real subprocess (``python -m caerus <subcommand> ...``) in its own process group, with
+stdout+stderr in ``<session>/logs/<process>.log``. Stopping is SIGTERM, then SIGKILL after a grace period, by the
+PID we started -- never by name. A process that exits before we asked it to is recorded as ``died``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from caerus.plan import FleetPlan, format_cpu_list
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Segments:
+    """The session's shared-memory segment names (contract: ``S.book.<venue>``, ``S.events.<venue>`` ...)."""
+
+    sid: str
+
+    def book(self, venue: str) -> str:
+        return f"{self.sid}.book.{venue}"
+
+    def events(self, venue: str) -> str:
+        return f"{self.sid}.events.{venue}"
+
+    @property
+    def orders(self) -> str:
+        return f"{self.sid}.orders"
+
+    @property
+    def exec(self) -> str:
+        return f"{self.sid}.exec"
+
+    def stats(self, process: str) -> str:
+        return f"{self.sid}.stats.{process}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "book.binance": self.book("binance"), "book.hyperliquid": self.book("hyperliquid"),
+            "events.binance": self.events("binance"), "events.hyperliquid": self.events("hyperliquid"),
+            "orders": self.orders, "exec": self.exec,
+        }
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    argv: tuple[str, ...]
+    cpus: tuple[int, ...]
+    wait_policy: str
+
+
+def _common(name: str, seg: Segments, session_dir: Path, plan: FleetPlan) -> list[str]:
+    p = plan.placement(name)
+    return ["--stats-segment", seg.stats(name), "--metrics-dir", str(session_dir), "--wait-policy", p.wait_policy,
+            "--cpus", format_cpu_list(p.cpus)]
+
+
+def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "caerus", sub, *args)
+
+
+def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None) -> ProcessSpec:
+    args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
+            "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json")]
+    if scenario:
+        if scenario.startswith("replay:"):
+            args += ["--replay", scenario.split(":", 1)[1]]
+        else:
+            args += ["--scenario", scenario]
+    p = plan.placement("venue-sim")
+    return ProcessSpec("venue-sim", caerus_argv("venue-sim", *args), p.cpus, p.wait_policy)
+
+
+def fleet_specs(
+    session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any], *, capture: bool, transport: str
+) -> list[ProcessSpec]:
+    """The fleet in start order: consumers first (they retry-attach either way; this just loses less data)."""
+    ca = str(urls["ca_file"])
+    specs: list[ProcessSpec] = []
+
+    def add(name: str, sub: str, args: list[str]) -> None:
+        p = plan.placement(name)
+        specs.append(ProcessSpec(name, caerus_argv(sub, *args, *_common(name, seg, session_dir, plan)), p.cpus,
+                                 p.wait_policy))
+
+    if capture:
+        add("capture", "capture", [
+            "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"),
+            "--segment", seg.events("binance"), "--segment", seg.events("hyperliquid"),
+            "--segment", seg.exec, "--store", str(session_dir / "capture"),
+        ])
+    add("execution", "execution", [
+        "--segment", seg.orders, "--transport", transport, "--book-segment", seg.book("binance"),
+        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec,
+    ])
+    add("strategy", "strategy", [
+        "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
+    ])
+    add("feed-binance", "feed", [
+        "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
+        "--url", str(urls["binance_url"]), "--ca-file", ca, "--symbol", "BTCUSDT",
+    ])
+    add("feed-hyperliquid", "feed", [
+        "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
+        "--events-segment", seg.events("hyperliquid"), "--url", str(urls["hyperliquid_url"]), "--ca-file", ca,
+        "--symbol", "BTC",
+    ])
+    return specs
+
+
+@dataclass
+class Running:
+    """A started process and what became of it."""
+
+    spec: ProcessSpec
+    proc: subprocess.Popen
+    log_path: Path
+    log: IO[bytes]
+    started_mono: float
+    stop_requested: bool = False
+    ended_mono: float | None = None
+    status: str = "running"  # running | ok | died | exit_error | killed_after_grace
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def poll(self, session_start_mono: float) -> int | None:
+        """Update the status when the process has exited; returns its exit code (None while running)."""
+        code = self.proc.poll()
+        if code is not None and self.ended_mono is None:
+            self.ended_mono = time.monotonic()
+            if not self.stop_requested:
+                self.status = "died"
+            elif self.status == "running":
+                # 0, or death by the SIGTERM we sent (a process without a handler), is a clean stop
+                self.status = "ok" if code in (0, -signal.SIGTERM) else "exit_error"
+            self.log.close()
+        return code
+
+    def record(self, session_start_mono: float, session_dir: Path) -> dict[str, Any]:
+        code = self.proc.poll()
+        out: dict[str, Any] = {
+            "pid": self.pid, "status": self.status, "exit_code": code,
+            "argv": list(self.spec.argv), "cpus": list(self.spec.cpus), "wait_policy": self.spec.wait_policy,
+            "log": str(self.log_path.relative_to(session_dir)),
+        }
+        if code is not None and code < 0:
+            out["signal"] = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
+        if self.status == "died" and self.ended_mono is not None:
+            out["died_after_s"] = round(self.ended_mono - session_start_mono, 3)
+            out["log_tail"] = tail(self.log_path)
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+
+def tail(path: Path, lines: int = 15) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return []
+
+
+def child_env() -> dict[str, str]:
+    """The children's environment: ours, with the repository importable (works without an install)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def start(spec: ProcessSpec, session_dir: Path) -> Running:
+    log_path = session_dir / "logs" / f"{spec.name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "ab")  # noqa: SIM115 - closed when the process ends
+    log.write(f"# {' '.join(spec.argv)}\n".encode())
+    log.flush()
+    proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=child_env(), cwd=str(session_dir), start_new_session=True)
+    r = Running(spec=spec, proc=proc, log_path=log_path, log=log, started_mono=time.monotonic())
+    if spec.cpus:
+        try:  # the process pins itself too (--cpus); this covers processes without that flag
+            os.sched_setaffinity(proc.pid, set(spec.cpus))
+        except OSError as exc:
+            r.notes.append(f"could not pin to {spec.cpus}: {exc}")
+    return r
+
+
+def stop(procs: list[Running], grace_s: float, session_start_mono: float) -> None:
+    """SIGTERM every still-running process in ``procs``, SIGKILL those alive after ``grace_s``. By PID only."""
+    for r in procs:
+        r.poll(session_start_mono)
+        if r.proc.returncode is None:
+            r.stop_requested = True
+            try:
+                os.kill(r.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace_s
+    for r in procs:
+        left = deadline - time.monotonic()
+        try:
+            r.proc.wait(max(0.0, left))
+        except subprocess.TimeoutExpired:
+            try:
+                os.kill(r.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            r.proc.wait(10)
+            r.status = "killed_after_grace"
+            r.notes.append(f"did not exit within {grace_s:g} s of SIGTERM; killed")
+        r.poll(session_start_mono)

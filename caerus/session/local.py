@@ -1,0 +1,304 @@
+"""The local session (`invoke bench` without a host): emulator + whole fleet on this machine, timed, collected.
+
+``run_local_session(opts)``:
+
+1. validates the options (nothing starts on bad input), plans the fleet's cores (``caerus.plan.plan_fleet``),
+   names the session folder ``<UTC start>-<hash of the resolved config>`` and writes ``config.toml`` + ``env.json``;
+2. starts the venue emulator and waits for its ready file, then capture, execution, strategy and both feeds
+   (each retry-attaches to the segments it reads, so order only decides how much early data is seen);
+3. shows live progress for ``duration_s`` (rich when on a terminal, a line every few seconds otherwise), noting
+   any process that dies -- the session carries on and reports it;
+4. stops every process it started (SIGTERM, SIGKILL after the grace period), removes the session's segments,
+   collects (``summary.json``, ``.hgrm`` per metric), prints the headline table and returns the folder.
+
+The caller renders the report (tasks.py / ``caerus session`` do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from caerus.ipc.segment import shm_dir
+from caerus.metrics.env import chrony_tracking, collect_env
+from caerus.plan import HOT_PROCESSES, WAIT_POLICIES, FleetPlan, plan_fleet
+from caerus.session import launch
+from caerus.session.collect import collect
+from caerus.session.progress import LiveStats, one_line, render
+
+TRANSPORTS = ("paper", "null")
+READY_TIMEOUT_S = 60.0
+
+
+class SessionConfigError(ValueError):
+    """Bad session options: reported before anything starts."""
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    duration_s: float = 30.0
+    out: Path = Path("sessions")
+    seed: int = 1
+    scenario: str | None = None  # emulator fault scenario name, or "replay:PATH"
+    wait_policy: str | None = None  # force one policy on every hot process
+    capture: bool = True
+    transport: str = "paper"
+    stop_grace_s: float = 5.0
+    progress: str = "auto"  # auto | rich | lines | none
+
+    def validate(self) -> None:
+        problems = []
+        if not (self.duration_s > 0):
+            problems.append(f"duration must be > 0 seconds, got {self.duration_s}")
+        if self.wait_policy is not None and self.wait_policy not in WAIT_POLICIES:
+            problems.append(f"wait policy {self.wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+        if self.transport not in TRANSPORTS:
+            problems.append(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)} for a local session")
+        if self.scenario is not None:
+            if not self.scenario.strip():
+                problems.append("scenario is empty")
+            elif self.scenario.startswith("replay:") and not Path(self.scenario[7:]).is_file():
+                problems.append(f"replay file {self.scenario[7:]!r} does not exist")
+        if self.stop_grace_s < 0:
+            problems.append(f"stop grace must be >= 0, got {self.stop_grace_s}")
+        if self.progress not in ("auto", "rich", "lines", "none"):
+            problems.append(f"progress {self.progress!r} is not one of auto, rich, lines, none")
+        if problems:
+            raise SessionConfigError("bad session options: " + "; ".join(problems))
+
+    def resolved(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        d["duration_s"] = float(self.duration_s)
+        if self.scenario and self.scenario.startswith("replay:"):
+            d["scenario"] = "replay:" + str(Path(self.scenario[7:]).resolve())
+        return d
+
+
+def config_hash(opts: SessionOptions, plan: FleetPlan) -> str:
+    """Hash of what determines the run (not where its output goes, not how progress is shown)."""
+    doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress")}
+    doc["plan"] = plan.to_dict()
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def _toml_clean(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _toml_clean(v) for k, v in x.items() if v is not None}
+    if isinstance(x, list | tuple):
+        return [_toml_clean(v) for v in x]
+    return x
+
+
+def _wait_ready(r: launch.Running, path: Path, timeout: float, start_mono: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if r.poll(start_mono) is not None:
+            tail = "\n".join(launch.tail(r.log_path))
+            raise RuntimeError(f"venue-sim exited with {r.proc.returncode} before it was ready:\n{tail}")
+        try:
+            doc = json.loads(path.read_text())
+            if {"binance_url", "hyperliquid_url", "ca_file"} <= set(doc):
+                return doc
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"venue-sim did not write {path} within {timeout:g} s (see {r.log_path})")
+
+
+def _cleanup_segments(sid: str) -> list[str]:
+    """Remove this session's leftover segment files (writers killed before unlinking)."""
+    removed = []
+    for p in shm_dir().glob(f"caerus-{sid}.*"):
+        try:
+            p.unlink()
+            removed.append(p.name)
+        except OSError:
+            pass
+    return removed
+
+
+def headline_table(summary: dict[str, Any]) -> Table:
+    from caerus.report import tables
+
+    t = Table(title=f"session {summary.get('session')}")
+    for h in tables.HEADLINE_HEADERS[:-1]:
+        t.add_column(h, justify="left" if h == "metric" else "right")
+    for row in tables.headline_rows(summary):
+        t.add_row(*row[:-1])
+    return t
+
+
+def run_local_session(opts: SessionOptions, console: Console | None = None) -> Path:
+    """Run one local session; returns its folder (which holds everything, even when a process died)."""
+    opts.validate()
+    console = console or Console()
+    plan = plan_fleet(wait_policy=opts.wait_policy)
+    start_ns = time.time_ns()
+    chash = config_hash(opts, plan)
+    name = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start_ns / 1e9)) + f"-{chash}"
+    session_dir = Path(opts.out).resolve() / name
+    n = 1
+    while session_dir.exists():  # two sessions in the same second with the same config
+        n += 1
+        session_dir = Path(opts.out).resolve() / f"{name}-{n}"
+    name = session_dir.name
+    (session_dir / "logs").mkdir(parents=True)
+    sid = f"s{chash[:6]}{os.getpid() % 100000:05d}"
+    seg = launch.Segments(sid)
+    env = collect_env(plan=plan.to_dict(), extra={"session_id": sid})
+    (session_dir / "env.json").write_text(json.dumps(env, indent=1))
+
+    start_mono = time.monotonic()
+    procs: list[launch.Running] = []
+    run: dict[str, Any] = {
+        "session": name, "session_id": sid, "started_ns": start_ns, "duration_s": float(opts.duration_s),
+        "options": {k: v for k, v in opts.resolved().items() if k != "out"}, "config_hash": chash,
+        "plan": plan.to_dict(), "isolated": plan.isolated, "venues": "emulator", "segments": seg.to_dict(),
+    }
+    live: LiveStats | None = None
+    config_written = False
+    failure: str | None = None
+    interrupted = False
+
+    def write_processes() -> None:
+        doc = {r.spec.name: {"pid": r.pid, "status": r.status} for r in procs}
+        tmp = session_dir / "processes.json.tmp"
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, session_dir / "processes.json")
+
+    old_term = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # stop early, still stop + collect
+
+    if _main_thread():
+        signal.signal(signal.SIGTERM, on_term)
+    try:
+        try:
+            sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario)
+            sim = launch.start(sim_spec, session_dir)
+            procs.append(sim)
+            write_processes()
+            urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
+            specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport)
+            _write_config(session_dir, opts, plan, seg, [sim_spec, *specs])
+            config_written = True
+            for spec in specs:
+                procs.append(launch.start(spec, session_dir))
+            write_processes()
+            live = LiveStats(seg, [s.name for s in specs], start_ns)
+            _watch(opts, console, live, procs, start_mono, write_processes)
+        except KeyboardInterrupt:
+            interrupted = True
+            console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
+        except RuntimeError as exc:
+            failure = str(exc)
+            console.print(f"[red]session failed: {exc}[/red]")
+        # -- stop: data producers first, so consumers can drain and flush; the emulator last
+        if live is not None:
+            live.poll()
+        order = [*HOT_PROCESSES, "capture", "venue-sim"]
+        by_name = {r.spec.name: r for r in procs}
+        for group in ([by_name[p] for p in order[:4] if p in by_name],
+                      [by_name[p] for p in order[4:] if p in by_name]):
+            launch.stop(group, opts.stop_grace_s, start_mono)
+            if live is not None:
+                live.poll()
+        write_processes()
+    finally:
+        if _main_thread():
+            signal.signal(signal.SIGTERM, old_term)
+    end_ns = time.time_ns()
+    leftovers = _cleanup_segments(sid)
+    if live is not None:
+        live.close()
+    if not config_written:  # the fleet never started: record what did run
+        _write_config(session_dir, opts, plan, seg, [r.spec for r in procs])
+    env.setdefault("chrony", {})["end"] = chrony_tracking()
+    (session_dir / "env.json").write_text(json.dumps(env, indent=1))
+    run.update({
+        "ended_ns": end_ns, "elapsed_s": round((end_ns - start_ns) / 1e9, 3),
+        "processes": {r.spec.name: r.record(start_mono, session_dir) for r in procs},
+        "counters": live.snapshots if live else {}, "exec": live.exec_summary() if live else {},
+        "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
+        "live_errors": live.errors if live else [],
+    })
+    summary = collect(session_dir, run, env)
+    console.print(headline_table(summary))
+    for c in summary["caveats"]:
+        console.print(f"[yellow]caveat:[/yellow] {c}")
+    not_ok = [f"{n} ({p['status']})" for n, p in summary["processes"].items() if p["status"] != "ok"]
+    if not_ok:
+        console.print(f"[red]processes not ok: {', '.join(not_ok)}[/red]")
+    console.print(f"session folder: {session_dir}")
+    return session_dir
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg: launch.Segments,
+                  specs: list[launch.ProcessSpec]) -> None:
+    doc = {
+        "session": _toml_clean(opts.resolved()),
+        "plan": _toml_clean(plan.to_dict()),
+        "segments": seg.to_dict(),
+        "processes": {s.name: {"argv": list(s.argv), "cpus": list(s.cpus), "wait_policy": s.wait_policy}
+                      for s in specs},
+    }
+    (session_dir / "config.toml").write_text(tomli_w.dumps(doc))
+
+
+def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
+           start_mono: float, write_processes: Any) -> None:
+    mode = opts.progress
+    if mode == "auto":
+        mode = "rich" if console.is_terminal else "lines"
+    end = start_mono + opts.duration_s
+    seen_dead: set[str] = set()
+
+    def tick() -> float:
+        live.poll()
+        for r in procs:
+            r.poll(start_mono)
+            if r.status == "died" and r.spec.name not in seen_dead:
+                seen_dead.add(r.spec.name)
+                write_processes()
+                tail = " | ".join(launch.tail(r.log_path, 3))
+                msg = f"{r.spec.name} (pid {r.pid}) DIED with exit {r.proc.returncode}: {tail}"
+                if mode == "rich":
+                    console.log(f"[bold red]{msg}[/bold red]")
+                elif mode == "lines":
+                    print(msg, file=sys.stderr, flush=True)
+        return time.monotonic() - start_mono
+
+    if mode == "rich":
+        with Live(console=console, refresh_per_second=4, transient=False) as view:
+            while time.monotonic() < end:
+                elapsed = tick()
+                view.update(render(live, procs, elapsed, opts.duration_s, start_mono))
+                time.sleep(0.25)
+        return
+    last_line = 0.0
+    while time.monotonic() < end:
+        elapsed = tick()
+        if mode == "lines" and elapsed - last_line >= 5.0:
+            print(one_line(live, procs, elapsed, opts.duration_s), flush=True)
+            last_line = elapsed
+        time.sleep(0.25)
