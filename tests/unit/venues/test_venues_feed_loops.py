@@ -1,0 +1,213 @@
+"""The venue feed loops end to end in-process: frames in, BookRecords / rejects / events out of real rings."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from caerus.feed.binance_loop import BinanceSink
+from caerus.feed.hyperliquid_loop import HyperliquidSink
+from caerus.feed.outputs import FeedOutputs
+from caerus.ipc.swmr import SwmrReader
+from caerus.net.failures import SessionEnded
+from caerus.net.ws import WsSession
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason
+
+FLAGS = BOOK.index("flags")
+SEQ = BOOK.index("seq")
+CONN = BOOK.index("conn")
+
+
+def bt(u: int, e_ms: int = 1_000, b: str = "100.0", a: str = "100.1", bq: str = "1", aq: str = "2") -> bytes:
+    return json.dumps({"e": "bookTicker", "u": u, "E": e_ms, "T": e_ms, "s": "BTCUSDT", "b": b, "B": bq, "a": a,
+                       "A": aq}).encode()
+
+
+def bbo(t_ms: int, bid: object = ("100", "1"), ask: object = ("101", "2")) -> bytes:
+    def lvl(x: object) -> object:
+        return None if x is None else {"px": x[0], "sz": x[1], "n": 1}  # type: ignore[index]
+
+    return json.dumps({"channel": "bbo", "data": {"coin": "BTC", "time": t_ms, "bbo": [lvl(bid), lvl(ask)]}}).encode()
+
+
+class StubSupervisor:
+    def __init__(self) -> None:
+        self.switches: list[tuple[int, int]] = []
+
+    def switched(self, old: WsSession | None, new: WsSession) -> None:
+        self.switches.append((old.conn_id if old else 0, new.conn_id))
+
+
+@pytest.fixture
+def feed(shm_dir: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    venue = request.param if hasattr(request, "param") else "binance"
+    out = FeedOutputs(venue, f"t.book.{venue}", f"t.events.{venue}", f"t.stats.feed-{venue}", capacity=1024,
+                      log_stream=io.StringIO())
+    sink = (BinanceSink if venue == "binance" else HyperliquidSink)(out, parse_error_limit=5)
+    out.sink = sink
+    sup = StubSupervisor()
+    sink.bind_supervisor(sup)  # type: ignore[arg-type]
+    s1 = WsSession("wss://x/ws", 1, sink.on_message)
+    sink.active = s1
+    books = SwmrReader.attach(f"t.book.{venue}", BOOK, timeout=1)
+    events = SwmrReader.attach(f"t.events.{venue}", EVENT, timeout=1)
+    yield out, sink, s1, books, events, sup
+    books.close()
+    events.close()
+    out.close()
+
+
+def drain(r: SwmrReader) -> list[tuple]:
+    out = []
+    while (rec := r.read_next()) is not None:
+        out.append(rec)
+    return out
+
+
+def counters(out: FeedOutputs) -> dict[str, int | float]:
+    out.housekeeping()
+    return out.counters.snapshot()
+
+
+def test_binance_valid_update_published_with_timestamps(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    assert sink.on_message(bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
+    (rec,) = drain(books)
+    venue, flags, symbol, conn, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq = rec
+    assert (venue, flags, symbol, conn, seq) == (1, BookFlags.VALID, 0, 1, 10)
+    assert t_ex == 1_700_000_000_123_000_000 and t_recv == 1_700_000_000_125_000_000 and t_pub >= t_recv
+    assert (bp, bq, ap, aq) == (100.0, 1.0, 100.1, 2.0)
+    assert counters(out)["books"] == 1
+
+
+def test_binance_rejects_are_counted_by_reason_and_never_published(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, events, _ = feed
+    frames = [
+        bt(10, 1000),  # ok
+        bt(10, 1000),  # duplicate
+        bt(9, 1001),  # id going backwards
+        bt(11, 999),  # exchange time backwards
+        bt(12, 1001, b="100.2"),  # crossed
+        bt(13, 1001, b="100.1"),  # locked
+        bt(14, 1001, b="0"),  # non-positive price
+        bt(15, 1001, aq="0"),  # non-positive size
+        bt(16, 1001, b="NaN"),  # not finite
+        bt(17, 1001, a="inf"),  # not finite
+        b'{"e":"bookTicker","u":18,"E":1001,"b":"x","B":"1","a":"2","A":"1"}',  # malformed
+        bt(19, 1002),  # ok
+    ]
+    for i, f in enumerate(frames):
+        sink.on_message(f, 2_000_000_000 + i, s1)
+    recs = drain(books)
+    assert [r[SEQ] for r in recs] == [10, 19]
+    assert all(r[FLAGS] & BookFlags.VALID for r in recs)
+    c = counters(out)
+    assert c["rejects"] == 10
+    for reason, n in [(RejectReason.DUPLICATE, 1), (RejectReason.SEQ_NOT_INCREASING, 1),
+                      (RejectReason.TIME_BACKWARDS, 1), (RejectReason.CROSSED, 1), (RejectReason.LOCKED, 1),
+                      (RejectReason.NONPOSITIVE_PRICE, 1), (RejectReason.NONPOSITIVE_SIZE, 1),
+                      (RejectReason.NOT_FINITE, 2), (RejectReason.MALFORMED, 1)]:
+        assert c[f"reject.{reason.name.lower()}"] == n, reason
+    ev = drain(events)
+    assert [e[1] for e in ev] == [EventKind.BOOK_REJECTED] * 10
+    assert [e[2] for e in ev][:3] == [RejectReason.DUPLICATE, RejectReason.SEQ_NOT_INCREASING,
+                                      RejectReason.TIME_BACKWARDS]
+
+
+def test_binance_control_frames(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, events, _ = feed
+    assert sink.on_message(b'{"result":null,"id":1}', 1, s1) is False
+    assert s1.subscribed
+    with pytest.raises(SessionEnded) as e:
+        sink.on_message(b'{"error":{"code":2,"msg":"Invalid request"},"id":1}', 2, s1)
+    assert e.value.failure is FailureClass.SUBSCRIPTION_REJECTED
+    assert sink.on_message(b'{"oops', 3, s1) is False
+    c = counters(out)
+    assert (c["acks"], c["sub_errors"], c["frames_dropped"]) == (1, 1, 1)
+    assert drain(books) == []
+    assert [e[1] for e in drain(events)] == [EventKind.FRAME_DROPPED]
+
+
+def test_mostly_garbage_connection_ends_as_parse_error(feed) -> None:  # type: ignore[no-untyped-def]
+    _, sink, s1, _, _, _ = feed
+    s1.msg_count = 5
+    for i in range(4):
+        sink.on_message(b"not json", i, s1)
+    with pytest.raises(SessionEnded) as e:
+        sink.on_message(b"not json", 5, s1)
+    assert e.value.failure is FailureClass.PARSE_ERROR
+
+
+def test_occasional_garbage_is_only_dropped(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    s1.msg_count = 1000  # garbage is a small share of this connection's messages
+    for i in range(10):
+        sink.on_message(b"not json", i, s1)
+        sink.on_message(bt(100 + i, 1000 + i), i, s1)
+    assert len(drain(books)) == 10 and counters(out)["frames_dropped"] == 10
+
+
+def test_rotation_overlap_publishes_every_update_once(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, sup = feed
+    s2 = WsSession("wss://x/ws", 2, sink.on_message)
+    for u in (1, 2, 3):
+        sink.on_message(bt(u, 1000 + u), u, s1)
+    sink.candidate = s2
+    # The candidate starts behind, then catches up; the old connection keeps delivering meanwhile.
+    sink.on_message(bt(2, 1002), 10, s2)  # behind: overlap duplicate
+    sink.on_message(bt(4, 1004), 11, s1)  # still the active one
+    sink.on_message(bt(3, 1003), 12, s2)  # behind
+    sink.on_message(bt(4, 1004), 13, s2)  # caught up (equal): switch, not published twice
+    sink.on_message(bt(5, 1005), 14, s1)  # old one: ignored from now on
+    sink.on_message(bt(5, 1005), 15, s2)
+    sink.on_message(bt(6, 1006), 16, s2)
+    recs = drain(books)
+    assert [r[SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
+    assert [r[CONN] for r in recs] == [1, 1, 1, 1, 2, 2]
+    assert recs[4][FLAGS] == BookFlags.VALID | BookFlags.ROTATED and recs[5][FLAGS] == BookFlags.VALID
+    assert sup.switches == [(1, 2)] and sink.active is s2 and sink.candidate is None
+    c = counters(out)
+    assert c["overlap_dropped"] == 4 and c["rejects"] == 0
+
+
+def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    sink.on_message(bt(7, 1000), 1, s1)
+    out.connection_lost(1)
+    recs = drain(books)
+    assert recs[-1][FLAGS] == BookFlags.STALE and not recs[-1][FLAGS] & BookFlags.VALID and recs[-1][SEQ] == 7
+
+
+@pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
+def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, events, _ = feed
+    frames = [
+        b"Websocket connection established.",
+        b'{"channel":"subscriptionResponse","data":{"method":"subscribe"}}',
+        bbo(1000),
+        bbo(1000, bid=("100", "3")),  # same block time: fine
+        bbo(1001, bid=None),  # null side
+        bbo(999),  # time backwards
+        bbo(1002, bid=("102", "1")),  # crossed
+        b'{"channel":"pong"}',
+        (b'{"channel":"l2Book","data":{"coin":"BTC","time":1003,"levels":[[{"px":"99","sz":"1","n":1}],'
+         b'[{"px":"100","sz":"1","n":1}]]}}'),
+        bbo(1004),
+    ]
+    data = [sink.on_message(f, 5_000 + i, s1) for i, f in enumerate(frames)]
+    assert data == [False, False, True, True, True, True, True, False, True, True]
+    recs = drain(books)
+    assert [r[SEQ] for r in recs] == [1, 2, 3, 4]
+    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.VALID, BookFlags.VALID | BookFlags.DEPTH,
+                                        BookFlags.VALID]
+    assert recs[0][BOOK.index("t_exchange")] == 1000 * 1_000_000 and recs[0][0] == 2
+    c = counters(out)
+    assert (c["greetings"], c["acks"], c["pongs"], c["rejects"]) == (1, 1, 1, 3)
+    assert (c["reject.null_side"], c["reject.time_backwards"], c["reject.crossed"]) == (1, 1, 1)
+    assert len(drain(events)) == 3
+    with pytest.raises(SessionEnded) as e:
+        sink.on_message(b'{"channel":"error","data":"Invalid subscription"}', 1, s1)
+    assert e.value.failure is FailureClass.SUBSCRIPTION_REJECTED
