@@ -9,7 +9,7 @@ What is checked, and the errors given (Binance codes as documented for USD-M fut
   quantity step and price tick (-1111 / -4014), price > 0 (-4001), quantity above max (-1013 LOT_SIZE).
   Success returns a RESULT-type order: IOC fills at the opposite best price if the limit crosses it (partially
   if the book's size is smaller, ending EXPIRED), else EXPIRED; GTC rests (NEW) unless it crosses; GTX expires
-  if it would cross. With no book configured every order fills at its own limit price.
+  if it would cross. Before the first book arrives (``update_book``) there is no liquidity: nothing fills.
 - Hyperliquid: request shape (``type: error``), action type ``order``, EIP-712 signature recovering to the
   configured wallet (otherwise ``status: err`` "User or API Wallet 0x... does not exist."), nonce freshness and
   reuse, per order asset / price / size / minimum value, then IOC / GTC / ALO against the book like above.
@@ -152,8 +152,8 @@ def reset() -> None:
 def _cross(venue: str, is_buy: bool, px: float, qty: float) -> tuple[float, float] | None:
     """(fill price, fill qty) when a limit at ``px`` crosses the book; None when it does not."""
     book = DESK.books.get(venue)
-    if book is None:
-        return px, qty
+    if book is None:  # no market yet: no liquidity to take
+        return None
     if is_buy and px >= book.ask_px:
         return book.ask_px, min(qty, book.ask_qty)
     if not is_buy and px <= book.bid_px:

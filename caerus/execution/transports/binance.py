@@ -70,24 +70,28 @@ class BinanceTransport:
     def start(self) -> None:
         self._session.start()
 
-    def send_msg(self, order: tuple) -> SendResult:
-        req_id = self._next_id
-        self._next_id = req_id + 1
+    def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
+        """The signed ``order.place`` request for ``order`` (also used by the benchmark)."""
         params: dict[str, Any] = {
             "apiKey": self._api_key,
             "newClientOrderId": f"caerus-{order[O_ORDER_ID]}",
-            "newOrderRespType": "RESULT",
+            "newOrderRespType": "RESULT",  # IOC answers carry the final status and fills
             "price": self._pfmt.format(order[O_PX]),
             "quantity": self._qfmt.format(order[O_QTY]),
             "recvWindow": self._recv_window,
             "side": "BUY" if order[O_SIDE] > 0 else "SELL",
             "symbol": self._symbol,
             "timeInForce": _TIF.get(order[O_TIF], "IOC"),
-            "timestamp": time.time_ns() // 1_000_000,
+            "timestamp": now_ms,
             "type": "LIMIT",
         }
         params["signature"] = self._signer.sign(query_string(params))
-        frame = _encode({"id": req_id, "method": "order.place", "params": params})
+        return {"id": req_id, "method": "order.place", "params": params}
+
+    def send_msg(self, order: tuple) -> SendResult:
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
         self._pending[req_id] = order[O_ORDER_ID]
         if self._session.send(frame):
             self.sent += 1

@@ -136,7 +136,11 @@ class WsOrderSession:
             ws = self._ws
             if ws is None:
                 try:
-                    self._ws = self._connect()
+                    fresh = self._connect()
+                    if not self._running:  # closed while we were reconnecting: do not leak the new connection
+                        fresh.close()
+                        break
+                    self._ws = fresh
                     self.reconnects += 1
                     backoff = 0.1
                     log.warning("%s: reconnected to %s", self.name, self.url)
@@ -175,7 +179,9 @@ class WsOrderSession:
         if ws is not None:
             ws.close()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=15)
+            if self._thread.is_alive():
+                log.error("%s: reader thread did not stop", self.name)
         self._thread = None
 
 

@@ -23,6 +23,8 @@ def desk() -> Iterator[None]:
     orders.reset()
     orders.configure_test_credentials(binance_api_key=API, binance_hmac_secret=SECRET,
                                       hyperliquid_address=HL.address)
+    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
+    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
     yield
     orders.reset()
 
@@ -132,6 +134,16 @@ def test_hl_wrong_wallet_and_replayed_nonce_refused() -> None:
     assert _statuses(orders.hyperliquid_post_response(_hl(s, nonce=n)))
     again = orders.hyperliquid_post_response(_hl(s, nonce=n))["data"]["response"]["payload"]
     assert again["status"] == "err" and "duplicate nonce" in again["response"]
+
+
+def test_no_book_means_no_liquidity() -> None:
+    orders.reset()
+    orders.configure_test_credentials(binance_api_key=API, binance_hmac_secret=SECRET,
+                                      hyperliquid_address=HL.address)
+    assert orders.binance_ws_api_response(_b())["result"]["status"] == "EXPIRED"
+    assert orders.binance_ws_api_response(_b(timeInForce="GTC"))["result"]["status"] == "NEW"
+    (st,) = _statuses(orders.hyperliquid_post_response(_hl(HyperliquidSigner(HL.key.hex(), is_mainnet=False))))
+    assert "could not immediately match" in st["error"]
 
 
 def test_hl_network_pinning_and_malformed_requests() -> None:
