@@ -102,13 +102,13 @@ def make_session(
                               "log": f"logs/{process}.log", "wait_policy": "sleep", "cpus": [0]}
     books = intervals * samples_per_interval
     counters = {
-        "feed-binance": {"books": books, "rejects.crossed": 3, "rejects.time_backwards": 1, "reconnects": 1,
-                         "reconnects.closed_by_peer": 1, "frames": books + 10},
-        "feed-hyperliquid": {"books": books // 10, "rejects": 0, "reconnects": 0, "frames": books // 10},
-        "strategy": {"books_seen": books, "fires": intervals * 2},
+        "feed-binance": {"msgs": books + 10, "books": books, "rejects": 4, "reject.crossed": 3,
+                         "reject.time_backwards": 1, "reconnects": 1, "fail.closed_by_peer": 1},
+        "feed-hyperliquid": {"msgs": books // 10, "books": books // 10, "rejects": 0, "reconnects": 0},
+        "strategy": {"books.binance": books, "orders": intervals * 2, "orders.entry": intervals},
         "execution": {"orders": intervals * 2, "outcome.filled": intervals, "outcome.not_filled": intervals,
-                      "risk.max_position": 0, "paper_pnl": 12.5},
-        "capture": {"rows": books, "lost": 0},
+                      "risk.max_position": 0, "paper.pnl.total": 12.5},
+        "capture": {"records.book.binance": books, "lost.book.binance": 0},
     }
     options = {"duration_s": float(intervals), "seed": seed, "scenario": None, "wait_policy": None,
                "capture": True, "transport": "paper"}

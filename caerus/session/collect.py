@@ -18,64 +18,88 @@ from caerus.report.caveats import caveats
 
 SUMMARY_SCHEMA = 1
 
-# Headline counters are found by name across processes' counter blocks. Convention (docs/sessions.md): a total
-# has the plain family name ("rejects"), a breakdown uses "<family>.<key>" ("rejects.crossed"). A total wins over
-# summing its breakdown, so nothing is counted twice. Each family is read from the processes whose name starts
-# with one of its prefixes ("" = every process), so e.g. the strategy's own book count is not added to the feeds'.
-FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "books": (("books", "books_published"), ("feed",)),
-    "rejects": (("rejects", "rejected", "book_rejects"), ("feed",)),
-    "reconnects": (("reconnects", "reconnect"), ("",)),
-    "fires": (("fires", "orders_fired", "fired"), ("strategy",)),
-    "ring_losses": (("lost", "ring_lost", "losses", "ring_losses"), ("",)),
+# Headline counters are found by name across processes' counter blocks (names documented by each process: feeds
+# docs/feeds.md, capture docs/capture.md, strategy/execution app modules). A family has total names (a plain counter,
+# "rejects") and breakdown prefixes ("reject.crossed" -> "crossed"); a total wins over summing its breakdown, so
+# nothing is counted twice. Each family is read only from processes whose name starts with one of its prefixes
+# ("" = every process), so e.g. the strategy's and execution's own book counts are not added to the feeds'.
+FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "books": (("books", "books_published"), (), ("feed",)),
+    "rejects": (("rejects",), ("reject", "rejects"), ("feed",)),
+    "reconnects": (("reconnects",), ("fail", "reconnects"), ("feed",)),
+    "fires": (("fires", "orders"), ("orders",), ("strategy",)),
+    "ring_losses": (("ring_lost",), ("lost",), ("",)),
+    "ring_full": (("ring_full",), (), ("",)),
 }
 
 
-def family_total(counters: dict[str, Any], names: Iterable[str]) -> tuple[int, dict[str, int]]:
+def family_total(counters: dict[str, Any], totals: Iterable[str],
+                 prefixes: Iterable[str] = ()) -> tuple[int, dict[str, int]]:
     """(total, breakdown) of one counter family in one block."""
-    names = tuple(names)
+    totals = tuple(totals)
+    prefixes = tuple(prefixes) or totals
     total: int | None = None
     breakdown: dict[str, int] = {}
     for key, value in counters.items():
         if not isinstance(value, int):
             continue
-        for fam in names:
-            if key == fam:
-                total = (total or 0) + value
-            else:
-                m = re.fullmatch(rf"{re.escape(fam)}\.(.+)", key)
-                if m and not m.group(1).startswith(("rate", "per_s")):
-                    breakdown[m.group(1)] = breakdown.get(m.group(1), 0) + value
+        if key in totals:
+            total = (total or 0) + value
+            continue
+        for fam in prefixes:
+            m = re.fullmatch(rf"{re.escape(fam)}\.(.+)", key)
+            if m:
+                breakdown[m.group(1)] = breakdown.get(m.group(1), 0) + value
+                break
     if total is None:
         total = sum(breakdown.values())
     return total, breakdown
 
 
+def paper_pnl(counters: dict[str, dict[str, Any]]) -> float | None:
+    """Execution's paper PnL: ``paper.pnl.total`` when published, else any single ``*pnl`` gauge."""
+    for block in counters.values():
+        if "paper.pnl.total" in block:
+            return float(block["paper.pnl.total"])
+    for block in counters.values():
+        for k, v in block.items():
+            if k.lower().endswith("pnl") and isinstance(v, int | float):
+                return float(v)
+    return None
+
+
 def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for family, (names, prefixes) in FAMILIES.items():
+    for family, (totals, prefixes, processes) in FAMILIES.items():
         total = 0
         by: dict[str, int] = {}
         for process, block in counters.items():
-            if not process.startswith(prefixes):
+            if not process.startswith(processes):
                 continue
-            t, b = family_total(block, names)
+            t, b = family_total(block, totals, prefixes)
             total += t
             for k, v in b.items():
-                by[f"{process}:{k}"] = v
+                if v:
+                    by[f"{process}:{k}"] = v
         out[family] = total
         if by:
             out[f"{family}_by"] = by
-    if exec_summary:
+    if exec_summary and exec_summary.get("attached", True):
         out["orders"] = exec_summary.get("orders", 0)
         if not out["fires"]:
             out["fires"] = exec_summary.get("orders", 0)
         out["ring_losses"] += int(exec_summary.get("ring_lost", 0))
         out["orders_by_outcome"] = exec_summary.get("by_outcome", {})
         out["orders_by_risk"] = exec_summary.get("by_risk", {})
-    pnl = [v for block in counters.values() for k, v in block.items() if "pnl" in k.lower()]
-    if pnl:
-        out["paper_pnl"] = float(sum(pnl))
+    else:
+        ex = counters.get("execution") or {}
+        if ex:
+            out["orders"] = int(ex.get("orders", 0))
+            out["orders_by_outcome"] = {k[8:]: v for k, v in ex.items() if k.startswith("outcome.") and v}
+            out["orders_by_risk"] = {k[5:]: v for k, v in ex.items() if k.startswith("risk.") and v}
+    pnl = paper_pnl(counters)
+    if pnl is not None:
+        out["paper_pnl"] = pnl
     return out
 
 

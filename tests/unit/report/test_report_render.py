@@ -106,14 +106,23 @@ def test_session_without_summary_still_renders(two_sessions: tuple[Path, Path, P
 
 
 def test_headline_counts_do_not_double_count() -> None:
-    total, by = family_total({"rejects": 5, "rejects.crossed": 3, "rejects.locked": 2, "rejected_bytes": 9},
-                             ("rejects",))
+    total, by = family_total({"rejects": 5, "reject.crossed": 3, "reject.locked": 2, "rejected_bytes": 9},
+                             ("rejects",), ("reject",))
     assert (total, by) == (5, {"crossed": 3, "locked": 2})
-    total, by = family_total({"rejects.crossed": 3, "rejects.locked": 2}, ("rejects",))
+    total, by = family_total({"reject.crossed": 3, "reject.locked": 2}, ("rejects",), ("reject",))
     assert total == 5
-    hc = headline_counts({"feed-binance": {"books": 10}, "strategy": {"books": 99, "fires": 4},
-                          "capture": {"lost": 2}}, {"orders": 4, "ring_lost": 1})
-    assert hc["books"] == 10 and hc["fires"] == 4 and hc["ring_losses"] == 3
+    # the counter names the fleet publishes (feed outputs, strategy/execution apps, capture pipeline)
+    hc = headline_counts({"feed-binance": {"books": 10, "rejects": 2, "reject.crossed": 2, "reconnects": 1,
+                                           "fail.closed_by_peer": 1},
+                          "feed-hyperliquid": {"books": 5, "rejects": 0, "reconnects": 0},
+                          "strategy": {"books.binance": 99, "orders": 4, "orders.entry": 4},
+                          "execution": {"orders": 4, "books": 15, "paper.pnl.realized": 1.0,
+                                        "paper.pnl.total": 2.5},
+                          "capture": {"lost.book.binance": 2, "records.book.binance": 10}},
+                         {"orders": 4, "ring_lost": 1})
+    assert hc["books"] == 15 and hc["fires"] == 4 and hc["ring_losses"] == 3
+    assert hc["rejects"] == 2 and hc["rejects_by"] == {"feed-binance:crossed": 2}
+    assert hc["reconnects"] == 1 and hc["paper_pnl"] == 2.5
 
 
 def test_report_cli(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
