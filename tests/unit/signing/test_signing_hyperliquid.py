@@ -114,3 +114,11 @@ def test_signer_repr_shows_address_not_key() -> None:
     assert KEY[2:] not in repr(s) and Account.from_key(KEY).address in repr(s)
     with pytest.raises(ValueError, match="32 bytes"):
         HyperliquidSigner("0x1234", is_mainnet=True)
+
+
+def test_eth_keys_fallback_gives_the_same_signature() -> None:
+    """Without coincurve the signer falls back to eth-keys; both must produce the SDK's bytes."""
+    signer = HyperliquidSigner(KEY, is_mainnet=True)
+    signer._cc = None  # force the fallback path
+    sig = signer.sign_action(ETH_GTC_100, 0)
+    assert (sig["r"], sig["s"], sig["v"]) == VECTORS[2][3]
