@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -120,7 +121,7 @@ class VenueEmulator:
             "seed": cfg.seed,
             "replay": str(cfg.replay) if cfg.replay else None,
         }
-        log.info("venue emulator ready: %s", self.info)
+        log.info("venue emulator ready: %s", json.dumps(self.info))
         return self.info
 
     async def _listen_later(self, venue: str, srv: Server, delay: float) -> None:
@@ -144,7 +145,7 @@ class VenueEmulator:
         self._servers.clear()
         for s in self._socks.values():
             s.close()
-        log.info("venue emulator stopped: %s", self.connection_counts())
+        log.info("venue emulator stopped; connections: %s", json.dumps(self.connection_counts()))
 
     def connection_counts(self) -> dict[str, dict[str, int]]:
         return {
