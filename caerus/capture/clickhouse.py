@@ -1,0 +1,77 @@
+"""A ClickHouse server over its HTTP interface: ping, run a statement, insert a JSONEachRow batch.
+
+Plain ``urllib`` on purpose: the sink needs three calls, the HTTP interface is stable from 18.16 (the Debian
+package the tests run) to today, and clickhouse-connect cannot talk to 18.16 (its start-up query reads a column
+that version lacks). Failures come back as :class:`ClickHouseError` with ``answered`` telling a server that
+refused the request (it replied with an error: retrying the same body may not help) from one that could not be
+reached (down, refused, timed out: retry later).
+"""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from . import rows
+
+
+class ClickHouseError(RuntimeError):
+    def __init__(self, message: str, answered: bool, status: int = 0) -> None:
+        super().__init__(message)
+        self.answered = answered
+        self.status = status
+
+
+def check_url(url: str) -> str:
+    """Validate an ``http[s]://HOST:PORT`` base URL; returns it without a trailing slash. ValueError otherwise."""
+    u = urllib.parse.urlsplit(url)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ValueError(f"--clickhouse {url!r}: expected http://HOST:PORT (the server's HTTP interface)")
+    try:
+        u.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        raise ValueError(f"--clickhouse {url!r}: bad port") from None
+    if u.query or (u.path not in ("", "/")):
+        raise ValueError(f"--clickhouse {url!r}: give only scheme, host and port")
+    return f"{u.scheme}://{u.netloc}"
+
+
+class ClickHouseHttp:
+    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+        self.url = check_url(url)
+        self.timeout_s = timeout_s
+
+    def _post(self, params: dict[str, str], body: bytes) -> bytes:
+        target = self.url + "/"
+        if params:
+            target += "?" + urllib.parse.urlencode(params)
+        req = urllib.request.Request(target, data=body, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                return r.read()
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace").strip()
+            raise ClickHouseError(f"ClickHouse at {self.url} answered {e.code}: {text[:500]}", True, e.code) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise ClickHouseError(f"ClickHouse at {self.url} unreachable: {reason}", False) from None
+
+    def ping(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/ping", timeout=self.timeout_s) as r:
+                return r.read().strip() == b"Ok."
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def query(self, sql: str) -> str:
+        return self._post({}, sql.encode()).decode()
+
+    def insert_json(self, table: str, lines: list[bytes]) -> None:
+        """Insert JSONEachRow rows (one object per item) into caerus.<table> in one request (one block)."""
+        body = b"\n".join(lines) + b"\n"
+        self._post({"query": f"INSERT INTO {rows.DATABASE}.{table} FORMAT JSONEachRow"}, body)
+
+    def ensure_schema(self) -> None:
+        for stmt in rows.schema_statements():
+            self.query(stmt)
