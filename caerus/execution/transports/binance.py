@@ -27,7 +27,7 @@ from caerus.execution.transports.base import (
     SendResult,
     VenueReply,
 )
-from caerus.execution.transports.live import URLS, ReplySink, WsOrderSession, check_live_guard
+from caerus.execution.transports.live import ReplySink, WsOrderSession, check_live_guard, resolve_url
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
 _SENT_FAILED = wire.Outcome.SEND_FAILED
@@ -47,7 +47,7 @@ class BinanceTransport:
         if not isinstance(credentials, BinanceCredentials):
             raise CredentialsError(f"binance transport needs BinanceCredentials, got {type(credentials).__name__}")
         self.network = network
-        self.url = url or URLS["binance"][network]
+        self.url = resolve_url("binance", network, url)
         self._api_key = credentials.api_key.reveal()
         self._signer = credentials.signer()
         self._symbol = symbol
@@ -63,7 +63,7 @@ class BinanceTransport:
         self.sent = 0
         self.send_failed = 0
         # reader-thread counters
-        self.replies: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
+        self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
                                         "unmatched": 0, "lost_in_flight": 0}
 
     # --- engine side -----------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ class BinanceTransport:
 
     def stats(self) -> dict[str, int]:
         s = self._session
-        return {"sent": self.sent, "send_failed": self.send_failed, **self.replies, "malformed": s.malformed,
+        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
                 "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
 
     def close(self) -> None:
@@ -115,12 +115,12 @@ class BinanceTransport:
     def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
         order_id = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None
         if order_id is None:
-            self.replies["unmatched"] += 1
+            self.reply_counts["unmatched"] += 1
             return
         error = msg.get("error")
         if error is not None or msg.get("status") != 200:
             error = error or {}
-            self.replies["rejected"] += 1
+            self.reply_counts["rejected"] += 1
             self._sink.deliver(VenueReply(order_id, wire.Outcome.VENUE_REJECTED, 0.0, 0.0,
                                           int(error.get("code", 0)), t_recv, str(error.get("msg", ""))))
             return
@@ -136,7 +136,7 @@ class BinanceTransport:
             outcome, key = wire.Outcome.NOT_FILLED, "not_filled"
         else:  # NEW: accepted and resting
             outcome, key = wire.Outcome.SENT, "acked"
-        self.replies[key] += 1
+        self.reply_counts[key] += 1
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, 0, t_recv, str(status)))
 
     def _on_disconnect(self) -> None:
@@ -146,7 +146,7 @@ class BinanceTransport:
                 _, order_id = self._pending.popitem()
             except KeyError:
                 break
-            self.replies["lost_in_flight"] += 1
+            self.reply_counts["lost_in_flight"] += 1
             self._sink.deliver(VenueReply(order_id, _SENT_FAILED, 0.0, 0.0, 0, t,
                                           "connection lost before the venue answered; order state unknown"))
 

@@ -30,7 +30,7 @@ from caerus.execution.transports.base import (
     SendResult,
     VenueReply,
 )
-from caerus.execution.transports.live import URLS, ReplySink, WsOrderSession, check_live_guard
+from caerus.execution.transports.live import ReplySink, WsOrderSession, check_live_guard, resolve_url
 
 _TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
 CODE_ORDER_ERROR = -1
@@ -58,7 +58,7 @@ class HyperliquidTransport:
             raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
                                    f"{type(credentials).__name__}")
         self.network = network
-        self.url = url or URLS["hyperliquid"][network]
+        self.url = resolve_url("hyperliquid", network, url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address
         self._asset = asset
@@ -71,7 +71,7 @@ class HyperliquidTransport:
                                        idle_ping=b'{"method":"ping"}', idle_ping_s=30.0)
         self.sent = 0
         self.send_failed = 0
-        self.replies: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
+        self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
                                         "unmatched": 0, "lost_in_flight": 0, "venue_errors": 0}
 
     @property
@@ -114,7 +114,7 @@ class HyperliquidTransport:
 
     def stats(self) -> dict[str, int]:
         s = self._session
-        return {"sent": self.sent, "send_failed": self.send_failed, **self.replies, "malformed": s.malformed,
+        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
                 "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
 
     def close(self) -> None:
@@ -122,19 +122,19 @@ class HyperliquidTransport:
 
     # --- reader side -----------------------------------------------------------------------------------
     def _reject(self, order_id: int, code: int, text: str, t_recv: int) -> None:
-        self.replies["rejected"] += 1
+        self.reply_counts["rejected"] += 1
         self._sink.deliver(VenueReply(order_id, wire.Outcome.VENUE_REJECTED, 0.0, 0.0, code, t_recv, text))
 
     def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
         channel = msg.get("channel")
         if channel != "post":
             if channel == "error":
-                self.replies["venue_errors"] += 1
+                self.reply_counts["venue_errors"] += 1
             return  # pong, greetings
         data = msg["data"]
         entry = self._pending.pop(data.get("id"), None) if isinstance(data.get("id"), int) else None
         if entry is None:
-            self.replies["unmatched"] += 1
+            self.reply_counts["unmatched"] += 1
             return
         order_id, size = entry
         response = data["response"]
@@ -150,17 +150,17 @@ class HyperliquidTransport:
             f = status["filled"]
             qty = float(f["totalSz"])
             full = qty >= size - 1e-12
-            self.replies["filled" if full else "partial"] += 1
+            self.reply_counts["filled" if full else "partial"] += 1
             self._sink.deliver(VenueReply(order_id, wire.Outcome.FILLED if full else wire.Outcome.PARTIAL,
                                           float(f["avgPx"]), qty, 0, t_recv, f"oid={f.get('oid')}"))
         elif "resting" in status:
-            self.replies["acked"] += 1
+            self.reply_counts["acked"] += 1
             self._sink.deliver(VenueReply(order_id, wire.Outcome.SENT, 0.0, 0.0, 0, t_recv,
                                           f"resting oid={status['resting'].get('oid')}"))
         else:
             text = str(status.get("error", status))
             if _NO_MATCH in text:
-                self.replies["not_filled"] += 1
+                self.reply_counts["not_filled"] += 1
                 self._sink.deliver(VenueReply(order_id, wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, t_recv, text))
             else:
                 self._reject(order_id, CODE_ORDER_ERROR, text, t_recv)
@@ -172,7 +172,7 @@ class HyperliquidTransport:
                 _, (order_id, _size) = self._pending.popitem()
             except KeyError:
                 break
-            self.replies["lost_in_flight"] += 1
+            self.reply_counts["lost_in_flight"] += 1
             self._sink.deliver(VenueReply(order_id, wire.Outcome.SEND_FAILED, 0.0, 0.0, 0, t,
                                           "connection lost before the venue answered; order state unknown"))
 

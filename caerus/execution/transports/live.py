@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import ssl
 import threading
@@ -58,6 +59,21 @@ class _NoFrameDumps(logging.Filter):
 _WIRE_LOG = logging.getLogger("caerus.execution.transports.wire")
 _WIRE_LOG.setLevel(logging.INFO)  # frames are logged by websockets only at DEBUG: never enable it here
 _WIRE_LOG.addFilter(_NoFrameDumps())
+
+
+VENUE_PATHS = {"binance": "/ws-fapi/v1", "hyperliquid": "/ws"}
+
+
+def resolve_url(venue: str, network: str, url: str | None) -> str:
+    """The network's URL, or the override; an override without a path (``wss://host:port``, like the emulator's
+    ready-file base URLs) gets the venue's order-entry path appended."""
+    if url is None:
+        return URLS[venue][network]
+    scheme_sep = url.find("://")
+    rest = url[scheme_sep + 3:] if scheme_sep >= 0 else url
+    if "/" not in rest.rstrip("/"):
+        return url.rstrip("/") + VENUE_PATHS[venue]
+    return url
 
 
 def check_live_guard(venue: str, *, enable_live: bool, network: str | None) -> None:
@@ -199,12 +215,18 @@ class ReplySink:
             return None
 
 
-def make_live_transport(name: str, *, network: str | None, credentials: Any, enable_live: bool = False,
+def make_live_transport(name: str, *, network: str | None, credentials: Any = None, enable_live: bool = False,
                         url: str | None = None, ca_file: str | None = None,
                         on_reply: ReplyCallback | None = None, **options: Any):
-    """Build (not start) the live transport ``name`` ('binance' | 'hyperliquid'); refuses unless enabled and the
-    network is named. ``url`` overrides the network's URL (the emulator); ``options`` go to the transport."""
+    """Build (not start) the live transport ``name`` ('binance' | 'hyperliquid'); refuses unless
+    ``enable_live=True`` and the network is named. ``credentials``: a Binance/HyperliquidCredentials, a path to
+    a 0600 credentials file, or None for the environment (caerus.execution.credentials). ``url`` overrides the
+    network's URL (the emulator); ``options`` go to the transport (e.g. symbol, price_decimals, sz_decimals)."""
     check_live_guard(name, enable_live=enable_live, network=network)
+    if credentials is None or isinstance(credentials, str | os.PathLike):
+        from caerus.execution.credentials import load_credentials
+
+        credentials = load_credentials(name, credentials)
     if name == "binance":
         from caerus.execution.transports.binance import BinanceTransport
 

@@ -62,7 +62,7 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
                             enable_live=True, url=sim["binance_order_url"], ca_file=sim["ca_file"])
     h = make_live_transport("hyperliquid", network="testnet",
                             credentials=load_credentials("hyperliquid", creds_file), enable_live=True,
-                            url=sim["hyperliquid_url"] + "/ws", ca_file=sim["ca_file"])
+                            url=sim["hyperliquid_url"], ca_file=sim["ca_file"])  # base URL: path added
     bad_b = make_live_transport("binance", network="testnet", enable_live=True, url=sim["binance_order_url"],
                                 ca_file=sim["ca_file"],
                                 credentials=BinanceCredentials(api_key=Secret(api_key), hmac_secret=Secret("0" * 64)))

@@ -265,3 +265,22 @@ def test_secrets_never_in_logs(order_server: OrderServer, caplog: pytest.LogCapt
         assert secret not in text  # ...and nowhere in the logs or reprs
     sigs = [f.split('"signature":"')[1][:40] for f in order_server.frames if '"signature":"' in f]
     assert sigs and not any(s in text for s in sigs)
+
+
+def test_factory_takes_a_credentials_path_or_the_environment(order_server: OrderServer,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    t = make_live_transport("binance", network="testnet", credentials=order_server.creds_file, enable_live=True,
+                            url=order_server.binance_url, ca_file=order_server.ca_file)
+    t.start()
+    try:
+        t.send_msg(_order(91))
+        assert _reply(t).outcome == wire.Outcome.FILLED
+    finally:
+        t.close()
+    monkeypatch.setenv("CAERUS_HL_PRIVATE_KEY", order_server.hl_private_key)
+    h = make_live_transport("hyperliquid", network="testnet", enable_live=True, url=order_server.hyperliquid_url,
+                            ca_file=order_server.ca_file)
+    assert h.address == Account.from_key(order_server.hl_private_key).address
+    monkeypatch.delenv("CAERUS_HL_PRIVATE_KEY")
+    with pytest.raises(CredentialsError, match="CAERUS_HL_PRIVATE_KEY is not set"):
+        make_live_transport("hyperliquid", network="testnet", enable_live=True)

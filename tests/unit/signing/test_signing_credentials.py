@@ -107,3 +107,15 @@ def test_secret_cannot_be_pickled_or_formatted() -> None:
     assert repr(s) == str(s) == f"{s}" == "<redacted>"
     with pytest.raises(TypeError, match="pickled"):
         pickle.dumps(s)
+
+
+def test_live_url_resolution() -> None:
+    from caerus.execution.transports.live import resolve_url
+
+    assert resolve_url("binance", "mainnet", None) == "wss://ws-fapi.binance.com/ws-fapi/v1"
+    assert resolve_url("binance", "testnet", None) == "wss://testnet.binancefuture.com/ws-fapi/v1"
+    assert resolve_url("hyperliquid", "mainnet", None) == "wss://api.hyperliquid.xyz/ws"
+    assert resolve_url("hyperliquid", "testnet", None) == "wss://api.hyperliquid-testnet.xyz/ws"
+    assert resolve_url("hyperliquid", "testnet", "wss://127.0.0.1:9000") == "wss://127.0.0.1:9000/ws"
+    assert resolve_url("binance", "testnet", "wss://127.0.0.1:9000/") == "wss://127.0.0.1:9000/ws-fapi/v1"
+    assert resolve_url("binance", "testnet", "wss://127.0.0.1:9000/custom") == "wss://127.0.0.1:9000/custom"
