@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
         gc.disable()
         while not sup.stopping:
             try:
-                _loop(engine, sup, counters, log, consumer, exec_writer, args.wait_policy, cfg.housekeeping_ms)
+                _loop(engine, sup, counters, log, consumer, exec_writer, args.wait_policy, cfg)
             except Exception as exc:  # counted; repeated errors halt (every order then rejected: kill switch)
                 sup.record_error(exc)
                 if sup.errors <= 3:
@@ -207,14 +207,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _loop(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | None, consumer: MpscConsumer,
-          exec_writer: SwmrWriter | None, wait_policy: str, housekeeping_ms: float) -> None:
+          exec_writer: SwmrWriter | None, wait_policy: str, cfg: ExecutionConfig) -> None:
     step = engine.step
-    waiter = make_waiter(wait_policy)
+    waiter = make_waiter(wait_policy, spins=cfg.idle_spins)
     idle = waiter.idle
     reset = waiter.reset
     idle_work = engine.idle_work
     tns = time.time_ns
-    hk_ns = int(housekeeping_ms * 1e6)
+    hk_ns = int(cfg.housekeeping_ms * 1e6)
     next_hk = tns() + hk_ns
     passes = 0
     while not sup.stopping:

@@ -46,6 +46,7 @@ class ExecutionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     max_errors: Annotated[int, msgspec.Meta(ge=1)] = 10  # halt after this many loop errors ...
     error_window_s: Positive = 60.0  # ... within this many seconds
     housekeeping_ms: Positive = 100.0
+    idle_spins: Annotated[int, msgspec.Meta(ge=0)] = 10  # hybrid wait policy: empty polls before each yield
     max_pending: Annotated[int, msgspec.Meta(ge=1)] = 65_536  # orders awaiting a venue reply, kept for EXEC
 
     def check(self) -> None:

@@ -186,10 +186,12 @@ def _loop(ctx: _Ctx) -> None:
     ttd_cap = ttd_buf.capacity
     books = ctx.books
     by_reason = ctx.by_reason
-    waiter = make_waiter(ctx.wait_policy)
+    waiter = make_waiter(ctx.wait_policy, spins=ctx.cfg.idle_spins)
     idle = waiter.idle
     reset = waiter.reset
     sid = ctx.cfg.strategy_id
+    yield_after_order = ctx.cfg.yield_after_order and ctx.wait_policy == "hybrid"
+    sched_yield = os.sched_yield
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
     hk_ns = int(ctx.cfg.housekeeping_ms * 1e6)
@@ -226,6 +228,8 @@ def _loop(ctx: _Ctx) -> None:
                     ttd_buf.full += 1
                 fired(d, t_decision)
                 by_reason[d[D_REASON]] += 1
+                if yield_after_order:
+                    sched_yield()
             else:
                 ctx.ring_full += 1
         if worked:

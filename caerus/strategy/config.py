@@ -52,6 +52,12 @@ class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     max_errors: Annotated[int, msgspec.Meta(ge=1)] = 10  # halt after this many loop errors ...
     error_window_s: Positive = 60.0  # ... within this many seconds
     housekeeping_ms: Positive = 100.0  # metrics drain, heartbeat, kill-file check period
+    # hybrid wait policy: empty polls spun before each sched_yield. Small on purpose: strategy and execution
+    # share a core on small machines, and every spin after an order delays the execution's pickup.
+    idle_spins: Annotated[int, msgspec.Meta(ge=0)] = 10
+    # hybrid wait policy: sched_yield right after pushing an order (after t_decision), so an execution process
+    # sharing this core picks it up now instead of after our spins or the rest of our time slice.
+    yield_after_order: bool = True
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
