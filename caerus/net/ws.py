@@ -96,7 +96,7 @@ class WsSession:
             if self._end_reason is not None:
                 raise self._end_reason
             for frame in self.subscribe_frames:
-                await self.ws.send(frame)
+                await self.ws.send(frame, text=True)  # venues expect JSON in text frames, even from bytes
             await self._receive(self.ws)
             raise SessionEnded(FailureClass.OTHER, "receive loop returned")  # unreachable: recv raises on close
         except asyncio.CancelledError:
@@ -127,7 +127,7 @@ class WsSession:
         ws = self.ws
         if ws is not None and self.failure is None:
             try:
-                await ws.send(frame)
+                await ws.send(frame, text=True)
             except Exception:  # the receive side classifies the end
                 pass
 
