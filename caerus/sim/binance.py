@@ -8,12 +8,14 @@ Paths (anything else is refused with HTTP 404 at the handshake):
 
 A stream on the wrong route (bookTicker on ``/market``, aggTrade on ``/public``) is acknowledged and then stays
 silent, like the real venue: only a data watchdog notices. The server sends protocol pings every
-``binance_ping_interval_s`` and closes every connection after ``binance_max_lifetime_s`` (24 h) with 1001.
+``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s`` (24 h) with 1001 and
+disconnects (1008) a client sending more than 10 messages per second.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 import re
@@ -130,7 +132,14 @@ class BinanceServer:
         try:
             for stream in initial:
                 self._subscribe(sub, route, combined, stream, subscribed)
+            recent: collections.deque[float] = collections.deque(maxlen=cfg.binance_max_incoming_per_s + 1)
             async for msg in conn:
+                recent.append(loop.time())
+                if len(recent) == recent.maxlen and recent[-1] - recent[0] < 1.0:
+                    log.info("binance connection sent more than %d messages/s: disconnecting",
+                             cfg.binance_max_incoming_per_s)
+                    await conn.close(1008, "Too many requests")
+                    return
                 reply = self._request(msg, sub, route, combined, subscribed)
                 if reply is not None:
                     await conn.send(reply)

@@ -26,6 +26,7 @@ class EmulatorConfig:
     binance_ping_interval_s: float = 180.0  # Binance sends a ping frame every 3 min...
     binance_pong_timeout_s: float = 600.0  # ...and disconnects without a pong within 10 min
     binance_max_lifetime_s: float = 86_400.0  # Binance closes every connection at 24 h
+    binance_max_incoming_per_s: int = 10  # Binance disconnects a client sending more messages per second
     hl_idle_timeout_s: float = 60.0  # Hyperliquid closes a connection with no client message for 60 s
     hl_greeting: bool = False  # send the non-JSON greeting on every Hyperliquid connection
     max_message_bytes: int = 1 << 20  # largest client message accepted
@@ -52,6 +53,8 @@ class EmulatorConfig:
                      "hl_idle_timeout_s", "replay_wait_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if self.binance_max_incoming_per_s < 1:
+            raise ValueError(f"binance_max_incoming_per_s must be >= 1, got {self.binance_max_incoming_per_s}")
         if self.replay is not None and not Path(self.replay).is_file():
             raise ValueError(f"replay file {self.replay} does not exist")
         self.market.validate()

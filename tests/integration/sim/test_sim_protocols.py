@@ -234,3 +234,20 @@ def test_order_entry_routes_to_caerus_sim_orders(tmp_path: Path) -> None:
     assert broken["status"] == 400 and broken["id"] is None
     assert post["channel"] == "post" and post["data"]["id"] == 9
     assert post["data"]["response"]["type"] == "error"
+
+
+def test_binance_disconnects_a_client_over_10_messages_per_second(tmp_path: Path) -> None:
+    async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> tuple:
+        async with open_ws(emu, "binance", "/public/ws", ctx) as ws:
+            for i in range(11):  # sent back to back: well within one second
+                await ws.send(json.dumps({"method": "LIST_SUBSCRIPTIONS", "id": i}))
+            acks = []
+            try:
+                while True:
+                    acks.append(json.loads(await asyncio.wait_for(ws.recv(), 5)))
+            except ConnectionClosed as exc:
+                return acks, exc.rcvd.code if exc.rcvd else None
+
+    acks, code = run_with(config(tmp_path), body)
+    assert [a["id"] for a in acks] == list(range(10))
+    assert code == 1008
