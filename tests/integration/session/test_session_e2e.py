@@ -1,0 +1,186 @@
+"""A real local session end to end: venue emulator over TLS, both feeds, strategy, execution (paper), capture.
+
+Runs what `invoke bench` runs (``python -m caerus session``) for a few seconds and checks every output file, that
+each ``.hlog`` decodes with an independent HdrHistogram implementation (hdr-histogram-js under node) to the same
+counts and percentiles as our decoder, that the report names every metric, and that a process killed mid-session
+is reported as died while the session still writes everything else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from caerus.metrics import hdr
+from caerus.report import tables
+from tests.fixtures.common import require_binary
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
+JS_DECODER = ROOT / "tests" / "fixtures" / "metrics_hlog_decode.js"
+PCTS = ("0", "50", "90", "99", "99.9", "100")
+RECORDING = ("feed-binance", "feed-hyperliquid", "strategy", "execution")
+ALL_PROCESSES = (*RECORDING, "capture", "venue-sim")
+
+
+def _session_cmd(out: Path, reports: Path, duration: float) -> list[str]:
+    return [sys.executable, "-m", "caerus", "session", "--duration", str(duration), "--out", str(out),
+            "--reports", str(reports), "--progress", "lines", "--stop-grace", "5"]
+
+
+def _env(shm: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "CAERUS_SHM_DIR": str(shm)}
+
+
+def _only_session(out: Path) -> Path:
+    found = [p for p in out.iterdir() if p.is_dir()]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Path, Path, subprocess.CompletedProcess]]:
+    base = tmp_path_factory.mktemp("e2e")
+    shm = Path("/dev/shm") / f"caerus-test-e2e-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = base / "sessions", base / "reports"
+    res = subprocess.run(_session_cmd(out, reports, 8), capture_output=True, text=True, env=_env(shm),
+                         timeout=300, check=False)
+    try:
+        assert res.returncode == 0, f"session failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+        yield _only_session(out), reports, shm, res
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+def test_every_file_is_written(session: tuple[Path, Path, Path, subprocess.CompletedProcess]) -> None:
+    d, reports, _, _ = session
+    for name in ("config.toml", "env.json", "summary.json", "report.md", "report.html"):
+        assert (d / name).is_file(), name
+    for p in ALL_PROCESSES:
+        assert (d / "logs" / f"{p}.log").is_file(), p
+    for p in RECORDING:
+        assert (d / f"{p}.hlog").is_file(), p
+        assert (d / f"{p}.hlog.json").is_file(), p
+    for tag in hdr.FLEET_TAGS:
+        assert (d / f"{tag}.hgrm").is_file(), tag
+    assert (d / "capture").is_dir()
+    assert (reports / "index.html").read_text().count(d.name) >= 1
+    assert (reports / d.name / "report.html").is_file()
+    env = json.loads((d / "env.json").read_text())
+    assert "plan" in env and "start" in env["chrony"] and "end" in env["chrony"]
+
+
+def test_processes_ran_and_stopped_cleanly(session: tuple[Path, Path, Path, subprocess.CompletedProcess]) -> None:
+    d, _, shm, _ = session
+    summary = json.loads((d / "summary.json").read_text())
+    statuses = {n: p["status"] for n, p in summary["processes"].items()}
+    assert statuses == dict.fromkeys(ALL_PROCESSES, "ok"), statuses
+    assert summary["headline_counts"]["books"] > 0
+    for tag in ("feed_internal.binance", "info_age.binance", "feed_internal.hyperliquid", "book_hop"):
+        assert summary["metrics"][tag]["n"] > 0, tag
+    assert summary["isolated"] is False and any("NOT ISOLATED" in c for c in summary["caveats"])
+    assert not list(shm.glob(f"caerus-{summary['session_id']}.*")), "segments left behind"
+
+
+def test_hlogs_decode_identically_with_hdr_histogram_js(
+    session: tuple[Path, Path, Path, subprocess.CompletedProcess],
+) -> None:
+    d, _, _, _ = session
+    node = require_binary("node", "nodejs")
+    if not (NODE_MODULES / "hdr-histogram-js").is_dir():
+        pytest.fail(f"hdr-histogram-js missing under {NODE_MODULES}: run scripts/install-test-deps.sh")
+    checked = 0
+    for p in RECORDING:
+        path = d / f"{p}.hlog"
+        res = subprocess.run([node, str(JS_DECODER), str(NODE_MODULES), str(path), *PCTS], capture_output=True,
+                             text=True, timeout=120, check=False)
+        assert res.returncode == 0, res.stderr
+        js = json.loads(res.stdout)
+        ours = hdr.read_hlog(path)
+        assert ours.bad_lines == []
+        merged = ours.merged_all()
+        assert set(js) == set(merged), p
+        for tag, h in merged.items():
+            assert js[tag]["total"] == h.total_count, (p, tag)
+            assert js[tag]["intervals"] == sum(1 for iv in ours.intervals if iv.tag == tag)
+            if h.total_count:
+                assert js[tag]["max"] == h.get_max_value()
+                mine = hdr.percentiles(h, [float(x) for x in PCTS])
+                for x in PCTS:
+                    assert js[tag]["percentiles"][x] == mine[float(x)], (p, tag, x)
+                checked += 1
+    assert checked >= 4  # at least the feeds' metrics and the book hop carried samples
+
+
+def test_report_contains_every_metric(session: tuple[Path, Path, Path, subprocess.CompletedProcess]) -> None:
+    d, _, _, res = session
+    md = (d / "report.md").read_text()
+    page = (d / "report.html").read_text()
+    for tag in hdr.FLEET_TAGS:
+        assert tables.label(tag) in md, tag
+        assert tables.label(tag) in page, tag
+    assert "data:image/png;base64," in page
+    assert "tick-to-decision" in res.stdout  # the headline table was printed
+
+
+def test_killed_process_is_reported_as_died(tmp_path: Path) -> None:
+    shm = Path("/dev/shm") / f"caerus-test-kill-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    proc = subprocess.Popen(_session_cmd(out, reports, 10), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=_env(shm), start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        victim = None
+        while time.monotonic() < deadline and proc.poll() is None:
+            dirs = [p for p in out.glob("*/processes.json")] if out.exists() else []
+            if dirs:
+                try:
+                    doc = json.loads(dirs[0].read_text())
+                except ValueError:
+                    doc = {}
+                if "strategy" in doc and doc["strategy"]["status"] == "running":
+                    victim = doc["strategy"]["pid"]
+                    break
+            time.sleep(0.1)
+        assert victim is not None, "the session never started its strategy"
+        time.sleep(3.0)  # mid-session
+        os.kill(victim, signal.SIGKILL)  # a process this test's session started
+        output, _ = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # the session we started stops its own fleet
+            proc.wait(30)
+        leftovers = list(shm.iterdir())
+        shutil.rmtree(shm, ignore_errors=True)
+    assert leftovers == [], leftovers
+    assert proc.returncode == 0, output[-4000:]
+    d = _only_session(out)
+    summary = json.loads((d / "summary.json").read_text())
+    strat = summary["processes"]["strategy"]
+    assert strat["status"] == "died" and strat["exit_code"] == -signal.SIGKILL and strat["signal"] == "SIGKILL"
+    assert strat["died_after_s"] > 0
+    others = {n: p["status"] for n, p in summary["processes"].items() if n != "strategy"}
+    assert set(others.values()) == {"ok"}, others
+    assert any(c.startswith("Process strategy DIED") for c in summary["caveats"])
+    assert "strategy" in output and "DIED" in output
+    md = (d / "report.md").read_text()
+    assert "Process strategy DIED" in md and "| strategy | DIED |" in md
+    assert 'class="died"' in (d / "report.html").read_text()
+    for p in ("feed-binance", "feed-hyperliquid", "execution"):  # the rest still wrote their metrics
+        assert (d / f"{p}.hlog").stat().st_size > 0
+    assert summary["metrics"]["info_age.binance"]["n"] > 0
