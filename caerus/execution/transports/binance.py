@@ -111,6 +111,11 @@ class BinanceTransport:
     def close(self) -> None:
         self._session.close()
 
+    def summary(self) -> dict[str, object]:
+        """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
+        return {"transport": self.name, "network": self.network, "url": self.url, "signer": self._signer.kind,
+                "counters": self.stats()}
+
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
         order_id = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None

@@ -120,6 +120,11 @@ class HyperliquidTransport:
     def close(self) -> None:
         self._session.close()
 
+    def summary(self) -> dict[str, object]:
+        """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
+        return {"transport": self.name, "network": self.network, "url": self.url, "address": self.address,
+                "counters": self.stats()}
+
     # --- reader side -----------------------------------------------------------------------------------
     def _reject(self, order_id: int, code: int, text: str, t_recv: int) -> None:
         self.reply_counts["rejected"] += 1

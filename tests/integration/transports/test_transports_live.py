@@ -80,6 +80,9 @@ def test_binance_hmac_order_place_accepted(order_server: OrderServer) -> None:
         st = t.stats()
         assert st["sent"] == 3 and st["filled"] == 1 and st["not_filled"] == 1 and st["acked"] == 1
         assert st["in_flight"] == 0 and st["rejected"] == 0
+        summary = t.summary()
+        assert summary["counters"]["filled"] == 1 and summary["network"] == "testnet"
+        assert order_server.api_key not in repr(summary) and order_server.hmac_secret not in repr(summary)
     finally:
         t.close()
     frame = order_server.frames[0]
