@@ -117,6 +117,7 @@ class _SideData:
     directions: dict[str, str] = field(default_factory=dict)
     references: dict[str, str] = field(default_factory=dict)
     status: dict[str, dict] = field(default_factory=dict)  # member -> {status, runs_ok, failures}
+    runs: list[dict] = field(default_factory=list)  # every run in the order it happened (shared by all sides)
 
     def add(self, outcome: RunOutcome) -> None:
         st = self.status[outcome.member]
@@ -152,7 +153,8 @@ def _finish_status(st: dict, repetitions: int) -> None:
 def _collect(members: list[Member], roots: dict[str, Path], opts: RegressOptions, work: Path, logs: Path,
              console: Console) -> dict[str, _SideData]:
     """Run every member ``repetitions`` times per side, interleaved ABBA (base,head | head,base | ...)."""
-    data = {side: _SideData(status=_new_status(members)) for side in roots}
+    runs: list[dict] = []
+    data = {side: _SideData(status=_new_status(members), runs=runs) for side in roots}
     skip: set[tuple[str, str]] = set()
     for side, root in roots.items():
         for m in members:
@@ -174,6 +176,8 @@ def _collect(members: list[Member], roots: dict[str, Path], opts: RegressOptions
                 if outcome.ok and outcome.sample is not None and side == "head":
                     normalize(m, outcome.sample, calib)
                 data[side].add(outcome)
+                runs.append({"rep": rep, "side": side, "member": m.name, "ok": outcome.ok,
+                             "seconds": round(outcome.seconds, 3)})
                 mark = "ok" if outcome.ok else f"[red]FAILED[/red] {outcome.error}"
                 console.print(f"[dim]rep {rep + 1}/{opts.repetitions}[/dim] {side:4} {m.name}: {mark} "
                               f"({outcome.seconds:.1f} s)", highlight=False)
@@ -361,6 +365,7 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         "references": head.references,
         "comparisons": comparisons,
         "baseline": baseline,
+        "runs": head.runs,
         "summary": summary,
         "problems": problems,
         "samples": {side: d.values for side, d in data.items()} | {"head_normalized": head.normalized},

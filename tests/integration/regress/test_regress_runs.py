@@ -65,6 +65,10 @@ def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tm
     log = (tmp_path / "out" / "logs" / "head-fake-00.log").read_text()
     assert "--quick" in log
     assert len(regress_repo.worktrees()) == 1, "base worktree not removed"
+    # interleaved ABBA per member: rep 0 base first, rep 1 head first, ...
+    fake_runs = [(r["rep"], r["side"]) for r in report["runs"] if r["member"] == "fake"]
+    assert fake_runs[:4] == [(0, "base"), (0, "head"), (1, "head"), (1, "base")]
+    assert len(fake_runs) == 18 and all(r["ok"] for r in report["runs"])
 
 
 def test_equal_revisions_are_not_flagged(regress_repo: RegressRepo, tmp_path: Path) -> None:
