@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     readers: list[SwmrReader] = []
     producer = None
     log = None
+    ctx: _Ctx | None = None
     try:
         for name in args.segment:
             r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
@@ -159,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         gc.enable()
+        if ctx is not None:
+            sup.stop()
+            _housekeeping(ctx)  # final counters and samples
         if log is not None:
-            _housekeeping(ctx)
             log.close()
         if producer is not None:
             producer.close()
