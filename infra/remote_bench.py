@@ -47,8 +47,8 @@ def _fmt(seconds: float) -> str:
 def start_detached(host: RemoteHost, command: str, run_dir: str, cpus: str) -> None:
     q = shlex.quote
     inner = f"taskset -c {cpus} {command} > {q(run_dir)}/session.log 2>&1; echo $? > {q(run_dir)}/rc"
-    host.run(f"mkdir -p {q(run_dir)} && setsid nohup sh -c {q(inner)} > /dev/null 2>&1 < /dev/null & "
-             f"echo $! > {q(run_dir)}/pid")
+    host.run(f"mkdir -p {q(run_dir)}")
+    host.run(f"setsid nohup sh -c {q(inner)} > /dev/null 2>&1 < /dev/null & echo $! > {q(run_dir)}/pid")
 
 
 def wait_finished(host: RemoteHost, run_dir: str, seconds: float, say: Callable[[str], None],

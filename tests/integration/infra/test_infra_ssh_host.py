@@ -1,0 +1,192 @@
+"""configure / deploy / bench / collect over Fabric against a real sshd on 127.0.0.1 (and a real chronyd).
+
+The host is this machine, so every host path is rendered under a scratch prefix and commands that need
+systemd, a bootloader, a reboot or an ENA NIC run in plan mode: they are reported, never executed here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from invoke import Context
+
+from infra import invoke_tasks
+from infra.collect import collect
+from infra.configure import configure
+from infra.deploy import DeployOptions, build_wheel, deploy, wheel_digest
+from infra.remote import HostKeyMismatch, connect, forget_host
+from infra.remote_bench import BenchError, run_remote_bench
+from tests.fixtures.infra_sshd import InfraHost, make_key
+
+
+def _sha(path: str) -> str | None:
+    p = Path(path)
+    return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+
+
+def test_infra_host_key_pinned_then_mismatch_refused(infra_test_host: InfraHost) -> None:
+    h = infra_test_host
+    said: list[str] = []
+    connect(h.record, h.store.known_hosts, said.append).close()
+    kh = h.store.known_hosts
+    assert stat.S_IMODE(kh.stat().st_mode) == 0o600
+    line = kh.read_text().strip()
+    assert line.startswith(f"[127.0.0.1]:{h.record.port} ssh-ed25519 ")
+    assert any("pinned SSH host key" in s for s in said)
+    said.clear()
+    connect(h.record, h.store.known_hosts, said.append).close()  # same key: accepted silently
+    assert said == [] and kh.read_text().strip() == line
+    h.server.restart_with(make_key(h.server.dir / "other_host_key"))
+    with pytest.raises(HostKeyMismatch, match=r"changed: pinned ssh-ed25519 .* Refusing to connect"):
+        connect(h.record, h.store.known_hosts, said.append)
+    assert kh.read_text().strip() == line  # the pin was not replaced
+    forget_host(kh, h.record.host, h.record.port)
+    connect(h.record, h.store.known_hosts, said.append).close()  # explicit forget -> pinned again
+    assert kh.read_text().strip() != line
+
+
+def test_infra_configure_plan_mode_renders_verifies_and_is_idempotent(infra_test_host: InfraHost,
+                                                                      chronyd_synced) -> None:
+    h = infra_test_host
+    h.record.extra["chronyc"] = chronyd_synced.chronyc
+    real_chrony_conf = _sha("/etc/chrony/chrony.conf")
+    first = configure(h.record, h.store, say=lambda s: None)
+    assert first["mode"] == "plan"
+    plan = first["plan"]
+    hot = ",".join(str(c) for c in plan["hot"])
+    # files rendered under the prefix, not in this machine's /etc
+    conf = (h.prefix / "etc/chrony/chrony.conf").read_text()
+    assert "server 169.254.169.123" in conf and "refclock" not in conf.replace("# ", "")  # no /dev/ptp0 here
+    irq = (h.prefix / "etc/default/irqbalance").read_text()
+    assert f"IRQBALANCE_BANNED_CPULIST={hot}" in irq
+    tune = h.prefix / "usr/local/sbin/caerus-tune"
+    assert stat.S_IMODE(tune.stat().st_mode) == 0o755
+    assert _sha("/etc/chrony/chrony.conf") == real_chrony_conf
+    assert not Path("/etc/sysctl.d/99-caerus.conf").exists()
+    result = first["result"]
+    assert len(result["changed"]) == 5 and result["executed"] == []
+    kinds = {p["kind"] for p in result["planned"]}
+    assert "reboot" in kinds and "service" in kinds
+    reboot = next(p for p in result["planned"] if p["kind"] == "reboot")
+    assert "isolcpus" in reboot["why"]
+    checks = {c["name"]: c for c in first["verification"]}
+    assert checks["kernel cmdline"]["status"] == "pending-reboot"
+    assert f"isolcpus=managed_irq,domain,{hot}" in checks["kernel cmdline"]["expected"]
+    assert checks["chrony synchronised"]["status"] == "ok"
+    assert first["chrony_tracking"]["synchronised"] is True
+    assert abs(first["chrony_tracking"]["last_offset_s"]) < 1.0
+    assert checks["file /etc/chrony/chrony.conf"]["status"] == "ok"
+    saved = h.store.load_json("loop", "configure")
+    assert saved["verification"] == first["verification"]
+    assert h.store.load_json("loop", "plan") == plan
+    # second run: nothing changes, only the still-pending system commands are planned again
+    second = configure(h.record, h.store, say=lambda s: None)
+    assert second["result"]["changed"] == [] and second["result"]["executed"] == []
+    assert {p["kind"] for p in second["result"]["planned"]} <= {"reboot", "package", "runtime"}
+    assert not any(p["kind"] == "service" for p in second["result"]["planned"])
+
+
+def test_infra_configure_reports_unsynchronised_chrony(infra_test_host: InfraHost, tmp_path: Path) -> None:
+    h = infra_test_host
+    h.record.extra["chronyc"] = f"chronyc -h {tmp_path}/no-such.sock"
+    summary = configure(h.record, h.store, say=lambda s: None)
+    check = next(c for c in summary["verification"] if c["name"] == "chrony synchronised")
+    assert check["status"] == "fail" and "14 fields" in check["observed"]
+    assert summary["chrony_tracking"] is None
+
+
+@pytest.fixture(scope="module")
+def caerus_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_host: InfraHost,
+                                                                   caerus_wheel: Path) -> None:
+    h = infra_test_host
+    configure(h.record, h.store, say=lambda s: None, chronyc="true")
+    plan = h.store.load_json("loop", "plan")
+    opts = DeployOptions(wheel=caerus_wheel, system_site_packages=True)
+    first = deploy(h.record, h.store, opts, say=lambda s: None)
+    assert first["wheel_changed"] is True and first["mode"] == "plan"
+    venv_py = h.prefix / "opt/caerus/venv/bin/python"
+    marker = (h.prefix / "opt/caerus/venv/.caerus-wheel").read_text().strip()
+    assert marker == wheel_digest(caerus_wheel)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = subprocess.run([str(venv_py), "-c", "import caerus.plan, infra.deploy; print(caerus.plan.__file__)"],
+                           capture_output=True, text=True, check=True, cwd=h.prefix, env=env)
+    assert "/opt/caerus/venv/" in probe.stdout  # imported from the venv, not the checkout
+    unit = (h.prefix / "etc/systemd/system/caerus-strategy.service").read_text()
+    cpus = " ".join(str(c) for c in plan["placements"]["strategy"]["cpus"])
+    assert f"CPUAffinity={cpus}" in unit and "ExecStart=/opt/caerus/venv/bin/caerus strategy" in unit
+    assert any(p["command"] == "systemctl daemon-reload" for p in first["result"]["planned"])
+    second = deploy(h.record, h.store, opts, say=lambda s: None)
+    assert second["wheel_changed"] is False
+    assert second["result"]["changed"] == [] and second["result"]["planned"] == []
+
+
+FAKE_CAERUS = """#!{python}
+# Stand-in for `caerus session` on the test host: writes a session folder like the real runner would.
+import json, os, sys, time
+args = sys.argv[1:]
+assert args[0] == "session", args
+dur = float(args[args.index("--duration") + 1]); out = args[args.index("--out") + 1]
+sid = "20261202T000000Z-test"
+d = os.path.join(out, sid, "metrics"); os.makedirs(d, exist_ok=True)
+print("session starting", flush=True)
+time.sleep(dur)
+open(os.path.join(d, "feed-binance.hlog"), "w").write("#[StartTime: 0]\\nTag=feed_internal.binance,0.0,1.0,1\\n")
+json.dump({{"argv": args, "affinity": sorted(os.sched_getaffinity(0))}}, open(os.path.join(out, sid, "env.json"), "w"))
+print("session done", flush=True)
+sys.exit(int(os.environ.get("FAKE_RC", "{rc}")))
+"""
+
+
+def _fake_caerus(path: Path, rc: int = 0) -> str:
+    path.write_text(FAKE_CAERUS.format(python=sys.executable, rc=rc))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_infra_remote_bench_runs_pinned_and_collects(infra_test_host: InfraHost, tmp_path: Path,
+                                                     chronyd_synced) -> None:
+    h = infra_test_host
+    h.record.extra.update(caerus_bin=_fake_caerus(tmp_path / "caerus"), chronyc=chronyd_synced.chronyc)
+    h.store.save(h.record)
+    said: list[str] = []
+    out = tmp_path / "sessions"
+    [path] = run_remote_bench(None, host="loop", duration="2s", emulator=False, out=out,
+                              state_dir=str(h.store.root), say=said.append, poll_s=0.5)
+    assert path == out / "20261202T000000Z-test"
+    assert (path / "metrics" / "feed-binance.hlog").read_text().startswith("#[StartTime")
+    env = json.loads((path / "env.json").read_text())
+    assert env["argv"][-1] == "--live" and env["argv"][env["argv"].index("--duration") + 1] == "2"
+    host = json.loads((path / "host.json").read_text())
+    assert env["affinity"] == host["plan"]["housekeeping"]  # the runner sat on the housekeeping CPUs
+    assert host["chrony_tracking"]["synchronised"] is True and host["duration_s"] == 2
+    assert any("bench 0:00:0" in s for s in said)  # progress lines while it ran
+    # collect again: everything already present, nothing copied
+    said.clear()
+    collect(h.record, h.store, out, say=said.append)
+    assert any("0 file(s) copied, 2 already present" in s for s in said)
+    # invoke collect of a session that is not there: clear error, exit 1
+    with pytest.raises(SystemExit):
+        invoke_tasks.collect(Context(), host="loop", session=["nope"], out=str(out), state_dir=str(h.store.root))
+
+
+def test_infra_remote_bench_failure_shows_log(infra_test_host: InfraHost, tmp_path: Path) -> None:
+    h = infra_test_host
+    h.record.extra.update(caerus_bin=_fake_caerus(tmp_path / "caerus", rc=3), chronyc="true")
+    h.store.save(h.record)
+    with pytest.raises(BenchError, match=r"exited 3:[\s\S]*session done"):
+        run_remote_bench(None, host="loop", duration="1", emulator=True, out=tmp_path / "s",
+                         state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)
+    with pytest.raises(ValueError, match="duration"):
+        run_remote_bench(None, host="loop", duration="soon", emulator=True, out=tmp_path / "s",
+                         state_dir=str(h.store.root))
