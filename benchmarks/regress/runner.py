@@ -220,7 +220,9 @@ def _baseline_signal(head: _SideData | None, members: list[Member], opts: Regres
     except bl.BaselineError as exc:
         problems.append(str(exc))
         section["message"] = f"unreadable: {exc}"
-        return section, True
+        if not opts.update_baseline:
+            return section, True
+        stored = None  # asked to record a new one: replace the unreadable file
     names = {m.name for m in members}
     stored_mode = stored.modes.get(mode) if stored else None
     if stored_mode is None:
@@ -237,8 +239,8 @@ def _baseline_signal(head: _SideData | None, members: list[Member], opts: Regres
             thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
             section["comparisons"].append(compare(mid, ref.samples if ref else [], head.normalized.get(mid, []),
                                                   direction=direction, threshold=thr, alpha=opts.alpha).to_dict())
-        section["message"] = (f"compared with {mode} baseline of {stored_mode.revision or '?'}"[:80]
-                              + f" recorded {stored_mode.created}")
+        section["message"] = (f"compared with the {mode} baseline of {(stored_mode.revision or '?')[:12]} "
+                              f"recorded {stored_mode.created}")
     if opts.update_baseline and head is not None:
         kept = {mid: bl.BaselineMetric(direction=head.directions.get(mid, UNKNOWN), samples=v,
                                        median=float(statistics.median(v)))

@@ -185,6 +185,9 @@ def test_unreadable_baseline_is_a_setup_error_unless_report_only(regress_repo: R
     code, report, _ = _run(regress_repo, tmp_path / "out-ro", only=("fake",), report_only=True)
     assert code == 0 and report["verdict"] == "incomplete"
     assert (baselines / f"{KEY}.json").read_text() == "{broken"  # never overwritten behind the user's back
+    code, report, text = _run(regress_repo, tmp_path / "out-up", only=("fake",), update_baseline=True)
+    assert code == 0, text
+    assert load_baseline(baselines, KEY) is not None  # asked to record: the unreadable file is replaced
 
 
 def test_command_line_entry_point_with_metric_threshold(regress_repo: RegressRepo, tmp_path: Path) -> None:
