@@ -87,7 +87,8 @@ class _FastDecoder:
     def __init__(self) -> None:
         self.ref = hdr.new_histogram()
 
-    def decode_counts(self, payload: str) -> tuple[np.ndarray, HdrHistogram | None]:
+    def decode_counts(self, payload: str) -> tuple[np.ndarray, HdrHistogram | None, int, int]:
+        """(counts, foreign histogram or None, total count, highest non-zero index or -1)."""
         hp = HdrHistogramEncoder.decode(payload.encode("ascii"))
         p = hp.payload
         ref = self.ref
@@ -96,15 +97,16 @@ class _FastDecoder:
         ):
             h = HdrHistogram(p.lowest_trackable_value, p.highest_trackable_value, p.significant_figures,
                              hdr_payload=hp)
-            return hdr.counts_view(h), h
-        hp.init_counts(ref.counts_len)
-        return np.frombuffer(hp.counts, dtype=np.uint64, count=ref.counts_len), None
+            return hdr.counts_view(h), h, int(h.total_count), -1
+        res = hp.init_counts(ref.counts_len)  # the C decoder reports total and the non-zero index range
+        counts = np.frombuffer(hp.counts, dtype=np.uint64, count=ref.counts_len)
+        return counts, None, int(res["total"]), int(res["max_nonzero_index"]) if res["total"] else -1
 
 
 def _interval_p99(cum: np.ndarray, total: int, highest: np.ndarray) -> int:
     fp = 0.99 * total
     target = max(1, math.ceil(fp - math.ulp(fp)))
-    return int(highest[int(np.searchsorted(cum, target, side="left"))])
+    return int(highest[int(np.searchsorted(cum, np.uint64(target), side="left"))])
 
 
 def load_metrics(session_dir: Path) -> SessionMetrics:
@@ -134,7 +136,7 @@ def load_metrics(session_dir: Path) -> SessionMetrics:
                     continue
                 try:
                     ts, length = float(tokens[0]), float(tokens[1])
-                    counts, other = dec.decode_counts(tokens[3])
+                    counts, other, total, max_idx = dec.decode_counts(tokens[3])
                 except Exception as exc:  # base64/zlib/cookie errors from a torn or corrupt line
                     bad.setdefault(path.name, []).append((no, f"{type(exc).__name__}: {exc}"))
                     continue
@@ -145,18 +147,19 @@ def load_metrics(session_dir: Path) -> SessionMetrics:
                     sources[tag].append(path.name)
                 if other is not None:  # different histogram layout: merge through the package
                     foreign.setdefault(tag, hdr.new_histogram()).add(other)
-                    total = int(other.total_count)
                     mx = int(other.get_max_value()) if total else 0
                     p99 = hdr.percentile(other, 99.0) if total else 0
                 else:
                     acc = merged.get(tag)
                     if acc is None:
                         acc = merged[tag] = np.zeros(ref.counts_len, dtype=np.uint64)
-                    acc += counts
-                    nz = np.flatnonzero(counts)
-                    total = int(counts.sum())
-                    mx = int(highest[nz[-1]]) if nz.size else 0
-                    p99 = _interval_p99(np.cumsum(counts), total, highest) if total else 0
+                    if total:
+                        used = counts[: max_idx + 1]
+                        acc[: max_idx + 1] += used
+                        mx = int(highest[max_idx])
+                        p99 = _interval_p99(np.cumsum(used), total, highest)
+                    else:
+                        mx = p99 = 0
                 series.setdefault(tag, []).append((base + ts, length, total, mx, p99))
     metrics: dict[str, MetricData] = {}
     for tag in sources:
