@@ -83,8 +83,13 @@ class Sink:
 
     def run(self, idle_exit_s: float | None = None) -> None:
         """Consume until stopped (or, for tests and drains, until nothing arrived for ``idle_exit_s``)."""
-        self.consumer.subscribe([self.topic])
-        last_data = time.monotonic()
+        assigned: list[float] = []  # when the group gave us partitions (the idle clock starts there, not at join)
+
+        def on_assign(consumer: Consumer, partitions: list) -> None:
+            assigned.append(time.monotonic())
+
+        self.consumer.subscribe([self.topic], on_assign=on_assign)
+        last_data = 0.0
         try:
             while not self.stop_event.is_set():
                 msgs = self.consumer.consume(num_messages=self.batch_max, timeout=self.batch_wait_s)
@@ -92,7 +97,8 @@ class Sink:
                     last_data = time.monotonic()
                     if not self.handle(msgs):
                         break  # stopped during an outage: nothing committed, the messages will be re-read
-                elif idle_exit_s is not None and time.monotonic() - last_data >= idle_exit_s:
+                elif idle_exit_s is not None and assigned and \
+                        time.monotonic() - max(last_data, assigned[0]) >= idle_exit_s:
                     break
                 self.publish_counters()
         finally:

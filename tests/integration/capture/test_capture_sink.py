@@ -1,0 +1,147 @@
+"""Kafka -> ClickHouse server sink (kcat mock cluster + clickhouse-server 18.16): commit after insert, retries
+while the server is down, no duplicates when batches are inserted again, malformed messages counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from confluent_kafka import Producer
+
+from caerus.capture import rows
+from caerus.capture.kafka import KafkaOutput
+from caerus.wire import BOOK
+from tests.fixtures.capture_clickhouse import ClickHouseServer
+from tests.fixtures.capture_kafka import MockKafka
+from tests.fixtures.capture_rings import CaptureProcess, SessionRings, book, event, exec_record, wait_counters
+from tests.fixtures.common import free_port
+
+TOPIC = "caerus_states"
+
+
+class SinkProcess(CaptureProcess):
+    def __init__(self, args: list[str], log: Path) -> None:
+        super().__init__(args, log, command="sink")
+
+
+def _produce_books(kafka: MockKafka, first: int, n: int, venue: int = 1) -> None:
+    out = KafkaOutput(kafka.bootstrap, TOPIC, linger_ms=5)
+    a = np.array([book(venue, i) for i in range(first, first + n)], dtype=BOOK.dtype)
+    for table, df in rows.tables_from("book", a).items():
+        assert out.write(table, df, "sk") == n
+    assert out.close(30) == 0 and out.delivered == n
+
+
+def _sink(kafka: MockKafka, ch: ClickHouseServer, tmp_path: Path, name: str, *extra: str) -> SinkProcess:
+    return SinkProcess(["--brokers", kafka.bootstrap, "--topic", TOPIC, "--clickhouse", ch.url, "--batch-wait",
+                        "0.2", "--summary", str(tmp_path / f"{name}.json"), *extra], tmp_path / f"{name}.log")
+
+
+def _count(ch: ClickHouseServer, table: str, key: str) -> tuple[int, int]:
+    """(rows seen through FINAL, distinct keys): equal when there are no duplicates."""
+    got = ch.query(f"SELECT count(), uniqExact({key}) FROM caerus.{table} FINAL FORMAT TSV").split()
+    return int(got[0]), int(got[1])
+
+
+def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, mock_kafka: MockKafka,
+                                                   clickhouse_server: ClickHouseServer, tmp_path: Path) -> None:
+    rings = session_rings
+    rings.create()
+    sid = rings.sid
+    for i in range(2000):
+        rings.writers[f"{sid}.book.binance"].publish(*book(1, i))
+        rings.writers[f"{sid}.book.hyperliquid"].publish(*book(2, i))
+    for i in range(12):
+        rings.writers[f"{sid}.events.hyperliquid"].publish(*event(2, i))
+    for i in range(20):
+        rings.writers[f"{sid}.exec"].publish(*exec_record(i))
+    total = 4000 + 12 + 20 + 10
+    args = [a for n in rings.names() for a in ("--segment", n)]
+    cap = CaptureProcess([*args, "--brokers", mock_kafka.bootstrap, "--topic", TOPIC, "--stats-segment",
+                          f"{sid}.stats.capture"], tmp_path / "capture.log")
+    sink = _sink(mock_kafka, clickhouse_server, tmp_path, "sink", "--stats-segment", f"{sid}.stats.sink")
+    try:
+        wait_counters(f"{sid}.stats.capture", lambda s: s["kafka.delivered"] == total, proc=cap)
+        snap = wait_counters(f"{sid}.stats.sink", lambda s: sum(s[f"rows.{t}"] for t in rows.TABLES) == total,
+                             proc=sink)
+    finally:
+        assert cap.stop() == 0, cap.output()
+        assert sink.stop() == 0, sink.output()
+    assert snap["malformed"] == 0 and snap["rejected"] == 0 and snap["commits"] >= 1
+    ch = clickhouse_server
+    assert _count(ch, "books", "(venue, seq, t_recv)") == (4000, 4000)
+    assert _count(ch, "feed_events", "(venue, conn, t_ns, kind, code)") == (12, 12)
+    assert _count(ch, "orders", "order_id") == (20, 20)
+    assert _count(ch, "fills", "order_id") == (10, 10)
+    b = book(2, 77)
+    row = ch.query("SELECT session, t_exchange, t_recv, bid_px, ask_qty FROM caerus.books FINAL "
+                   "WHERE venue = 'hyperliquid' AND seq = 1077 FORMAT TSV").split()
+    assert row == [sid, str(b[5]), str(b[6]), repr(b[8]), repr(b[11])]
+
+
+def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
+                                           tmp_path: Path) -> None:
+    _produce_books(mock_kafka, 0, 3000)
+    first = _sink(mock_kafka, clickhouse_server, tmp_path, "first", "--idle-exit", "3")
+    assert first.wait() == 0, first.output()
+    # A second consumer group reads the whole topic again: every row is inserted a second time.
+    again = _sink(mock_kafka, clickhouse_server, tmp_path, "again", "--idle-exit", "3", "--group", "replay")
+    assert again.wait() == 0, again.output()
+    assert json.loads((tmp_path / "first.json").read_text())["rows"]["books"] == 3000
+    assert json.loads((tmp_path / "again.json").read_text())["rows"]["books"] == 3000
+    assert _count(clickhouse_server, "books", "(venue, seq, t_recv)") == (3000, 3000)
+    clickhouse_server.query("OPTIMIZE TABLE caerus.books FINAL")
+    assert int(clickhouse_server.query("SELECT count() FROM caerus.books")) == 3000  # merged away for good
+
+
+def test_clickhouse_down_then_up_retries_without_duplicates(mock_kafka: MockKafka,
+                                                            clickhouse_server: ClickHouseServer,
+                                                            shm_dir: Path, tmp_path: Path) -> None:
+    ch = clickhouse_server
+    sink = _sink(mock_kafka, ch, tmp_path, "sink", "--stats-segment", "ck.stats.sink")
+    try:
+        _produce_books(mock_kafka, 0, 1000)
+        wait_counters("ck.stats.sink", lambda s: s["rows.books"] == 1000, proc=sink)
+        ch.stop()
+        _produce_books(mock_kafka, 1000, 2000)
+        down = wait_counters("ck.stats.sink", lambda s: s["clickhouse.down"] == 1 and s["insert_retries"] >= 2,
+                             proc=sink)
+        ch.start()
+        up = wait_counters("ck.stats.sink", lambda s: s["rows.books"] == 3000 and s["clickhouse.down"] == 0,
+                           proc=sink)
+    finally:
+        assert sink.stop() == 0, sink.output()
+    assert down["rows.books"] == 1000  # nothing counted as inserted while the server was away
+    assert up["rejected"] == 0 and up["malformed"] == 0
+    assert _count(ch, "books", "(venue, seq, t_recv)") == (3000, 3000)
+    # Offsets were committed only for inserted batches: a new sink in the same group finds nothing left to do.
+    rest = _sink(mock_kafka, ch, tmp_path, "rest", "--idle-exit", "3")
+    assert rest.wait() == 0, rest.output()
+    assert json.loads((tmp_path / "rest.json").read_text())["consumed"] == 0
+
+
+def test_malformed_messages_are_counted_and_skipped(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
+                                                    tmp_path: Path) -> None:
+    p = Producer({"bootstrap.servers": mock_kafka.bootstrap})
+    p.produce(TOPIC, b'{"venue":"binance"}', b"binance")  # no table header
+    p.produce(TOPIC, b"not json", b"binance", headers=[("table", b"books")])
+    p.produce(TOPIC, b"{}", b"binance", headers=[("table", b"nosuchtable")])
+    assert p.flush(30) == 0
+    _produce_books(mock_kafka, 0, 50)
+    sink = _sink(mock_kafka, clickhouse_server, tmp_path, "sink", "--idle-exit", "3")
+    assert sink.wait() == 0, sink.output()
+    summary = json.loads((tmp_path / "sink.json").read_text())
+    assert summary["consumed"] == 53 and summary["malformed"] == 3 and summary["rows"]["books"] == 50
+    assert "malformed message" in sink.output()
+
+
+def test_sink_bad_config_is_a_clear_error(mock_kafka: MockKafka, tmp_path: Path) -> None:
+    port = free_port()
+    s = SinkProcess(["--brokers", mock_kafka.bootstrap, "--clickhouse", f"http://127.0.0.1:{port}"],
+                    tmp_path / "a.log")
+    assert s.wait() == 2 and f"ClickHouse at http://127.0.0.1:{port} unreachable" in s.output()
+    s = SinkProcess(["--brokers", mock_kafka.bootstrap, "--clickhouse", "127.0.0.1:8123"], tmp_path / "b.log")
+    assert s.wait() == 2 and "expected http://HOST:PORT" in s.output()
+    s = SinkProcess(["--brokers", "nohostport", "--clickhouse", "http://127.0.0.1:1"], tmp_path / "c.log")
+    assert s.wait() == 2 and "--brokers 'nohostport'" in s.output()
