@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,6 +85,8 @@ class SharedState:
     topics: Topics = field(default_factory=Topics)
     budget: FaultBudget = field(init=False)
     counters: dict[str, VenueCounters] = field(default_factory=lambda: {v: VenueCounters() for v in VENUES})
+    # topic key -> current frame, sent to a new subscriber right after its ack (None: nothing yet / replay)
+    snapshot: Callable[[str], str | None] = field(default=lambda key: None)
 
     def __post_init__(self) -> None:
         self.budget = FaultBudget(self.config.scenario)

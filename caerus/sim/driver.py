@@ -102,6 +102,17 @@ class MarketDriver:
             self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
             self.published += 1
 
+    def current(self, key: str) -> str | None:
+        """The current Hyperliquid bbo / l2Book frame for ``key`` (what the venue sends right after subscribing)."""
+        b = self.last_block
+        if b is None:
+            return None
+        if key == HL_BBO:
+            return frames.hl_bbo(b, self.epoch_ns)
+        if key in (HL_L2, HL_L2_FAST):
+            return frames.hl_l2_book(b, b.t_ns, self.epoch_ns, 5 if key == HL_L2_FAST else 20)
+        return None
+
     def _snapshot(self, key: str, what: str, t_ns: int) -> None:
         if what.startswith("depth"):
             q = self.last_quote

@@ -87,6 +87,7 @@ class VenueEmulator:
                                        wait_s=cfg.replay_wait_s)
         else:
             self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink())
+            self.state.snapshot = self.driver.current
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
         self._socks = {"binance": _bind(cfg.host, cfg.binance_port),
                        "hyperliquid": _bind(cfg.host, cfg.hyperliquid_port)}

@@ -1,8 +1,9 @@
 """Hyperliquid emulator server: the public WebSocket API at ``/ws`` (anything else: HTTP 404 at handshake).
 
-* ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo, then a
-  ``bbo`` frame per block whose top changed; ``l2Book`` snapshots every 5 s (20 levels) or, with ``"fast":true``,
-  every 0.5 s (5 levels). Other known subscription types and other coins are acknowledged and stay silent.
+* ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo, the
+  current bbo, then a ``bbo`` frame per block whose top changed; ``l2Book`` (current book first) every 5 s
+  (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels). Other known subscription types and other coins
+  are acknowledged and stay silent.
 * ``{"method":"ping"}`` -> ``{"channel":"pong"}``; bad requests -> ``{"channel":"error","data":"..."}``.
 * ``{"method":"post","id":N,"request":{...}}`` -> ``caerus.sim.orders.hyperliquid_post_response``.
 * A connection with no client message for ``hl_idle_timeout_s`` (60 s) is closed; the optional non-JSON greeting
@@ -137,6 +138,9 @@ class HyperliquidServer:
                 if key is not None:
                     # Ack first so the response precedes the first data frame.
                     sub.send(reply, control=True)
+                    current = self.state.snapshot(key)
+                    if current is not None:  # the venue answers a subscription with the current state
+                        sub.send(current)
                     self.state.topics.add(key, sub)
                     return None
                 return reply
