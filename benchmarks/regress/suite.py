@@ -12,6 +12,7 @@ import fnmatch
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -305,13 +306,20 @@ def run_member(member: Member, *, root: Path, side: str, repetition: int, quick:
         if member.kind == "benchmark":
             if not output.is_file():
                 return fail(f"exited 0 but wrote no JSON at {output} (log {log})")
-            sample = extract_benchmark(member, json.loads(output.read_text()))
+            raw = output.read_text()
+            sample = extract_benchmark(member, json.loads(raw))
         else:
             summary = _find_summary(output)
             if summary is None:
                 return fail(f"exited 0 but no summary.json under {output} (log {log})")
-            sample = extract_session(member, json.loads(summary.read_text()))
+            raw = summary.read_text()
+            sample = extract_session(member, json.loads(raw))
     except (ValueError, OSError) as exc:
         return fail(f"unreadable output: {exc} (log {log})")
+    finally:
+        if member.kind == "session":  # 18 session folders (hlogs, capture store) would pile up in /tmp
+            shutil.rmtree(output, ignore_errors=True)
+    # what the numbers came from, next to the run's log (a benchmark JSON or a summary.json: small)
+    log.with_suffix(".json").write_text(raw)
     apply_overrides(member, sample)
     return RunOutcome(member.name, side, repetition, True, time.monotonic() - t0, sample=sample, log=str(log))

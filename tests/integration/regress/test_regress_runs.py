@@ -64,6 +64,9 @@ def test_planted_regression_against_base_is_caught(regress_repo: RegressRepo, tm
     # the quick flag reached the benchmark; the session got its out dir
     log = (tmp_path / "out" / "logs" / "head-fake-00.log").read_text()
     assert "--quick" in log
+    assert json.loads((tmp_path / "out" / "logs" / "head-fake-00.json").read_text())["quick"] is True
+    kept = json.loads((tmp_path / "out" / "logs" / "base-sess-03.json").read_text())
+    assert kept["session"] == "fake"  # the summary.json a sample came from is kept; the session folder is not
     assert len(regress_repo.worktrees()) == 1, "base worktree not removed"
     # interleaved ABBA per member: rep 0 base first, rep 1 head first, ...
     fake_runs = [(r["rep"], r["side"]) for r in report["runs"] if r["member"] == "fake"]
