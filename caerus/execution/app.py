@@ -40,6 +40,7 @@ INT_COUNTERS = (
     "orders",
     *(f"outcome.{n}" for n in OUTCOME_NAMES),
     *(f"risk.{n}" for n in RISK_NAMES),
+    "send_errors",
     "replies",
     "replies.unknown",
     "pending",
@@ -253,6 +254,7 @@ def _housekeeping(engine: Engine, sup: Supervisor, counters: object, log: Interv
     for r in RiskReject:
         if r != RiskReject.NONE:
             ints[_I[f"risk.{r.name.lower()}"]] = engine.risk.rejects[r]
+    ints[_I["send_errors"]] = engine.send_errors
     ints[_I["replies"]] = engine.replies_seen
     ints[_I["replies.unknown"]] = engine.unknown_replies
     ints[_I["pending"]] = len(engine.pending)

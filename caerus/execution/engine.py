@@ -27,6 +27,7 @@ from caerus.wire import ORDER, Outcome, RiskReject
 O_T_DECISION = ORDER.index("t_decision")
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
+_SEND_FAILED = int(Outcome.SEND_FAILED)
 _N_OUTCOMES = max(Outcome) + 1
 
 
@@ -60,6 +61,7 @@ class Engine:
         self.unknown_replies = 0  # replies for orders not pending (evicted or never sent here)
         self.pending_evicted = 0
         self.exec_records = 0
+        self.send_errors = 0  # send_msg raised (published as SEND_FAILED)
 
     def on_reply(self, reply: VenueReply) -> None:
         """ReplyCallback for transports: thread-safe, cheap."""
@@ -85,7 +87,14 @@ class Engine:
             self._publish(order, t_pickup, 0, _RISK_REJECTED, reject, 0, 0.0, 0.0)
             return True
         self.risk.accepted(order, t_pickup)
-        res: SendResult = self.transport.send_msg(order)
+        try:
+            res: SendResult = self.transport.send_msg(order)
+        except Exception:
+            # Never lose an order silently: record it as SEND_FAILED, then let the supervisor count the error.
+            self.send_errors += 1
+            self.risk.on_result(order, 0.0)
+            self._publish(order, t_pickup, time.time_ns(), _SEND_FAILED, 0, 0, 0.0, 0.0)
+            raise
         outcome = int(res.outcome)
         if outcome == _SENT:
             if self._tracks_replies:

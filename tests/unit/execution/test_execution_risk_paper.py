@@ -267,3 +267,39 @@ def test_live_factory_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(registry, "_LIVE_FACTORY_MODULES", ("caerus.execution.transports.no_such_module",))
     with pytest.raises(TransportUnavailable, match="no_such_module: not present"):
         make_live_transport("binance", network="testnet", credentials=Path("x"))
+
+
+class _Exploding:
+    name = "exploding"
+    replies = False
+
+    def start(self) -> None:
+        pass
+
+    def send_msg(self, order: tuple) -> object:
+        raise ConnectionResetError("socket gone")
+
+    def close(self) -> None:
+        pass
+
+
+def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
+    consumer = MpscConsumer.create("t3.orders", ORDER, 64)
+    producer = MpscProducer.attach("t3.orders", ORDER, timeout=1)
+    exec_w = SwmrWriter.create("t3.exec", EXEC, 64)
+    exec_r = SwmrReader.attach("t3.exec", EXEC, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(), books)
+    engine = Engine(consumer, _Exploding(), risk, books, exec_w)
+    try:
+        assert producer.try_push(*order(oid=9, t_decision=time.time_ns()))
+        with pytest.raises(ConnectionResetError):
+            engine.step()
+        rec = exec_r.read_next()
+        assert (rec[E_ORDER_ID], rec[E_OUTCOME]) == (9, Outcome.SEND_FAILED)
+        assert engine.send_errors == 1 and risk.position == 0.0
+    finally:
+        exec_r.close()
+        exec_w.close(unlink=True)
+        producer.close()
+        consumer.close(unlink=True)
