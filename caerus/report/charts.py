@@ -141,3 +141,18 @@ def histogram_chart(series: Sequence[tuple[str, HdrHistogram]], title: str, bins
         ax.grid(True, alpha=0.3)
     fig.suptitle(title)
     return _png(fig)
+
+
+def rate_chart(points: Sequence[tuple[float, float]], title: str, ylabel: str) -> bytes:
+    """A per-second count (e.g. fires/s) as bars against seconds since the session start."""
+    fig, ax = plt.subplots(figsize=(9, 2.6))
+    if points:
+        xs, ys = zip(*points, strict=True)
+        ax.bar(xs, ys, width=1.0, align="edge", color="C1")
+    else:
+        ax.text(0.5, 0.5, "none", transform=ax.transAxes, ha="center")
+    ax.set_xlabel("seconds since session start")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    return _png(fig)

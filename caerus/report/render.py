@@ -116,6 +116,10 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
                                 charts.histogram_chart([(md.tag, md.hist) for md in age], "Information age"))
         out["over_time_info_age"] = ("Information age over time: max and p99 per interval",
                                      charts.over_time_chart(age, t0, "Information age per interval"))
+    fires = (s.summary.get("exec") or {}).get("fires_per_s") or []
+    if fires:
+        out["fire_rate"] = ("Fire rate: orders per second (from the exec ring)",
+                            charts.rate_chart([(float(t), float(n)) for t, n in fires], "Fire rate", "orders/s"))
     if not ms:
         out["nines_latency"] = ("No metrics", charts.nines_chart([], "no .hlog data in this session"))
     return out

@@ -91,6 +91,11 @@ def count_rows(summary: dict[str, Any]) -> list[list[str]]:
         if key in hc:
             v = hc[key]
             rows.append([key, f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"])
+    fires = (summary.get("exec") or {}).get("fires_per_s") or []
+    elapsed = summary.get("elapsed_s") or summary.get("duration_s")
+    if "fires" in hc and elapsed:
+        peak = max((n for _, n in fires), default=0)
+        rows.append(["fire rate (mean / peak per s)", f"{hc['fires'] / float(elapsed):.2f} / {peak}"])
     for key in ("rejects_by", "reconnects_by", "orders_by_outcome", "orders_by_risk", "ring_losses_by"):
         for k, v in sorted((hc.get(key) or {}).items()):
             rows.append([f"{key.replace('_by', ' by').replace('orders by_', 'orders by ')}: {k}", f"{v:,}"])
