@@ -104,6 +104,9 @@ class FeedSink:
 
     def control(self, kind: FrameKind, detail: str, session: WsSession) -> bool:
         out = self.out
+        if kind is FrameKind.SUB_ERROR and session.data_count:
+            # Data is already flowing on this connection: an error now did not reject our subscription.
+            kind = FrameKind.VENUE_ERROR
         if kind is FrameKind.ACK:
             session.subscribed = True
             out.count("acks")

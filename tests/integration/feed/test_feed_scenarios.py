@@ -1,0 +1,338 @@
+"""`caerus feed` as a real process against the venue emulator over TLS on loopback, one test per fault scenario.
+
+For every scenario the feed must: recover (valid books again from a later connection, or keep publishing when
+the fault does not end the connection), classify the failure (the expected ``fail.<class>`` counter and a
+DISCONNECTED event with that class; never ``fail.other``), publish no invalid book (every VALID record passes the
+book rules and the venue's ordering; anything else is a bare STALE marker), never crash (alive until SIGTERM,
+then exit 0).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from caerus.ipc.counters import CounterBlock
+from caerus.ipc.swmr import SwmrReader
+from caerus.metrics.hdr import read_hlog
+from caerus.venues.book import check_levels
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass
+from tests.fixtures.common import Started
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+F = {name: BOOK.index(name) for name in BOOK.names}
+# Small timings so each scenario plays out in a few seconds.
+FEED_TIMINGS = ["--backoff-base", "0.1", "--backoff-cap", "0.5", "--connects-per-min", "120", "--connect-burst", "3",
+                "--rate-limited-delay", "0.5", "--open-timeout", "3"]
+STALE_AFTER = {"binance": "1.0", "hyperliquid": "2.0"}
+SIM_TIMINGS = ["--scenario-after", "0.5", "--scenario-duration", "1.5"]
+
+
+class Feed:
+    """A `caerus feed` process plus readers of its books ring, events ring and counters."""
+
+    def __init__(self, workdir: Path, venue: str, url: str, ca_file: str, extra: list[str]) -> None:
+        self.venue = venue
+        self.workdir = workdir
+        self.metrics = workdir / "metrics"
+        workdir.mkdir(parents=True, exist_ok=True)
+        seg = f"it.book.{venue}"
+        argv = [sys.executable, "-m", "caerus", "feed", "--venue", venue, "--segment", seg, "--url", url,
+                "--ca-file", ca_file, "--metrics-dir", str(self.metrics), "--stale-after", STALE_AFTER[venue],
+                *FEED_TIMINGS, *extra]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = Started(argv, env=env, cwd=ROOT, log=workdir / f"feed-{venue}.log")
+        self.books = SwmrReader.attach(seg, BOOK, timeout=20)
+        self.events = SwmrReader.attach(f"it.events.{venue}", EVENT, timeout=20)
+        self.stats = CounterBlock.attach(f"it.stats.feed-{venue}", timeout=20)
+        self.records: list[tuple] = []
+        self.event_records: list[tuple] = []
+
+    def poll(self) -> None:
+        while (r := self.books.read_next()) is not None:
+            self.records.append(r)
+        while (e := self.events.read_next()) is not None:
+            self.event_records.append(e)
+
+    def counters(self) -> dict[str, int | float]:
+        return self.stats.snapshot()
+
+    def wait_for(self, what: str, pred: Callable[[Feed], bool], timeout: float = 40.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll()
+            if not self.proc.alive():
+                pytest.fail(f"feed exited ({self.proc.proc.returncode}) while waiting for {what}:\n"
+                            f"{self.proc.output()[-4000:]}")
+            if pred(self):
+                return
+            time.sleep(0.05)
+        pytest.fail(f"feed: no {what} within {timeout:.0f} s; counters {self.nonzero()}\n{self.proc.output()[-4000:]}")
+
+    def nonzero(self) -> dict[str, int | float]:
+        return {k: v for k, v in self.counters().items() if v}
+
+    def valid(self) -> list[tuple]:
+        return [r for r in self.records if r[F["flags"]] & BookFlags.VALID]
+
+    def valid_from_conn_after(self, conn: int) -> int:
+        return sum(1 for r in self.valid() if r[F["conn"]] > conn)
+
+    def stop(self) -> int | None:
+        assert self.proc.alive(), f"feed died:\n{self.proc.output()[-4000:]}"
+        rc = self.proc.stop(grace=10)
+        self.poll()
+        return rc
+
+    def close(self) -> None:
+        if self.proc.alive():
+            self.proc.stop()
+        for r in (self.books, self.events):
+            r.close()
+        self.stats.close()
+
+    def disconnect_classes(self) -> list[FailureClass]:
+        return [FailureClass(e[2]) for e in self.event_records if e[1] == EventKind.DISCONNECTED]
+
+
+def check_no_invalid_book(feed: Feed) -> None:
+    """Every VALID record obeys the book rules and the venue's ordering; every other record is a bare STALE."""
+    last_seq, last_t = -1, 0
+    for r in feed.records:
+        flags = r[F["flags"]]
+        if not flags & BookFlags.VALID:
+            assert flags == BookFlags.STALE, r
+            continue
+        assert check_levels(r[F["bid_px"]], r[F["bid_qty"]], r[F["ask_px"]], r[F["ask_qty"]]) == 0, r
+        assert r[F["seq"]] > last_seq, r  # Binance u / Hyperliquid local counter: strictly increasing
+        assert r[F["t_exchange"]] >= last_t, r
+        assert r[F["t_recv"]] <= r[F["t_publish"]], r
+        last_seq, last_t = r[F["seq"]], r[F["t_exchange"]]
+
+
+@pytest.fixture
+def feed_factory(tmp_path: Path, shm_dir: Path) -> Iterator[Callable[..., Feed]]:
+    feeds: list[Feed] = []
+
+    def start(venue: str, sim: dict, *extra: str) -> Feed:
+        f = Feed(tmp_path / f"feed-{len(feeds)}", venue, sim[f"{venue}_url"], sim["ca_file"], list(extra))
+        feeds.append(f)
+        return f
+
+    yield start
+    for f in feeds:
+        f.close()
+
+
+def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, expect: FailureClass | None,  # type: ignore[no-untyped-def]
+                 sim_args: tuple[str, ...] = (), feed_args: tuple[str, ...] = ()) -> Feed:
+    """Start emulator + feed, wait for the fault to be classified and for recovery, stop; common checks."""
+    sim = venue_sim_factory(scenario=scenario, args=[*SIM_TIMINGS, *sim_args])
+    feed = feed_factory(venue, sim, *feed_args)
+    if expect is not None:
+        counter = f"fail.{expect.name.lower()}"
+        feed.wait_for(counter, lambda f: f.counters()[counter] >= 1)
+        first_bad = max((e[3] for e in feed.event_records if e[1] == EventKind.DISCONNECTED), default=0)
+        feed.wait_for("valid books from a new connection", lambda f: f.valid_from_conn_after(first_bad) >= 20)
+    else:
+        feed.wait_for("valid books", lambda f: len(f.valid()) >= 50)
+    rc = feed.stop()
+    assert rc == 0, feed.proc.output()[-4000:]
+    c = feed.counters()
+    assert c["fail.other"] == 0, feed.nonzero()
+    assert c["fail.shutdown"] >= 1  # the SIGTERM close was classified too
+    check_no_invalid_book(feed)
+    if expect is not None:
+        assert expect in feed.disconnect_classes(), feed.disconnect_classes()
+    return feed
+
+
+def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="none")
+    fb = feed_factory("binance", sim)
+    fh = feed_factory("hyperliquid", sim)
+    fb.wait_for("binance books", lambda f: len(f.valid()) >= 100)
+    fh.wait_for("hyperliquid books", lambda f: len(f.valid()) >= 20)
+    assert fb.stop() == 0 and fh.stop() == 0
+    for feed in (fb, fh):
+        check_no_invalid_book(feed)
+        c = feed.counters()
+        assert c["rejects"] == 0 and c["frames_dropped"] == 0 and c["connects"] == 1 and c["acks"] == 1
+        assert c["books"] == len(feed.valid()) and c["wait_policy"] == 3
+        assert feed.disconnect_classes() == [FailureClass.SHUTDOWN]
+        kinds = [e[1] for e in feed.event_records]
+        assert kinds[:3] == [EventKind.CONNECTING, EventKind.CONNECTED, EventKind.SUBSCRIBED]
+        hlog = read_hlog(feed.metrics / f"feed-{feed.venue}.hlog")
+        assert hlog.merged(f"feed_internal.{feed.venue}").get_total_count() == c["books"]
+        assert hlog.merged(f"info_age.{feed.venue}").get_total_count() + _artifacts(feed) == c["books"]
+        assert feed.records[-1][F["flags"]] == BookFlags.STALE  # the shutdown marks the book not live
+    assert fb.valid()[0][F["venue"]] == 1 and fh.valid()[0][F["venue"]] == 2
+
+
+def _artifacts(feed: Feed) -> int:
+    import json
+
+    side = json.loads((feed.metrics / f"feed-{feed.venue}.hlog.json").read_text())
+    return side["tags"][f"info_age.{feed.venue}"]["clock_artifacts"]
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+    feed = run_scenario(venue_sim_factory, feed_factory, venue, "drop", FailureClass.CLOSED_BY_PEER)
+    c = feed.counters()
+    assert c["reconnects"] >= 1 and c["connects"] >= 2
+    assert any(r[F["flags"]] == BookFlags.STALE for r in feed.records[:-1])  # the gap was marked
+
+
+def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    feed = run_scenario(venue_sim_factory, feed_factory, "binance", "stall", FailureClass.STALE,
+                        sim_args=("--scenario-duration", "3"))
+    assert feed.counters()["stale"] >= 1
+
+
+def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="slow-drip", args=SIM_TIMINGS)
+    feed = feed_factory("binance", sim, "--stale-after", "2.5")
+    feed.wait_for("books before the drip", lambda f: len(f.valid()) >= 20)
+    # The drip ends after 0.5 + 1.5 s; the backlog then flushes. Wait until books flow at full rate again.
+    n0 = len(feed.valid())
+    feed.wait_for("books after the drip", lambda f: len(f.valid()) >= n0 + 200)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["fail.other"] == 0 and c["rejects"] == 0 and c["frames_dropped"] == 0
+    check_no_invalid_book(feed)
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="malformed-json", args=SIM_TIMINGS)
+    feed = feed_factory(venue, sim)
+    feed.wait_for("3 dropped frames", lambda f: f.counters()["frames_dropped"] >= 3)
+    n0 = len(feed.valid())
+    feed.wait_for("books after the garbage", lambda f: len(f.valid()) >= n0 + 10)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["frames_dropped"] == 3 and c["fail.parse_error"] == 0 and c["connects"] == 1
+    assert [e[1] for e in feed.event_records].count(EventKind.FRAME_DROPPED) == 3
+    check_no_invalid_book(feed)
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_oversized_frame_is_protocol_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+    feed = run_scenario(venue_sim_factory, feed_factory, venue, "oversized-frame", FailureClass.PROTOCOL)
+    ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == FailureClass.PROTOCOL]
+    assert ev[0][5] == 1009  # message too big
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="error-frames", args=SIM_TIMINGS)
+    feed = feed_factory(venue, sim)
+    feed.wait_for("3 venue errors", lambda f: f.counters()["venue_errors"] >= 3)
+    n0 = len(feed.valid())
+    feed.wait_for("books after the errors", lambda f: len(f.valid()) >= n0 + 10)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["venue_errors"] == 3 and c["connects"] == 1 and c["fail.subscription_rejected"] == 0
+    check_no_invalid_book(feed)
+
+
+def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    feed = run_scenario(venue_sim_factory, feed_factory, "binance", "wrong-route", FailureClass.STALE)
+    c = feed.counters()
+    assert c["acks"] >= 2 and c["stale"] >= 1  # acknowledged, then silent: only the watchdog noticed
+
+
+def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="none")
+    feed = feed_factory("binance", sim, "--route", "market")
+    feed.wait_for("two stale connections", lambda f: f.counters()["fail.stale"] >= 2)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["acks"] >= 2 and c["reconnects"] >= 2 and c["books"] == 0 and feed.valid() == []
+
+
+def test_refused_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    run_scenario(venue_sim_factory, feed_factory, "binance", "refused", FailureClass.REFUSED)
+
+
+@pytest.mark.parametrize(("scenario", "expect", "status"), [("http-429", FailureClass.RATE_LIMITED, 429),
+                                                            ("http-503", FailureClass.HANDSHAKE_HTTP, 503)])
+def test_http_rejections_are_classified_with_status(venue_sim_factory, feed_factory, scenario: str,  # type: ignore[no-untyped-def]
+                                                     expect: FailureClass, status: int) -> None:
+    feed = run_scenario(venue_sim_factory, feed_factory, "hyperliquid", scenario, expect)
+    ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == expect]
+    assert len(ev) == 2 and all(e[5] == status for e in ev)  # the scenario rejects two handshakes
+
+
+def test_tls_failure_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    run_scenario(venue_sim_factory, feed_factory, "binance", "tls-failure", FailureClass.TLS)
+
+
+def test_early_close_without_rotation_is_closed_by_peer_1001(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    feed = run_scenario(venue_sim_factory, feed_factory, "binance", "early-close", FailureClass.CLOSED_BY_PEER,
+                        sim_args=("--scenario-after", "1.5"), feed_args=("--rotate-after", "0"))
+    ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == FailureClass.CLOSED_BY_PEER]
+    assert ev[0][5] == 1001
+
+
+def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    # The venue closes every connection 2.5 s after it subscribes; the feed rotates after 1.2 s, make-before-break.
+    sim = venue_sim_factory(scenario="early-close", args=["--scenario-after", "2.5"])
+    feed = feed_factory("binance", sim, "--rotate-after", "1.2", "--rotation-timeout", "1.0")
+    feed.wait_for("3 rotations", lambda f: f.counters()["rotations"] >= 3)
+    assert feed.stop() == 0
+    c = feed.counters()
+    check_no_invalid_book(feed)
+    # The venue never got to close a connection on us, and the book never went stale: no gap at all.
+    assert c["fail.closed_by_peer"] == 0 and c["fail.stale"] == 0 and c["reconnects"] == 0
+    assert c["fail.rotation"] >= 3
+    assert all(r[F["flags"]] & BookFlags.VALID for r in feed.records[:-1])
+    rotated = [i for i, r in enumerate(feed.records) if r[F["flags"]] & BookFlags.ROTATED]
+    assert len(rotated) == c["rotations"]
+    conns = [r[F["conn"]] for r in feed.valid()]
+    assert conns == sorted(conns) and len(set(conns)) == c["rotations"] + 1
+
+
+def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="greeting")
+    feed = feed_factory("hyperliquid", sim)
+    feed.wait_for("books", lambda f: len(f.valid()) >= 20)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["greetings"] == 1 and c["frames_dropped"] == 0 and c["connects"] == 1
+    check_no_invalid_book(feed)
+
+
+def test_spin_wait_policy_runs_and_is_recorded(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    sim = venue_sim_factory(scenario="none")
+    feed = feed_factory("binance", sim, "--wait-policy", "hybrid")
+    feed.wait_for("books", lambda f: len(f.valid()) >= 50)
+    assert feed.stop() == 0
+    assert feed.counters()["wait_policy"] == 2
+    assert "wait_policy=hybrid" in (feed.metrics / "feed-binance.hlog").read_text()
+    check_no_invalid_book(feed)
+
+
+def test_bad_config_exits_2_before_starting_anything(tmp_path: Path, shm_dir: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    import subprocess
+
+    for args, needle in [
+        (["--venue", "binance", "--segment", "x", "--url", "ws://127.0.0.1:1"], "wss://"),
+        (["--venue", "binance", "--segment", "x", "--symbol", "ETHUSDT"], "--symbol"),
+        (["--venue", "hyperliquid", "--segment", "x", "--keepalive", "90"], "--keepalive"),
+        (["--venue", "binance", "--segment", "x", "--ca-file", str(tmp_path / "missing.pem")], "--ca-file"),
+        (["--venue", "binance", "--segment", "x", "--stale-after", "-1"], "stale_after_s"),
+    ]:
+        p = subprocess.run([sys.executable, "-m", "caerus", "feed", *args], env=env, cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 2 and needle in p.stderr, (args, p.stderr)
+    assert list(shm_dir.iterdir()) == []  # nothing was created
