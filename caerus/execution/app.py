@@ -25,6 +25,7 @@ from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
 from caerus.ipc import segment
+from caerus.ipc.counters import CounterBlock
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.ipc.wait import make_waiter
@@ -64,6 +65,7 @@ FLOAT_COUNTERS = (
     "paper.markout.2",
 )
 _HOUSEKEEPING_MASK = 1023
+Counters = CounterBlock | runtime.LocalCounters
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -207,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             counters.close()
 
 
-def _loop(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | None, consumer: MpscConsumer,
+def _loop(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog | None, consumer: MpscConsumer,
           exec_writer: SwmrWriter | None, wait_policy: str, cfg: ExecutionConfig) -> None:
     step = engine.step
     waiter = make_waiter(wait_policy, spins=cfg.idle_spins)
@@ -234,7 +236,7 @@ def _loop(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | 
                     _housekeeping(engine, sup, counters, log, consumer, exec_writer)
 
 
-def _housekeeping(engine: Engine, sup: Supervisor, counters: object, log: IntervalLog | None,
+def _housekeeping(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog | None,
                   consumer: MpscConsumer | None, exec_writer: SwmrWriter | None) -> None:
     if log is not None:
         log.drain("queue_transit", engine.transit)
@@ -244,8 +246,8 @@ def _housekeeping(engine: Engine, sup: Supervisor, counters: object, log: Interv
     sup.check_kill_file()
     reattached = engine.books.refresh()
     engine.drain_replies()
-    ints = counters.ints  # type: ignore[attr-defined]
-    floats = counters.floats  # type: ignore[attr-defined]
+    ints = counters.ints
+    floats = counters.floats
     ints[_I["state"]] = int(sup.state)
     ints[_I["halt_cause"]] = int(sup.halt_cause)
     ints[_I["orders"]] = engine.orders
@@ -276,7 +278,7 @@ def _housekeeping(engine: Engine, sup: Supervisor, counters: object, log: Interv
         floats[_F["paper.pnl.total"]] = acct.total_pnl
         for i in range(min(3, len(acct.horizons_ms))):
             floats[_F[f"paper.markout.{i}"]] = acct.markout_mean_bps(i)
-    counters.beat()  # type: ignore[attr-defined]
+    counters.beat()
     if consumer is not None:
         consumer.beat()
     if exec_writer is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caerus.ipc import segment
+from caerus.ipc.counters import CounterBlock
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
 from caerus.ipc.wait import make_waiter
@@ -77,7 +78,7 @@ class _Ctx:
     cfg: StrategyConfig
     readers: list[SwmrReader]
     producer: MpscProducer
-    counters: object
+    counters: CounterBlock | runtime.LocalCounters
     sup: Supervisor
     arb: LatencyArb | BenchFireEveryBook
     log: IntervalLog | None
