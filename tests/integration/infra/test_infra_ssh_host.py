@@ -21,6 +21,7 @@ from infra import invoke_tasks
 from infra.collect import collect
 from infra.configure import configure
 from infra.deploy import DeployOptions, build_wheel, deploy, wheel_digest
+from infra.hosts import HostRecord
 from infra.remote import HostKeyMismatch, connect, forget_host
 from infra.remote_bench import BenchError, run_remote_bench
 from tests.fixtures.infra_sshd import InfraHost, make_key
@@ -190,3 +191,57 @@ def test_infra_remote_bench_failure_shows_log(infra_test_host: InfraHost, tmp_pa
     with pytest.raises(ValueError, match="duration"):
         run_remote_bench(None, host="loop", duration="soon", emulator=True, out=tmp_path / "s",
                          state_dir=str(h.store.root))
+
+
+def test_infra_second_host_in_netns_pinned_separately_and_configured(infra_test_host: InfraHost,
+                                                                     sshd_netns_server, tmp_path: Path) -> None:
+    h = infra_test_host
+    ns = sshd_netns_server
+    prefix = tmp_path / "nsroot"
+    prefix.mkdir()
+    second = HostRecord(name="ns2", host=ns.host, port=22, user=ns.user, key_path=str(ns.client_key),
+                        remote_prefix=str(prefix), extra={"chronyc": "true"})
+    h.store.save(second)
+    connect(h.record, h.store.known_hosts, lambda s: None).close()
+    summary = configure(second, h.store, say=lambda s: None)
+    pins = [ln.split(" ", 1)[0] for ln in h.store.known_hosts.read_text().splitlines()]
+    assert sorted(pins) == sorted([f"[127.0.0.1]:{h.record.port}", ns.host])
+    # facts came from inside the namespace: its only NIC is the veth end (no device driver), not ENA
+    [(nic, driver)] = summary["facts"]["nics"].items()
+    assert nic.startswith("ci") and nic.endswith("n") and driver == "virtual"
+    assert any("no ENA NIC" in n and nic in n for n in summary["result"]["notes"])
+    assert (prefix / "etc/chrony/chrony.conf").exists()
+    assert set(h.store.names()) == {"ns2", "loop"}
+    # the loopback host's pin is unaffected by the second host
+    connect(h.record, h.store.known_hosts, lambda s: None).close()
+
+
+def test_infra_apply_live_runs_handlers_once_and_only_on_change(infra_test_host: InfraHost) -> None:
+    from infra.remote import RemoteError, open_host
+    from infra.steps import Command, FileSpec, Step, apply
+
+    h = infra_test_host
+    log = h.prefix / "handler.log"
+    step = Step("demo")
+    step.files += [FileSpec("/etc/demo/a.conf", "a=1\n", notify=("reload",)),
+                   FileSpec("/etc/demo/b.conf", "b=1\n", mode=0o600, notify=("reload",))]
+    step.handlers["reload"] = Command(f"echo reload >> {log}", "demo config changed", "service")
+    step.commands.append(Command("systemctl reboot", "would reboot", "reboot"))
+    host = open_host(h.record, h.store.known_hosts, lambda s: None)
+    try:
+        first = apply(host, [step], live=True, say=lambda s: None)
+        assert first.changed == ["/etc/demo/a.conf", "/etc/demo/b.conf"]
+        assert first.executed == [f"echo reload >> {log}"]
+        assert log.read_text() == "reload\n"  # two files notified, the handler ran once
+        assert first.reboot_needed and first.planned[0]["command"] == "systemctl reboot"  # never run by apply
+        assert stat.S_IMODE((h.prefix / "etc/demo/b.conf").stat().st_mode) == 0o600
+        second = apply(host, [step], live=True, say=lambda s: None)
+        assert second.changed == [] and second.executed == [] and log.read_text() == "reload\n"
+        (h.prefix / "etc/demo/a.conf").write_text("a=2\n")  # drift: someone edited the file
+        third = apply(host, [step], live=True, say=lambda s: None)
+        assert third.changed == ["/etc/demo/a.conf"] and log.read_text() == "reload\nreload\n"
+        bad = Step("bad", commands=[Command("false", "always fails", "runtime")])
+        with pytest.raises(RemoteError, match="`false` exited 1"):
+            apply(host, [bad], live=True, say=lambda s: None)
+    finally:
+        host.close()
