@@ -87,6 +87,8 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         hl_greeting=args.hl_greeting,
     )
     cfg.validate()
+    if args.ready_file is not None and not args.ready_file.parent.is_dir():
+        raise ValueError(f"--ready-file folder {args.ready_file.parent} does not exist")
     return cfg
 
 

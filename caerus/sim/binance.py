@@ -27,7 +27,7 @@ from websockets.http11 import Request, Response
 
 from caerus.sim import frames
 from caerus.sim.config import SharedState
-from caerus.sim.hub import Subscriber
+from caerus.sim.hub import Subscriber, spawn
 from caerus.sim.order_entry import binance_order_reply
 
 log = logging.getLogger("caerus.sim")
@@ -128,7 +128,7 @@ class BinanceServer:
         if cfg.scenario.name == "early-close" and state.budget.claim(self.venue):
             lifetime = cfg.scenario.after_s
         loop = asyncio.get_running_loop()
-        expiry = loop.call_later(lifetime, lambda: loop.create_task(conn.close(1001, "connection lifetime")))
+        expiry = loop.call_later(lifetime, lambda: spawn(conn.close(1001, "connection lifetime")))
         try:
             for stream in initial:
                 self._subscribe(sub, route, combined, stream, subscribed)

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 from websockets.asyncio.server import ServerConnection, broadcast
 
@@ -22,6 +23,16 @@ from caerus.sim import frames
 from caerus.sim.scenarios import FaultBudget, Scenario
 
 log = logging.getLogger("caerus.sim")
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def spawn(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` as a task whose reference is held until it finishes (asyncio keeps only weak ones)."""
+    task = asyncio.get_running_loop().create_task(coro)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
 
 # Scenarios acted out on a data connection after its first subscription.
 CONNECTION_FAULTS = frozenset(

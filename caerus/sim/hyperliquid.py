@@ -23,7 +23,7 @@ from websockets.http11 import Request, Response
 
 from caerus.sim import frames
 from caerus.sim.config import SharedState
-from caerus.sim.hub import Subscriber
+from caerus.sim.hub import Subscriber, spawn
 from caerus.sim.order_entry import hyperliquid_post_reply
 
 log = logging.getLogger("caerus.sim")
@@ -86,7 +86,7 @@ class HyperliquidServer:
             if idle:
                 idle.pop().cancel()
             idle.append(loop.call_later(cfg.hl_idle_timeout_s,
-                                        lambda: loop.create_task(conn.close(1000, "idle timeout"))))
+                                        lambda: spawn(conn.close(1000, "idle timeout"))))
 
         try:
             reset_idle()

@@ -251,3 +251,18 @@ def test_binance_disconnects_a_client_over_10_messages_per_second(tmp_path: Path
     acks, code = run_with(config(tmp_path), body)
     assert [a["id"] for a in acks] == list(range(10))
     assert code == 1008
+
+
+def test_emulator_thread_serves_synchronous_clients(tmp_path: Path) -> None:
+    from websockets.sync.client import connect as sync_connect
+
+    from caerus.sim.emulator import EmulatorThread
+
+    with EmulatorThread(config(tmp_path)) as t:
+        ctx = ssl.create_default_context(cafile=t.info["ca_file"])
+        with sync_connect(t.info["hyperliquid_url"] + "/ws", ssl=ctx) as ws:
+            ws.send(json.dumps({"method": "ping"}))
+            assert json.loads(ws.recv(timeout=5)) == {"channel": "pong"}
+        counts = t.emulator.connection_counts()  # type: ignore[union-attr]
+    assert counts["hyperliquid"]["opened"] == 1
+    assert not t._thread.is_alive()

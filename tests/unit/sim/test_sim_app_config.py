@@ -41,6 +41,7 @@ def test_replay_scenario_spelling(tmp_path: Path) -> None:
         (("--cert-dir", "X", "--replay", "/nonexistent.jsonl"), "does not exist"),
         (("--cert-dir", "X", "--binance-rate", "-3"), "binance_rate_hz"),
         (("--cert-dir", "X", "--hl-idle-timeout", "0"), "hl_idle_timeout_s"),
+        (("--cert-dir", "X", "--ready-file", "/nonexistent/dir/ready.json"), "--ready-file folder"),
     ],
 )
 def test_bad_config_exits_2_with_a_message(argv: tuple[str, ...], message: str,
