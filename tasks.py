@@ -83,13 +83,23 @@ def report(c: Context, session: list[str] | None = None, out: str = "reports", s
 
 
 @task(
+    iterable=["only", "metric_threshold"],
     help={
         "base": "git revision to compare against (built in a separate worktree)",
         "quick": "short repetitions (a few minutes)",
-        "report_only": "never exit non-zero (CI on shared machines)",
+        "report_only": "never exit non-zero on a regression (CI on shared machines)",
         "repetitions": "repetitions per side (>= 9)",
         "out": "output folder for regress.json / regress.md",
-    }
+        "only": "suite member to run (repeatable)",
+        "threshold": "default per-metric threshold, as a fraction (0.10 = 10%)",
+        "metric_threshold": "PATTERN=FRACTION, fnmatch on metric id, e.g. 'session/*.p99=0.25' (repeatable)",
+        "alpha": "Mann-Whitney significance level",
+        "update_baseline": "store head as this machine's baseline",
+        "baseline_gate": "with --base: baseline regressions fail too",
+        "no_baseline": "skip the stored-baseline signal",
+        "suite": "suite file (default benchmarks/regress/suite.toml)",
+        "machine_key": "baseline file stem override",
+    },
 )
 def regress(
     c: Context,
@@ -98,10 +108,24 @@ def regress(
     report_only: bool = False,
     repetitions: int = 9,
     out: str = "regress-out",
+    only: list[str] | None = None,
+    threshold: float = 0.10,
+    metric_threshold: list[str] | None = None,
+    alpha: float = 0.01,
+    update_baseline: bool = False,
+    baseline_gate: bool = False,
+    no_baseline: bool = False,
+    suite: str = "",
+    machine_key: str = "",
 ) -> None:
     """Decide, with a Mann-Whitney U test, whether HEAD is slower than BASE (or than the stored baseline)."""
-    from benchmarks.regress.runner import RegressOptions, run_regress
+    from benchmarks.regress.runner import RegressOptions, UsageError, parse_thresholds, run_regress
 
+    try:
+        thresholds = parse_thresholds(metric_threshold or [])
+    except UsageError as exc:
+        print(f"regress: {exc}", file=sys.stderr)
+        sys.exit(2)
     code = run_regress(
         RegressOptions(
             base=base or None,
@@ -110,6 +134,15 @@ def regress(
             repetitions=repetitions,
             out=Path(out),
             repo=ROOT,
+            only=tuple(only or ()),
+            threshold=threshold,
+            thresholds=thresholds,
+            alpha=alpha,
+            update_baseline=update_baseline,
+            baseline_gate=baseline_gate,
+            no_baseline=no_baseline,
+            suite=Path(suite) if suite else None,
+            machine_key=machine_key or None,
         )
     )
     if code:
