@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
     parser.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                         help="live display: rich on a terminal, a line every 5 s otherwise")
+    parser.add_argument("--strategy-config", type=Path,
+                        help='strategy TOML (e.g. mode = "bench": an order on every Binance book)')
+    parser.add_argument("--execution-config", type=Path, help="execution TOML")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (index.html)")
 
@@ -30,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     opts = SessionOptions(
         duration_s=args.duration, out=args.out, seed=args.seed, scenario=args.scenario,
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
-        stop_grace_s=args.stop_grace, progress=args.progress,
+        stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
+        execution_config=args.execution_config,
     )
     try:
         session_dir = run_local_session(opts)

@@ -83,7 +83,8 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
 
 
 def fleet_specs(
-    session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any], *, capture: bool, transport: str
+    session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any], *, capture: bool, transport: str,
+    strategy_config: Path | None = None, execution_config: Path | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data)."""
     ca = str(urls["ca_file"])
@@ -103,9 +104,11 @@ def fleet_specs(
     add("execution", "execution", [
         "--segment", seg.orders, "--transport", transport, "--book-segment", seg.book("binance"),
         "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec,
+        *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
     ])
     add("strategy", "strategy", [
         "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
+        *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),

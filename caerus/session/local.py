@@ -57,6 +57,8 @@ class SessionOptions:
     transport: str = "paper"
     stop_grace_s: float = 5.0
     progress: str = "auto"  # auto | rich | lines | none
+    strategy_config: Path | None = None  # passed to `caerus strategy --config` (e.g. mode = "bench")
+    execution_config: Path | None = None  # passed to `caerus execution --config`
 
     def validate(self) -> None:
         problems = []
@@ -71,6 +73,9 @@ class SessionOptions:
                 problems.append("scenario is empty")
             elif self.scenario.startswith("replay:") and not Path(self.scenario[7:]).is_file():
                 problems.append(f"replay file {self.scenario[7:]!r} does not exist")
+        for what, cfg in (("strategy", self.strategy_config), ("execution", self.execution_config)):
+            if cfg is not None and not Path(cfg).is_file():
+                problems.append(f"{what} config {cfg} does not exist")
         if self.stop_grace_s < 0:
             problems.append(f"stop grace must be >= 0, got {self.stop_grace_s}")
         if self.progress not in ("auto", "rich", "lines", "none"):
@@ -81,6 +86,8 @@ class SessionOptions:
     def resolved(self) -> dict[str, Any]:
         d = asdict(self)
         d["out"] = str(self.out)
+        for key in ("strategy_config", "execution_config"):
+            d[key] = str(Path(d[key]).resolve()) if d[key] else None
         d["duration_s"] = float(self.duration_s)
         if self.scenario and self.scenario.startswith("replay:"):
             d["scenario"] = "replay:" + str(Path(self.scenario[7:]).resolve())
@@ -196,7 +203,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             procs.append(sim)
             write_processes()
             urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
-            specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport)
+            specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
+                                       strategy_config=opts.strategy_config,
+                                       execution_config=opts.execution_config)
             _write_config(session_dir, opts, plan, seg, [sim_spec, *specs])
             config_written = True
             for spec in specs:
