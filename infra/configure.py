@@ -51,6 +51,10 @@ def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
     s.handlers["restart"] = Command(f"systemctl restart {facts.chrony_service}", "chrony.conf changed", "service")
     s.notes.append(f"time source: {chrony.time_source(facts)}"
                    + (f" ({chrony.PHC_DEVICE})" if facts.ptp0 else f" ({chrony.AMAZON_TIME_SYNC}, no /dev/ptp0)"))
+    if facts.ec2 and facts.ena_nics and not facts.ptp0:
+        s.notes.append("ENA NIC without /dev/ptp0: the ENA PHC is off on this host (upstream driver: devlink param "
+                       "enable_phc; amzn-drivers: module option phc_enable=1); enable it, reboot and re-run "
+                       "configure to switch chrony to the PHC")
     steps.append(s)
 
     s = Step("kernel")

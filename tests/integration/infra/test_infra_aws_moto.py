@@ -12,6 +12,7 @@ from invoke import Context
 from infra import invoke_tasks
 from infra.aws.ami import UBUNTU_2404_PARAM
 from infra.aws.clients import AwsError, AwsTarget
+from infra.aws.network import detect_caller_cidr
 from infra.aws.teardown import leftovers, teardown
 from infra.hosts import HostStore
 from infra.provision import ProvisionRequest, provision
@@ -140,6 +141,43 @@ def test_infra_teardown_touches_only_project_resources(moto_server: MotoServer, 
     assert alive == {foreign["InstanceId"], other.instance_id}
     assert ec2.describe_security_groups(GroupIds=[foreign_sg])["SecurityGroups"]
     assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["caerus-osaka"]
+    # --all: every project-tagged resource, still nothing foreign
+    teardown(ec2, None, lambda s: None)
+    assert leftovers(ec2, None) == []
+    assert {i["InstanceId"] for i in _live_instances(ec2)} == {foreign["InstanceId"]}
+    assert ec2.describe_security_groups(GroupIds=[foreign_sg])["SecurityGroups"]
+
+
+def test_infra_caller_cidr_detection(tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    answers = iter([b"203.0.113.42\n", b"<html>captive portal</html>"])
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = next(answers)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        assert detect_caller_cidr(url) == "203.0.113.42/32"
+        with pytest.raises(AwsError, match="not a valid address"):
+            detect_caller_cidr(url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(AwsError, match="pass --cidr"):
+        detect_caller_cidr("http://127.0.0.1:1/", timeout=2)
 
 
 def test_infra_invoke_tasks_provision_status_teardown(moto_server: MotoServer, tmp_path: Path,

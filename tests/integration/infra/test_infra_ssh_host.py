@@ -176,6 +176,13 @@ def test_infra_remote_bench_runs_pinned_and_collects(infra_test_host: InfraHost,
     said.clear()
     collect(h.record, h.store, out, say=said.append)
     assert any("0 file(s) copied, 2 already present" in s for s in said)
+    # an interrupted copy (truncated file) is fetched again, the complete one is not
+    hlog = path / "metrics" / "feed-binance.hlog"
+    full = hlog.read_text()
+    hlog.write_text(full[:5])
+    said.clear()
+    collect(h.record, h.store, out, say=said.append)
+    assert any("1 file(s) copied, 1 already present" in s for s in said) and hlog.read_text() == full
     # invoke collect of a session that is not there: clear error, exit 1
     with pytest.raises(SystemExit):
         invoke_tasks.collect(Context(), host="loop", session=["nope"], out=str(out), state_dir=str(h.store.root))

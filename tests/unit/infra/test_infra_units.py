@@ -270,3 +270,11 @@ def test_infra_userdata_is_valid_base64_roundtrip() -> None:
     text = render_ttl_user_data("s", datetime(2026, 1, 1, tzinfo=UTC), timedelta(minutes=90))
     assert base64.b64decode(base64.b64encode(text.encode())).decode() == text
     assert "shutdown -h +90 " in text
+
+
+def test_infra_ena_without_phc_says_how_to_enable_it() -> None:
+    f = parse_facts(EC2_PROBE.replace("ptp0=yes", "ptp0=no"))
+    plan = kernel.target_plan(f)
+    chrony_step = build_steps(f, plan)[0]
+    assert "server 169.254.169.123" in chrony_step.files[0].content
+    assert any("enable_phc" in n and "phc_enable=1" in n for n in chrony_step.notes)
