@@ -106,7 +106,10 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for process, block in sorted((summary.get("counters") or {}).items()):
         for name, v in block.items():
-            rows.append([process, name, f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"])
+            if v is None:
+                rows.append([process, name, "-"])
+            else:
+                rows.append([process, name, f"{v:,.3f}" if isinstance(v, float) else f"{v:,}"])
     return rows
 
 

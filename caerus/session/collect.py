@@ -8,6 +8,7 @@ wrote) is stated in the summary, never papered over.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -59,7 +60,7 @@ def family_total(counters: dict[str, Any], totals: Iterable[str],
 def paper_pnl(counters: dict[str, dict[str, Any]]) -> float | None:
     """Execution's paper PnL: ``paper.pnl.total`` when published, else any single ``*pnl`` gauge."""
     for block in counters.values():
-        if "paper.pnl.total" in block:
+        if isinstance(block.get("paper.pnl.total"), int | float):
             return float(block["paper.pnl.total"])
     for block in counters.values():
         for k, v in block.items():
@@ -103,11 +104,22 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
     return out
 
 
+def _finite(x: Any) -> Any:
+    """JSON has no NaN/Infinity: a gauge that is NaN (e.g. a markout not computed yet) becomes null."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
+
+
 def collect(session_dir: Path, run: dict[str, Any], env: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``<tag>.hgrm`` per metric and ``summary.json``; return the summary."""
     sm: SessionMetrics = load_metrics(session_dir)
     write_hgrms(sm, session_dir)
-    counters = run.get("counters") or {}
+    counters = _finite(run.get("counters") or {})
     summary: dict[str, Any] = {
         "schema": SUMMARY_SCHEMA,
         **{k: v for k, v in run.items() if k not in ("counters",)},
@@ -118,5 +130,5 @@ def collect(session_dir: Path, run: dict[str, Any], env: dict[str, Any] | None =
         "headline_counts": headline_counts(counters, run.get("exec")),
     }
     summary["caveats"] = caveats(summary, env)
-    (session_dir / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=False, default=str))
+    (session_dir / "summary.json").write_text(json.dumps(_finite(summary), indent=1, default=str, allow_nan=False))
     return summary

@@ -167,14 +167,19 @@ def render(live: LiveStats, procs: list[Running], elapsed_s: float, duration_s: 
         snap = live.snapshots.get(r.spec.name, {})
         rates = live.rates.get(r.spec.name, {})
         parts = []
+        hidden = 0
         for k, v in snap.items():
             rate = rates.get(k)
-            if isinstance(v, float):
+            if not v:
+                hidden += 1  # feeds publish ~50 counters, most of them 0 on a healthy run
+            elif isinstance(v, float):
                 parts.append(f"{k}={v:.4g}")
-            elif rate:
+            elif rate and not k.startswith("last_t_"):
                 parts.append(f"{k}={v} (+{rate:.0f}/s)")
-            else:
+            elif not k.startswith("last_t_"):
                 parts.append(f"{k}={v}")
+        if hidden:
+            parts.append(f"[{hidden} at 0]")
         if r.status == "died":
             parts.insert(0, f"DIED exit {r.proc.returncode}")
         table.add_row(r.spec.name, str(r.pid), Text(status, style=style),

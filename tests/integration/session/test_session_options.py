@@ -1,0 +1,48 @@
+"""Session options: bad input stops the session before anything starts, with a message naming the problem."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from caerus.plan import plan_fleet
+from caerus.session.local import SessionConfigError, SessionOptions, config_hash
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize(
+    ("opts", "message"),
+    [
+        (SessionOptions(duration_s=0), "duration must be > 0"),
+        (SessionOptions(wait_policy="busy"), "wait policy 'busy'"),
+        (SessionOptions(transport="binance"), "transport 'binance'"),
+        (SessionOptions(scenario="replay:/nonexistent/frames.jsonl"), "replay file"),
+        (SessionOptions(strategy_config=Path("/nonexistent.toml")), "strategy config"),
+    ],
+)
+def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
+    with pytest.raises(SessionConfigError, match=message):
+        opts.validate()
+
+
+def test_config_hash_ignores_output_folder_but_not_seed() -> None:
+    plan = plan_fleet(cpus=[0, 1], isolated=[])
+    a = config_hash(SessionOptions(out=Path("a")), plan)
+    assert a == config_hash(SessionOptions(out=Path("b"), progress="none"), plan)
+    assert a != config_hash(SessionOptions(seed=2), plan)
+    assert a != config_hash(SessionOptions(), plan_fleet(cpus=[0, 1, 2, 3], isolated=[]))
+
+
+def test_cli_exits_2_before_starting_anything(tmp_path: Path) -> None:
+    out = tmp_path / "sessions"
+    res = subprocess.run([sys.executable, "-m", "caerus", "session", "--duration", "0", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert res.returncode == 2
+    assert "duration must be > 0" in res.stderr
+    assert not out.exists()
