@@ -7,8 +7,8 @@ One "fair" BTC price process drives both venues:
   change is a bookTicker event with an increasing update id (ids jump, as they do on the real venue, because
   the counter is shared by every symbol).
 * Hyperliquid BTC follows: blocks come every ~70 ms (jittered); a block's top of book is built from the fair
-  price as it was ``hl_lag_ms`` earlier, on Hyperliquid's price grid (5 significant figures, so a 1 USD tick
-  at 95k, 10 USD above 100k). A bbo event exists only for blocks whose top (price, size or order count)
+  price as it was ``hl_lag_ms`` earlier, on Hyperliquid's price grid (5 significant figures, integers always
+  allowed: a 1 USD tick from 10k up). A bbo event exists only for blocks whose top (price, size or order count)
   changed, exactly like the real ``bbo`` channel.
 * Jumps of ``jump_bps_min..jump_bps_max`` basis points arrive ``jumps_per_min`` times a minute on average, so a
   latency-arb strategy with an entry threshold of a few bps fires a few times per minute: Binance moves first,
@@ -115,11 +115,12 @@ class HlBlock:
 
 
 def hl_tick(price: float) -> float:
-    """Hyperliquid's price increment for BTC at ``price``: 5 significant figures, at most 1 decimal."""
+    """Hyperliquid's price increment for BTC at ``price``: 5 significant figures, at most 1 decimal
+    (6 - szDecimals), and integer prices are always valid (so never coarser than 1 USD)."""
     if price <= 0:
         raise ValueError(f"price must be > 0, got {price!r}")
     exponent = math.floor(math.log10(price)) - (HL_SIG_FIGS - 1)
-    return max(10.0**exponent, 10.0 ** -(HL_MAX_DECIMALS - HL_SZ_DECIMALS))
+    return min(1.0, max(10.0**exponent, 10.0 ** -(HL_MAX_DECIMALS - HL_SZ_DECIMALS)))
 
 
 def round_to(value: float, step: float) -> float:

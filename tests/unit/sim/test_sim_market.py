@@ -54,8 +54,9 @@ def test_binance_prices_on_tick_and_ids_increase() -> None:
 
 def test_hyperliquid_prices_follow_five_significant_figures() -> None:
     assert hl_tick(95_000.0) == 1.0
-    assert hl_tick(100_500.0) == 10.0
+    assert hl_tick(100_500.0) == 1.0  # integer prices are always valid
     assert hl_tick(9_500.0) == 0.1
+    assert hl_tick(950.0) == 0.1  # at most 6 - szDecimals(5) = 1 decimal
     _, blocks = split(take(MarketConfig(seed=4), 10))
     for b in blocks:
         assert b.bid is not None and b.ask is not None
