@@ -14,6 +14,10 @@ from caerus.metrics.hdr import FLEET_TAGS
 def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
     out: list[str] = []
     env = env or {}
+    if summary.get("failure"):
+        out.append(f"SESSION FAILED: {str(summary['failure']).splitlines()[0]}")
+    if summary.get("interrupted"):
+        out.append("Session was interrupted before its planned duration.")
     plan = summary.get("plan") or env.get("plan") or {}
     iso = (env.get("isolation") or {}).get("isolated")
     isolated = bool(plan.get("isolated")) if plan else bool(isinstance(iso, str) and iso)

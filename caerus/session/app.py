@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -47,4 +48,8 @@ def run(args: argparse.Namespace) -> int:
         result = render_sessions([session_dir], out_dir=args.reports)
         print(f"report: {result['sessions'][0]}")
         print(f"index: {result['index']}")
+    summary = json.loads((session_dir / "summary.json").read_text())
+    if summary.get("failure"):  # e.g. the emulator never became ready: what ran is still collected above
+        print(f"caerus session: failed: {summary['failure'].splitlines()[0]}", file=sys.stderr)
+        return 1
     return 0

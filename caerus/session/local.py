@@ -71,8 +71,13 @@ class SessionOptions:
         if self.scenario is not None:
             if not self.scenario.strip():
                 problems.append("scenario is empty")
-            elif self.scenario.startswith("replay:") and not Path(self.scenario[7:]).is_file():
-                problems.append(f"replay file {self.scenario[7:]!r} does not exist")
+            elif self.scenario.startswith("replay:"):
+                if not Path(self.scenario[7:]).is_file():
+                    problems.append(f"replay file {self.scenario[7:]!r} does not exist")
+            else:
+                problem = _scenario_problem(self.scenario)
+                if problem:
+                    problems.append(problem)
         for what, cfg in (("strategy", self.strategy_config), ("execution", self.execution_config)):
             if cfg is not None and not Path(cfg).is_file():
                 problems.append(f"{what} config {cfg} does not exist")
@@ -94,6 +99,19 @@ class SessionOptions:
         return d
 
 
+def _scenario_problem(name: str) -> str | None:
+    """The emulator's own check of a scenario name (so a typo stops the session before it starts anything)."""
+    try:
+        from caerus.sim.scenarios import get_scenario
+    except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
+        return None
+    try:
+        get_scenario(name)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def config_hash(opts: SessionOptions, plan: FleetPlan) -> str:
     """Hash of what determines the run (not where its output goes, not how progress is shown)."""
     doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress")}
@@ -113,8 +131,10 @@ def _wait_ready(r: launch.Running, path: Path, timeout: float, start_mono: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if r.poll(start_mono) is not None:
-            tail = "\n".join(launch.tail(r.log_path))
-            raise RuntimeError(f"venue-sim exited with {r.proc.returncode} before it was ready:\n{tail}")
+            lines = launch.tail(r.log_path)
+            last = lines[-1].strip() if lines else "no output"
+            raise RuntimeError(f"venue-sim exited with {r.proc.returncode} before it was ready ({last}); log tail:\n"
+                               + "\n".join(lines))
         try:
             doc = json.loads(path.read_text())
             if {"binance_url", "hyperliquid_url", "ca_file"} <= set(doc):

@@ -23,11 +23,16 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(transport="binance"), "transport 'binance'"),
         (SessionOptions(scenario="replay:/nonexistent/frames.jsonl"), "replay file"),
         (SessionOptions(strategy_config=Path("/nonexistent.toml")), "strategy config"),
+        (SessionOptions(scenario="no-such-fault"), "unknown scenario 'no-such-fault'"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
     with pytest.raises(SessionConfigError, match=message):
         opts.validate()
+
+
+def test_known_scenario_passes() -> None:
+    SessionOptions(scenario="drop").validate()
 
 
 def test_config_hash_ignores_output_folder_but_not_seed() -> None:
