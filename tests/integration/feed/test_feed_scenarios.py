@@ -336,3 +336,15 @@ def test_bad_config_exits_2_before_starting_anything(tmp_path: Path, shm_dir: Pa
                            text=True, timeout=60)
         assert p.returncode == 2 and needle in p.stderr, (args, p.stderr)
     assert list(shm_dir.iterdir()) == []  # nothing was created
+
+
+@pytest.mark.parametrize(("venue", "channel", "n"), [("binance", "depth5", 30), ("hyperliquid", "l2Book", 3)])
+def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_factory, venue: str, channel: str,  # type: ignore[no-untyped-def]
+                                                   n: int) -> None:
+    sim = venue_sim_factory(scenario="none")
+    feed = feed_factory(venue, sim, "--channel", channel, "--stale-after", "3")
+    feed.wait_for(f"{channel} books", lambda f: len(f.valid()) >= n)
+    assert feed.stop() == 0
+    check_no_invalid_book(feed)
+    assert all(r[F["flags"]] & BookFlags.DEPTH for r in feed.valid())
+    assert feed.counters()["rejects"] == 0
