@@ -16,7 +16,7 @@ from caerus.plan import FleetPlan, format_cpu_list
 from infra import chrony, kernel, tuning
 from infra.facts import HostFacts, gather
 from infra.hosts import HostRecord, HostStore
-from infra.remote import RemoteHost, open_host
+from infra.remote import HostKeyMismatch, RemoteHost, open_host
 from infra.steps import ApplyResult, Command, FileSpec, Step, apply
 from infra.verify import checks_to_dicts, verify
 
@@ -41,7 +41,8 @@ def decide_live(mode: str, facts: HostFacts, record: HostRecord) -> bool:
 
 
 def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
-    pkg = "apt-get install -y" if facts.os_id in ("debian", "ubuntu") else "dnf install -y"
+    pkg = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q"
+           if facts.os_id in ("debian", "ubuntu") else "dnf install -y -q")
     steps: list[Step] = []
 
     s = Step("chrony")
@@ -104,31 +105,41 @@ def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
     return steps
 
 
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
 def _boot_id(host: RemoteHost) -> str:
-    return host.run("cat /proc/sys/kernel/random/boot_id").stdout.strip()
+    # through host.path: on a real host that is /proc itself; a test host fakes it under its prefix
+    return host.run(f"cat {host.path(BOOT_ID)}").stdout.strip()
 
 
 def reboot_and_wait(host: RemoteHost, record: HostRecord, store: HostStore, say: Callable[[str], None],
-                    timeout_s: float = 900.0) -> RemoteHost:
+                    timeout_s: float = 900.0, first_wait_s: float = 15.0, poll_s: float = 10.0) -> RemoteHost:
+    """Reboot, then reconnect (host key still pinned) until the host reports a different boot id."""
     before = _boot_id(host)
+    command = record.extra.get("reboot_command", "systemctl reboot")
     say("rebooting for the new kernel command line")
     try:
-        host.run("systemctl reboot", sudo=True, check=False, timeout=10)
-    except Exception:
+        host.run(command, sudo=True, check=False, timeout=10)
+    except Exception:  # the connection dropping under us is the expected outcome
         pass
     host.close()
     deadline = time.monotonic() + timeout_s
-    time.sleep(15)
+    time.sleep(first_wait_s)
     while time.monotonic() < deadline:
         try:
             new = open_host(record, store.known_hosts, say)
-            if _boot_id(new) != before:
-                say("host is back")
-                return new
-            new.close()
-        except Exception as exc:
+        except HostKeyMismatch:
+            raise  # a different machine answered at this address: never trust it
+        except Exception as exc:  # refused / timed out while the host boots: keep polling
             say(f"  waiting for {record.host} to come back ({type(exc).__name__})")
-        time.sleep(10)
+            time.sleep(poll_s)
+            continue
+        if _boot_id(new) != before:
+            say("host is back")
+            return new
+        new.close()
+        time.sleep(poll_s)
     raise ConfigureError(f"{record.host} did not come back within {timeout_s:.0f} s after reboot")
 
 

@@ -42,11 +42,12 @@ for n in /sys/class/net/*; do d=$(basename "$n"); [ "$d" = lo ] && continue
     kv "coalesce.$d" "$(ethtool -c "$d" 2>/dev/null | grep -E '^(Adaptive RX|rx-usecs|tx-usecs):' | tr '\n' ';')"
   fi
 done
-[ -d /etc/chrony ] && kv chrony_conf /etc/chrony/chrony.conf || kv chrony_conf /etc/chrony.conf
+case "${ID:-}" in debian|ubuntu) kv chrony_conf /etc/chrony/chrony.conf;; *) kv chrony_conf /etc/chrony.conf;; esac
+SUDO=""; [ "$(id -u)" != 0 ] && command -v sudo >/dev/null && SUDO="sudo -n"
 command -v chronyd >/dev/null || [ -x /usr/sbin/chronyd ] && kv chrony yes || kv chrony no
 if command -v grubby >/dev/null; then
   kv bootloader grubby
-  kv grubby_args "$(grubby --info=DEFAULT 2>/dev/null | sed -n 's/^args=//p' | tr -d '"')"
+  kv grubby_args "$($SUDO grubby --info=DEFAULT 2>/dev/null | sed -n 's/^args=//p' | tr -d '"')"
 elif [ -d /etc/default/grub.d ] || command -v update-grub >/dev/null; then kv bootloader grub.d
 else kv bootloader none; fi
 [ -d /etc/sysconfig ] && kv irqbalance_conf /etc/sysconfig/irqbalance || kv irqbalance_conf /etc/default/irqbalance

@@ -88,6 +88,9 @@ def apply(host: RemoteHost, steps: list[Step], live: bool, say: Callable[[str], 
     for step in steps:
         triggered: list[str] = []
         done: set[str] = set()
+        for cmd in step.commands:  # packages first: installing one may create the folders the files go to
+            if cmd.kind == "package":
+                run_or_plan(step, cmd, done)
         for spec in step.files:
             if host.read_text(spec.path) != spec.content:
                 host.write_text(spec.path, spec.content, spec.mode)
@@ -95,7 +98,8 @@ def apply(host: RemoteHost, steps: list[Step], live: bool, say: Callable[[str], 
                 say(f"  [{step.name}] wrote {host.path(spec.path)}")
                 triggered += [h for h in spec.notify if h not in triggered]
         for cmd in step.commands:
-            run_or_plan(step, cmd, done)
+            if cmd.kind != "package":
+                run_or_plan(step, cmd, done)
         for name in triggered:
             if name not in step.handlers:
                 raise KeyError(f"step {step.name}: file notifies unknown handler {name!r}")

@@ -252,3 +252,40 @@ def test_infra_apply_live_runs_handlers_once_and_only_on_change(infra_test_host:
             apply(host, [bad], live=True, say=lambda s: None)
     finally:
         host.close()
+
+
+def test_infra_reboot_wait_reconnects_after_new_boot(infra_test_host: InfraHost) -> None:
+    """The reboot path for real over SSH: the "reboot" stops sshd, the host comes back with a new boot id."""
+    import threading
+    import time
+
+    from infra.configure import BOOT_ID, reboot_and_wait
+    from infra.remote import open_host
+
+    h = infra_test_host
+    boot = h.prefix / BOOT_ID.lstrip("/")
+    boot.parent.mkdir(parents=True)
+    boot.write_text("boot-1\n")
+    server = h.server
+    pid = server.proc.pid
+    h.record.extra["reboot_command"] = f"kill {pid}"
+    host_key = server.dir / "host_ed25519"
+
+    def come_back() -> None:
+        while server.proc.alive():  # the "reboot" killed sshd
+            time.sleep(0.1)
+        time.sleep(1.0)
+        boot.write_text("boot-2\n")
+        server.restart_with(host_key)
+
+    t = threading.Thread(target=come_back)
+    host = open_host(h.record, h.store.known_hosts, lambda s: None)
+    t.start()
+    said: list[str] = []
+    new = reboot_and_wait(host, h.record, h.store, said.append, timeout_s=60, first_wait_s=0.2, poll_s=0.3)
+    t.join(10)
+    try:
+        assert new.run(f"cat {boot}").stdout.strip() == "boot-2"
+        assert said[-1] == "host is back"
+    finally:
+        new.close()
