@@ -144,7 +144,7 @@ class Capture:
             batch = src.take()
             session = self.session_for(src)
             try:
-                tables = rows.tables_from(src.layout.name, rows.to_array(batch, src.layout))
+                tables = rows.tables_from(src.layout.name, batch)
             except ValueError as e:
                 self.failed_rows += len(batch)
                 log.error("capture: could not convert %d %s records from %s: %s", len(batch), src.layout.name,

@@ -12,6 +12,8 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from caerus.ipc import segment
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import LAYOUTS, Layout
@@ -49,6 +51,61 @@ def layout_of(name: str) -> Layout | None:
     return layout
 
 
+_CURSOR = segment.OFF_CURSOR // 8
+
+
+def slot_dtype(layout: Layout, stride: int) -> np.dtype:
+    """One ring slot as numpy sees it: the sequence word, the record, padding to the stride."""
+    fields = [("seq", "<i8"), ("rec", layout.dtype)]
+    pad = stride - 8 - layout.size
+    if pad:
+        fields.append(("_pad", f"V{pad}"))
+    return np.dtype(fields)
+
+
+def read_batch(r: SwmrReader, limit: int, sdt: np.dtype) -> np.ndarray:
+    """Every-record mode in bulk: up to ``limit`` next records as one structured array (the layout's dtype).
+
+    The same seqlock protocol as ``SwmrReader.read_next``, vectorised over a run of contiguous slots: copy the
+    sequence words, copy the records, copy the sequence words again, and keep the leading records whose two
+    sequence words both equal exactly 2n. Three separate copies are three separate load sequences, which x86-64
+    keeps in program order (the same TSO argument as the scalar reader). A slot that already holds a newer lap
+    ends the run; the next call lets ``read_next`` skip the lapped records and count them exactly. Returns an empty
+    array when caught up. Uses the reader's cursor (``_next``), so it can be mixed with ``read_next``.
+
+    This reads SwmrReader internals; it belongs in caerus/ipc/swmr.py as ``SwmrReader.read_batch`` (proposed to
+    the IPC owner). Measured here: ~0.1 us per record against ~1.5 us for read_next + tuple -> array.
+    """
+    words = r._words
+    n0 = r._next
+    head = words[_CURSOR]
+    if head < n0:
+        return np.empty(0, sdt["rec"])
+    count = min(head - n0 + 1, limit)
+    i0 = (n0 - 1) & r._mask
+    count = min(count, r.capacity - i0)  # one contiguous run of slots (the next call continues after the wrap)
+    view = np.frombuffer(r._mm, dtype=sdt, count=r.capacity, offset=segment.HEADER_SIZE)
+    try:
+        run = view[i0 : i0 + count]
+        s1 = run["seq"].copy()
+        data = run["rec"].copy()
+        s2 = run["seq"].copy()
+    finally:
+        del view, run  # no buffer export may outlive the call: refresh()/close() must be able to unmap
+    want = 2 * np.arange(n0, n0 + count, dtype=np.int64)
+    bad = np.flatnonzero((s1 != want) | (s2 != want))
+    k = int(bad[0]) if bad.size else count
+    if k == 0:
+        # The very first slot is not the record we expect: let the scalar reader resolve it (a lap is counted
+        # as loss there; "not yet written" returns None).
+        rec = r.read_next()
+        if rec is None:
+            return np.empty(0, sdt["rec"])
+        return np.array([rec], dtype=sdt["rec"])
+    r._next = n0 + k
+    return data[:k]
+
+
 def role_of(name: str) -> str:
     """The segment name without its session prefix ("S.book.binance" -> "book.binance"); used in counter names."""
     _head, sep, rest = name.partition(".")
@@ -72,7 +129,8 @@ class RingSource:
     _lost_before: int = 0  # loss of readers closed before the current one
     first_seen_ns: int = 0
     error: str = ""
-    pending: list = field(default_factory=list)
+    pending: list = field(default_factory=list)  # structured arrays of records not flushed yet
+    _sdt: np.dtype | None = None
 
     @property
     def role(self) -> str:
@@ -98,25 +156,24 @@ class RingSource:
         except segment.AttachTimeout:
             return False
         self.layout = layout
+        self._sdt = slot_dtype(layout, self.reader._stride)
         self.first_seen_ns = time.time_ns()
         log.info("capture attached to %s (%s records, writer pid %d)", self.name, layout.name,
                  self.reader.writer_pid)
         return True
 
     def drain(self, limit: int) -> int:
-        """Append up to ``limit`` records to ``pending``; returns how many were read."""
+        """Append up to ``limit`` records (as structured arrays) to ``pending``; returns how many were read."""
         r = self.reader
         if r is None:
             return 0
-        read_next = r.read_next
-        append = self.pending.append
         n = 0
         while n < limit:
-            rec = read_next()
-            if rec is None:
+            batch = read_batch(r, limit - n, self._sdt)
+            if not batch.size:
                 break
-            append(rec)
-            n += 1
+            self.pending.append(batch)
+            n += batch.size
         self.records += n
         return n
 
@@ -129,12 +186,17 @@ class RingSource:
         n = self.drain(1 << 30)
         # refresh() rebinds the same reader object, whose `lost` keeps accumulating: nothing to carry over.
         if r.refresh():
+            self._sdt = slot_dtype(self.layout, r._stride)
             self.generations = r.generations
             log.info("capture re-attached to %s after a writer restart (generation %d)", self.name, r.generation)
         return n
 
-    def take(self) -> list:
-        out, self.pending = self.pending, []
+    def take(self) -> np.ndarray | None:
+        """Everything pending as one structured array (None when nothing is pending)."""
+        if not self.pending:
+            return None
+        out = self.pending[0] if len(self.pending) == 1 else np.concatenate(self.pending)
+        self.pending = []
         return out
 
     def close(self) -> None:
