@@ -7,7 +7,8 @@ pushes ORDER records into the real MPSC ring; the real execution process (`caeru
 stamps t_pickup, runs its risk checks, calls the null send_msg (the seam where the reference system's measured
 interval ends) and writes EXEC records. Intervals come from the EXEC records, read after the run:
 tick_to_decision = t_decision - t_recv, queue_transit = t_pickup - t_decision (the reference's "shared-memory
-hop + pickup"), book_hop = t_seen - t_publish. No parsing: the feed publishes synthetic books (DESIGN.md's
+hop + pickup"), book_hop = t_seen - t_publish, decision = t_decision - t_seen (the strategy's own work, free of
+scheduling). No parsing: the feed publishes synthetic books (DESIGN.md's
 measured best case on 2 cores: ~5 us p50 / 8-10 us p99 tick to decision).
 
 Reference, same run, same pinning: the equivalent pipeline over multiprocessing.Queue (feed -> Queue -> strategy
@@ -181,6 +182,7 @@ def _intervals(t_recv: np.ndarray, t_publish: np.ndarray, t_seen: np.ndarray, t_
         "tick_to_decision": (t_decision - t_recv)[sl],
         "queue_transit": (t_pickup - t_decision)[sl],
         "book_hop": (t_seen - t_publish)[sl],
+        "decision": (t_decision - t_seen)[sl],  # the strategy's own work: decision + order fields, no scheduling
     }
 
 
@@ -316,10 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     ring, ring_info = run_ring(n, feed_cpus, hot.cpus, policy, args.idle_spins)
     queue, queue_info = run_queue(n, feed_cpus, hot.cpus)
     metrics: dict[str, dict] = {}
-    for name in ("tick_to_decision", "queue_transit", "book_hop"):
-        metrics[f"ring.{name}"] = summarize(ring[name])
-    for name in ("tick_to_decision", "queue_transit", "book_hop"):
-        metrics[f"queue.{name}"] = summarize(queue[name])
+    for side, data in (("ring", ring), ("queue", queue)):
+        for name in ("tick_to_decision", "queue_transit", "book_hop", "decision"):
+            metrics[f"{side}.{name}"] = summarize(data[name])
     ratios = {}
     for name in ("tick_to_decision", "queue_transit"):
         for q in ("p50", "p99"):

@@ -209,6 +209,25 @@ def _loop(ctx: _Ctx) -> None:
                 continue
             t_seen = tns()
             worked = True
+            d = on_book(rec, t_seen)
+            if d is not None:
+                oid = ctx.order_id + 1
+                t_decision = tns()
+                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[B_VENUE], 0, d[D_PX], d[D_QTY], rec[B_SEQ],
+                        rec[B_T_RECV], rec[B_T_PUBLISH], t_seen, t_decision):
+                    # -- after the order is out: bookkeeping and samples -------------------------------------
+                    ctx.order_id = oid
+                    if ttd_buf.n < ttd_cap:
+                        ttd[ttd_buf.n] = t_decision - rec[B_T_RECV]
+                        ttd_buf.n += 1
+                    else:
+                        ttd_buf.full += 1
+                    fired(d, t_decision)
+                    by_reason[d[D_REASON]] += 1
+                    if yield_after_order:
+                        sched_yield()
+                else:
+                    ctx.ring_full += 1
             if hop_buf.n < hop_cap:
                 hop[hop_buf.n] = t_seen - rec[B_T_PUBLISH]
                 hop_buf.n += 1
@@ -216,26 +235,6 @@ def _loop(ctx: _Ctx) -> None:
                 hop_buf.full += 1
             venue = rec[B_VENUE]
             books[venue if venue < 3 else 0] += 1
-            d = on_book(rec, t_seen)
-            if d is None:
-                continue
-            oid = ctx.order_id + 1
-            t_recv = rec[B_T_RECV]
-            t_decision = tns()
-            if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], venue, 0, d[D_PX], d[D_QTY], rec[B_SEQ], t_recv,
-                    rec[B_T_PUBLISH], t_seen, t_decision):
-                ctx.order_id = oid
-                if ttd_buf.n < ttd_cap:
-                    ttd[ttd_buf.n] = t_decision - t_recv
-                    ttd_buf.n += 1
-                else:
-                    ttd_buf.full += 1
-                fired(d, t_decision)
-                by_reason[d[D_REASON]] += 1
-                if yield_after_order:
-                    sched_yield()
-            else:
-                ctx.ring_full += 1
         if worked:
             reset()
         else:
