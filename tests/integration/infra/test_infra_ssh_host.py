@@ -87,8 +87,10 @@ def test_infra_configure_plan_mode_renders_verifies_and_is_idempotent(infra_test
     saved = h.store.load_json("loop", "configure")
     assert saved["verification"] == first["verification"]
     assert h.store.load_json("loop", "plan") == plan
-    # second run: nothing changes, only the still-pending system commands are planned again
-    second = configure(h.record, h.store, say=lambda s: None)
+    # second run, through the invoke task: nothing changes, only still-pending system commands are planned again
+    invoke_tasks.configure(Context(), host="loop", chronyc=chronyd_synced.chronyc, state_dir=str(h.store.root))
+    second = h.store.load_json("loop", "configure")
+    assert second["at"] != first["at"]
     assert second["result"]["changed"] == [] and second["result"]["executed"] == []
     assert {p["kind"] for p in second["result"]["planned"]} <= {"reboot", "package", "runtime"}
     assert not any(p["kind"] == "service" for p in second["result"]["planned"])
@@ -127,7 +129,9 @@ def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_ho
     cpus = " ".join(str(c) for c in plan["placements"]["strategy"]["cpus"])
     assert f"CPUAffinity={cpus}" in unit and "ExecStart=/opt/caerus/venv/bin/caerus strategy" in unit
     assert any(p["command"] == "systemctl daemon-reload" for p in first["result"]["planned"])
-    second = deploy(h.record, h.store, opts, say=lambda s: None)
+    invoke_tasks.deploy(Context(), host="loop", wheel=str(caerus_wheel), system_site_packages=True,
+                        state_dir=str(h.store.root))
+    second = h.store.load_json("loop", "deploy")
     assert second["wheel_changed"] is False
     assert second["result"]["changed"] == [] and second["result"]["planned"] == []
 
