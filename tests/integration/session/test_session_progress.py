@@ -66,14 +66,16 @@ def test_died_process_shown_and_stop_escalates_to_sigkill(tmp_path: Path, shm_di
     start = time.monotonic()
     dies = launch.start(_spec("strategy", "import sys; sys.exit(3)"), tmp_path)
     stubborn = launch.start(_spec("capture", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                                             "print('up', flush=True)\ntime.sleep(60)"), tmp_path)
+                                             "print('han' + 'dler-set', flush=True)\ntime.sleep(60)"), tmp_path)
     polite = launch.start(_spec("execution", "import time; time.sleep(60)"), tmp_path)
     dies.proc.wait(30)
     dies.poll(start)
     assert dies.status == "died" and dies.proc.returncode == 3
     deadline = time.monotonic() + 30
-    while "up" not in stubborn.log_path.read_text() and time.monotonic() < deadline:
+    # (the log's first line is the command itself, so wait for a marker the command text does not contain)
+    while "handler-set" not in stubborn.log_path.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert "handler-set" in stubborn.log_path.read_text()
     live = LiveStats(launch.Segments("t2"), ["strategy"], time.time_ns())
     console = Console(record=True, width=200)
     console.print(render(live, [dies, stubborn, polite], 1.0, 5.0, start))
