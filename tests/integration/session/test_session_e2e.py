@@ -36,7 +36,7 @@ ALL_PROCESSES = (*RECORDING, "capture", "venue-sim")
 
 def _session_cmd(out: Path, reports: Path, duration: float, *extra: str) -> list[str]:
     return [sys.executable, "-m", "caerus", "session", "--duration", str(duration), "--out", str(out),
-            "--reports", str(reports), "--progress", "lines", "--stop-grace", "5", *extra]
+            "--reports", str(reports), "--progress", "lines", "--stop-grace", "15", *extra]
 
 
 def _env(shm: Path) -> dict[str, str]:
