@@ -122,7 +122,7 @@ async def _serve(cfg: EmulatorConfig, ready_file: Path | None) -> None:
                 pass
             if time.monotonic() - last >= 10.0:
                 last = time.monotonic()
-                log.info("connections: %s", json.dumps(emu.connection_counts()))
+                log.info("stats: %s", json.dumps(emu.stats()))
     finally:
         await emu.stop()
         if ready_file is not None:

@@ -146,7 +146,7 @@ class VenueEmulator:
         self._servers.clear()
         for s in self._socks.values():
             s.close()
-        log.info("venue emulator stopped; connections: %s", json.dumps(self.connection_counts()))
+        log.info("venue emulator stopped: %s", json.dumps(self.stats()))
 
     def connection_counts(self) -> dict[str, dict[str, int]]:
         return {
@@ -154,6 +154,16 @@ class VenueEmulator:
                 "tls_failed": c.tls_failed}
             for v, c in self.state.counters.items()
         }
+
+    def stats(self) -> dict[str, Any]:
+        """Connection counts plus what the driver did (frames published, worst lateness behind schedule)."""
+        out: dict[str, Any] = {"connections": self.connection_counts()}
+        d = self.driver
+        if isinstance(d, MarketDriver):
+            out["market"] = {"events_published": d.published, "late_max_ms": round(d.late_max_ns / 1e6, 3)}
+        elif isinstance(d, ReplayDriver):
+            out["replay"] = {"frames_sent": d.sent, "of": len(d.frames), "done": d.done.is_set()}
+        return out
 
     async def __aenter__(self) -> VenueEmulator:
         await self.start()
