@@ -32,11 +32,30 @@ class BenchError(RuntimeError):
     """The remote session failed or did not finish."""
 
 
-def session_command(caerus: str, seconds: float, sessions_dir: str, emulator: bool) -> str:
+def session_command(caerus: str, seconds: float, sessions_dir: str, emulator: bool,
+                    supported: str = "") -> str:
+    """The ``caerus session`` command line. ``supported`` is the host's ``caerus session --help`` text: optional
+    flags (line progress, no report on the host) are added only when that build has them."""
     cmd = [caerus, "session", "--duration", f"{seconds:g}", "--out", sessions_dir]
     if not emulator:
         cmd.append("--live")
+    if "--progress" in supported:
+        cmd += ["--progress", "lines"]  # detached: no terminal, a line every few seconds in session.log
+    if "--no-report" in supported:
+        cmd.append("--no-report")  # reports are rendered locally from the collected folder
     return " ".join(shlex.quote(c) for c in cmd)
+
+
+def check_session_cli(host: RemoteHost, caerus: str, emulator: bool, name: str) -> str:
+    """The host's ``caerus session --help``; a clear error when the deployed build cannot run what was asked."""
+    r = host.run(f"{shlex.quote(caerus)} session --help", check=False)
+    if r.exited != 0:
+        raise BenchError(f"`caerus session --help` failed on {name} (exit {r.exited}): "
+                         f"{(r.stderr or r.stdout).strip()[-500:]}; run `invoke deploy --host {name}`")
+    if not emulator and "--live" not in r.stdout:
+        raise BenchError(f"the caerus deployed on {name} has no `caerus session --live` (live venues); "
+                         f"run with --emulator, or deploy a build whose session runner supports live venues")
+    return r.stdout
 
 
 def _fmt(seconds: float) -> str:
@@ -98,7 +117,8 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         before = set(list_sessions(rh, sessions_dir))
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         run_dir = rh.path(f"{sessions_dir}/.runs/{run_id}")
-        command = session_command(caerus, seconds, rh.path(sessions_dir), emulator)
+        supported = check_session_cli(rh, caerus, emulator, host)
+        command = session_command(caerus, seconds, rh.path(sessions_dir), emulator, supported)
         hk = format_cpu_list(plan.housekeeping)
         say(f"bench on {host}: {'emulator' if emulator else 'live venues'}, {_fmt(seconds)}, runner on CPUs {hk}, "
             f"hot CPUs {format_cpu_list(plan.hot)}")

@@ -141,6 +141,9 @@ FAKE_CAERUS = """#!{python}
 import json, os, sys, time
 args = sys.argv[1:]
 assert args[0] == "session", args
+if "--help" in args:
+    print("usage: caerus session [--duration D] [--out DIR] {live_flag}[--progress MODE] [--no-report]")
+    sys.exit(0)
 dur = float(args[args.index("--duration") + 1]); out = args[args.index("--out") + 1]
 sid = "20261202T000000Z-test"
 d = os.path.join(out, sid, "metrics"); os.makedirs(d, exist_ok=True)
@@ -153,8 +156,8 @@ sys.exit(int(os.environ.get("FAKE_RC", "{rc}")))
 """
 
 
-def _fake_caerus(path: Path, rc: int = 0) -> str:
-    path.write_text(FAKE_CAERUS.format(python=sys.executable, rc=rc))
+def _fake_caerus(path: Path, rc: int = 0, live: bool = True) -> str:
+    path.write_text(FAKE_CAERUS.format(python=sys.executable, rc=rc, live_flag="[--live] " if live else ""))
     path.chmod(0o755)
     return str(path)
 
@@ -171,7 +174,8 @@ def test_infra_remote_bench_runs_pinned_and_collects(infra_test_host: InfraHost,
     assert path == out / "20261202T000000Z-test"
     assert (path / "metrics" / "feed-binance.hlog").read_text().startswith("#[StartTime")
     env = json.loads((path / "env.json").read_text())
-    assert env["argv"][-1] == "--live" and env["argv"][env["argv"].index("--duration") + 1] == "2"
+    assert "--live" in env["argv"] and env["argv"][env["argv"].index("--duration") + 1] == "2"
+    assert env["argv"][-3:] == ["--progress", "lines", "--no-report"]
     host = json.loads((path / "host.json").read_text())
     assert env["affinity"] == host["plan"]["housekeeping"]  # the runner sat on the housekeeping CPUs
     assert host["chrony_tracking"]["synchronised"] is True and host["duration_s"] == 2
@@ -293,3 +297,16 @@ def test_infra_reboot_wait_reconnects_after_new_boot(infra_test_host: InfraHost)
         assert said[-1] == "host is back"
     finally:
         new.close()
+
+
+def test_infra_remote_bench_refuses_live_when_build_lacks_it(infra_test_host: InfraHost, tmp_path: Path) -> None:
+    h = infra_test_host
+    h.record.extra.update(caerus_bin=_fake_caerus(tmp_path / "caerus", live=False), chronyc="true")
+    h.store.save(h.record)
+    with pytest.raises(BenchError, match=r"no `caerus session --live`.*--emulator"):
+        run_remote_bench(None, host="loop", duration="1", emulator=False, out=tmp_path / "s",
+                         state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)
+    assert not (tmp_path / "s").exists()
+    [path] = run_remote_bench(None, host="loop", duration="1", emulator=True, out=tmp_path / "s",
+                              state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)
+    assert "--live" not in json.loads((path / "env.json").read_text())["argv"]

@@ -247,6 +247,8 @@ def test_infra_session_command() -> None:
     assert session_command("/opt/caerus/venv/bin/caerus", 14400, "/var/lib/caerus/sessions", False) == (
         "/opt/caerus/venv/bin/caerus session --duration 14400 --out /var/lib/caerus/sessions --live")
     assert session_command("c", 30, "/s", True).endswith("--out /s")
+    assert session_command("c", 30, "/s", True, "usage: [--progress X] [--no-report]").endswith(
+        "--out /s --progress lines --no-report")
 
 
 def test_infra_state_files_are_private(tmp_path: Path) -> None:
