@@ -81,7 +81,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     live = parser.add_argument_group("live transports (binance | hyperliquid)")
     live.add_argument("--enable-live", action="store_true", help="required to start a live transport")
     live.add_argument("--network", choices=("testnet", "mainnet"), help="venue network")
-    live.add_argument("--credentials", type=Path, metavar="FILE", help="credentials file (mode 0600)")
+    live.add_argument("--credentials", type=Path, metavar="FILE",
+                      help="credentials file (mode 0600); default: the environment (caerus.execution.credentials)")
     live.add_argument("--url", help="order-entry URL override (e.g. the emulator's)")
     live.add_argument("--ca-file", help="CA bundle for the order-entry URL")
     runtime.add_process_args(parser)
@@ -98,8 +99,6 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
                               f"--enable-live")
         if not args.network:
             raise ConfigError(f"--transport {args.transport} needs --network testnet|mainnet")
-        if not args.credentials:
-            raise ConfigError(f"--transport {args.transport} needs --credentials FILE")
     elif args.enable_live:
         raise ConfigError(f"--enable-live given with the simulated transport {args.transport!r}")
     if args.transport == "paper" and not args.book_segment:
@@ -130,8 +129,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.transport in LIVE:
             transport = make_live_transport(
-                args.transport, network=args.network, credentials=args.credentials, url=args.url,
-                ca_file=args.ca_file, on_reply=on_reply,
+                args.transport, network=args.network, credentials=args.credentials, enable_live=args.enable_live,
+                url=args.url, ca_file=args.ca_file, on_reply=on_reply,
             )
         else:
             transport = make_transport(args.transport, books=books, paper=cfg.paper, on_reply=on_reply)
@@ -154,12 +153,16 @@ def run(args: argparse.Namespace) -> int:
     consumer = exec_writer = log = None
     engine = None
     try:
+        try:
+            transport.start()  # before creating any segment: a transport that cannot start leaves nothing behind
+        except RuntimeError as exc:  # e.g. a live transport that cannot connect (message names URL, never secrets)
+            print(f"error: --transport {args.transport}: {exc}", file=sys.stderr)
+            return 1
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
         if args.exec_segment:
             exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
         engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending)
         engine_ref.append(engine)
-        transport.start()
         for name in args.book_segment:
             r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
                                      f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout)

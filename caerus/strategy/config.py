@@ -41,7 +41,7 @@ class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     ewma_half_life_s: Positive = 3.0  # half-life of the basis EWMA
     warmup_ms: NonNegative = 1000.0  # no entries until the basis has been tracked this long
     slippage_bps: NonNegative = 2.0  # IOC limit = Hyperliquid touch +- this, rounded away from the touch
-    hl_sig_figs: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5  # Hyperliquid price grid: significant figures
+    hl_sig_figs: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5  # Hyperliquid price grid (integers always valid)
     hl_max_decimals: Annotated[int, msgspec.Meta(ge=0, le=8)] = 1  # perps: 6 - szDecimals (BTC: 5) = 1
     # staleness guards
     max_book_age_ms_binance: Positive = 500.0  # by local receipt (now - t_recv)

@@ -71,17 +71,18 @@ _LN2 = math.log(2.0)
 
 
 def round_to_grid(px: float, sig_figs: int, max_decimals: int, up: bool) -> float:
-    """Round a price onto Hyperliquid's grid (``sig_figs`` significant figures, at most ``max_decimals``
-    decimals), up (buy limits) or down (sell limits), so slippage is never less than configured."""
+    """Round a price onto Hyperliquid's grid, up (buy limits) or down (sell limits), so slippage is never less
+    than configured. Grid: at most ``sig_figs`` significant figures and ``max_decimals`` decimals, but an integer
+    price is always valid (Hyperliquid's tick rules), so the tick is never above 1 (BTC above 100k: 1 USD)."""
     if px <= 0.0:
         return 0.0
     exp = math.floor(math.log10(px)) - (sig_figs - 1)
-    decimals = min(max_decimals, -exp) if exp < 0 else -exp
+    decimals = min(max_decimals, -exp) if exp < 0 else 0
     tick = 10.0**-decimals
     units = px / tick
     # A hair of tolerance so a price already on the grid is not pushed a whole tick by float noise.
     units = math.ceil(units - 1e-9) if up else math.floor(units + 1e-9)
-    return round(units * tick, max(decimals, 0))
+    return round(units * tick, decimals)
 
 
 class LatencyArb:

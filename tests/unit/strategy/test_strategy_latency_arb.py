@@ -202,7 +202,8 @@ def test_ewma_half_life() -> None:
 @pytest.mark.parametrize(
     ("px", "up", "want"),
     [(95_020.0002, True, 95_021.0), (95_020.9, False, 95_020.0), (95_020.0, True, 95_020.0),
-     (104_321.0, True, 104_330.0), (104_321.0, False, 104_320.0), (1_234.56, True, 1_234.6), (12.3456, False, 12.3)],
+     (104_321.4, True, 104_322.0), (104_321.6, False, 104_321.0), (104_321.0, True, 104_321.0),
+     (1_234.56, True, 1_234.6), (12.3456, False, 12.3)],
 )
 def test_round_to_hyperliquid_grid(px: float, up: bool, want: float) -> None:
     assert round_to_grid(px, 5, 1, up) == want
