@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-buffer", type=int, default=1_000_000, metavar="N",
                    help="rows the producer may hold while the broker is away; beyond it rows are counted dropped")
     p.add_argument("--kafka-linger-ms", type=float, default=20.0)
+    p.add_argument("--kafka-rows-per-message", type=int, default=100, metavar="N",
+                   help="JSONEachRow rows per Kafka message (one table and venue per message; 1 = one row each)")
     p.add_argument("--connect-timeout", type=float, default=5.0, metavar="S",
                    help="start-up broker metadata timeout")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until signalled)")
@@ -71,6 +73,8 @@ def validate(args: argparse.Namespace) -> None:
             raise ConfigError(f"--topic {args.topic!r}: Kafka topic names are 1-249 of [A-Za-z0-9._-]")
         if args.kafka_buffer < 1:
             raise ConfigError(f"--kafka-buffer {args.kafka_buffer}: must be >= 1")
+        if args.kafka_rows_per_message < 1:
+            raise ConfigError(f"--kafka-rows-per-message {args.kafka_rows_per_message}: must be >= 1")
     elif args.store is None:
         raise ConfigError("give --store DIR (embedded chDB store) or --brokers HOST:PORT (Kafka)")
     if args.store is not None and args.store.exists() and not args.store.is_dir():
@@ -107,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             output = KafkaOutput(args.brokers, args.topic, buffer_bound=args.kafka_buffer,
-                                 linger_ms=args.kafka_linger_ms)
+                                 linger_ms=args.kafka_linger_ms, rows_per_message=args.kafka_rows_per_message)
             output.check_reachable(args.connect_timeout)
         except (ValueError, BrokerUnreachable) as e:
             print(f"caerus capture: {e}", file=sys.stderr)

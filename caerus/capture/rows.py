@@ -2,8 +2,8 @@
 
 Off the hot path and in bulk: a batch of records (tuples from ``SwmrReader.read_next``) becomes one numpy
 structured array (the layout's dtype), then one pandas DataFrame per table with the columns of
-``schema.sql`` minus ``session`` (the writers add it). Enum columns stay numeric here; the chDB store casts them
-in SQL and :func:`json_lines` spells them as names for JSONEachRow.
+``schema.sql`` minus ``session`` (the writers add it). Enum columns stay numeric here; :func:`select_list` is the
+SQL that casts them (by name) on the way into chDB or out as JSONEachRow.
 
 Routing: a BOOK record is a ``books`` row, an EVENT record a ``feed_events`` row, an EXEC record an ``orders`` row
 and, when ``fill_qty > 0``, also a ``fills`` row.
@@ -81,37 +81,25 @@ def _frame(a: np.ndarray, columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({n: a[n] for n in columns}, copy=True)
 
 
-def _names(codes: np.ndarray, names: dict[int, str], default: str) -> np.ndarray:
-    lut = np.array([names.get(i, default) for i in range(256)], dtype=object)
-    return lut[codes.astype(np.uint8)]
+VENUE_ENUM = "Enum8('unknown' = 0, 'binance' = 1, 'hyperliquid' = 2)"
+KIND_ENUM = "Enum8(" + ", ".join(f"'{name}' = {code}" for code, name in sorted(KIND_NAMES.items())) + ")"
 
 
-def with_names(table: str, df: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``df`` whose enum columns hold names (what JSONEachRow into an Enum8 column wants)."""
-    out = df.copy()
-    for col in VENUE_COLUMNS:
-        if col in out:
-            out[col] = _names(out[col].to_numpy(), VENUE_NAMES, "unknown")
-    if table == "feed_events":
-        kinds = out["kind"].to_numpy()
-        bad = ~np.isin(kinds, list(KIND_NAMES))
-        if bad.any():
-            raise ValueError(f"feed_events: unknown event kind(s) {sorted(set(kinds[bad].tolist()))}")
-        out["kind"] = _names(kinds, KIND_NAMES, "")
-    return out
+def select_expr(col: str) -> str:
+    """SQL that turns a numeric DataFrame column into the table's column type (enums by name)."""
+    if col in VENUE_COLUMNS:
+        return f"CAST(toUInt8({col}) AS {VENUE_ENUM})"
+    if col == "kind":
+        return f"CAST(toUInt8({col}) AS {KIND_ENUM})"
+    return col
 
 
-def json_lines(table: str, df: pd.DataFrame, session: str) -> list[bytes]:
-    """One JSONEachRow line (bytes, no newline) per row, with ``session`` first; floats keep 15 digits."""
-    if df.empty:
-        return []
-    named = with_names(table, df)
-    named.insert(0, "session", session)
-    text = named.to_json(orient="records", lines=True, double_precision=15)
-    return [line.encode() for line in text.splitlines() if line]
+def select_list(table: str) -> str:
+    """The SELECT list (without session) producing ``table``'s columns from a rows.py DataFrame."""
+    return ", ".join(e if e == c else f"{e} AS {c}" for c, e in ((c, select_expr(c)) for c in COLUMNS[table]))
 
 
-def venue_keys(df: pd.DataFrame) -> list[bytes]:
-    """Kafka message keys: the venue name of each row (so one venue's rows stay in order in one partition)."""
+def venue_names(codes: np.ndarray) -> list[bytes]:
+    """Kafka message keys: the venue name of each code."""
     lut = np.array([VENUE_NAMES.get(i, "unknown").encode() for i in range(256)], dtype=object)
-    return lut[df["venue"].to_numpy().astype(np.uint8)].tolist()
+    return lut[codes.astype(np.uint8)].tolist()

@@ -6,8 +6,9 @@ server is unreachable the pass retries with capped exponential backoff and commi
 during an outage re-reads the same messages next time. Re-inserting rows that did make it is harmless: the tables
 are ReplacingMergeTree keyed on (venue, sequence, time), and readers use FINAL.
 
-A message without a known table header or whose value is not a JSON object is malformed: counted, logged once per
-kind, skipped (its offset is committed with the pass). A batch the server answers with an error three times is
+A message holds one or more JSONEachRow lines of one table (named in its ``table`` header). A message without a
+known table header, and each line that is not a JSON object, is malformed: counted (``malformed``), logged once
+per kind, skipped (its offset is committed with the pass). A batch the server answers with an error three times is
 retried row by row so one bad row cannot stall the topic: the rows it refuses are counted as rejected.
 """
 
@@ -123,16 +124,18 @@ class Sink:
                 self._log_once("table", "malformed message (no known table header) at %s[%d]@%d", m.topic(),
                                m.partition(), m.offset())
                 continue
-            try:
-                self._decoder.decode(value)
-            except msgspec.DecodeError:
-                self.stats.malformed += 1
-                self._log_once("json", "malformed message (not a JSON object) at %s[%d]@%d", m.topic(),
-                               m.partition(), m.offset())
-                continue
-            by_table[table].append(value)
+            good = by_table[table]
+            for line in value.split(b"\n"):  # a message holds one or more JSONEachRow lines
+                try:
+                    self._decoder.decode(line)
+                except msgspec.DecodeError:
+                    self.stats.malformed += 1
+                    self._log_once("json", "malformed row (not a JSON object) in %s[%d]@%d", m.topic(),
+                                   m.partition(), m.offset())
+                    continue
+                good.append(line)
         for table, lines in by_table.items():
-            if not self._insert(table, lines):
+            if lines and not self._insert(table, lines):
                 return False
         if msgs:
             self.consumer.commit(asynchronous=False)

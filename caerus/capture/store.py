@@ -14,17 +14,6 @@ import pandas as pd
 
 from . import rows
 
-_VENUE_ENUM = "Enum8('unknown' = 0, 'binance' = 1, 'hyperliquid' = 2)"
-_KIND_ENUM = ("Enum8(" + ", ".join(f"'{name}' = {code}" for code, name in sorted(rows.KIND_NAMES.items())) + ")")
-
-
-def _select_expr(col: str) -> str:
-    if col in rows.VENUE_COLUMNS:
-        return f"CAST(toUInt8({col}) AS {_VENUE_ENUM})"
-    if col == "kind":
-        return f"CAST(toUInt8({col}) AS {_KIND_ENUM})"
-    return col
-
 
 class StoreError(RuntimeError):
     """The store could not be opened or written."""
@@ -47,7 +36,7 @@ class ChdbStore:
             self._session.query(stmt)
         self._inserts = {
             table: (f"INSERT INTO {rows.DATABASE}.{table} (session, {', '.join(cols)}) "
-                    f"SELECT {{session}}, {', '.join(_select_expr(c) for c in cols)} FROM Python(capture_batch)")
+                    f"SELECT {{session}}, {rows.select_list(table)} FROM Python(capture_batch)")
             for table, cols in rows.COLUMNS.items()
         }
         self.inserts = 0

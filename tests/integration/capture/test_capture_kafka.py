@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fixtures.capture_kafka import MockKafka, consume_all
+from tests.fixtures.capture_kafka import MockKafka, consume_rows
 from tests.fixtures.capture_rings import (
     CaptureProcess,
     SessionRings,
@@ -49,13 +49,12 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert snap["kafka.dropped"] == 0 and snap["kafka.errors"] == 0
     summary = read_summary(tmp_path / "s")
     assert summary["kafka"]["delivered"] == expected and summary["kafka"]["undelivered_at_exit"] == 0
-    msgs = consume_all(mock_kafka.bootstrap, TOPIC, expected)
-    assert len(msgs) == expected
+    got = consume_rows(mock_kafka.bootstrap, TOPIC, expected)
+    assert len(got) == expected
     by_table: dict[str, list[dict]] = {}
-    for m in msgs:
-        table = dict(m.headers())["table"].decode()
-        row = json.loads(m.value())
-        assert m.key().decode() == row["venue"]  # keyed by venue
+    for key, table, line in got:
+        row = json.loads(line)
+        assert key.decode() == row["venue"]  # keyed by venue
         by_table.setdefault(table, []).append(row)
     assert {t: len(v) for t, v in by_table.items()} == {"books": 1000, "feed_events": 9, "orders": 10, "fills": 5}
     hl = next(r for r in by_table["books"] if r["venue"] == "hyperliquid" and r["seq"] == 1042)
@@ -92,7 +91,7 @@ def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, mock_kafka: Moc
     assert rc == 0, cap.output()
     assert during["kafka.delivered"] == 1000 and during["kafka.buffered"] == 3000 and during["kafka.dropped"] == 0
     assert after["kafka.dropped"] == 0 and after["kafka.errors"] == 0
-    seqs = sorted(json.loads(m.value())["seq"] for m in consume_all(mock_kafka.bootstrap, TOPIC, 4000))
+    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(mock_kafka.bootstrap, TOPIC, 4000))
     assert seqs == list(range(1000, 5000))
 
 
@@ -125,7 +124,7 @@ def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, mock_kaf
     summary = read_summary(tmp_path / "s")["kafka"]
     assert summary["delivered"] + summary["dropped"] == 3100 and summary["undelivered_at_exit"] == 0
     # What arrived is exactly the rows queued before the buffer filled: nothing extra, nothing missing.
-    seqs = sorted(json.loads(m.value())["seq"] for m in consume_all(mock_kafka.bootstrap, TOPIC, 100 + bound))
+    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(mock_kafka.bootstrap, TOPIC, 100 + bound))
     assert seqs == list(range(1000, 1000 + 100 + bound))
 
 

@@ -25,8 +25,8 @@ class SinkProcess(CaptureProcess):
         super().__init__(args, log, command="sink")
 
 
-def _produce_books(kafka: MockKafka, first: int, n: int, venue: int = 1) -> None:
-    out = KafkaOutput(kafka.bootstrap, TOPIC, linger_ms=5)
+def _produce_books(kafka: MockKafka, first: int, n: int, venue: int = 1, per_message: int = 100) -> None:
+    out = KafkaOutput(kafka.bootstrap, TOPIC, linger_ms=5, rows_per_message=per_message)
     a = np.array([book(venue, i) for i in range(first, first + n)], dtype=BOOK.dtype)
     for table, df in rows.tables_from("book", a).items():
         assert out.write(table, df, "sk") == n
@@ -126,13 +126,15 @@ def test_malformed_messages_are_counted_and_skipped(mock_kafka: MockKafka, click
     p = Producer({"bootstrap.servers": mock_kafka.bootstrap})
     p.produce(TOPIC, b'{"venue":"binance"}', b"binance")  # no table header
     p.produce(TOPIC, b"not json", b"binance", headers=[("table", b"books")])
+    good = json.dumps({"session": "sk", "venue": "binance", "seq": 1}).encode()
+    p.produce(TOPIC, good + b"\n[1, 2]", b"binance", headers=[("table", b"books")])  # one good row, one bad
     p.produce(TOPIC, b"{}", b"binance", headers=[("table", b"nosuchtable")])
     assert p.flush(30) == 0
-    _produce_books(mock_kafka, 0, 50)
+    _produce_books(mock_kafka, 0, 50, per_message=1)
     sink = _sink(mock_kafka, clickhouse_server, tmp_path, "sink", "--idle-exit", "3")
     assert sink.wait() == 0, sink.output()
     summary = json.loads((tmp_path / "sink.json").read_text())
-    assert summary["consumed"] == 53 and summary["malformed"] == 3 and summary["rows"]["books"] == 50
+    assert summary["consumed"] == 54 and summary["malformed"] == 4 and summary["rows"]["books"] == 51
     assert "malformed message" in sink.output()
 
 
