@@ -48,7 +48,7 @@ INT_COUNTERS = (
     "pending.evicted",
     "exec_records",
     "books",
-    "ring_full",
+    "order_lanes.full",  # pushes the order ring refused (the strategies count the same as ring_full)
     "errors",
     "reattached",
     "paper.fills",
@@ -266,7 +266,7 @@ def _housekeeping(engine: Engine, sup: Supervisor, counters: Counters, log: Inte
     ints[_I["pending.evicted"]] = engine.pending_evicted
     ints[_I["exec_records"]] = engine.exec_records
     ints[_I["books"]] = engine.books.seen
-    ints[_I["ring_full"]] = consumer.full_count() if consumer is not None else 0
+    ints[_I["order_lanes.full"]] = consumer.full_count() if consumer is not None else 0
     ints[_I["errors"]] = sup.errors
     ints[_I["reattached"]] += reattached
     floats[_F["position"]] = engine.risk.position
