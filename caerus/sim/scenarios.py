@@ -7,7 +7,8 @@ subscription; later connections are healthy, so a supervised feed can be seen to
 Handshake faults (http-429, http-503, tls-failure) hit the first ``times`` handshakes per venue. ``refused``
 keeps the ports bound but not listening for ``duration_s`` from start-up. ``early-close`` compresses Binance's
 24 h connection limit to ``after_s`` seconds for every connection (``times`` = 0 means all).
-Order entry (``/ws-fapi/v1`` and Hyperliquid ``post``) is exempt from per-connection data faults.
+Binance order entry (``/ws-fapi/v1``) is exempt from connection and HTTP faults; a Hyperliquid connection is
+armed by its first subscription, so a post-only connection escapes connection faults.
 """
 
 from __future__ import annotations
