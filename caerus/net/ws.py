@@ -132,11 +132,19 @@ class WsSession:
                 pass
 
     def end(self, failure: FailureClass, detail: str = "", value: int = 0) -> None:
-        """Ask the session to end with this reason (watchdog, rotation, shutdown). Returns at once."""
+        """Ask the session to end with this reason (watchdog, rotation, shutdown). Returns at once.
+
+        A STALE connection is aborted (a dead path would make the close handshake wait ``close_timeout_s``
+        before the replacement can start); planned ends close with a proper close handshake.
+        """
         if self._end_reason is None and self.failure is None:
             self._end_reason = SessionEnded(failure, detail, value)
             ws = self.ws
-            if ws is not None:
+            if ws is None:
+                return  # still connecting: serve() raises the reason as soon as the handshake returns
+            if failure is FailureClass.STALE:
+                ws.transport.abort()  # the pending recv raises ConnectionClosed at once
+            else:
                 # Closing makes the pending recv raise ConnectionClosed; serve() then reports our reason.
                 self._close_task = asyncio.get_running_loop().create_task(ws.close())
 
