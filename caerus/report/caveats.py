@@ -64,6 +64,8 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
     scenario = (summary.get("options") or {}).get("scenario")
     if scenario:
         out.append(f"Emulated venues with scenario {scenario!r}: latencies are loopback, not the internet.")
+    elif summary.get("venues") == "live":
+        out.append("Live venues, paper orders: nothing was sent to an exchange.")
     elif summary.get("venues", "emulator") == "emulator":
         out.append("Venues were the local emulator over loopback TLS: information age and feed numbers are not "
                    "comparable with live venues.")

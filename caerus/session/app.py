@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", default=None, help="emulator fault scenario name, or replay:PATH")
     parser.add_argument("--wait-policy", choices=WAIT_POLICIES, default=None,
                         help="force a wait policy on every hot process (default: from the fleet plan)")
+    parser.add_argument("--live", action="store_true",
+                        help="feeds read the live venues (no emulator); orders still go to --transport (paper)")
     parser.add_argument("--no-capture", action="store_true", help="do not run the capture process")
     parser.add_argument("--transport", choices=TRANSPORTS, default="paper", help="execution transport")
     parser.add_argument("--stop-grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         duration_s=args.duration, out=args.out, seed=args.seed, scenario=args.scenario,
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
-        execution_config=args.execution_config,
+        execution_config=args.execution_config, live=args.live,
     )
     try:
         session_dir = run_local_session(opts)

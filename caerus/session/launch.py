@@ -83,12 +83,19 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
 
 
 def fleet_specs(
-    session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any], *, capture: bool, transport: str,
+    session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None,
 ) -> list[ProcessSpec]:
-    """The fleet in start order: consumers first (they retry-attach either way; this just loses less data)."""
-    ca = str(urls["ca_file"])
+    """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
+
+    ``urls`` is the emulator's ready document; None means live venues (the feeds' default URLs and system CAs).
+    """
     specs: list[ProcessSpec] = []
+
+    def venue(name: str) -> list[str]:
+        if urls is None:
+            return []
+        return ["--url", str(urls[f"{name}_url"]), "--ca-file", str(urls["ca_file"])]
 
     def add(name: str, sub: str, args: list[str]) -> None:
         p = plan.placement(name)
@@ -112,12 +119,11 @@ def fleet_specs(
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        "--url", str(urls["binance_url"]), "--ca-file", ca, "--symbol", "BTCUSDT",
+        *venue("binance"), "--symbol", "BTCUSDT",
     ])
     add("feed-hyperliquid", "feed", [
         "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
-        "--events-segment", seg.events("hyperliquid"), "--url", str(urls["hyperliquid_url"]), "--ca-file", ca,
-        "--symbol", "BTC",
+        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), "--symbol", "BTC",
     ])
     return specs
 

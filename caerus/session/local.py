@@ -4,8 +4,8 @@
 
 1. validates the options (nothing starts on bad input), plans the fleet's cores (``caerus.plan.plan_fleet``),
    names the session folder ``<UTC start>-<hash of the resolved config>`` and writes ``config.toml`` + ``env.json``;
-2. starts the venue emulator and waits for its ready file, then capture, execution, strategy and both feeds
-   (each retry-attaches to the segments it reads, so order only decides how much early data is seen);
+2. starts the venue emulator (unless ``live``) and waits for its ready file, then capture, execution, strategy
+   and both feeds (each retry-attaches to the segments it reads, so order only decides how much early data is seen);
 3. shows live progress for ``duration_s`` (rich when on a terminal, a line every few seconds otherwise), noting
    any process that dies -- the session carries on and reports it;
 4. stops every process it started (SIGTERM, SIGKILL after the grace period), removes the session's segments,
@@ -57,6 +57,7 @@ class SessionOptions:
     transport: str = "paper"
     stop_grace_s: float = 5.0
     progress: str = "auto"  # auto | rich | lines | none
+    live: bool = False  # feeds read the real venues (no emulator); orders still go to the paper transport
     strategy_config: Path | None = None  # passed to `caerus strategy --config` (e.g. mode = "bench")
     execution_config: Path | None = None  # passed to `caerus execution --config`
 
@@ -68,6 +69,8 @@ class SessionOptions:
             problems.append(f"wait policy {self.wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
         if self.transport not in TRANSPORTS:
             problems.append(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)} for a local session")
+        if self.live and self.scenario is not None:
+            problems.append("--scenario drives the venue emulator; it cannot be combined with live venues")
         if self.scenario is not None:
             if not self.scenario.strip():
                 problems.append("scenario is empty")
@@ -196,7 +199,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     run: dict[str, Any] = {
         "session": name, "session_id": sid, "started_ns": start_ns, "duration_s": float(opts.duration_s),
         "options": {k: v for k, v in opts.resolved().items() if k != "out"}, "config_hash": chash,
-        "plan": plan.to_dict(), "isolated": plan.isolated, "venues": "emulator", "segments": seg.to_dict(),
+        "plan": plan.to_dict(), "isolated": plan.isolated, "venues": "live" if opts.live else "emulator",
+        "segments": seg.to_dict(),
     }
     live: LiveStats | None = None
     config_written = False
@@ -218,15 +222,19 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         signal.signal(signal.SIGTERM, on_term)
     try:
         try:
-            sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario)
-            sim = launch.start(sim_spec, session_dir)
-            procs.append(sim)
-            write_processes()
-            urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
+            urls: dict[str, Any] | None = None
+            started: list[launch.ProcessSpec] = []
+            if not opts.live:
+                sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario)
+                sim = launch.start(sim_spec, session_dir)
+                procs.append(sim)
+                started.append(sim_spec)
+                write_processes()
+                urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
             specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
                                        strategy_config=opts.strategy_config,
                                        execution_config=opts.execution_config)
-            _write_config(session_dir, opts, plan, seg, [sim_spec, *specs])
+            _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True
             for spec in specs:
                 procs.append(launch.start(spec, session_dir))

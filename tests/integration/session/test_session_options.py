@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from caerus.plan import plan_fleet
+from caerus.session import launch
 from caerus.session.local import SessionConfigError, SessionOptions, config_hash
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(scenario="replay:/nonexistent/frames.jsonl"), "replay file"),
         (SessionOptions(strategy_config=Path("/nonexistent.toml")), "strategy config"),
         (SessionOptions(scenario="no-such-fault"), "unknown scenario 'no-such-fault'"),
+        (SessionOptions(live=True, scenario="drop"), "cannot be combined with live venues"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -51,3 +53,22 @@ def test_cli_exits_2_before_starting_anything(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "duration must be > 0" in res.stderr
     assert not out.exists()
+
+
+def test_fleet_argv_emulator_and_live(tmp_path: Path) -> None:
+    plan = plan_fleet(cpus=[0, 1], isolated=[])
+    seg = launch.Segments("sX")
+    urls = {"binance_url": "wss://127.0.0.1:1", "hyperliquid_url": "wss://127.0.0.1:2", "ca_file": "/c/ca.pem"}
+    emu = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, urls, capture=True, transport="paper")}
+    assert list(emu) == ["capture", "execution", "strategy", "feed-binance", "feed-hyperliquid"]
+    fb = list(emu["feed-binance"].argv)
+    assert fb[fb.index("--url") + 1] == "wss://127.0.0.1:1" and fb[fb.index("--ca-file") + 1] == "/c/ca.pem"
+    assert fb[fb.index("--stats-segment") + 1] == "sX.stats.feed-binance"
+    assert fb[fb.index("--segment") + 1] == "sX.book.binance"
+    assert fb[fb.index("--metrics-dir") + 1] == str(tmp_path)
+    assert fb[fb.index("--wait-policy") + 1] == "hybrid" and fb[fb.index("--cpus") + 1] == "0"
+    ex = list(emu["execution"].argv)
+    assert ex[ex.index("--transport") + 1] == "paper" and ex.count("--book-segment") == 2
+    live = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, None, capture=False, transport="paper")}
+    assert "capture" not in live
+    assert "--url" not in live["feed-hyperliquid"].argv and "--ca-file" not in live["feed-hyperliquid"].argv
