@@ -6,7 +6,8 @@ notices). We connect to ``<base>/public/ws`` and subscribe with ``SUBSCRIBE``; m
 
 Hot path: :data:`DATA_DECODER` decodes a bookTicker or depth5 message straight into a typed Struct, converting the
 string prices/quantities to float once (``strict=False``) and ignoring unknown fields (``st``, ``ps``, ``s``,
-``T``...). Anything it rejects goes to :func:`classify` (off the common path): acks, both error shapes
+``T``...). Data structs are ``gc=False`` (they hold no references that could form a cycle), so the per-message
+allocation does not count towards triggering the garbage collector. Anything it rejects goes to :func:`classify` (off the common path): acks, both error shapes
 (``{"code":..,"msg":..,"id":..}`` as documented, ``{"error":{"code":..,"msg":..},"id":..}`` as seen on the
 wire, ``id`` possibly null), malformed data and garbage.
 """
@@ -32,7 +33,7 @@ DEFAULT_STALE_AFTER_S = 10.0
 DATA_EVENTS = frozenset({"bookTicker", "depthUpdate"})
 
 
-class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker"):
+class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker", gc=False):
     """``<symbol>@bookTicker``: best bid/ask with the order-book update id ``u`` and event time ``E`` (ms)."""
 
     u: int
@@ -43,7 +44,7 @@ class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker"):
     A: float
 
 
-class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate"):
+class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
     """``<symbol>@depth5@100ms``: a full top-5 snapshot per message (levels are [price, qty] pairs)."""
 
     u: int

@@ -30,29 +30,29 @@ DEFAULT_STALE_AFTER_S = 30.0
 GREETING = b"Websocket connection established."
 
 
-class Level(msgspec.Struct):
+class Level(msgspec.Struct, gc=False):
     px: float
     sz: float
     n: int = 0
 
 
-class BboData(msgspec.Struct):
+class BboData(msgspec.Struct, gc=False):
     coin: str
     time: int
     bbo: tuple[Level | None, Level | None]
 
 
-class L2Data(msgspec.Struct):
+class L2Data(msgspec.Struct, gc=False):
     coin: str
     time: int
     levels: tuple[list[Level], list[Level]]
 
 
-class Bbo(msgspec.Struct, tag_field="channel", tag="bbo"):
+class Bbo(msgspec.Struct, tag_field="channel", tag="bbo", gc=False):
     data: BboData
 
 
-class L2Book(msgspec.Struct, tag_field="channel", tag="l2Book"):
+class L2Book(msgspec.Struct, tag_field="channel", tag="l2Book", gc=False):
     data: L2Data
 
 
