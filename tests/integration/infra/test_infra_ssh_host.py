@@ -310,3 +310,28 @@ def test_infra_remote_bench_refuses_live_when_build_lacks_it(infra_test_host: In
     [path] = run_remote_bench(None, host="loop", duration="1", emulator=True, out=tmp_path / "s",
                               state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)
     assert "--live" not in json.loads((path / "env.json").read_text())["argv"]
+
+
+def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_host: InfraHost, caerus_wheel: Path,
+                                                                    tmp_path: Path) -> None:
+    """The real chain on the test host: deployed wheel -> `caerus session` (emulator) run over SSH, detached and
+    pinned -> collected -> rendered by the report engine, as `invoke bench --host X --emulator` + `invoke report`."""
+    from caerus.report.render import render_sessions
+
+    h = infra_test_host
+    h.record.extra["chronyc"] = "true"
+    h.store.save(h.record)
+    deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True), say=lambda s: None)
+    out = tmp_path / "sessions"
+    [path] = run_remote_bench(None, host="loop", duration="3", emulator=True, out=out,
+                              state_dir=str(h.store.root), say=lambda s: None, poll_s=2)
+    summary = json.loads((path / "summary.json").read_text())
+    assert summary.get("failure") in (None, "")
+    assert list(path.glob("**/*.hlog")), "no histogram logs collected"
+    host = json.loads((path / "host.json").read_text())
+    assert host["emulator"] is True and host["duration_s"] == 3
+    remote = h.prefix / "var/lib/caerus/sessions" / path.name
+    assert sorted(p.relative_to(remote) for p in remote.rglob("*") if p.is_file()) == sorted(
+        p.relative_to(path) for p in path.rglob("*") if p.is_file() and p.name != "host.json")
+    result = render_sessions([path], out_dir=tmp_path / "reports")
+    assert Path(result["sessions"][0]).exists()
