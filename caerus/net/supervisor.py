@@ -170,9 +170,9 @@ class Supervisor:
         now_ns = time.time_ns()
         stale_ns = int(self.cfg.stale_after_s * 1e9)
         for session in list(self._tasks):
-            if session.done:
-                continue
             self._report_progress(session)
+            if session.ending:
+                continue
             if session.opened_ns and now_ns - session.last_data_ns > stale_ns:
                 age_ms = (now_ns - session.last_data_ns) // 1_000_000
                 session.end(FailureClass.STALE, f"no data for {age_ms} ms", age_ms)
@@ -226,7 +226,7 @@ class Supervisor:
         cfg = self.cfg
         cand = self.candidate
         if cand is not None:
-            if not cand.done and now - self._candidate_started > cfg.rotation_timeout_s:
+            if not cand.ending and now - self._candidate_started > cfg.rotation_timeout_s:
                 cand.end(FailureClass.STALE, "rotation candidate did not catch up in time")
             return
         p = self.primary
@@ -249,6 +249,7 @@ class Supervisor:
             old.end(FailureClass.ROTATION, f"replaced by connection {new.conn_id}")
 
     def _finish(self, session: WsSession, now: float) -> None:
+        self._report_progress(session)  # a session that opened and ended between two ticks still gets CONNECTED
         task = self._tasks.pop(session)
         self._reported.pop(session, None)
         self._last_ping.pop(session, None)

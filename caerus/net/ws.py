@@ -74,6 +74,11 @@ class WsSession:
     def done(self) -> bool:
         return self.failure is not None
 
+    @property
+    def ending(self) -> bool:
+        """An end was requested (or happened): the supervisor must not act on this session again."""
+        return self._end_reason is not None or self.failure is not None
+
     async def serve(self) -> Failure:
         """Connect, subscribe and deliver until the session ends; returns (and keeps) how it ended."""
         connecting = True
