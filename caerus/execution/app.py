@@ -103,6 +103,9 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
         raise ConfigError(f"--enable-live given with the simulated transport {args.transport!r}")
     if args.transport == "paper" and not args.book_segment:
         raise ConfigError("--transport paper needs --book-segment (the target venue's book ring) to fill against")
+    if cfg.risk.require_book and not args.book_segment:
+        raise ConfigError("risk.require_book is true but no --book-segment was given: every order would be "
+                          "rejected (NO_BOOK); pass the target venue's book ring or set [risk] require_book = false")
     return cfg
 
 

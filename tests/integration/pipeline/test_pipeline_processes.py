@@ -194,6 +194,8 @@ def test_bad_config_exits_2_naming_the_field_before_attaching(shm_dir: Path, tmp
     r = _run(["execution", "--segment", "o", "--transport", "null", "--config", str(bad),
               "--stats-segment", "x.stats.execution"], tmp_path)
     assert r.returncode == 2 and "$.risk.max_orders_per_s" in r.stderr, r.stderr
+    r = _run(["execution", "--segment", "o", "--transport", "null"], tmp_path)
+    assert r.returncode == 2 and "--book-segment" in r.stderr, r.stderr
     r = _run(["execution", "--segment", "o", "--transport", "hyperliquid"], tmp_path)
     assert r.returncode == 2 and "--enable-live" in r.stderr, r.stderr
     r = _run(["strategy", "--segment", "a", "--order-segment", "o"], tmp_path)
