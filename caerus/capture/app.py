@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import re
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from caerus.plan import WAIT_POLICIES, parse_cpu_list, pin_current_process
@@ -36,7 +38,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", default="caerus_states", help="Kafka topic (default caerus_states)")
     p.add_argument("--session", default="", help="session id stored in each row (default: segment name prefix)")
     p.add_argument("--batch-rows", type=int, default=65536, help="flush when this many records are pending")
-    p.add_argument("--flush-interval", type=float, default=0.2, metavar="S", help="flush at least this often")
+    p.add_argument("--flush-interval", type=float, default=1.0, metavar="S",
+                   help="flush at least this often (each flush is one insert per table: chDB merges parts later)")
     p.add_argument("--missing-after", type=float, default=10.0, metavar="S",
                    help="report a segment that has not appeared after S seconds (capture keeps waiting for it)")
     p.add_argument("--kafka-buffer", type=int, default=1_000_000, metavar="N",
@@ -50,6 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats-segment", metavar="NAME", help="counter block to publish live counters in")
     p.add_argument("--metrics-dir", type=Path, metavar="DIR", help="accepted for fleet uniformity (no histograms)")
     p.add_argument("--wait-policy", default="sleep", help="spin|hybrid|sleep (default sleep: capture is off-path)")
+    p.add_argument("--idle-sleep-ms", type=float, default=2.0, metavar="MS",
+                   help="sleep policy: how long an idle pass sleeps (rings buffer meanwhile; default 2 ms)")
     p.add_argument("--cpus", default="", metavar="LIST", help="pin to these CPUs (kernel list syntax)")
 
 
@@ -79,6 +84,8 @@ def validate(args: argparse.Namespace) -> None:
         raise ConfigError("give --store DIR (embedded chDB store) or --brokers HOST:PORT (Kafka)")
     if args.store is not None and args.store.exists() and not args.store.is_dir():
         raise ConfigError(f"--store {args.store}: exists and is not a directory")
+    if args.idle_sleep_ms < 0:
+        raise ConfigError(f"--idle-sleep-ms {args.idle_sleep_ms}: must be >= 0")
     if args.batch_rows < 1 or args.flush_interval <= 0:
         raise ConfigError("--batch-rows must be >= 1 and --flush-interval > 0")
     if args.wait_policy not in WAIT_POLICIES:
@@ -89,13 +96,34 @@ def validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--cpus {args.cpus!r}: expected a CPU list like 0 or 0-1,3") from None
 
 
+def _pin_all_threads(cpus: tuple[int, ...]) -> None:
+    if not cpus:
+        return
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), set(cpus))
+        except OSError:
+            pass  # a thread that ended meanwhile
+
+
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s capture %(levelname)s %(message)s")
+    # Signals first: a SIGTERM that arrives while chDB is still importing must still end in a clean exit
+    # (drain, flush, capture.json), not a default kill.
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         validate(args)
     except ConfigError as e:
         print(f"caerus capture: {e}", file=sys.stderr)
         return 2
+    # Pin before chDB / librdkafka start their thread pools, so every thread they create stays off the hot CPUs.
+    pin_current_process(args.cpu_list)
     from .reader import UnsupportedSegment, layout_of
 
     try:  # a segment that already exists with the wrong kind/layout is a config error, caught before starting
@@ -125,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"caerus capture: {e}", file=sys.stderr)
             return 2
 
-    pin_current_process(args.cpu_list)
+    _pin_all_threads(args.cpu_list)  # threads started before the pin (allocator, BLAS) follow too
     counters = None
     if args.stats_segment:
         from caerus.ipc.counters import CounterBlock
@@ -133,14 +161,9 @@ def run(args: argparse.Namespace) -> int:
         counters = CounterBlock.create(args.stats_segment, ints=counter_names(args.segment))
     cfg = CaptureConfig(segments=args.segment, session=args.session, batch_rows=args.batch_rows,
                         flush_interval_s=args.flush_interval, missing_after_s=args.missing_after,
-                        wait_policy=args.wait_policy)
+                        wait_policy=args.wait_policy, idle_sleep_s=args.idle_sleep_ms / 1000)
     cap = Capture(cfg, output, counters)
-
-    def on_signal(signum: int, frame: object) -> None:
-        cap.stop_event.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    cap.stop_event = stop
     rc = 0
     try:
         cap.run(args.duration)
