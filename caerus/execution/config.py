@@ -33,7 +33,9 @@ class RiskConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
 class PaperConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """Paper trading: fills against the target venue's book prevailing ``latency_ms`` after the send."""
 
-    latency_ms: NonNegative = 5.0  # 0 = fill at once against the latest book, inside send_msg
+    # 0 = fill at once against the latest book, inside send_msg (one EXEC record per order); > 0 = fill against
+    # the book prevailing latency_ms later, reported as a second EXEC record (flags & EXEC_FLAG_REPLY).
+    latency_ms: NonNegative = 0.0
     fee_bps: NonNegative = 4.5  # taker fee charged on fill notional (Hyperliquid base tier taker: 4.5 bps)
     limit_to_top_size: bool = True  # fill at most the top-of-book size (rest of the IOC cancelled: PARTIAL)
     markout_ms: tuple[Positive, ...] = (100.0, 1000.0, 5000.0)  # horizons for fill markouts

@@ -7,7 +7,8 @@ come later (paper with latency, live venues) deliver VenueReply objects to ``on_
 and publishes a second EXEC record per order with the final outcome and fill. So the EXEC ring carries, per order:
 one record (RISK_REJECTED, or the final outcome of an immediate transport, or SENT for null), or two records
 (SENT at send, then FILLED / PARTIAL / NOT_FILLED / VENUE_REJECTED / SEND_FAILED when the reply arrives); both
-share order_id, t_pickup and t_sent.
+share order_id, t_pickup and t_sent, and the second has ``EXEC_FLAG_REPLY`` (0x80) set in ``flags``: readers
+that count orders, fires or tick-to-decision samples skip records with that bit.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from caerus.metrics.hdr import SampleBuffer
 from caerus.wire import ORDER, Outcome, RiskReject
 
 O_T_DECISION = ORDER.index("t_decision")
+O_FLAGS = ORDER.index("flags")
+# Bit set in the `flags` field of an EXEC record that reports a later venue reply for an order already published
+# as SENT. Count orders / fires / tick-to-decision over records *without* it. (Proposed for wire.py.)
+EXEC_FLAG_REPLY = 0x80
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
 _SEND_FAILED = int(Outcome.SEND_FAILED)
@@ -131,6 +136,8 @@ class Engine:
                 continue
             order, t_pickup, t_sent = entry
             self.risk.on_result(order, reply.fill_qty)
+            # The follow-up record carries the REPLY bit in `flags` so readers counting orders skip it.
+            order = (*order[:O_FLAGS], order[O_FLAGS] | EXEC_FLAG_REPLY, *order[O_FLAGS + 1:])
             self._publish(order, t_pickup, t_sent, int(reply.outcome), 0, reply.venue_code, reply.fill_px,
                           reply.fill_qty)
         return n

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 
+from caerus.execution.engine import EXEC_FLAG_REPLY
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import EXEC, Outcome
@@ -96,6 +97,7 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
         assert (f[E["t_pickup"]], f[E["t_sent"]]) == (s[E["t_pickup"]], s[E["t_sent"]])
         assert s[E["t_decision"]] <= s[E["t_pickup"]] <= s[E["t_sent"]]
     assert len({f[E["order_id"]] for f in finals}) == len(finals)
+    assert all(f[E["flags"]] & EXEC_FLAG_REPLY for f in finals)
     for f in finals:
         if f[E["outcome"]] == Outcome.FILLED:
             assert f[E["fill_px"]] > 0 and f[E["fill_qty"]] > 0

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from caerus.execution.engine import EXEC_FLAG_REPLY
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
@@ -123,6 +124,8 @@ def test_orders_flow_exactly_once_with_ordered_timestamps(pipeline: Pipeline) ->
     ids = [r[E["order_id"]] for r in sent]
     assert len(set(ids)) == n_orders  # exactly once
     assert {r[E["order_id"]] for r in final} == set(ids)
+    assert all(r[E["flags"]] & EXEC_FLAG_REPLY for r in final)
+    assert not any(r[E["flags"]] & EXEC_FLAG_REPLY for r in sent)
     for r in sent:
         assert r[E["trigger_t_recv"]] <= r[E["trigger_t_publish"]] <= r[E["t_seen"]] <= r[E["t_decision"]] \
             <= r[E["t_pickup"]] <= r[E["t_sent"]], r

@@ -9,7 +9,7 @@ import pytest
 
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ConfigError, ExecutionConfig, PaperConfig, RiskConfig, load_config
-from caerus.execution.engine import Engine
+from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import TransportUnavailable, make_live_transport, make_transport
@@ -30,6 +30,7 @@ E_FILL_QTY = EXEC.index("fill_qty")
 E_T_PICKUP = EXEC.index("t_pickup")
 E_T_SENT = EXEC.index("t_sent")
 E_ORDER_ID = EXEC.index("order_id")
+E_FLAGS = EXEC.index("flags")
 
 
 def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
@@ -221,6 +222,7 @@ def test_engine_paper_latency_publishes_sent_then_final(shm_dir: Path) -> None:
         final = exec_r.read_next()
         assert final is not None
         assert (final[E_ORDER_ID], final[E_OUTCOME], final[E_FILL_PX]) == (5, Outcome.FILLED, 95_001.0)
+        assert final[E_FLAGS] & EXEC_FLAG_REPLY and not first[E_FLAGS] & EXEC_FLAG_REPLY
         assert final[E_T_PICKUP] == first[E_T_PICKUP] and final[E_T_SENT] == first[E_T_SENT]
         assert final[E_FILL_QTY] == pytest.approx(0.001)
         assert engine.pending == {} and risk.position == pytest.approx(0.001)
