@@ -28,7 +28,7 @@ from typing import Any
 
 from caerus.plan import FleetPlan, format_cpu_list
 from infra.configure import decide_live
-from infra.facts import gather
+from infra.facts import HostFacts, gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostRecord, HostStore
 from infra.remote import RemoteHost, open_host
@@ -147,6 +147,42 @@ def units_step(plan: FleetPlan, user: str, session: str) -> Step:
     return step
 
 
+def python_install_command(facts: HostFacts) -> str:
+    """How to get an interpreter caerus can run on (>= 3.11 with venv support) on this distribution."""
+    if facts.os_id in ("debian", "ubuntu"):
+        return "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3 python3-venv"
+    return "dnf install -y -q python3.11 python3.11-pip"
+
+
+def ensure_python(host: RemoteHost, facts: HostFacts, live: bool, say: Callable[[str], None]) -> str:
+    """Path of a suitable interpreter, installing one in live mode; a clear error otherwise."""
+    if facts.python3:
+        return facts.python3
+    cmd = python_install_command(facts)
+    if not live:
+        raise DeployError(f"no Python >= 3.11 with venv support on the host (python3 is "
+                          f"{facts.python3_system or 'missing'}); install it (`{cmd}`) or deploy in live mode")
+    say(f"  installing Python: {cmd}")
+    host.run(cmd, sudo=True, timeout=900)
+    found = gather(host).python3
+    if not found:
+        raise DeployError(f"`{cmd}` ran but still no Python >= 3.11 with ensurepip on the host")
+    return found
+
+
+def ensure_writable_dirs(host: RemoteHost, dirs: tuple[str, ...], say: Callable[[str], None]) -> list[str]:
+    """Create the data folders owned by the login user (the session writes there); returns those changed."""
+    changed = []
+    for d in dirs:
+        path = host.path(d)
+        if host.run(f"test -d {shlex.quote(path)} -a -w {shlex.quote(path)}", check=False).exited != 0:
+            owner = host.run("id -un").stdout.strip()
+            host.run(f"install -d -o {shlex.quote(owner)} {shlex.quote(path)}", sudo=True)
+            say(f"  created {path} (owner {owner})")
+            changed.append(d)
+    return changed
+
+
 def install_wheel(host: RemoteHost, wheel: Path, system_site_packages: bool, python3: str,
                   say: Callable[[str], None]) -> bool:
     """Upload + install the wheel unless the same contents are installed already. Returns True if it changed."""
@@ -164,7 +200,7 @@ def install_wheel(host: RemoteHost, wheel: Path, system_site_packages: bool, pyt
     host.conn.put(str(wheel), remote_wheel)
     if not host.exists(f"{APP_DIR}/venv/bin/python"):
         flags = " --system-site-packages" if system_site_packages else ""
-        host.run(f"{q(python3 or 'python3')} -m venv{flags} {q(app)}/venv")
+        host.run(f"{q(python3)} -m venv{flags} {q(app)}/venv")
         say(f"  created venv {app}/venv")
     pip = f"{q(app)}/venv/bin/python -m pip install -q --disable-pip-version-check"
     host.run(f"{pip} --force-reinstall --no-deps {q(remote_wheel)}", timeout=900)
@@ -183,7 +219,9 @@ def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
         live = decide_live(opts.mode, facts, record)
         plan = host_plan(store, record.name, facts)
         say(f"deploy {record.name}: {'live' if live else 'plan-only'} units; wheel {wheel.name}")
-        wheel_changed = install_wheel(host, wheel, opts.system_site_packages, facts.python3, say)
+        python3 = ensure_python(host, facts, live, say)
+        dirs_changed = ensure_writable_dirs(host, (SESSIONS_DIR, METRICS_DIR), say)
+        wheel_changed = install_wheel(host, wheel, opts.system_site_packages, python3, say)
         result = apply(host, [units_step(plan, record.user, opts.session)], live, say)
     finally:
         host.close()
@@ -192,6 +230,8 @@ def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
         "wheel": wheel.name,
         "wheel_digest": wheel_digest(wheel),
         "wheel_changed": wheel_changed,
+        "dirs_changed": dirs_changed,
+        "python": python3,
         "mode": "live" if live else "plan",
         "result": result.to_dict(),
         "plan": plan.to_dict(),

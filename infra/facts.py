@@ -53,8 +53,15 @@ else kv bootloader none; fi
 [ -d /etc/sysconfig ] && kv irqbalance_conf /etc/sysconfig/irqbalance || kv irqbalance_conf /etc/default/irqbalance
 command -v irqbalance >/dev/null || [ -x /usr/sbin/irqbalance ] && kv irqbalance yes || kv irqbalance no
 [ -d /run/systemd/system ] && kv irqbalance_active "$(systemctl is-active irqbalance 2>/dev/null)"
-kv python3 "$(command -v python3)"
-kv python3_version "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)"
+# the first interpreter new enough for caerus (>= 3.11) that can create a venv (ensurepip present)
+py=""
+for p in python3 python3.13 python3.12 python3.11; do
+  c=$(command -v "$p") || continue
+  if "$c" -c 'import sys, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then py=$c; break; fi
+done
+kv python3 "$py"
+[ -n "$py" ] && kv python3_version "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+kv python3_system "$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)"
 """
 
 
@@ -86,8 +93,9 @@ class HostFacts:
     irqbalance: bool = False
     irqbalance_conf: str = "/etc/default/irqbalance"
     irqbalance_active: str = ""
-    python3: str = ""
+    python3: str = ""  # an interpreter >= 3.11 with ensurepip ("" = none on the host)
     python3_version: str = ""
+    python3_system: str = ""  # version of plain `python3` (AL2023 ships 3.9)
 
     @property
     def chrony_service(self) -> str:
@@ -161,6 +169,7 @@ def parse_facts(text: str) -> HostFacts:
     f.irqbalance_active = raw.get("irqbalance_active", "")
     f.python3 = raw.get("python3", "")
     f.python3_version = raw.get("python3_version", "")
+    f.python3_system = raw.get("python3_system", "")
     return f
 
 

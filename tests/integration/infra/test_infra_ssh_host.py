@@ -118,6 +118,8 @@ def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_ho
     opts = DeployOptions(wheel=caerus_wheel, system_site_packages=True)
     first = deploy(h.record, h.store, opts, say=lambda s: None)
     assert first["wheel_changed"] is True and first["mode"] == "plan"
+    assert first["dirs_changed"] == ["/var/lib/caerus/sessions", "/var/lib/caerus/metrics"]
+    assert (h.prefix / "var/lib/caerus/sessions").is_dir() and first["python"]
     venv_py = h.prefix / "opt/caerus/venv/bin/python"
     marker = (h.prefix / "opt/caerus/venv/.caerus-wheel").read_text().strip()
     assert marker == wheel_digest(caerus_wheel)
@@ -132,7 +134,7 @@ def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_ho
     invoke_tasks.deploy(Context(), host="loop", wheel=str(caerus_wheel), system_site_packages=True,
                         state_dir=str(h.store.root))
     second = h.store.load_json("loop", "deploy")
-    assert second["wheel_changed"] is False
+    assert second["wheel_changed"] is False and second["dirs_changed"] == []
     assert second["result"]["changed"] == [] and second["result"]["planned"] == []
 
 

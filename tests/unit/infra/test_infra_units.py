@@ -280,3 +280,16 @@ def test_infra_ena_without_phc_says_how_to_enable_it() -> None:
     chrony_step = build_steps(f, plan)[0]
     assert "server 169.254.169.123" in chrony_step.files[0].content
     assert any("enable_phc" in n and "phc_enable=1" in n for n in chrony_step.notes)
+
+
+def test_infra_deploy_needs_python_311_and_says_how() -> None:
+    from infra.deploy import DeployError, ensure_python, python_install_command
+
+    f = parse_facts(EC2_PROBE.replace("python3=/usr/bin/python3\n", "python3=\npython3_system=3.9\n"))
+    assert f.python3 == "" and f.python3_system == "3.9"
+    assert python_install_command(f) == "dnf install -y -q python3.11 python3.11-pip"
+    with pytest.raises(DeployError, match=r"no Python >= 3\.11.*python3 is 3\.9.*dnf install"):
+        ensure_python(None, f, live=False, say=lambda s: None)
+    f.os_id = "ubuntu"
+    assert "python3-venv" in python_install_command(f)
+    assert ensure_python(None, parse_facts(EC2_PROBE), live=False, say=lambda s: None) == "/usr/bin/python3"
