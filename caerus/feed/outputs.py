@@ -56,6 +56,9 @@ INT_COUNTERS: tuple[str, ...] = (
     "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
 )
 WAIT_POLICY_CODES = {"spin": 1, "hybrid": 2, "sleep": 3}
+# Connection-level events also get a log line (rejects and dropped frames are counted, not logged one by one).
+_LOGGED_EVENTS = frozenset({EventKind.CONNECTED, EventKind.ROTATION_STARTED, EventKind.ROTATION_DONE,
+                            EventKind.STALE})
 FLOAT_COUNTERS: tuple[str, ...] = ("backoff_s",)
 
 
@@ -103,6 +106,8 @@ class FeedOutputs:
     def event(self, kind: EventKind, code: int, conn: int, value: int = 0, aux: int = 0) -> None:
         self.events.publish(self._venue_code, int(kind), int(code), conn, time.time_ns(), value, aux)
         self.counters.ints[self._idx["events"]] += 1
+        if kind in _LOGGED_EVENTS:
+            self.log(kind.name.lower(), conn=conn, value=value, aux=aux)
 
     def log(self, what: str, **fields: object) -> None:
         line = {"t_ns": time.time_ns(), "proc": f"feed-{self.venue_name}", "event": what, **fields}
