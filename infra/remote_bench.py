@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import paramiko
+
 from caerus.plan import format_cpu_list
 from infra.chrony import TrackingParseError, parse_tracking
 from infra.collect import collect_from, list_sessions
@@ -25,7 +27,7 @@ from infra.durations import parse_duration
 from infra.facts import gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostStore
-from infra.remote import RemoteHost, open_host
+from infra.remote import HostKeyMismatch, RemoteHost, open_host
 
 
 class BenchError(RuntimeError):
@@ -72,15 +74,26 @@ def start_detached(host: RemoteHost, command: str, run_dir: str, cpus: str) -> N
 
 def wait_finished(host: RemoteHost, run_dir: str, seconds: float, say: Callable[[str], None],
                   poll_s: float, grace_s: float) -> int:
+    """Poll the detached session's exit-code file, printing progress. A dropped SSH connection is retried
+    (Fabric reopens it on the next command, host key still pinned) until the deadline: the session itself keeps
+    running on the host either way."""
     q = shlex.quote
     start = time.monotonic()
     deadline = start + seconds + grace_s
     while time.monotonic() < deadline:
-        rc = host.run(f"cat {q(run_dir)}/rc 2>/dev/null", check=False).stdout.strip()
-        if rc:
-            return int(rc)
+        try:
+            rc = host.run(f"cat {q(run_dir)}/rc 2>/dev/null", check=False).stdout.strip()
+            if rc:
+                return int(rc)
+            last = host.run(f"tail -n 1 {q(run_dir)}/session.log 2>/dev/null", check=False).stdout.strip()
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyMismatch(f"SSH host key changed while waiting for the session: {exc}") from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            say(f"  connection lost ({type(exc).__name__}: {exc}); retrying in {poll_s:g} s")
+            host.close()
+            time.sleep(poll_s)
+            continue
         elapsed = time.monotonic() - start
-        last = host.run(f"tail -n 1 {q(run_dir)}/session.log 2>/dev/null", check=False).stdout.strip()
         say(f"  bench {_fmt(elapsed)} / {_fmt(seconds)} ({min(100.0, 100 * elapsed / seconds):.0f}%)"
             + (f"  | {last[:100]}" if last else ""))
         time.sleep(poll_s)

@@ -337,3 +337,43 @@ def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_h
         p.relative_to(path) for p in path.rglob("*") if p.is_file() and p.name != "host.json")
     result = render_sessions([path], out_dir=tmp_path / "reports")
     assert Path(result["sessions"][0]).exists()
+
+
+def test_infra_bench_wait_survives_a_dropped_connection(infra_test_host: InfraHost, tmp_path: Path) -> None:
+    """sshd goes away mid-session (and our connection with it); polling retries, reconnects, and finishes."""
+    import threading
+    import time
+
+    from infra.remote import open_host
+    from infra.remote_bench import start_detached, wait_finished
+
+    h = infra_test_host
+    server = h.server
+    caerus = _fake_caerus(tmp_path / "caerus")
+    run_dir = str(tmp_path / "run")
+    out = tmp_path / "out"
+    host = open_host(h.record, h.store.known_hosts, lambda s: None)
+    start_detached(host, f"{caerus} session --duration 3 --out {out}", run_dir, "0")
+    said: list[str] = []
+    dropped = threading.Event()
+
+    def say(line: str) -> None:
+        said.append(line)
+        if not dropped.is_set() and line.startswith("  bench"):
+            dropped.set()
+            server.stop()  # sshd down ...
+            host.close()  # ... and our connection gone
+
+            def back() -> None:
+                time.sleep(1.5)
+                server.restart_with(server.dir / "host_ed25519")
+
+            threading.Thread(target=back).start()
+
+    try:
+        rc = wait_finished(host, run_dir, 3, say, poll_s=0.5, grace_s=60)
+    finally:
+        host.close()
+    assert rc == 0
+    assert any("connection lost" in s for s in said)
+    assert (out / "20261202T000000Z-test" / "env.json").exists()  # the session ran to the end on the host
