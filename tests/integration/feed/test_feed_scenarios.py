@@ -394,3 +394,17 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
                 proc.stop()
             reader.close()
             stats.close()
+
+
+def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+    import signal
+
+    sim = venue_sim_factory(scenario="none")
+    feed = feed_factory("hyperliquid", sim)
+    feed.wait_for("books", lambda f: len(f.valid()) >= 10)
+    os.kill(feed.proc.pid, signal.SIGINT)
+    assert feed.proc.proc.wait(15) == 0, feed.proc.output()[-3000:]
+    feed.poll()
+    assert feed.records[-1][F["flags"]] == BookFlags.STALE
+    assert feed.disconnect_classes() == [FailureClass.SHUTDOWN]
+    assert '"event": "stop"' in feed.proc.output()

@@ -119,9 +119,10 @@ def test_hyperliquid_keepalive_pings_are_sent_and_answered(tls_ws_server, shm_di
 def test_protocol_pings_from_the_venue_are_answered(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
     market = Market("binance", rate_hz=100)
     # The server pings every 0.1 s and drops a client that does not pong within 0.2 s (Binance: 3 min / 10 min).
-    srv = tls_ws_server(market.serve, ping_interval=0.1)
+    srv = tls_ws_server(market.serve, ping_interval=0.1, ping_timeout=0.2)
     c, _, _ = run_feed("binance", srv.url, srv.ca_file, fast(stale_after_s=1.0), 1.2)
     assert c["connects"] == 1 and c["fail.closed_by_peer"] == 0 and c["books"] > 20
+    assert srv.connections[0].latency > 0  # the server measured a ping round trip: our pong arrived
 
 
 def test_rate_limited_handshake_waits_and_connections_are_bounded(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
