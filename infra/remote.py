@@ -14,6 +14,7 @@ import hashlib
 import os
 import posixpath
 import shlex
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +138,16 @@ class RemoteHost:
             f.write(content.encode())
         self.run(f"install -D -m {mode:o} {shlex.quote(tmp)} {shlex.quote(path)} && rm -f {shlex.quote(tmp)}",
                  sudo=True)
+
+    def mode(self, absolute: str) -> int | None:
+        """Permission bits of a (prefixed) file, or None when it does not exist."""
+        try:
+            return stat.S_IMODE(self.conn.sftp().stat(self.path(absolute)).st_mode or 0)
+        except FileNotFoundError:
+            return None
+
+    def chmod(self, absolute: str, mode: int) -> None:
+        self.run(f"chmod {mode:o} {shlex.quote(self.path(absolute))}", sudo=True)
 
     def exists(self, absolute: str) -> bool:
         return self.run(f"test -e {shlex.quote(self.path(absolute))}", check=False).exited == 0

@@ -94,9 +94,14 @@ def apply(host: RemoteHost, steps: list[Step], live: bool, say: Callable[[str], 
         for spec in step.files:
             if host.read_text(spec.path) != spec.content:
                 host.write_text(spec.path, spec.content, spec.mode)
-                result.changed.append(spec.path)
                 say(f"  [{step.name}] wrote {host.path(spec.path)}")
-                triggered += [h for h in spec.notify if h not in triggered]
+            elif host.mode(spec.path) != spec.mode:
+                host.chmod(spec.path, spec.mode)  # same text, wrong permissions (e.g. a script lost +x)
+                say(f"  [{step.name}] chmod {spec.mode:o} {host.path(spec.path)}")
+            else:
+                continue
+            result.changed.append(spec.path)
+            triggered += [h for h in spec.notify if h not in triggered]
         for cmd in step.commands:
             if cmd.kind != "package":
                 run_or_plan(step, cmd, done)

@@ -257,6 +257,10 @@ def test_infra_apply_live_runs_handlers_once_and_only_on_change(infra_test_host:
         (h.prefix / "etc/demo/a.conf").write_text("a=2\n")  # drift: someone edited the file
         third = apply(host, [step], live=True, say=lambda s: None)
         assert third.changed == ["/etc/demo/a.conf"] and log.read_text() == "reload\nreload\n"
+        (h.prefix / "etc/demo/b.conf").chmod(0o644)  # same text, wider permissions
+        fourth = apply(host, [step], live=True, say=lambda s: None)
+        assert fourth.changed == ["/etc/demo/b.conf"]
+        assert stat.S_IMODE((h.prefix / "etc/demo/b.conf").stat().st_mode) == 0o600
         bad = Step("bad", commands=[Command("false", "always fails", "runtime")])
         with pytest.raises(RemoteError, match="`false` exited 1"):
             apply(host, [bad], live=True, say=lambda s: None)
