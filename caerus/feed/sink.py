@@ -41,7 +41,7 @@ class FeedSink:
     venue: int
     classify: Callable[[bytes], tuple[FrameKind, str]]
 
-    def __init__(self, out: FeedOutputs, *, parse_error_limit: int = 100, sample_capacity: int = 1 << 16) -> None:
+    def __init__(self, out: FeedOutputs, *, parse_error_limit: int = 100) -> None:
         self.out = out
         self.publish = out.books.publish
         self.active: WsSession | None = None
@@ -68,7 +68,6 @@ class FeedSink:
         self._i_dropped = idx("frames_dropped")
         self._i_overlap = idx("overlap_dropped")
         self._i_samples_full = idx("samples_full")
-        self.bad_frames: dict[int, int] = {}
 
     def bind_supervisor(self, supervisor: Supervisor) -> None:
         self.supervisor = supervisor
@@ -132,8 +131,7 @@ class FeedSink:
         return False
 
     def _bad_frame(self, session: WsSession, detail: str) -> None:
-        n = self.bad_frames.get(session.conn_id, 0) + 1
-        self.bad_frames[session.conn_id] = n
+        n = session.bad_frames = session.bad_frames + 1
         if n <= 3 or n % 1000 == 0:
             self.out.log("bad_frame", conn=session.conn_id, count=n, frame=detail)
         # Garbage now and then is dropped and counted; a connection that is mostly garbage is restarted.

@@ -66,6 +66,7 @@ class WsSession:
         self.msg_count = 0
         self.last_seq = 0  # venue order key of the newest data message (Binance u / Hyperliquid time)
         self.subscribed = False  # the venue acknowledged the subscription
+        self.bad_frames = 0  # unparseable frames on this connection (the feed decides when that is too many)
         self.failure: Failure | None = None
         self._end_reason: SessionEnded | None = None
         self._close_task: asyncio.Task | None = None  # kept referenced until done

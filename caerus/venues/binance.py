@@ -7,9 +7,9 @@ notices). We connect to ``<base>/public/ws`` and subscribe with ``SUBSCRIBE``; m
 Hot path: :data:`DATA_DECODER` decodes a bookTicker or depth5 message straight into a typed Struct, converting the
 string prices/quantities to float once (``strict=False``) and ignoring unknown fields (``st``, ``ps``, ``s``,
 ``T``...). Data structs are ``gc=False`` (they hold no references that could form a cycle), so the per-message
-allocation does not count towards triggering the garbage collector. Anything it rejects goes to :func:`classify` (off the common path): acks, both error shapes
-(``{"code":..,"msg":..,"id":..}`` as documented, ``{"error":{"code":..,"msg":..},"id":..}`` as seen on the
-wire, ``id`` possibly null), malformed data and garbage.
+allocation does not count towards triggering the garbage collector. Anything the decoder rejects goes to
+:func:`classify` (off the common path): acks, both error shapes (``{"code":..,"msg":..,"id":..}`` as documented,
+``{"error":{"code":..,"msg":..},"id":..}`` as seen on the wire, ``id`` possibly null), malformed data, garbage.
 """
 
 from __future__ import annotations
