@@ -70,6 +70,7 @@ def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
                                       "default boot entry lacks the isolation arguments", "bootloader"))
     else:
         s.notes.append(f"no grubby or grub.d on this host: kernel arguments planned only ({args})")
+    s.notes += kernel.smt_notes(facts, plan)
     missing = kernel.missing_args(facts.cmdline, wanted)
     if missing:
         s.commands.append(Command("systemctl reboot", f"running kernel lacks {sorted(missing)}", "reboot"))

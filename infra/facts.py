@@ -21,6 +21,11 @@ kv kernel "$(uname -r)"
 kv cpus_online "$(rd /sys/devices/system/cpu/online)"
 kv cpu0_siblings "$(rd /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)"
 kv isolated "$(rd /sys/devices/system/cpu/isolated)"
+sib=""
+for c in /sys/devices/system/cpu/cpu[0-9]*; do
+  [ -r "$c/topology/thread_siblings_list" ] && sib="$sib${c##*cpu}:$(cat "$c/topology/thread_siblings_list");"
+done
+kv siblings "$sib"
 kv nohz_full "$(rd /sys/devices/system/cpu/nohz_full)"
 kv cmdline "$(rd /proc/cmdline)"
 [ -e /dev/ptp0 ] && kv ptp0 yes || kv ptp0 no
@@ -74,6 +79,7 @@ class HostFacts:
     cpus: tuple[int, ...] = ()
     cpu0_siblings: tuple[int, ...] = ()
     isolated: tuple[int, ...] = ()
+    siblings: dict[int, tuple[int, ...]] = field(default_factory=dict)  # cpu -> its SMT thread siblings
     nohz_full: tuple[int, ...] = ()
     cmdline: str = ""
     ptp0: bool = False
@@ -145,6 +151,10 @@ def parse_facts(text: str) -> HostFacts:
     f.cpus = parse_cpu_list(raw.get("cpus_online", ""))
     f.cpu0_siblings = parse_cpu_list(raw.get("cpu0_siblings", ""))
     f.isolated = parse_cpu_list(raw.get("isolated", ""))
+    for item in raw.get("siblings", "").split(";"):
+        if ":" in item:
+            cpu, sibs = item.split(":", 1)
+            f.siblings[int(cpu)] = parse_cpu_list(sibs)
     f.nohz_full = parse_cpu_list(raw.get("nohz_full", "").replace("(null)", ""))
     f.cmdline = raw.get("cmdline", "")
     f.ptp0 = raw.get("ptp0") == "yes"

@@ -90,3 +90,15 @@ def irqbalance_banned_mask(cpus: Sequence[int]) -> str:
     for c in cpus:
         mask |= 1 << c
     return f"{mask:x}"
+
+
+def smt_notes(facts: HostFacts, plan: FleetPlan) -> list[str]:
+    """Dedicated hot placements whose CPUs are SMT siblings of each other share a physical core: say so."""
+    notes = []
+    dedicated = [(name, p.cpus[0]) for name, p in plan.placements.items() if p.dedicated and len(p.cpus) == 1]
+    for i, (a, ca) in enumerate(dedicated):
+        for b, cb in dedicated[i + 1:]:
+            if cb in facts.siblings.get(ca, ()) and cb != ca:
+                notes.append(f"{a} (CPU {ca}) and {b} (CPU {cb}) are SMT siblings sharing one physical core; "
+                             f"provision with --one-thread-per-core for a core each")
+    return notes

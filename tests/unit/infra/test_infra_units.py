@@ -37,6 +37,7 @@ kernel=6.1.112-122.189.amzn2023.x86_64
 cpus_online=0-7
 cpu0_siblings=0,4
 isolated=
+siblings=0:0,4;1:1,5;2:2,6;3:3,7;4:0,4;5:1,5;6:2,6;7:3,7;
 nohz_full=(null)
 cmdline=BOOT_IMAGE=(hd0,gpt1)/boot/vmlinuz root=UUID=abc ro console=ttyS0,115200n8 nvme_core.io_timeout=4294967295
 ptp0=yes
@@ -293,3 +294,20 @@ def test_infra_deploy_needs_python_311_and_says_how() -> None:
     f.os_id = "ubuntu"
     assert "python3-venv" in python_install_command(f)
     assert ensure_python(None, parse_facts(EC2_PROBE), live=False, say=lambda s: None) == "/usr/bin/python3"
+
+
+def test_infra_smt_siblings_sharing_a_core_are_reported() -> None:
+    f = parse_facts(EC2_PROBE)
+    assert f.siblings[5] == (1, 5)
+    plan = kernel.target_plan(f)
+    notes = kernel.smt_notes(f, plan)
+    # plan_fleet puts the 4 hot processes on 1,2,3,5: CPU 5 is CPU 1's sibling
+    assert notes == ["feed-binance (CPU 1) and execution (CPU 5) are SMT siblings sharing one "
+                     "physical core; provision with --one-thread-per-core for a core each"]
+    one_tpc = parse_facts(
+        EC2_PROBE.replace("cpus_online=0-7", "cpus_online=0-3")
+        .replace("cpu0_siblings=0,4", "cpu0_siblings=0")
+        .replace("siblings=0:0,4;1:1,5;2:2,6;3:3,7;4:0,4;5:1,5;6:2,6;7:3,7;", "siblings=0:0;1:1;2:2;3:3;")
+    )
+    assert one_tpc.siblings == {0: (0,), 1: (1,), 2: (2,), 3: (3,)}
+    assert kernel.smt_notes(one_tpc, kernel.target_plan(one_tpc)) == []
