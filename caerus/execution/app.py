@@ -66,6 +66,7 @@ FLOAT_COUNTERS = (
 )
 _HOUSEKEEPING_MASK = 1023
 Counters = CounterBlock | runtime.LocalCounters
+_NEXT_HK = [0]  # next housekeeping time (ns); module state because the loop function is re-entered after errors
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -187,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
                 sup.record_error(exc)
                 if sup.errors <= 3:
                     print(f"execution: loop error {sup.last_error}", file=sys.stderr)
+                if time.time_ns() >= _NEXT_HK[0]:
+                    _NEXT_HK[0] = time.time_ns() + int(cfg.housekeeping_ms * 1e6)
+                    _housekeeping(engine, sup, counters, log, consumer, exec_writer)
         # Give late replies (paper latency) a moment to settle so the summary is complete.
         if engine.pending:
             deadline = time.monotonic() + min(1.0, cfg.paper.latency_ms / 1e3 + 0.2)
@@ -224,7 +228,7 @@ def _loop(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog 
     idle_work = engine.idle_work
     tns = time.time_ns
     hk_ns = int(cfg.housekeeping_ms * 1e6)
-    next_hk = tns() + hk_ns
+    next_hk = _NEXT_HK[0] or tns() + hk_ns  # kept across loop re-entries (after an error)
     passes = 0
     while not sup.stopping:
         if step():
@@ -238,7 +242,7 @@ def _loop(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog 
             if not passes & _HOUSEKEEPING_MASK:
                 now = tns()
                 if now >= next_hk:
-                    next_hk = now + hk_ns
+                    next_hk = _NEXT_HK[0] = now + hk_ns
                     _housekeeping(engine, sup, counters, log, consumer, exec_writer)
 
 

@@ -89,6 +89,7 @@ class _Ctx:
     books: list[int] | None = None  # per venue code (0 = other)
     by_reason: list[int] | None = None
     ring_full: int = 0
+    next_housekeeping: int = 0  # kept across loop re-entries (after an error) so housekeeping never starves
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,6 +156,9 @@ def run(args: argparse.Namespace) -> int:
                 sup.record_error(exc)
                 if sup.errors <= 3:
                     print(f"strategy: loop error {sup.last_error}", file=sys.stderr)
+                if time.time_ns() >= ctx.next_housekeeping:
+                    ctx.next_housekeeping = time.time_ns() + int(cfg.housekeeping_ms * 1e6)
+                    _housekeeping(ctx)
         return 0
     except segment.SegmentError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -199,7 +203,7 @@ def _loop(ctx: _Ctx) -> None:
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
     hk_ns = int(ctx.cfg.housekeeping_ms * 1e6)
-    next_hk = tns() + hk_ns
+    next_hk = ctx.next_housekeeping or tns() + hk_ns
     passes = 0
     while not sup.stopping:
         worked = False
@@ -243,7 +247,7 @@ def _loop(ctx: _Ctx) -> None:
         if not passes & _HOUSEKEEPING_MASK:
             now = tns()
             if now >= next_hk:
-                next_hk = now + hk_ns
+                next_hk = ctx.next_housekeeping = now + hk_ns
                 _housekeeping(ctx)
 
 

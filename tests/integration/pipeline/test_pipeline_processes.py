@@ -47,11 +47,12 @@ class Pipeline:
         self.procs[name] = p
         return p
 
-    def start_all(self) -> None:
+    def start_all(self, feed_args: tuple[str, ...] = ()) -> None:
         (self.tmp / "strategy.toml").write_text("warmup_ms = 300\ncooldown_ms = 200\nmax_hold_ms = 2000\n")
         (self.tmp / "execution.toml").write_text("[paper]\nlatency_ms = 2.0\nmarkout_ms = [50.0, 500.0]\n")
         self.start("feed", ["tests.fixtures.pipeline", "--binance", f"{S}.book.binance", "--hyperliquid",
-                            f"{S}.book.hyperliquid", "--jump-every-s", "0.8", "--hl-lag-ms", "150"])
+                            f"{S}.book.hyperliquid", "--jump-every-s", "0.8", "--hl-lag-ms", "150",
+                            *feed_args])
         self.start("execution", ["caerus", "execution", "--segment", f"{S}.orders", "--transport", "paper",
                                  "--book-segment", f"{S}.book.hyperliquid", "--exec-segment", f"{S}.exec",
                                  "--stats-segment", f"{S}.stats.execution", "--metrics-dir", str(self.metrics),
@@ -213,3 +214,17 @@ def test_sigterm_while_waiting_for_peers_exits_0(shm_dir: Path, tmp_path: Path) 
     time.sleep(1.0)  # let it reach the attach loop (not a timing assertion: the outcome is the exit code)
     assert p.alive(), p.output()
     assert p.stop(grace=10) == 0, p.output()
+
+
+def test_repeated_errors_halt_the_strategy_but_keep_it_running(pipeline: Pipeline) -> None:
+    # Zero Hyperliquid prices flagged VALID (a broken feed): every decision raises; the supervisor counts the
+    # errors and halts trading after max_errors (10) within the window, the process stays up with live counters.
+    pipeline.start_all(feed_args=("--zero-hl",))
+    strat = pipeline.counters("strategy")
+    pipeline.wait_for("strategy halted by errors", lambda: strat.get("halt_cause") == HaltCause.ERRORS)
+    assert strat.get("state") == State.HALTED and strat.get("errors") >= 10
+    assert strat.get("orders") == 0
+    assert "ZeroDivisionError" in pipeline.procs["strategy"].output()
+    pipeline.wait_for("counters still live", lambda: strat.get("errors") >= 20)
+    assert pipeline.stop("strategy") == 0
+    strat.close()
