@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -136,8 +137,16 @@ class HostStore:
         return sorted(p.stem for p in d.glob("*.json")) if d.exists() else []
 
     def delete(self, name: str) -> None:
+        """Forget a host: record, key pair files and per-host results (a new host of that name starts clean)."""
         for path in (self.record_path(name), self.key_path(name), self.key_path(name).with_suffix(".pub")):
             path.unlink(missing_ok=True)
+        self.clear_results(name)
+
+    def clear_results(self, name: str) -> None:
+        """Drop per-host results (plan, configure, deploy): they describe a machine that no longer exists."""
+        d = self.root / "hosts" / name
+        if d.is_dir():
+            shutil.rmtree(d)
 
     # per-host results
     def save_json(self, name: str, what: str, data: Any) -> Path:

@@ -23,6 +23,7 @@ from infra.aws.clients import DEFAULT_INSTANCE_TYPE, AwsError, AwsTarget
 from infra.aws.pricing import format_cost, hourly_estimate
 from infra.aws.userdata import render_ttl_user_data
 from infra.hosts import HostRecord, HostStore
+from infra.remote import forget_host
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,11 @@ def provision(req: ProvisionRequest, store: HostStore, say: Callable[[str], None
         if existing["State"]["Name"] in ("stopped", "stopping"):
             raise AwsError(f"{instance_id} is {existing['State']['Name']}; start it or `invoke teardown` first")
     else:
+        if req.name in store.names():  # the previous host of this name is gone (TTL, console): forget it
+            old = store.load(req.name)
+            forget_host(store.known_hosts, old.host, old.port)
+            store.clear_results(req.name)
+            say(f"previous host {old.instance_id or old.host} of {req.name} is gone: cleared its pin and results")
         image = A.resolve_ami(ssm, req.ami_param)
         say(f"AMI {image} from {req.ami_param}")
         pg = P.resolve_placement(ec2, n["pg"], tags, req.placement, say)

@@ -198,3 +198,19 @@ def test_infra_invoke_tasks_provision_status_teardown(moto_server: MotoServer, t
         invoke_tasks.provision(Context(), name="t2", cidr=CIDR, ami_param="/nope", state_dir=state)
     assert exc.value.code == 1
     assert "SSM parameter '/nope'" in capsys.readouterr().err
+
+
+def test_infra_provision_after_the_old_host_vanished_starts_clean(moto_server: MotoServer, tmp_path: Path) -> None:
+    store = HostStore(tmp_path / "state")
+    first = provision(_req(), store, lambda s: None)
+    store.save_json("tokyo", "plan", {"hot": [1, 2, 3]})
+    old_key = "AAAAC3NzaC1lZDI1NTE5AAAAIOldKeyOldKeyOldKeyOldKeyOldKeyOldKeyOld"
+    store.known_hosts.write_text(f"{first.host} ssh-ed25519 {old_key}\n")
+    ec2 = _ec2(moto_server)
+    ec2.terminate_instances(InstanceIds=[first.instance_id])  # the TTL fired
+    out: list[str] = []
+    second = provision(_req(), store, out.append)
+    assert second.instance_id != first.instance_id
+    assert any("is gone: cleared its pin and results" in line for line in out)
+    assert store.load_json("tokyo", "plan") is None
+    assert first.host not in store.known_hosts.read_text()

@@ -263,6 +263,10 @@ def test_infra_state_files_are_private(tmp_path: Path) -> None:
         store.load("osaka")
     with pytest.raises(StateError, match="must be"):
         store.record_path("../etc")
+    store.save_json("tokyo", "plan", {"hot": [1]})
+    assert store.load_json("tokyo", "plan") == {"hot": [1]}
+    store.delete("tokyo")
+    assert store.names() == [] and store.load_json("tokyo", "plan") is None
     path.write_text(json.dumps({"name": "tokyo", "host": "x", "user": "u", "bogus": 1}))
     with pytest.raises(StateError, match="unknown fields"):
         store.load("tokyo")
