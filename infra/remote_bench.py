@@ -114,9 +114,11 @@ def host_snapshot(host: RemoteHost, chronyc: str) -> dict[str, Any]:
 
 def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path,
                      state_dir: str | None = None, say: Callable[[str], None] = print,
-                     poll_s: float = 10.0, grace_s: float = 600.0) -> list[Path]:
+                     poll_s: float | None = None, grace_s: float = 600.0) -> list[Path]:
     """Run ``caerus session`` on host ``host`` for ``duration`` ("4h", "30m", "90s", "30") and collect it."""
     seconds = parse_duration(duration)
+    if poll_s is None:  # a progress line every ~5% of the run, between 0.5 s and 10 s apart
+        poll_s = min(10.0, max(0.5, seconds / 20))
     store = HostStore(state_dir)
     record = store.load(host)
     rh = open_host(record, store.known_hosts, say)

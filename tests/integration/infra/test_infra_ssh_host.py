@@ -381,3 +381,18 @@ def test_infra_bench_wait_survives_a_dropped_connection(infra_test_host: InfraHo
     assert rc == 0
     assert any("connection lost" in s for s in said)
     assert (out / "20261202T000000Z-test" / "env.json").exists()  # the session ran to the end on the host
+
+
+def test_infra_tasks_bench_host_goes_through_remote_bench(infra_test_host: InfraHost, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`invoke bench --host loop --duration 2s --emulator` as tasks.py wires it (state folder from the env)."""
+    import tasks
+
+    h = infra_test_host
+    h.record.extra.update(caerus_bin=_fake_caerus(tmp_path / "caerus"), chronyc="true")
+    h.store.save(h.record)
+    monkeypatch.setenv("CAERUS_STATE_DIR", str(h.store.root))
+    out = tmp_path / "sessions"
+    tasks.bench(Context(), host="loop", duration="2s", emulator=True, out=str(out))
+    env = json.loads((out / "20261202T000000Z-test" / "env.json").read_text())
+    assert "--live" not in env["argv"] and (out / "20261202T000000Z-test" / "host.json").exists()
