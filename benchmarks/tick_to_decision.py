@@ -14,6 +14,10 @@ measured best case on 2 cores: ~5 us p50 / 8-10 us p99 tick to decision).
 Reference, same run, same pinning: the equivalent pipeline over multiprocessing.Queue (feed -> Queue -> strategy
 process running the same decision object -> Queue -> execution process), blocking gets.
 
+Calibration, same run: ``floor.book_hop`` is the same feed read by a bare spinning reader pinned to the hot CPU
+(nothing else of ours there): what a ring hop costs on this machine at this moment. On a shared, loaded box it is
+far above DESIGN.md's ~1.1 us, and every ring number above it inherits that.
+
 CPU placement follows caerus.plan.plan_fleet(): on a 2-core box the feed runs on the housekeeping CPU and
 strategy + execution share the other with the hybrid wait policy.
 """
@@ -36,15 +40,17 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_common_args, at_least, at_most, emit, summarize
+from caerus.execution.config import ExecutionConfig
 from caerus.plan import format_cpu_list, plan_fleet
+from caerus.strategy.config import StrategyConfig
 
 BOOK_INTERVAL_S = 500e-6  # one Binance book every 0.5 ms (+ a Hyperliquid book every 10th)
 HL_EVERY = 10
 WARMUP_FRACTION = 0.05  # first samples dropped (start-up, caches, first faults)
 
-STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\nidle_spins = {spins}\n'
+STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\nidle_spins = {strategy_spins}\n'
 EXECUTION_TOML = (
-    "idle_spins = {spins}\n"
+    "idle_spins = {execution_spins}\n"
     "[risk]\nmax_order_qty = 1.0\nmax_position = 10.0\nmax_orders_per_s = 1000000\nprice_band_bps = 1000.0\n"
 )
 
@@ -186,7 +192,7 @@ def _intervals(t_recv: np.ndarray, t_publish: np.ndarray, t_seen: np.ndarray, t_
     }
 
 
-def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], policy: str, spins: int
+def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], policy: str, spins: tuple[int, int]
              ) -> tuple[dict, dict]:
     from caerus.ipc.counters import CounterBlock
     from caerus.ipc.swmr import SwmrReader
@@ -197,8 +203,8 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
     work = Path(tempfile.mkdtemp(prefix="caerus-t2d-"))
     env = {**os.environ, "CAERUS_SHM_DIR": str(shm), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     os.environ["CAERUS_SHM_DIR"] = str(shm)
-    (work / "strategy.toml").write_text(STRATEGY_TOML.format(spins=spins))
-    (work / "execution.toml").write_text(EXECUTION_TOML.format(spins=spins))
+    (work / "strategy.toml").write_text(STRATEGY_TOML.format(strategy_spins=spins[0]))
+    (work / "execution.toml").write_text(EXECUTION_TOML.format(execution_spins=spins[1]))
     s = "bench"
     procs: list[subprocess.Popen] = []
     ctx = mp.get_context("fork")
@@ -278,6 +284,54 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
     return _intervals(*(arr[:, i] for i in range(5))), info
 
 
+def run_floor(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> np.ndarray:
+    """Calibration: the same feed, read by a bare spinning latest-value reader pinned to the hot CPU (no strategy,
+    no execution, no yields): the environment's floor for t_seen - t_publish at this moment."""
+    from caerus.ipc.swmr import SwmrReader
+    from caerus.wire import BOOK
+
+    shm = Path("/dev/shm") / f"caerus-bench-floor-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    shm.mkdir()
+    os.environ["CAERUS_SHM_DIR"] = str(shm)
+    ctx = mp.get_context("fork")
+    go, ready = ctx.Event(), ctx.Event()
+    feed = ctx.Process(target=ring_feed, args=(str(shm), "floor.book.binance", "floor.book.hyperliquid", n,
+                                               feed_cpus, go, ready), daemon=True)
+    out = np.zeros(n, dtype=np.int64)
+    k = 0
+    before = os.sched_getaffinity(0)
+    try:
+        feed.start()
+        if not ready.wait(30):
+            raise RuntimeError("benchmark feed did not start")
+        reader = SwmrReader.attach("floor.book.binance", BOOK, timeout=10)
+        _pin(hot_cpus)
+        read = reader.read_latest
+        tns = time.time_ns
+        gc.disable()
+        go.set()
+        deadline = time.monotonic() + n * BOOK_INTERVAL_S * 20 + 30
+        spins = 0
+        while k < n:
+            rec = read()
+            if rec is None:
+                spins += 1
+                if not spins & 0xFFFF and (not feed.is_alive() or time.monotonic() > deadline):
+                    break
+                continue
+            out[k] = tns() - rec[7]
+            k += 1
+        gc.enable()
+        reader.close()
+    finally:
+        os.sched_setaffinity(0, before)
+        if feed.is_alive():
+            feed.terminate()
+        feed.join(5)
+        shutil.rmtree(shm, ignore_errors=True)
+    return out[int(k * WARMUP_FRACTION):k]
+
+
 def run_queue(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> tuple[dict, dict]:
     ctx = mp.get_context("fork")
     q1, q2, result = ctx.Queue(), ctx.Queue(), ctx.Queue()
@@ -303,28 +357,52 @@ def run_queue(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser)
-    parser.add_argument("--books", type=int, help="Binance books per pipeline (default 4000 quick, 40000 full)")
+    parser.add_argument("--books", type=int, help="Binance books per pipeline and round (default 2000 quick, "
+                        "10000 full)")
+    parser.add_argument("--rounds", type=int, help="alternating ring/queue rounds (default 2 quick, 4 full): both "
+                        "pipelines see the same machine load")
     parser.add_argument("--wait-policy", choices=("spin", "hybrid", "sleep"), help="override the plan's policy")
-    parser.add_argument("--idle-spins", type=int, default=10, help="hybrid policy: empty polls before a yield")
+    parser.add_argument("--strategy-spins", type=int, help="hybrid policy: strategy's empty polls before a yield "
+                        "(default: the strategy config default)")
+    parser.add_argument("--execution-spins", type=int, help="hybrid policy: execution's empty polls before a "
+                        "yield (default: the execution config default)")
     args = parser.parse_args(argv)
-    n = args.books or (4000 if args.quick else 40_000)
+    n = args.books or (2000 if args.quick else 10_000)
+    rounds = args.rounds or (2 if args.quick else 4)
+    spins = (StrategyConfig().idle_spins if args.strategy_spins is None else args.strategy_spins,
+             ExecutionConfig().idle_spins if args.execution_spins is None else args.execution_spins)
     plan = plan_fleet()
     feed_cpus = plan.placement("feed-binance").cpus
     hot = plan.placement("strategy")
     policy = args.wait_policy or hot.wait_policy
     _pin(plan.housekeeping)  # this process (the orchestrator) stays off the hot CPU
     print(f"plan: feed on CPU {format_cpu_list(feed_cpus)}, strategy+execution on CPU {format_cpu_list(hot.cpus)} "
-          f"({policy}); {n} Binance books per pipeline every {BOOK_INTERVAL_S * 1e6:.0f} us", flush=True)
-    ring, ring_info = run_ring(n, feed_cpus, hot.cpus, policy, args.idle_spins)
-    queue, queue_info = run_queue(n, feed_cpus, hot.cpus)
+          f"({policy}, idle spins strategy {spins[0]} / execution {spins[1]}); {rounds} x {n} Binance books "
+          f"per pipeline every {BOOK_INTERVAL_S * 1e6:.0f} us, rounds alternate floor/ring/queue", flush=True)
+    ring_parts, queue_parts, ring_infos, queue_infos, floor_parts = [], [], [], [], []
+    for _ in range(rounds):
+        floor_parts.append(run_floor(n, feed_cpus, hot.cpus))
+        r, ri = run_ring(n, feed_cpus, hot.cpus, policy, spins)
+        q, qi = run_queue(n, feed_cpus, hot.cpus)
+        ring_parts.append(r)
+        queue_parts.append(q)
+        ring_infos.append(ri)
+        queue_infos.append(qi)
+    ring = {k: np.concatenate([p[k] for p in ring_parts]) for k in ring_parts[0]}
+    queue = {k: np.concatenate([p[k] for p in queue_parts]) for k in queue_parts[0]}
+    ring_info = {"rounds": ring_infos, "books_published": n * rounds, "orders": sum(i["orders"] for i in ring_infos)}
+    queue_info = {"rounds": queue_infos, "books_published": n * rounds,
+                  "orders": sum(i["orders"] for i in queue_infos)}
     metrics: dict[str, dict] = {}
     for side, data in (("ring", ring), ("queue", queue)):
         for name in ("tick_to_decision", "queue_transit", "book_hop", "decision"):
             metrics[f"{side}.{name}"] = summarize(data[name])
+    metrics["floor.book_hop"] = summarize(np.concatenate(floor_parts))
     ratios = {}
     for name in ("tick_to_decision", "queue_transit"):
         for q in ("p50", "p99"):
             ratios[f"{name}.{q}.queue_over_ring"] = metrics[f"queue.{name}"][q] / metrics[f"ring.{name}"][q]
+    ratios["book_hop.p50.ring_over_floor"] = metrics["ring.book_hop"]["p50"] / metrics["floor.book_hop"]["p50"]
     r_t2d = metrics["ring.tick_to_decision"]
     goals = [
         at_most("ring.tick_to_decision.p50", r_t2d["p50"], 11_300),
@@ -336,12 +414,13 @@ def main(argv: list[str] | None = None) -> int:
     negatives = {k: int(np.count_nonzero(v < 0)) for k, v in {**{f"ring.{a}": b for a, b in ring.items()},
                                                               **{f"queue.{a}": b for a, b in queue.items()}}.items()}
     emit("tick_to_decision", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
-         extra={"plan": plan.to_dict(), "wait_policy": policy, "book_interval_us": BOOK_INTERVAL_S * 1e6,
+         extra={"plan": plan.to_dict(), "wait_policy": policy,
+                "idle_spins": {"strategy": spins[0], "execution": spins[1]}, "book_interval_us": BOOK_INTERVAL_S * 1e6,
                 "ring": ring_info, "queue": queue_info, "clock_artifacts": negatives,
                 "reference_cpp": {"tick_to_decision": {"p50": 11_300, "p99": 16_300},
                                   "queue_transit": {"p50": 500, "p99": 3_300}},
                 "note": "no parsing (synthetic books); DESIGN.md best case on 2 cores ~5 us p50 / 8-10 us p99"})
-    print(f"ring: {ring_info['orders']} orders from {n} Binance books (latest-value mode coalesces books the "
+    print(f"ring: {ring_info['orders']} orders from {n * rounds} Binance books (latest-value mode coalesces books the "
           f"strategy had not read yet); queue: {queue_info['orders']} orders; clock artifacts: {negatives}")
     return 0
 
