@@ -55,7 +55,7 @@ class BinanceSink(FeedSink):
         if session is not self.active and not self.overlap(session, seq):
             return True
         last = self.last_key
-        if seq <= last:
+        if seq <= last and not self.venue_restarted(session, seq):
             return self.reject(DUPLICATE if seq == last else SEQ_NOT_INCREASING, session, seq, t_ex)
         if t_ex < self.last_t_ex:
             return self.reject(TIME_BACKWARDS, session, seq, t_ex)

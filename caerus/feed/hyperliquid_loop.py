@@ -60,7 +60,7 @@ class HyperliquidSink(FeedSink):
             return True
         if bid is None or ask is None:
             return self.reject(NULL_SIDE, session, self.seq, t_ex)
-        if t_ex < self.last_t_ex:
+        if t_ex < self.last_t_ex and not self.venue_restarted(session, t_ex):
             return self.reject(TIME_BACKWARDS, session, self.seq, t_ex)
         bp = bid.px
         bq = bid.sz

@@ -35,6 +35,7 @@ INT_COUNTERS: tuple[str, ...] = (
     *(reject_counter(int(r)) for r in RejectReason),
     "frames_dropped",  # frames that are neither data nor a known control frame (not JSON / unknown shape)
     "overlap_dropped",  # rotation overlap: updates already published by the other connection
+    "ordering_resets",  # a fresh connection's stream started older than what was published (venue restarted)
     "acks",
     "pongs",
     "greetings",

@@ -82,6 +82,23 @@ class FeedSink:
         self.out.event(EventKind.BOOK_REJECTED, reason, session.conn_id, seq, t_ex)
         return True
 
+    def venue_restarted(self, session: WsSession, key: int) -> bool:
+        """The first message of a fresh connection is older than what we published: did the venue restart?
+
+        Binance ids and Hyperliquid block times never go backwards on the real venues, but a restarted venue (or
+        emulator) starts its stream over; without this, every update would be rejected forever while the data
+        watchdog stays happy. So on the first data message of a new primary connection (a STALE record already
+        told readers the book was not live), an older key resets the ordering state instead of being rejected.
+        Called only from the reject branch: costs nothing on the common path.
+        """
+        if session.data_count or key >= self.last_key or session is not self.active:
+            return False
+        self.out.count("ordering_resets")
+        self.out.log("ordering_reset", conn=session.conn_id, last_key=self.last_key, key=key)
+        self.last_key = -1
+        self.last_t_ex = 0
+        return True
+
     def overlap(self, session: WsSession, key: int) -> bool:
         """A data message from a session that is not the active one; True when it should be processed now."""
         if session is self.candidate and key >= self.last_key:

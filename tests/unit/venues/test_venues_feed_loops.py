@@ -33,6 +33,16 @@ def bbo(t_ms: int, bid: object = ("100", "1"), ask: object = ("101", "2")) -> by
     return json.dumps({"channel": "bbo", "data": {"coin": "BTC", "time": t_ms, "bbo": [lvl(bid), lvl(ask)]}}).encode()
 
 
+def deliver(sink, raw: bytes, t_recv: int, session: WsSession) -> bool:  # type: ignore[no-untyped-def]
+    """What WsSession's receive loop does around on_message (the loops rely on data_count)."""
+    session.msg_count += 1
+    data = sink.on_message(raw, t_recv, session)
+    if data:
+        session.data_count += 1
+        session.last_data_ns = t_recv
+    return data
+
+
 class StubSupervisor:
     def __init__(self) -> None:
         self.switches: list[tuple[int, int]] = []
@@ -74,7 +84,7 @@ def counters(out: FeedOutputs) -> dict[str, int | float]:
 
 def test_binance_valid_update_published_with_timestamps(feed) -> None:  # type: ignore[no-untyped-def]
     out, sink, s1, books, _, _ = feed
-    assert sink.on_message(bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
+    assert deliver(sink, bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
     (rec,) = drain(books)
     venue, flags, symbol, conn, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq = rec
     assert (venue, flags, symbol, conn, seq) == (1, BookFlags.VALID, 0, 1, 10)
@@ -100,7 +110,7 @@ def test_binance_rejects_are_counted_by_reason_and_never_published(feed) -> None
         bt(19, 1002),  # ok
     ]
     for i, f in enumerate(frames):
-        sink.on_message(f, 2_000_000_000 + i, s1)
+        deliver(sink, f, 2_000_000_000 + i, s1)
     recs = drain(books)
     assert [r[SEQ] for r in recs] == [10, 19]
     assert all(r[FLAGS] & BookFlags.VALID for r in recs)
@@ -119,12 +129,12 @@ def test_binance_rejects_are_counted_by_reason_and_never_published(feed) -> None
 
 def test_binance_control_frames(feed) -> None:  # type: ignore[no-untyped-def]
     out, sink, s1, books, events, _ = feed
-    assert sink.on_message(b'{"result":null,"id":1}', 1, s1) is False
+    assert deliver(sink, b'{"result":null,"id":1}', 1, s1) is False
     assert s1.subscribed
     with pytest.raises(SessionEnded) as e:
-        sink.on_message(b'{"error":{"code":2,"msg":"Invalid request"},"id":1}', 2, s1)
+        deliver(sink, b'{"error":{"code":2,"msg":"Invalid request"},"id":1}', 2, s1)
     assert e.value.failure is FailureClass.SUBSCRIPTION_REJECTED
-    assert sink.on_message(b'{"oops', 3, s1) is False
+    assert deliver(sink, b'{"oops', 3, s1) is False
     c = counters(out)
     assert (c["acks"], c["sub_errors"], c["frames_dropped"]) == (1, 1, 1)
     assert drain(books) == []
@@ -133,11 +143,10 @@ def test_binance_control_frames(feed) -> None:  # type: ignore[no-untyped-def]
 
 def test_mostly_garbage_connection_ends_as_parse_error(feed) -> None:  # type: ignore[no-untyped-def]
     _, sink, s1, _, _, _ = feed
-    s1.msg_count = 5
     for i in range(4):
-        sink.on_message(b"not json", i, s1)
+        deliver(sink, b"not json", i, s1)
     with pytest.raises(SessionEnded) as e:
-        sink.on_message(b"not json", 5, s1)
+        deliver(sink, b"not json", 5, s1)
     assert e.value.failure is FailureClass.PARSE_ERROR
 
 
@@ -145,8 +154,8 @@ def test_occasional_garbage_is_only_dropped(feed) -> None:  # type: ignore[no-un
     out, sink, s1, books, _, _ = feed
     s1.msg_count = 1000  # garbage is a small share of this connection's messages
     for i in range(10):
-        sink.on_message(b"not json", i, s1)
-        sink.on_message(bt(100 + i, 1000 + i), i, s1)
+        deliver(sink, b"not json", i, s1)
+        deliver(sink, bt(100 + i, 1000 + i), i, s1)
     assert len(drain(books)) == 10 and counters(out)["frames_dropped"] == 10
 
 
@@ -154,16 +163,16 @@ def test_rotation_overlap_publishes_every_update_once(feed) -> None:  # type: ig
     out, sink, s1, books, _, sup = feed
     s2 = WsSession("wss://x/ws", 2, sink.on_message)
     for u in (1, 2, 3):
-        sink.on_message(bt(u, 1000 + u), u, s1)
+        deliver(sink, bt(u, 1000 + u), u, s1)
     sink.candidate = s2
     # The candidate starts behind, then catches up; the old connection keeps delivering meanwhile.
-    sink.on_message(bt(2, 1002), 10, s2)  # behind: overlap duplicate
-    sink.on_message(bt(4, 1004), 11, s1)  # still the active one
-    sink.on_message(bt(3, 1003), 12, s2)  # behind
-    sink.on_message(bt(4, 1004), 13, s2)  # caught up (equal): switch, not published twice
-    sink.on_message(bt(5, 1005), 14, s1)  # old one: ignored from now on
-    sink.on_message(bt(5, 1005), 15, s2)
-    sink.on_message(bt(6, 1006), 16, s2)
+    deliver(sink, bt(2, 1002), 10, s2)  # behind: overlap duplicate
+    deliver(sink, bt(4, 1004), 11, s1)  # still the active one
+    deliver(sink, bt(3, 1003), 12, s2)  # behind
+    deliver(sink, bt(4, 1004), 13, s2)  # caught up (equal): switch, not published twice
+    deliver(sink, bt(5, 1005), 14, s1)  # old one: ignored from now on
+    deliver(sink, bt(5, 1005), 15, s2)
+    deliver(sink, bt(6, 1006), 16, s2)
     recs = drain(books)
     assert [r[SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
     assert [r[CONN] for r in recs] == [1, 1, 1, 1, 2, 2]
@@ -175,7 +184,7 @@ def test_rotation_overlap_publishes_every_update_once(feed) -> None:  # type: ig
 
 def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:  # type: ignore[no-untyped-def]
     out, sink, s1, books, _, _ = feed
-    sink.on_message(bt(7, 1000), 1, s1)
+    deliver(sink, bt(7, 1000), 1, s1)
     out.connection_lost(1)
     recs = drain(books)
     assert recs[-1][FLAGS] == BookFlags.STALE and not recs[-1][FLAGS] & BookFlags.VALID and recs[-1][SEQ] == 7
@@ -197,7 +206,7 @@ def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
          b'[{"px":"100","sz":"1","n":1}]]}}'),
         bbo(1004),
     ]
-    data = [sink.on_message(f, 5_000 + i, s1) for i, f in enumerate(frames)]
+    data = [deliver(sink, f, 5_000 + i, s1) for i, f in enumerate(frames)]
     assert data == [False, False, True, True, True, True, True, False, True, True]
     recs = drain(books)
     assert [r[SEQ] for r in recs] == [1, 2, 3, 4]
@@ -208,6 +217,26 @@ def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
     assert (c["greetings"], c["acks"], c["pongs"], c["rejects"]) == (1, 1, 1, 3)
     assert (c["reject.null_side"], c["reject.time_backwards"], c["reject.crossed"]) == (1, 1, 1)
     assert len(drain(events)) == 3
+    # After data has flowed, an error frame is a venue error (counted); before any data it rejects the subscription.
+    assert deliver(sink, b'{"channel":"error","data":"Invalid subscription"}', 1, s1) is False
+    assert counters(out)["venue_errors"] == 1
+    s2 = WsSession("wss://x/ws", 2, sink.on_message)
     with pytest.raises(SessionEnded) as e:
-        sink.on_message(b'{"channel":"error","data":"Invalid subscription"}', 1, s1)
+        deliver(sink, b'{"channel":"error","data":"Invalid subscription"}', 1, s2)
     assert e.value.failure is FailureClass.SUBSCRIPTION_REJECTED
+
+
+def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    deliver(sink, bt(500, 5000), 1, s1)
+    deliver(sink, bt(400, 5001), 2, s1)  # same connection going backwards: rejected
+    out.connection_lost(1)
+    s2 = WsSession("wss://x/ws", 2, sink.on_message)
+    sink.active = s2
+    assert deliver(sink, bt(10, 100), 3, s2)  # first message of a fresh connection, older: the venue restarted
+    deliver(sink, bt(9, 101), 4, s2)  # and now backwards again on that connection: rejected
+    deliver(sink, bt(11, 102), 5, s2)
+    valid = [r for r in drain(books) if r[FLAGS] & BookFlags.VALID]
+    assert [r[SEQ] for r in valid] == [500, 10, 11]
+    c = counters(out)
+    assert c["ordering_resets"] == 1 and c["reject.seq_not_increasing"] == 2
