@@ -63,6 +63,7 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
                   "t_exchange": b[5], "t_recv": b[6], "t_publish": b[7], "bid_px": b[8], "bid_qty": b[9],
                   "ask_px": b[10], "ask_qty": b[11]}
     assert {r["kind"] for r in by_table["feed_events"]} == {"CONNECTING", "CONNECTED", "DISCONNECTED"}
+    assert {r["venue"] for r in by_table["orders"]} == {"binance", "hyperliquid"}  # one batch, two keys
     # One venue's rows keep their order (one partition per key).
     seqs = [r["seq"] for r in by_table["books"] if r["venue"] == "binance"]
     assert seqs == sorted(seqs)
