@@ -159,11 +159,11 @@ def configure(record: HostRecord, store: HostStore, *, mode: str = "auto", allow
         rebooted = False
         if result.reboot_needed and live and allow_reboot:
             host = reboot_and_wait(host, record, store, say)
-            facts = gather(host)
             rebooted = True
+        facts = gather(host)  # what the host looks like now (after runtime commands / the reboot)
         reboot_pending = result.reboot_needed and not rebooted
         chronyc_cmd = chronyc or record.extra.get("chronyc", "chronyc")
-        checks, tracking = verify(host, facts, plan, steps, chronyc_cmd, reboot_pending)
+        checks, tracking = verify(host, facts, plan, steps, chronyc_cmd, reboot_pending, live)
     finally:
         host.close()
     summary = {

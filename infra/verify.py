@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from caerus.plan import FleetPlan, format_cpu_list
+from infra import tuning
 from infra.chrony import TrackingParseError, parse_tracking
 from infra.facts import HostFacts
 from infra.kernel import kernel_args, missing_args
@@ -16,13 +17,13 @@ from infra.steps import Step
 @dataclass(frozen=True)
 class Check:
     name: str
-    status: str  # ok | fail | pending-reboot
+    status: str  # ok | fail | pending-reboot | planned (plan mode: the command that fixes it was not run)
     observed: str
     expected: str
 
 
 def verify(host: Any, facts: HostFacts, plan: FleetPlan, steps: list[Step], chronyc: str,
-           reboot_pending: bool) -> tuple[list[Check], dict | None]:
+           reboot_pending: bool, live: bool = True) -> tuple[list[Check], dict | None]:
     """Checks plus the parsed chrony tracking record (None when chronyc gave nothing parseable)."""
     checks: list[Check] = []
     wanted = kernel_args(plan)
@@ -33,6 +34,12 @@ def verify(host: Any, facts: HostFacts, plan: FleetPlan, steps: list[Step], chro
     iso_ok = tuple(facts.isolated) == tuple(plan.hot)
     checks.append(Check("isolated cpus", "ok" if iso_ok else later,
                         format_cpu_list(facts.isolated) or "(none)", format_cpu_list(plan.hot)))
+    # runtime state the tune script sets: in plan mode it was only planned, so "planned" rather than "fail"
+    not_applied = "fail" if live else "planned"
+    drift = tuning.tune_drift(facts)
+    checks.append(Check("runtime tuning (THP, ENA moderation, governor, C-states)",
+                        "ok" if not drift else not_applied, "; ".join(drift) or "as wanted",
+                        "THP never, ENA adaptive-rx off rx/tx-usecs 0, governor performance, deep C-states off"))
     for step in steps:
         for spec in step.files:
             have = host.read_text(spec.path)

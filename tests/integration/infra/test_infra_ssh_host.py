@@ -81,6 +81,11 @@ def test_infra_configure_plan_mode_renders_verifies_and_is_idempotent(infra_test
     assert checks["kernel cmdline"]["status"] == "pending-reboot"
     assert f"isolcpus=managed_irq,domain,{hot}" in checks["kernel cmdline"]["expected"]
     assert checks["chrony synchronised"]["status"] == "ok"
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    runtime = checks["runtime tuning (THP, ENA moderation, governor, C-states)"]
+    assert runtime["status"] in ("ok", "planned")  # plan mode never reports it as failed
+    assert (runtime["status"] == "ok") == (runtime["observed"] == "as wanted")
+    assert ("transparent hugepages" in runtime["observed"]) == ("[never]" not in thp)
     assert first["chrony_tracking"]["synchronised"] is True
     assert abs(first["chrony_tracking"]["last_offset_s"]) < 1.0
     assert checks["file /etc/chrony/chrony.conf"]["status"] == "ok"
