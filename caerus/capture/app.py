@@ -47,6 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kafka-linger-ms", type=float, default=20.0)
     p.add_argument("--kafka-rows-per-message", type=int, default=100, metavar="N",
                    help="JSONEachRow rows per Kafka message (one table and venue per message; 1 = one row each)")
+    p.add_argument("--kafka-exit-flush", type=float, default=10.0, metavar="S",
+                   help="at exit, wait this long for outstanding deliveries (the rest is reported undelivered)")
     p.add_argument("--connect-timeout", type=float, default=5.0, metavar="S",
                    help="start-up broker metadata timeout")
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until signalled)")
@@ -173,8 +175,12 @@ def run(args: argparse.Namespace) -> int:
     summary = cap.summary()
     summary["mode"] = "kafka" if args.brokers else "chdb"
     if args.brokers is not None:
-        undelivered = output.close(10.0)
+        undelivered = output.close(args.kafka_exit_flush)
         cap.publish_counters()
+        if undelivered or output.dropped or output.failed:
+            log.warning("kafka: %d rows undelivered at exit (after a %g s flush), %d dropped at the buffer bound, "
+                        "%d failed delivery; last error: %s", undelivered, args.kafka_exit_flush, output.dropped,
+                        output.failed, output.last_error or "none")
         summary["kafka"] = {"brokers": args.brokers, "topic": args.topic, "buffer_bound": args.kafka_buffer,
                             "queued": output.produced, "delivered": output.delivered, "failed": output.failed,
                             "dropped": output.dropped, "undelivered_at_exit": undelivered,

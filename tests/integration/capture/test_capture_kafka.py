@@ -135,3 +135,25 @@ def test_unreachable_broker_at_start_is_a_clear_error(shm_dir: Path, tmp_path: P
                          tmp_path / "capture.log")
     assert cap.wait() == 2
     assert f"broker 127.0.0.1:{port} unreachable" in cap.output()
+
+
+def test_broker_gone_at_exit_counts_undelivered_rows(shm_dir: Path, mock_kafka: MockKafka, tmp_path: Path) -> None:
+    rings = SessionRings(sid="gone")
+    rings.create("gone.book.binance")
+    w = rings.writers["gone.book.binance"]
+    cap = _start(rings, ["gone.book.binance"], mock_kafka, tmp_path, "--kafka-exit-flush", "3")
+    try:
+        for i in range(200):
+            w.publish(*book(1, i))
+        wait_counters("gone.stats.capture", lambda s: s["kafka.delivered"] == 200, proc=cap)
+        mock_kafka.pause()
+        for i in range(200, 700):
+            w.publish(*book(1, i))
+        wait_counters("gone.stats.capture", lambda s: s["kafka.queued"] == 700, proc=cap)
+        rc = cap.stop()  # the broker never comes back: capture gives up after its 10 s flush and says so
+    finally:
+        rings.close()
+    assert rc == 0, cap.output()
+    k = read_summary(tmp_path / "s")["kafka"]
+    assert (k["delivered"], k["dropped"], k["failed"], k["undelivered_at_exit"]) == (200, 0, 0, 500)
+    assert "kafka: 500 rows undelivered at exit" in cap.output()
