@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
                      on_halt=on_halt)
     sup.install_signals()
-    counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+    counters: CounterBlock | runtime.LocalCounters | None = None
     consumer = exec_writer = log = None
     engine = None
     try:
@@ -162,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # e.g. a live transport that cannot connect (message names URL, never secrets)
             print(f"error: --transport {args.transport}: {exc}", file=sys.stderr)
             return 1
+        counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
         if args.exec_segment:
             exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         engine_ref.append(engine)
         for name in args.book_segment:
             r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
-                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout)
+                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
             books.readers.append(r)
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         gc.enable()
         transport.close()
-        if engine is not None:
+        if engine is not None and counters is not None:
             _housekeeping(engine, sup, counters, log, consumer, exec_writer)
             if args.metrics_dir and hasattr(transport, "summary"):
                 _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport)
@@ -215,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
             exec_writer.close()
         if consumer is not None:
             consumer.close()
-        if args.stats_segment:
+        if counters is not None and args.stats_segment:
             counters.close()
 
 

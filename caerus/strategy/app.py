@@ -121,21 +121,22 @@ def run(args: argparse.Namespace) -> int:
     sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
                      on_halt=on_halt)
     sup.install_signals()
-    counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+    counters: CounterBlock | runtime.LocalCounters | None = None
     readers: list[SwmrReader] = []
     producer = None
     log = None
     ctx: _Ctx | None = None
     try:
+        counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         for name in args.segment:
             r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
-                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout)
+                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
             readers.append(r)
         producer = runtime.attach_until(lambda t: MpscProducer.attach(args.order_segment, ORDER, timeout=t),
                                         f"order segment {args.order_segment!r}", lambda: sup.stopping,
-                                        args.attach_timeout)
+                                        args.attach_timeout, counters.beat)
         if producer is None:
             return 0
         if args.metrics_dir:
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
             producer.close()
         for r in readers:
             r.close()
-        if args.stats_segment:
+        if counters is not None and args.stats_segment:
             counters.close()
 
 
