@@ -49,6 +49,7 @@ class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
     max_info_age_ms_hyperliquid: Positive = 2000.0  # t_recv - t_exchange of the Hyperliquid book
     # supervisor
     kill_file: str = ""  # halt (no more orders) once this file exists; "" = no kill file
+    flatten_on_halt: bool = False  # on halt, send one FLATTEN IOC closing the position (else: just stop)
     max_errors: Annotated[int, msgspec.Meta(ge=1)] = 10  # halt after this many loop errors ...
     error_window_s: Positive = 60.0  # ... within this many seconds
     housekeeping_ms: Positive = 100.0  # metrics drain, heartbeat, kill-file check period

@@ -11,6 +11,9 @@ falls to ``exit_bps`` (Hyperliquid caught up, or the EWMA absorbed the move), go
 or the position is ``max_hold_ms`` old. ``cooldown_ms`` separates an order from the next entry; exits are never
 held back by the cooldown. Entries that would take |position| beyond ``max_position`` are blocked.
 
+Kill switch: once ``halted`` no order fires, except -- with ``flatten_on_halt`` -- one FLATTEN IOC closing the
+position the strategy believes it holds (still subject to the book guards below).
+
 Guards, checked only when an order would fire (each blocked order counts one guard, the first that blocked):
 halted (kill switch), invalid book (latest record of either venue lacks BookFlags.VALID or has STALE), book age
 by local receipt (now - t_recv) per venue, Hyperliquid information age (t_recv - t_exchange). An invalid book
@@ -66,6 +69,7 @@ _ENTRY = int(OrderReason.ENTRY)
 _EXIT_THRESHOLD = int(OrderReason.EXIT_THRESHOLD)
 _EXIT_REVERSAL = int(OrderReason.EXIT_REVERSAL)
 _EXIT_MAX_HOLD = int(OrderReason.EXIT_MAX_HOLD)
+_FLATTEN = int(OrderReason.FLATTEN)
 _QTY_EPS = 1e-12
 _LN2 = math.log(2.0)
 
@@ -95,6 +99,7 @@ class LatencyArb:
         "_dec",
         "_entry_bps",
         "_exit_bps",
+        "_flatten",
         "_info_hl",
         "_k",
         "_max_hold",
@@ -146,6 +151,7 @@ class LatencyArb:
         self._info_hl = int(cfg.max_info_age_ms_hyperliquid * 1e6)
         self._sig = cfg.hl_sig_figs
         self._dec = cfg.hl_max_decimals
+        self._flatten = cfg.flatten_on_halt
         self.bn_bid = self.bn_ask = self.bn_mid = 0.0
         self.hl_bid = self.hl_ask = self.hl_mid = 0.0
         self.bn_ok = self.hl_ok = False  # latest record of the venue is VALID and not STALE
@@ -212,7 +218,11 @@ class LatencyArb:
         reason = 0
         side = 0
         qty = 0.0
-        if position > _QTY_EPS or position < -_QTY_EPS:
+        if self.halted and self._flatten and (position > _QTY_EPS or position < -_QTY_EPS):
+            reason = _FLATTEN  # halted with a position and told to flatten: one IOC closing it, guards still apply
+            side = _SELL if position > 0.0 else _BUY
+            qty = position if position > 0.0 else -position
+        elif position > _QTY_EPS or position < -_QTY_EPS:
             pos_side = _BUY if position > 0.0 else _SELL
             s = signal if pos_side == _BUY else -signal
             if s <= -self._reversal_bps:
@@ -245,7 +255,7 @@ class LatencyArb:
 
         # -- guards ----------------------------------------------------------------------------------------
         guards = self.guards
-        if self.halted:
+        if self.halted and reason != _FLATTEN:
             guards[G_HALTED] += 1
             return None
         if not self.bn_ok:

@@ -187,6 +187,29 @@ def test_kill_switch_halts_orders() -> None:
     assert arb.guards[G_HALTED] == 1
 
 
+def test_flatten_on_halt_closes_the_position_once() -> None:
+    arb = LatencyArb(StrategyConfig(flatten_on_halt=True, ewma_half_life_s=1000.0))
+    t = warm(arb)
+    fire(arb, jump(arb, t, 10.0), t)
+    arb.halted = True
+    f = jump(arb, t + MS, 10.0)  # still diverged: no exit signal, but halted with a position -> flatten
+    assert f is not None and f[1] == OrderReason.FLATTEN and f[0] == Side.SELL and f[3] == pytest.approx(0.001)
+    assert f[2] == 94_981.0  # HL bid 95000 - 2 bps, on the grid
+    fire(arb, f, t + MS)
+    assert arb.position == 0.0
+    assert jump(arb, t + 2000 * MS, 30.0) is None  # flat and halted (cooldown over): nothing more
+    assert arb.guards[G_HALTED] == 1
+
+
+def test_halt_without_flatten_keeps_the_position() -> None:
+    arb = LatencyArb(StrategyConfig(ewma_half_life_s=1000.0))
+    t = warm(arb)
+    fire(arb, jump(arb, t, 10.0), t)
+    arb.halted = True
+    assert jump(arb, t + MS, 0.0) is None  # an exit would fire, but halted blocks it
+    assert arb.position == pytest.approx(0.001) and arb.guards[G_HALTED] == 1
+
+
 def test_ewma_half_life() -> None:
     arb = LatencyArb(StrategyConfig(ewma_half_life_s=1.0))
     t = warm(arb, ms=100)
