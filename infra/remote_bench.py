@@ -138,7 +138,12 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         say(f"bench on {host}: {'emulator' if emulator else 'live venues'}, {_fmt(seconds)}, runner on CPUs {hk}, "
             f"hot CPUs {format_cpu_list(plan.hot)}")
         start_detached(rh, command, run_dir, hk)
-        rc = wait_finished(rh, run_dir, seconds, say, poll_s, grace_s)
+        try:
+            rc = wait_finished(rh, run_dir, seconds, say, poll_s, grace_s)
+        except KeyboardInterrupt:
+            say(f"interrupted here; the session keeps running on {host} (pid in {run_dir}/pid): "
+                f"`invoke collect --host {host}` once it is done")
+            raise
         if rc != 0:
             tail = rh.run(f"tail -n 30 {shlex.quote(run_dir)}/session.log", check=False).stdout
             raise BenchError(f"session on {host} exited {rc}:\n{tail}")
