@@ -174,6 +174,16 @@ def _reader_main(name: str, n: int, cpu: int, out: str, ready) -> None:
     np.save(out, samples[:k])
 
 
+CAPTURE_CPU: list[float] = []  # capture's CPU use (fraction of one CPU) during each "with capture" episode
+
+
+def _cpu_s(pid: int) -> float:
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
 def _episode(tag: str, with_capture: bool, n: int, gap_ns: int, cpus: tuple[int, int], work: Path) -> np.ndarray:
     name = f"hp{os.getpid()}.book.binance"
     cap = None
@@ -187,6 +197,8 @@ def _episode(tag: str, with_capture: bool, n: int, gap_ns: int, cpus: tuple[int,
 
         # Its counter block appears once chDB is imported and the store is open: start the ticks after that.
         CounterBlock.attach(f"hp{os.getpid()}.stats.{tag}", timeout=120).close()
+    cpu0 = _cpu_s(cap.pid) if cap is not None else 0.0
+    wall0 = time.perf_counter()
     ready = CTX.Event()
     out = str(work / f"{tag}.npy")
     writer = CTX.Process(target=_writer_main, args=(name, n, gap_ns, cpus[0], ready))
@@ -202,6 +214,7 @@ def _episode(tag: str, with_capture: bool, n: int, gap_ns: int, cpus: tuple[int,
                 p.kill()
                 p.join(5)
         if cap is not None:
+            CAPTURE_CPU.append((_cpu_s(cap.pid) - cpu0) / (time.perf_counter() - wall0))
             cap.send_signal(signal.SIGTERM)
             cap.wait(60)
     if cap is not None:
@@ -233,7 +246,7 @@ def bench_hot_path(n: int, episodes: int, gap_us: float, work: Path) -> tuple[di
     a, b = np.concatenate(off), np.concatenate(on)
     return {"tick_to_decision.no_capture": summarize(a), "tick_to_decision.with_capture": summarize(b)}, {
         "episodes": episodes, "ticks_per_episode": n, "gap_us": gap_us, "cpus": list(cpus),
-        "pair_p50_ratios": pair_ratios}
+        "pair_p50_ratios": pair_ratios, "capture_cpu_fraction": CAPTURE_CPU}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in rates.items():
         print(f"{k}: {v:,.0f}")
     print("tick_to_decision p50 ratio per off/on pair: " + ", ".join(f"{r:.2f}" for r in hp["pair_p50_ratios"]))
+    print("capture CPU use during the episodes (share of one CPU): "
+          + ", ".join(f"{c:.1%}" for c in hp["capture_cpu_fraction"]))
     goals = [
         at_least("chdb_rows_per_s", rates["chdb_rows_per_s"], 500_000, "rows/s"),
         at_least("kafka_records_per_s", rates["kafka_records_per_s"], 200_000, "records/s"),

@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", default="caerus_states", help="Kafka topic (default caerus_states)")
     p.add_argument("--session", default="", help="session id stored in each row (default: segment name prefix)")
     p.add_argument("--batch-rows", type=int, default=65536, help="flush when this many records are pending")
-    p.add_argument("--flush-interval", type=float, default=1.0, metavar="S",
+    p.add_argument("--flush-interval", type=float, default=2.0, metavar="S",
                    help="flush at least this often (each flush is one insert per table: chDB merges parts later)")
     p.add_argument("--missing-after", type=float, default=10.0, metavar="S",
                    help="report a segment that has not appeared after S seconds (capture keeps waiting for it)")
@@ -55,8 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats-segment", metavar="NAME", help="counter block to publish live counters in")
     p.add_argument("--metrics-dir", type=Path, metavar="DIR", help="accepted for fleet uniformity (no histograms)")
     p.add_argument("--wait-policy", default="sleep", help="spin|hybrid|sleep (default sleep: capture is off-path)")
-    p.add_argument("--idle-sleep-ms", type=float, default=2.0, metavar="MS",
-                   help="sleep policy: how long an idle pass sleeps (rings buffer meanwhile; default 2 ms)")
+    p.add_argument("--idle-sleep-ms", type=float, default=5.0, metavar="MS",
+                   help="sleep policy: how long an idle pass sleeps (rings buffer meanwhile; default 5 ms)")
     p.add_argument("--cpus", default="", metavar="LIST", help="pin to these CPUs (kernel list syntax)")
 
 

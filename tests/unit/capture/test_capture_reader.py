@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from caerus.capture.reader import RingSource, UnsupportedSegment, layout_of, read_batch, role_of, session_of, slot_dtype
+from caerus.capture.reader import (
+    RingSource,
+    SlotViews,
+    UnsupportedSegment,
+    layout_of,
+    read_batch,
+    role_of,
+    session_of,
+)
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.wire import BOOK, ORDER
@@ -29,7 +37,7 @@ def test_bulk_read_matches_read_next_across_the_wrap(shm_dir: Path) -> None:
     w = SwmrWriter.create("u.book.binance", BOOK, 16)
     scalar = SwmrReader.attach("u.book.binance", BOOK, timeout=1)
     bulk = SwmrReader.attach("u.book.binance", BOOK, timeout=1)
-    sdt = slot_dtype(BOOK, bulk._stride)
+    sdt = SlotViews(bulk)
     got_scalar: list[tuple] = []
     got_bulk: list[np.ndarray] = []
     for i in range(100):  # 100 records through a 16-slot ring, read every 5: the runs cross the ring's end
@@ -43,6 +51,7 @@ def test_bulk_read_matches_read_next_across_the_wrap(shm_dir: Path) -> None:
     assert a.tolist() == got_scalar and len(got_scalar) == 100
     assert bulk.lost == 0 and read_batch(bulk, 10, sdt).size == 0
     scalar.close()
+    sdt.release()
     bulk.close()
     w.close(unlink=True)
 
