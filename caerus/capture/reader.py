@@ -141,7 +141,6 @@ class RingSource:
     generations: int = 0  # writer restarts noticed
     _lost_before: int = 0  # loss of readers closed before the current one
     first_seen_ns: int = 0
-    error: str = ""
     pending: list = field(default_factory=list)  # structured arrays of records not flushed yet
     _views: SlotViews | None = None
 

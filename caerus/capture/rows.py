@@ -1,7 +1,7 @@
 """Turning batches of wire records into table rows: the capture tables' columns and the records they come from.
 
-Off the hot path and in bulk: a batch of records (tuples from ``SwmrReader.read_next``) becomes one numpy
-structured array (the layout's dtype), then one pandas DataFrame per table with the columns of
+Off the hot path and in bulk: a batch of records (one numpy structured array of the layout's dtype, read from the
+ring in bulk by reader.py) becomes one pandas DataFrame per table with the columns of
 ``schema.sql`` minus ``session`` (the writers add it). Enum columns stay numeric here; :func:`select_list` is the
 SQL that casts them (by name) on the way into chDB or out as JSONEachRow.
 
@@ -50,11 +50,6 @@ def schema_statements(path: Path = SCHEMA_PATH) -> list[str]:
 
 def supported(layout: Layout) -> bool:
     return layout.name in LAYOUT_TABLES
-
-
-def to_array(records: Sequence[tuple], layout: Layout) -> np.ndarray:
-    """A batch of unpacked records as one structured array (one C-level conversion, no per-field Python work)."""
-    return np.array(records, dtype=layout.dtype)
 
 
 def tables_from(layout_name: str, a: np.ndarray) -> dict[str, pd.DataFrame]:

@@ -26,14 +26,14 @@ class ChdbStore:
         from chdb import session as chs  # imported here: chDB costs hundreds of ms to import
 
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
         self.db_path = self.path / "chdb"
         try:
+            self.path.mkdir(parents=True, exist_ok=True)
             self._session = chs.Session(str(self.db_path))
-        except Exception as e:  # chDB raises plain RuntimeError/ChdbError with the engine's text
+            for stmt in rows.schema_statements():
+                self._session.query(stmt)
+        except Exception as e:  # OSError, or chDB's RuntimeError/ChdbError carrying the engine's text
             raise StoreError(f"cannot open chDB store at {self.db_path}: {e}") from e
-        for stmt in rows.schema_statements():
-            self._session.query(stmt)
         self._inserts = {
             table: (f"INSERT INTO {rows.DATABASE}.{table} (session, {', '.join(cols)}) "
                     f"SELECT {{session}}, {rows.select_list(table)} FROM Python(capture_batch)")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from caerus.capture.store import ChdbStore
 from caerus.ipc.mpsc import MpscConsumer
-from caerus.wire import BOOK, ORDER, Venue
+from caerus.wire import ORDER, Venue
 from tests.fixtures.capture_rings import (
     CaptureProcess,
     SessionRings,
@@ -157,4 +157,6 @@ def test_bad_config_stops_before_starting(shm_dir: Path, tmp_path: Path) -> None
     finally:
         c.close(unlink=True)
     assert not (tmp_path / "s").exists()  # nothing was started
-    assert BOOK.name == "book"
+    # A store folder that cannot be created.
+    cap = CaptureProcess(["--segment", "x.book.binance", "--store", "/proc/caerus-capture"], tmp_path / "d.log")
+    assert cap.wait() == 2 and "cannot open chDB store at /proc/caerus-capture/chdb" in cap.output()
