@@ -137,9 +137,16 @@ class Sink:
         for table, lines in by_table.items():
             if lines and not self._insert(table, lines):
                 return False
-        if msgs:
+        try:
             self.consumer.commit(asynchronous=False)
             self.stats.commits += 1
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is None or err.code() != KafkaError._NO_OFFSET:
+                # Not committed: these messages will be consumed and inserted again later, which the
+                # ReplacingMergeTree key absorbs. Counted and logged, never silent.
+                self.stats.kafka_errors += 1
+                self._log_once("commit", "offset commit failed (rows will be re-read, dedup absorbs them): %s", e)
         return True
 
     def _insert(self, table: str, lines: list[bytes]) -> bool:
