@@ -3,13 +3,15 @@
 Three parts, one run:
 1. chDB: a BOOK ring pre-filled with N records is drained by the capture pipeline (in-process) into a fresh chDB
    store: rows/s end to end (ring read + conversion + insert), and the store alone (insert of ready DataFrames).
-2. Kafka: the same pipeline producing one JSONEachRow message per row to confluent-kafka's in-process mock cluster
-   (``test.mock.num.brokers``); records/s counted until every delivery report came back.
+2. Kafka: the same pipeline producing JSONEachRow messages (100 rows each, the capture default) to
+   confluent-kafka's in-process mock cluster (``test.mock.num.brokers``); records/s counted until every delivery
+   report came back.
 3. Hot path: a paced writer process stamps ``t_recv`` and publishes BOOK records; a strategy-like reader process
-   in latest-value mode (hybrid wait) takes ``t_decision`` when it picks a record up. Episodes alternate without
-   and with a real ``caerus capture`` process reading the same ring in every-record mode into chDB; the p50 ratio
-   (with / without) is the cost of capture. Placement follows the fleet plan on small machines: writer and
-   capture share the first CPU (the feed/housekeeping core), the reader has the last.
+   in latest-value mode (hybrid wait) takes ``t_decision`` when it picks a record up. A real ``caerus capture``
+   process reads the same ring in every-record mode into chDB; it is SIGSTOPped in the "off" phases and running in
+   the "on" phases (ABBA order, same processes throughout); the p50 ratio (on / off) is the cost of capture.
+   Placement follows the fleet plan on small machines: writer and capture share the first CPU (the
+   feed/housekeeping core), the reader has the last.
 
     python -m benchmarks.capture_throughput [--quick] [--json PATH]
 """
@@ -119,20 +121,23 @@ def bench_kafka(n: int) -> dict[str, float]:
 
 # --- 3: hot path with and without capture ------------------------------------------------------------------
 
-def _writer_main(name: str, n: int, gap_ns: int, cpu: int, ready) -> None:
+HOT_CAPACITY = 1 << 16  # large enough that capture catches up after a stopped phase without losing anything
+
+
+def _writer_main(name: str, n: int, gap_ns: int, cpu: int, go) -> None:
     from caerus.ipc.swmr import SwmrWriter
 
     pin_current_process([cpu])
-    w = SwmrWriter.create(name, wire.BOOK, 4096)
+    w = SwmrWriter.create(name, wire.BOOK, HOT_CAPACITY)
     publish = w.publish
-    ready.wait(60)
+    go.wait(120)
     gc.disable()
     nxt = time.perf_counter_ns()
     last_beat = nxt
     for i in range(n):
         nxt += gap_ns
         while time.perf_counter_ns() < nxt:
-            time.sleep(0)  # yield the shared core to capture between ticks, like a feed waiting on its socket
+            time.sleep(0)  # yield the shared core between ticks, like a feed waiting on its socket
         t = time.time_ns()
         publish(1, 1, 0, 1, i, t, t, time.time_ns(), 100_000.0, 1.0, 100_000.1, 1.0)
         if nxt - last_beat > 100_000_000:
@@ -149,9 +154,10 @@ def _reader_main(name: str, n: int, cpu: int, out: str, ready) -> None:
     from caerus.ipc.wait import make_waiter
 
     pin_current_process([cpu])
-    r = SwmrReader.attach(name, wire.BOOK, timeout=60)
+    r = SwmrReader.attach(name, wire.BOOK, timeout=120)
     waiter = make_waiter("hybrid")
-    samples = np.zeros(n, dtype=np.int64)
+    t_recv = np.zeros(n, dtype=np.int64)
+    lat = np.zeros(n, dtype=np.int64)
     k = 0
     read_latest = r.read_latest
     idle, reset = waiter.idle, waiter.reset
@@ -168,13 +174,11 @@ def _reader_main(name: str, n: int, cpu: int, out: str, ready) -> None:
         if rec[_SEQ] < 0:
             break
         if k < n:
-            samples[k] = t - rec[_T_RECV]
+            t_recv[k] = rec[_T_RECV]
+            lat[k] = t - rec[_T_RECV]
             k += 1
         reset()
-    np.save(out, samples[:k])
-
-
-CAPTURE_CPU: list[float] = []  # capture's CPU use (fraction of one CPU) during each "with capture" episode
+    np.savez(out, t_recv=t_recv[:k], lat=lat[:k])
 
 
 def _cpu_s(pid: int) -> float:
@@ -184,28 +188,58 @@ def _cpu_s(pid: int) -> float:
     return t.user + t.system
 
 
-def _episode(tag: str, with_capture: bool, n: int, gap_ns: int, cpus: tuple[int, int], work: Path) -> np.ndarray:
+def bench_hot_path(phases: int, phase_s: float, gap_us: float, work: Path) -> tuple[dict, dict]:
+    """One writer, one reader, one capture process for the whole run; capture is SIGSTOPped in "off" phases.
+
+    Same processes throughout, so process start-up, placement and warm-up cannot differ between the two sides;
+    phases follow an ABBA order (off on on off off on ...) so slow drifts cancel. Samples are assigned to phases
+    by their t_recv, skipping the first ``settle`` of each phase (capture catching up after SIGCONT is part of
+    the "on" cost, but the switch itself is not).
+    """
+    cpus_all = available_cpus()
+    cpus = (cpus_all[0], cpus_all[-1])
+    gap_ns = int(gap_us * 1000)
+    warm_s = 1.0
+    total_s = warm_s + phases * phase_s + 0.5
+    n = int(total_s * 1e9 / gap_ns)
     name = f"hp{os.getpid()}.book.binance"
-    cap = None
-    store = work / f"store-{tag}"
-    if with_capture:
-        env = os.environ.copy()
-        cap = subprocess.Popen([sys.executable, "-m", "caerus", "capture", "--segment", name, "--store", str(store),
-                                "--cpus", str(cpus[0]), "--stats-segment", f"hp{os.getpid()}.stats.{tag}"],
-                               cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stats = f"hp{os.getpid()}.stats.capture"
+    store = work / "store-hot"
+    cap = subprocess.Popen([sys.executable, "-m", "caerus", "capture", "--segment", name, "--store", str(store),
+                            "--cpus", str(cpus[0]), "--stats-segment", stats], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    go, ready = CTX.Event(), CTX.Event()
+    out = str(work / "hot.npz")
+    writer = CTX.Process(target=_writer_main, args=(name, n, gap_ns, cpus[0], go))
+    reader = CTX.Process(target=_reader_main, args=(name, n, cpus[1], out, ready))
+    writer.start()
+    reader.start()
+    phase_log: list[tuple[int, int, bool]] = []
+    cpu_on = 0.0
+    on_s = 0.0
+    try:
         from caerus.ipc.counters import CounterBlock
 
-        # Its counter block appears once chDB is imported and the store is open: start the ticks after that.
-        CounterBlock.attach(f"hp{os.getpid()}.stats.{tag}", timeout=120).close()
-    cpu0 = _cpu_s(cap.pid) if cap is not None else 0.0
-    wall0 = time.perf_counter()
-    ready = CTX.Event()
-    out = str(work / f"{tag}.npy")
-    writer = CTX.Process(target=_writer_main, args=(name, n, gap_ns, cpus[0], ready))
-    writer.start()
-    reader = CTX.Process(target=_reader_main, args=(name, n, cpus[1], out, ready))
-    reader.start()
-    try:
+        block = CounterBlock.attach(stats, timeout=120)  # capture is up: chDB imported, store open
+        ready.wait(120)
+        deadline = time.monotonic() + 60
+        while block.snapshot()["segments.attached"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        block.close()
+        go.set()
+        time.sleep(warm_s)
+        order = [(k // 2 + k) % 2 == 1 for k in range(phases)]  # ABBA: off on on off off on on off ...
+        for on in order:
+            os.kill(cap.pid, signal.SIGCONT if on else signal.SIGSTOP)
+            c0 = _cpu_s(cap.pid) if on else 0.0
+            t0 = time.time_ns()
+            time.sleep(phase_s)
+            t1 = time.time_ns()
+            phase_log.append((t0, t1, on))
+            if on:
+                cpu_on += _cpu_s(cap.pid) - c0
+                on_s += (t1 - t0) / 1e9
+        os.kill(cap.pid, signal.SIGCONT)
         writer.join(600)
         reader.join(60)
     finally:
@@ -213,62 +247,56 @@ def _episode(tag: str, with_capture: bool, n: int, gap_ns: int, cpus: tuple[int,
             if p.is_alive():
                 p.kill()
                 p.join(5)
-        if cap is not None:
-            CAPTURE_CPU.append((_cpu_s(cap.pid) - cpu0) / (time.perf_counter() - wall0))
-            cap.send_signal(signal.SIGTERM)
-            cap.wait(60)
-    if cap is not None:
-        import json
+        os.kill(cap.pid, signal.SIGCONT)
+        cap.send_signal(signal.SIGTERM)
+        cap.wait(60)
+    import json
 
-        summary = json.loads((store / "capture.json").read_text())
-        seg = summary["segments"][name]
-        if seg["records"] + seg["lost"] < n:
-            raise RuntimeError(f"capture saw {seg['records']} + lost {seg['lost']} of {n} records")
-    from caerus.ipc import segment
-
-    segment.unlink(name)
-    return np.load(out)[200:]  # first ticks pay page faults and caches
-
-
-def bench_hot_path(n: int, episodes: int, gap_us: float, work: Path) -> tuple[dict, dict]:
-    cpus_all = available_cpus()
-    cpus = (cpus_all[0], cpus_all[-1])
-    off: list[np.ndarray] = []
-    on: list[np.ndarray] = []
-    pair_ratios: list[float] = []
-    for e in range(episodes):
-        # Alternate which goes first so slow drifts of the shared machine do not favour one side.
-        first_on = e % 2 == 1
-        for with_capture in ((True, False) if first_on else (False, True)):
-            tag = f"{'on' if with_capture else 'off'}{e}"
-            (on if with_capture else off).append(_episode(tag, with_capture, n, int(gap_us * 1000), cpus, work))
-        pair_ratios.append(float(np.median(on[-1]) / np.median(off[-1])))
-    a, b = np.concatenate(off), np.concatenate(on)
+    seg = json.loads((store / "capture.json").read_text())["segments"][name]
+    if seg["records"] != n + 3 or seg["lost"] != 0:  # + the 3 end markers
+        raise RuntimeError(f"capture read {seg['records']} of {n} records, lost {seg['lost']}")
+    data = np.load(out)
+    t_recv, lat = data["t_recv"], data["lat"]
+    settle_ns = int(0.1e9)
+    off_parts, on_parts, pair = [], [], []
+    for t0, t1, on in phase_log:
+        sel = lat[(t_recv >= t0 + settle_ns) & (t_recv < t1)]
+        (on_parts if on else off_parts).append(sel)
+    # per ABBA block of two phases: p50(on) / p50(off)
+    idx_on = idx_off = 0
+    for i in range(0, len(phase_log) - 1, 2):
+        blk = phase_log[i:i + 2]
+        ons = [x for x in blk if x[2]]
+        offs = [x for x in blk if not x[2]]
+        if ons and offs:
+            pair.append(float(np.median(on_parts[idx_on]) / np.median(off_parts[idx_off])))
+        idx_on += len(ons)
+        idx_off += len(offs)
+    a, b = np.concatenate(off_parts), np.concatenate(on_parts)
     return {"tick_to_decision.no_capture": summarize(a), "tick_to_decision.with_capture": summarize(b)}, {
-        "episodes": episodes, "ticks_per_episode": n, "gap_us": gap_us, "cpus": list(cpus),
-        "pair_p50_ratios": pair_ratios, "capture_cpu_fraction": CAPTURE_CPU}
+        "phases": phases, "phase_s": phase_s, "gap_us": gap_us, "cpus": list(cpus), "ticks": n,
+        "pair_p50_ratios": pair, "capture_cpu_fraction_on": cpu_on / on_s if on_s else float("nan")}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser)
     parser.add_argument("--rows", type=int, help="records for the throughput parts (default 1M, quick 200k)")
-    parser.add_argument("--ticks", type=int, help="ticks per hot-path episode (default 20000, quick 3000)")
-    parser.add_argument("--episodes", type=int, help="alternating off/on episode pairs (default 6, quick 4)")
+    parser.add_argument("--phases", type=int, help="alternating capture off/on phases (default 40, quick 16)")
+    parser.add_argument("--phase-s", type=float, default=1.0, help="seconds per phase")
     parser.add_argument("--gap-us", type=float, default=300.0, help="writer pacing between ticks")
     parser.add_argument("--nice", type=int, default=-10)
     args = parser.parse_args(argv)
     raise_priority(args.nice)
     n_rows = args.rows or (200_000 if args.quick else 1_000_000)
-    ticks = args.ticks or (3_000 if args.quick else 20_000)
-    episodes = args.episodes or (4 if args.quick else 6)
+    phases = args.phases or (16 if args.quick else 40)
     shm = Path(tempfile.mkdtemp(prefix="caerus-bench-capture-", dir="/dev/shm"))
     os.environ["CAERUS_SHM_DIR"] = str(shm)
     with tempfile.TemporaryDirectory(prefix="caerus-bench-capture-") as tmp:
         work = Path(tmp)
         try:
             # Hot path first: its children fork from a parent that has not loaded chDB / librdkafka yet.
-            metrics, hp = bench_hot_path(ticks, episodes, args.gap_us, work)
+            metrics, hp = bench_hot_path(phases, args.phase_s, args.gap_us, work)
             rates = bench_chdb(n_rows, work)
             rates |= bench_kafka(n_rows)
         finally:
@@ -279,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio_p99 = metrics["tick_to_decision.with_capture"]["p99"] / metrics["tick_to_decision.no_capture"]["p99"]
     for k, v in rates.items():
         print(f"{k}: {v:,.0f}")
-    print("tick_to_decision p50 ratio per off/on pair: " + ", ".join(f"{r:.2f}" for r in hp["pair_p50_ratios"]))
-    print("capture CPU use during the episodes (share of one CPU): "
-          + ", ".join(f"{c:.1%}" for c in hp["capture_cpu_fraction"]))
+    print("tick_to_decision p50 ratio (on/off) per pair of phases: "
+          + ", ".join(f"{r:.2f}" for r in hp["pair_p50_ratios"]))
+    print(f"capture CPU use while running: {hp['capture_cpu_fraction_on']:.1%} of one CPU")
     goals = [
         at_least("chdb_rows_per_s", rates["chdb_rows_per_s"], 500_000, "rows/s"),
         at_least("kafka_records_per_s", rates["kafka_records_per_s"], 200_000, "records/s"),
