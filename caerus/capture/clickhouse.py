@@ -9,9 +9,12 @@ reached (down, refused, timed out: retry later).
 
 from __future__ import annotations
 
+import base64
+import stat
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 from . import rows
 
@@ -37,16 +40,32 @@ def check_url(url: str) -> str:
     return f"{u.scheme}://{u.netloc}"
 
 
+def read_password_file(path: Path) -> str:
+    """The password in ``path`` (first line); the file must not be readable by group or others."""
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ValueError(f"--clickhouse-password-file {path}: mode {stat.S_IMODE(mode):04o}, must be 0600 "
+                         "(it holds a secret)")
+    lines = path.read_text().splitlines()
+    if not lines or not lines[0]:
+        raise ValueError(f"--clickhouse-password-file {path}: empty")
+    return lines[0]
+
+
 class ClickHouseHttp:
-    def __init__(self, url: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 10.0, user: str | None = None, password: str = "") -> None:
         self.url = check_url(url)
         self.timeout_s = timeout_s
+        self._headers: dict[str, str] = {}
+        if user is not None:  # HTTP basic auth: what 18.16 and every later server accept
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            self._headers["Authorization"] = f"Basic {token}"
 
     def _post(self, params: dict[str, str], body: bytes) -> bytes:
         target = self.url + "/"
         if params:
             target += "?" + urllib.parse.urlencode(params)
-        req = urllib.request.Request(target, data=body, method="POST")
+        req = urllib.request.Request(target, data=body, method="POST", headers=self._headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
                 return r.read()
@@ -59,7 +78,8 @@ class ClickHouseHttp:
 
     def ping(self) -> bool:
         try:
-            with urllib.request.urlopen(self.url + "/ping", timeout=self.timeout_s) as r:
+            req = urllib.request.Request(self.url + "/ping", headers=self._headers)
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
                 return r.read().strip() == b"Ok."
         except (urllib.error.URLError, OSError):
             return False

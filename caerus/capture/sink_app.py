@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--brokers", required=True, metavar="HOST:PORT[,HOST:PORT]")
     p.add_argument("--topic", default="caerus_states")
     p.add_argument("--clickhouse", required=True, metavar="URL", help="ClickHouse HTTP interface, http://HOST:PORT")
+    p.add_argument("--clickhouse-user", metavar="NAME", help="ClickHouse user (default: the server's default user)")
+    p.add_argument("--clickhouse-password-file", type=Path, metavar="FILE",
+                   help="file (mode 0600) whose first line is the ClickHouse password")
     p.add_argument("--group", default="caerus-sink", help="Kafka consumer group (offsets are committed here)")
     p.add_argument("--batch-max", type=int, default=50_000, help="messages per insert pass")
     p.add_argument("--batch-wait", type=float, default=0.5, metavar="S", help="wait this long to fill a pass")
@@ -33,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s sink %(levelname)s %(message)s")
-    from .clickhouse import ClickHouseError, ClickHouseHttp
+    from .clickhouse import ClickHouseError, ClickHouseHttp, read_password_file
 
     def fail(msg: str) -> int:
         print(f"caerus sink: {msg}", file=sys.stderr)
@@ -45,15 +48,20 @@ def run(args: argparse.Namespace) -> int:
     if args.batch_max < 1 or args.batch_wait <= 0:
         return fail("--batch-max must be >= 1 and --batch-wait > 0")
     try:
-        ch = ClickHouseHttp(args.clickhouse)
-    except ValueError as e:
+        password = ""
+        if args.clickhouse_password_file is not None:
+            if args.clickhouse_user is None:
+                return fail("--clickhouse-password-file needs --clickhouse-user")
+            password = read_password_file(args.clickhouse_password_file)
+        ch = ClickHouseHttp(args.clickhouse, user=args.clickhouse_user, password=password)
+    except (ValueError, OSError) as e:
         return fail(str(e))
     if not ch.ping():
         return fail(f"ClickHouse at {ch.url} unreachable (no 'Ok.' from /ping)")
     try:
         ch.ensure_schema()
     except ClickHouseError as e:
-        return fail(f"could not create the capture tables: {e}")
+        return fail(f"could not create the capture tables (check the user and password): {e}")
 
     from .sink import Sink, counter_names
 

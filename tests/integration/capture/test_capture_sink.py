@@ -147,3 +147,27 @@ def test_sink_bad_config_is_a_clear_error(mock_kafka: MockKafka, tmp_path: Path)
     assert s.wait() == 2 and "expected http://HOST:PORT" in s.output()
     s = SinkProcess(["--brokers", "nohostport", "--clickhouse", "http://127.0.0.1:1"], tmp_path / "c.log")
     assert s.wait() == 2 and "--brokers 'nohostport'" in s.output()
+
+
+def test_sink_authenticates_with_a_password_file(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
+                                                 tmp_path: Path) -> None:
+    ch = clickhouse_server
+    secret = tmp_path / "ch.password"
+    secret.write_text(ch.writer_password + "\n")
+    secret.chmod(0o644)
+    auth = ["--clickhouse-user", ch.writer_user, "--clickhouse-password-file", str(secret)]
+    s = _sink(mock_kafka, ch, tmp_path, "open", *auth)
+    assert s.wait() == 2 and "must be 0600" in s.output()
+    secret.chmod(0o600)
+    wrong = tmp_path / "wrong.password"
+    wrong.write_text("not-the-password\n")
+    wrong.chmod(0o600)
+    s = _sink(mock_kafka, ch, tmp_path, "wrong", "--clickhouse-user", ch.writer_user, "--clickhouse-password-file",
+              str(wrong))
+    assert s.wait() == 2 and "check the user and password" in s.output()
+    _produce_books(mock_kafka, 0, 200)
+    s = _sink(mock_kafka, ch, tmp_path, "auth", "--idle-exit", "3", *auth)
+    assert s.wait() == 0, s.output()
+    assert json.loads((tmp_path / "auth.json").read_text())["rows"]["books"] == 200
+    assert _count(ch, "books", "(venue, seq, t_recv)") == (200, 200)
+    assert ch.writer_password not in s.output()  # the secret never reaches the log
