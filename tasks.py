@@ -51,26 +51,39 @@ def bench(
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default)."""
     if host:
-        from infra.remote_bench import run_remote_bench
+        from infra.hosts import StateError
+        from infra.remote import HostKeyMismatch, RemoteError
+        from infra.remote_bench import BenchError, run_remote_bench
 
-        run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out))
+        try:
+            run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out))
+        except (BenchError, StateError, HostKeyMismatch, RemoteError) as exc:
+            print(f"bench --host {host}: {exc}", file=sys.stderr)
+            sys.exit(1)
         return
-    from caerus.session.local import SessionOptions, run_local_session
+    from caerus.session.local import SessionConfigError, SessionOptions, run_local_session
 
-    opts = SessionOptions(
-        duration_s=float(duration),
-        out=Path(out),
-        seed=seed,
-        scenario=scenario or None,
-        wait_policy=wait_policy or None,
-        capture=not no_capture,
-        transport=transport,
-    )
-    session_dir = run_local_session(opts)
+    try:
+        opts = SessionOptions(
+            duration_s=float(duration),
+            out=Path(out),
+            seed=seed,
+            scenario=scenario or None,
+            wait_policy=wait_policy or None,
+            capture=not no_capture,
+            transport=transport,
+        )
+        session_dir = run_local_session(opts)
+    except (SessionConfigError, ValueError) as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        sys.exit(2)
     if not no_report:
         from caerus.report.render import render_sessions
 
-        render_sessions([session_dir], out_dir=ROOT / "reports")
+        result = render_sessions([session_dir], out_dir=ROOT / "reports")
+        print(f"report: {session_dir / 'report.md'}")
+        print(f"report: {result['sessions'][0]}")
+        print(f"index:  {result['index']}")
 
 
 @task(iterable=["session"], help={"session": "session folder(s); default: the newest", "out": "reports folder"})

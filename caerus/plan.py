@@ -9,7 +9,7 @@ core cost milliseconds, so a process spins only when it has a core to itself; ot
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 FEEDS = ("feed-binance", "feed-hyperliquid")
@@ -42,6 +42,20 @@ class FleetPlan:
         except KeyError:
             raise KeyError(f"no placement for process {process!r}; plan has {sorted(self.placements)}") from None
 
+    @classmethod
+    def from_dict(cls, data: dict) -> FleetPlan:
+        """Inverse of to_dict (plans recorded by `invoke configure` are read back by deploy and bench)."""
+        return cls(
+            housekeeping=tuple(data["housekeeping"]),
+            hot=tuple(data["hot"]),
+            placements={
+                name: Placement(name, tuple(p["cpus"]), p["wait_policy"], bool(p["dedicated"]))
+                for name, p in data["placements"].items()
+            },
+            isolated=bool(data.get("isolated", False)),
+            notes=tuple(data.get("notes", ())),
+        )
+
     def to_dict(self) -> dict:
         return {
             "housekeeping": list(self.housekeeping),
@@ -65,6 +79,31 @@ def isolated_cpus(path: str = "/sys/devices/system/cpu/isolated") -> tuple[int, 
             return parse_cpu_list(f.read())
     except OSError:
         return ()
+
+
+def cpu_siblings(cpus: Sequence[int], root: str = "/sys/devices/system/cpu") -> dict[int, tuple[int, ...]]:
+    """Each CPU's SMT thread siblings (itself included), from sysfs; CPUs without topology info map to themselves."""
+    out: dict[int, tuple[int, ...]] = {}
+    for cpu in cpus:
+        try:
+            with open(f"{root}/cpu{cpu}/topology/thread_siblings_list") as f:
+                out[cpu] = parse_cpu_list(f.read())
+        except OSError:
+            out[cpu] = (cpu,)
+    return out
+
+
+def one_thread_per_core(cpus: Sequence[int], siblings: Mapping[int, Sequence[int]]) -> tuple[int, ...]:
+    """The lowest-numbered CPU of each physical core among ``cpus``: a spinner on one hyperthread slows its
+    sibling, so hot processes never get two threads of one core."""
+    chosen: list[int] = []
+    taken: set[int] = set()
+    for cpu in sorted(cpus):
+        if cpu in taken:
+            continue
+        chosen.append(cpu)
+        taken.update(siblings.get(cpu, (cpu,)))
+    return tuple(chosen)
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -101,19 +140,25 @@ def plan_fleet(
     cpus: Sequence[int] | None = None,
     isolated: Sequence[int] | None = None,
     wait_policy: str | None = None,
+    siblings: Mapping[int, Sequence[int]] | None = None,
 ) -> FleetPlan:
     """Assign every fleet process a CPU set and a wait policy.
 
     ``cpus``: the CPUs the fleet may use (default: this process's affinity). ``isolated``: the subset the kernel
     isolated (default: read from sysfs); when given, hot processes go there and everything else stays off it.
-    ``wait_policy`` forces one policy on every hot process (still recorded per process).
+    ``wait_policy`` forces one policy on every hot process (still recorded per process). ``siblings`` maps each
+    CPU to its SMT thread siblings (default: read from sysfs when ``cpus`` is not given); hot processes get one
+    thread per physical core and the spare siblings stay idle.
     """
     if wait_policy is not None and wait_policy not in WAIT_POLICIES:
         raise ValueError(f"wait policy {wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+    cpus_given = cpus
     cpus = tuple(sorted(set(available_cpus() if cpus is None else cpus)))
     if not cpus:
         raise ValueError("plan_fleet needs at least one CPU")
     iso = tuple(c for c in (isolated_cpus() if isolated is None else isolated) if c in cpus)
+    if siblings is None and cpus_given is None:
+        siblings = cpu_siblings(cpus)
     notes: list[str] = []
     if iso and len(iso) < len(cpus):
         housekeeping = tuple(c for c in cpus if c not in iso)
@@ -121,37 +166,47 @@ def plan_fleet(
     else:
         housekeeping, hot = cpus[:1], cpus[1:] or cpus[:1]
         notes.append("not isolated: no kernel-isolated CPUs, hot processes share the scheduler with everything")
+    cores = hot  # CPUs hot processes are placed on; `hot` stays the whole isolated set
+    if siblings and len(hot) > 1:
+        hk_threads = {s for c in housekeeping for s in siblings.get(c, (c,))}
+        cores = tuple(c for c in one_thread_per_core(hot, siblings) if c not in hk_threads) or hot[:1]
+        if len(cores) < len(hot):
+            spare = tuple(c for c in hot if c not in cores)
+            notes.append(f"one thread per physical core: SMT siblings {format_cpu_list(spare)} stay idle")
     placements: dict[str, Placement] = {}
 
-    def put(process: str, cpu_set: tuple[int, ...], dedicated: bool) -> None:
-        policy = wait_policy or ("spin" if dedicated else "hybrid")
+    def put(process: str, cpu_set: tuple[int, ...], dedicated: bool, policy: str | None = None) -> None:
+        policy = wait_policy or policy or ("spin" if dedicated else "hybrid")
         placements[process] = Placement(process, cpu_set, policy, dedicated)
 
-    if len(hot) >= 4:
-        for process, cpu in zip(HOT_PROCESSES, hot, strict=False):
+    if len(cores) >= 4:
+        for process, cpu in zip(HOT_PROCESSES, cores, strict=False):
             put(process, (cpu,), True)
-    elif len(hot) == 3:
-        put("feed-binance", (hot[0],), True)
-        put("feed-hyperliquid", (hot[1],), True)
-        put("strategy", (hot[2],), False)
-        put("execution", (hot[2],), False)
-        notes.append("strategy and execution share a CPU (3 hot CPUs): hybrid wait policy")
-    elif len(hot) == 2:
-        put("feed-binance", (hot[0],), False)
-        put("feed-hyperliquid", (hot[0],), False)
-        put("strategy", (hot[1],), False)
-        put("execution", (hot[1],), False)
-        notes.append("feeds share one CPU and strategy+execution another (2 hot CPUs): hybrid wait policy")
+    elif len(cores) == 3:
+        # The critical path is Binance feed -> strategy -> execution: each gets a core. Hyperliquid's book moves
+        # once per ~70 ms block and is ~285 ms old on arrival, so its feed waits on the housekeeping CPU.
+        put("feed-binance", (cores[0],), True)
+        put("strategy", (cores[1],), True)
+        put("execution", (cores[2],), True)
+        put("feed-hyperliquid", housekeeping, False, "sleep")  # never busy-poll the housekeeping CPU
+        notes.append("3 hot CPUs: Binance feed, strategy and execution each own one; Hyperliquid feed on housekeeping")
+    elif len(cores) == 2:
+        put("feed-binance", (cores[0],), True)
+        put("strategy", (cores[1],), False)
+        put("execution", (cores[1],), False)
+        put("feed-hyperliquid", housekeeping, False, "sleep")
+        notes.append("2 hot CPUs: Binance feed owns one, strategy+execution share the other (hybrid wait policy); "
+                     "Hyperliquid feed on housekeeping")
     else:
         # Small machine (this 2-core VM): measured best layout is feed(s) with the housekeeping work on one core
         # and strategy + execution yielding on the other.
         put("feed-binance", housekeeping, False)
         put("feed-hyperliquid", housekeeping, False)
-        put("strategy", hot, False)
-        put("execution", hot, False)
+        put("strategy", cores, False)
+        put("execution", cores, False)
         notes.append(
             f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU, strategy+execution share CPU "
-            f"{format_cpu_list(hot)}; hybrid wait policy, numbers are not comparable to an isolated host"
+            f"{format_cpu_list(cores)}; hybrid wait policy, numbers are not comparable to an isolated host"
         )
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, "sleep", False)

@@ -16,7 +16,7 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: ExecFlags.REPLY
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -144,6 +144,14 @@ class Outcome(IntEnum):
     RISK_REJECTED = 5
     VENUE_REJECTED = 6
     SEND_FAILED = 7
+
+
+class ExecFlags(IntFlag):
+    """Bits an EXEC record adds to the order's ``flags`` field."""
+
+    # The record reports a venue's later reply for an order already published as SENT (same order_id). Count
+    # orders, fires and tick-to-decision over records *without* this bit; take the final outcome from it.
+    REPLY = 0x80
 
 
 class RiskReject(IntEnum):

@@ -35,7 +35,7 @@ def target_plan(facts: HostFacts, housekeeping: Sequence[int] | None = None,
     hot = tuple(c for c in cpus if c not in hk)
     if not hot:
         raise PlanError(f"no CPU left to isolate: housekeeping {format_cpu_list(hk)} covers every online CPU")
-    return plan_fleet(cpus, isolated=hot, wait_policy=wait_policy)
+    return plan_fleet(cpus, isolated=hot, wait_policy=wait_policy, siblings=facts.siblings or None)
 
 
 def kernel_args(plan: FleetPlan) -> dict[str, str]:

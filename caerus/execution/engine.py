@@ -23,13 +23,11 @@ from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, 
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.wire import ORDER, Outcome, RiskReject
+from caerus.wire import ORDER, ExecFlags, Outcome, RiskReject
 
 O_T_DECISION = ORDER.index("t_decision")
 O_FLAGS = ORDER.index("flags")
-# Bit set in the `flags` field of an EXEC record that reports a later venue reply for an order already published
-# as SENT. Count orders / fires / tick-to-decision over records *without* it. (Proposed for wire.py.)
-EXEC_FLAG_REPLY = 0x80
+EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
 _SEND_FAILED = int(Outcome.SEND_FAILED)

@@ -34,6 +34,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
 }
 
 
+# Connection ends that are planned, not faults: never shown as reconnect causes (feeds count them under fail.*).
+PLANNED_ENDS = frozenset({"rotation", "shutdown"})
+
+
 def family_total(counters: dict[str, Any], totals: Iterable[str],
                  prefixes: Iterable[str] = ()) -> tuple[int, dict[str, int]]:
     """(total, breakdown) of one counter family in one block."""
@@ -80,7 +84,7 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
             t, b = family_total(block, totals, prefixes)
             total += t
             for k, v in b.items():
-                if v:
+                if v and not (family == "reconnects" and k in PLANNED_ENDS):
                     by[f"{process}:{k}"] = v
         out[family] = total
         if by:

@@ -24,13 +24,15 @@ from caerus.ipc.segment import SegmentError
 from caerus.ipc.swmr import SwmrReader
 from caerus.session.collect import headline_counts
 from caerus.session.launch import Running, Segments
-from caerus.wire import EXEC, Outcome, RiskReject
+from caerus.wire import EXEC, ExecFlags, Outcome, RiskReject
 
 WINDOW_S = 10.0
 _I_TRIGGER_RECV = EXEC.index("trigger_t_recv")
 _I_DECISION = EXEC.index("t_decision")
 _I_OUTCOME = EXEC.index("outcome")
 _I_RISK = EXEC.index("risk")
+_I_FLAGS = EXEC.index("flags")
+_REPLY = int(ExecFlags.REPLY)
 
 
 def _name(enum: type, code: int) -> str:
@@ -100,6 +102,11 @@ class LiveStats:
             self.window.popleft()
 
     def _exec(self, rec: tuple) -> None:
+        if rec[_I_FLAGS] & _REPLY:
+            # A later venue reply for an order already counted as SENT: it carries the final outcome only.
+            self.by_outcome[_name(Outcome, int(Outcome.SENT))] -= 1
+            self.by_outcome[_name(Outcome, rec[_I_OUTCOME])] += 1
+            return
         self.orders += 1
         t_dec = rec[_I_DECISION]
         ttd = t_dec - rec[_I_TRIGGER_RECV]
@@ -119,7 +126,8 @@ class LiveStats:
 
     def exec_summary(self) -> dict[str, Any]:
         return {
-            "orders": self.orders, "by_outcome": dict(self.by_outcome), "by_risk": dict(self.by_risk),
+            "orders": self.orders, "by_outcome": {k: v for k, v in self.by_outcome.items() if v},
+            "by_risk": dict(self.by_risk),
             "ring_lost": int(self.exec_reader.lost) if self.exec_reader else 0,
             "attached": self.exec_reader is not None, "tick_to_decision_artifacts": self.ttd_artifacts,
             "fires_per_s": [[s, n] for s, n in sorted(self.fires_per_s.items())],

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.plan import plan_fleet
+from caerus.plan import FleetPlan, plan_fleet
 from infra import chrony, kernel, tuning
 from infra.aws import instances as I
 from infra.aws.ami import AL2023_PARAM, UBUNTU_2404_PARAM, ssh_user_for
@@ -304,10 +304,16 @@ def test_infra_smt_siblings_sharing_a_core_are_reported() -> None:
     f = parse_facts(EC2_PROBE)
     assert f.siblings[5] == (1, 5)
     plan = kernel.target_plan(f)
-    notes = kernel.smt_notes(f, plan)
-    # plan_fleet puts the 4 hot processes on 1,2,3,5: CPU 5 is CPU 1's sibling
-    assert notes == ["feed-binance (CPU 1) and execution (CPU 5) are SMT siblings sharing one "
-                     "physical core; provision with --one-thread-per-core for a core each"]
+    # plan_fleet places hot processes one thread per physical core, so no two share a core...
+    assert kernel.smt_notes(f, plan) == []
+    hot_cpus = [p.cpus[0] for p in plan.placements.values() if p.dedicated]
+    assert len({f.siblings[c] for c in hot_cpus}) == len(hot_cpus) == 3
+    # ...and the check still reports a plan that does share one (e.g. an older plan recorded on the host).
+    shared = FleetPlan.from_dict({**plan.to_dict(), "placements": {
+        **plan.to_dict()["placements"], "execution": {"cpus": [5], "wait_policy": "spin", "dedicated": True}}})
+    assert kernel.smt_notes(f, shared) == [
+        "feed-binance (CPU 1) and execution (CPU 5) are SMT siblings sharing one "
+        "physical core; provision with --one-thread-per-core for a core each"]
     one_tpc = parse_facts(
         EC2_PROBE.replace("cpus_online=0-7", "cpus_online=0-3")
         .replace("cpu0_siblings=0,4", "cpu0_siblings=0")

@@ -1,0 +1,59 @@
+"""The fleet plan: core assignment per machine size, SMT siblings, policies, and its round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from caerus.plan import FleetPlan, format_cpu_list, one_thread_per_core, parse_cpu_list, plan_fleet
+
+
+def test_two_cpu_machine_matches_the_measured_layout() -> None:
+    plan = plan_fleet((0, 1), isolated=())
+    assert plan.placement("feed-binance").cpus == (0,)
+    assert plan.placement("strategy").cpus == plan.placement("execution").cpus == (1,)
+    assert {p.wait_policy for n, p in plan.placements.items() if n in ("strategy", "execution")} == {"hybrid"}
+    assert not plan.isolated
+    assert any("not isolated" in n for n in plan.notes)
+
+
+def test_three_isolated_cores_give_the_critical_path_a_core_each() -> None:
+    plan = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3))
+    assert plan.isolated and plan.hot == (1, 2, 3) and plan.housekeeping == (0,)
+    cpus = {n: plan.placement(n).cpus for n in ("feed-binance", "strategy", "execution")}
+    assert sorted(c for cs in cpus.values() for c in cs) == [1, 2, 3]
+    assert all(plan.placement(n).wait_policy == "spin" and plan.placement(n).dedicated for n in cpus)
+    assert plan.placement("feed-hyperliquid").cpus == (0,)
+    assert plan.placement("feed-hyperliquid").wait_policy == "sleep"
+
+
+def test_four_hot_cores_give_every_hot_process_its_own() -> None:
+    plan = plan_fleet(range(6), isolated=(1, 2, 3, 4, 5))
+    hot = [plan.placement(n).cpus[0] for n in ("feed-binance", "feed-hyperliquid", "strategy", "execution")]
+    assert len(set(hot)) == 4 and 0 not in hot
+
+
+def test_smt_siblings_never_host_two_hot_processes() -> None:
+    siblings = {c: (c % 4, c % 4 + 4) for c in range(8)}  # c7i.2xlarge with 2 threads per core
+    plan = plan_fleet(range(8), isolated=(1, 2, 3, 5, 6, 7), siblings=siblings)
+    used = [plan.placement(n).cpus[0] for n in ("feed-binance", "strategy", "execution")]
+    assert len({c % 4 for c in used}) == 3
+    assert plan.hot == (1, 2, 3, 5, 6, 7), "the whole isolated set stays isolated; spare siblings stay idle"
+    assert any("SMT siblings 5-7" in n for n in plan.notes)
+
+
+def test_forced_wait_policy_applies_to_every_hot_process() -> None:
+    plan = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3), wait_policy="sleep")
+    assert {plan.placement(n).wait_policy for n in ("feed-binance", "strategy", "execution")} == {"sleep"}
+    with pytest.raises(ValueError, match="'yolo' is not one of"):
+        plan_fleet((0, 1), wait_policy="yolo")
+
+
+def test_plan_round_trips_through_dict() -> None:
+    plan = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3))
+    assert FleetPlan.from_dict(plan.to_dict()) == plan
+
+
+def test_cpu_lists() -> None:
+    assert parse_cpu_list("0-2,5,7-8\n") == (0, 1, 2, 5, 7, 8)
+    assert format_cpu_list((8, 7, 5, 2, 1, 0)) == "0-2,5,7-8"
+    assert one_thread_per_core((1, 2, 5, 6), {1: (1, 5), 5: (1, 5), 2: (2, 6), 6: (2, 6)}) == (1, 2)
