@@ -10,10 +10,8 @@ import pytest
 
 from caerus.capture.reader import (
     RingSource,
-    SlotViews,
     UnsupportedSegment,
     layout_of,
-    read_batch,
     role_of,
     session_of,
 )
@@ -37,7 +35,6 @@ def test_bulk_read_matches_read_next_across_the_wrap(shm_dir: Path) -> None:
     w = SwmrWriter.create("u.book.binance", BOOK, 16)
     scalar = SwmrReader.attach("u.book.binance", BOOK, timeout=1)
     bulk = SwmrReader.attach("u.book.binance", BOOK, timeout=1)
-    sdt = SlotViews(bulk)
     got_scalar: list[tuple] = []
     got_bulk: list[np.ndarray] = []
     for i in range(100):  # 100 records through a 16-slot ring, read every 5: the runs cross the ring's end
@@ -45,13 +42,12 @@ def test_bulk_read_matches_read_next_across_the_wrap(shm_dir: Path) -> None:
         if i % 5 == 4:
             while (rec := scalar.read_next()) is not None:
                 got_scalar.append(rec)
-            while (b := read_batch(bulk, 1000, sdt)).size:
+            while (b := bulk.read_batch(1000)).size:
                 got_bulk.append(b)
     a = np.concatenate(got_bulk)
     assert a.tolist() == got_scalar and len(got_scalar) == 100
-    assert bulk.lost == 0 and read_batch(bulk, 10, sdt).size == 0
+    assert bulk.lost == 0 and bulk.read_batch(10).size == 0
     scalar.close()
-    sdt.release()
     bulk.close()
     w.close(unlink=True)
 
