@@ -6,8 +6,10 @@ chronyd) and stop them by PID; a fixture that cannot start its server fails the 
 
 from pathlib import Path
 
-pytest_plugins = sorted(
+# `common` first: the other fixture modules import it, and a module imported before pytest registers it as a
+# plugin cannot have its asserts rewritten.
+pytest_plugins = ["tests.fixtures.common"] + sorted(
     f"tests.fixtures.{p.stem}"
     for p in (Path(__file__).parent / "tests" / "fixtures").glob("*.py")
-    if not p.stem.startswith("_")
+    if not p.stem.startswith("_") and p.stem != "common"
 )
