@@ -96,7 +96,7 @@ class MpscConsumer:
 class MpscProducer(LaneProducer):
     """One producer process's end of the ring: owns one lane."""
 
-    lane: int
+    __slots__ = ()
 
     @classmethod
     def attach(cls, name: str, layout: Layout, timeout: float | None = None) -> MpscProducer:

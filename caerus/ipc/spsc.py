@@ -33,15 +33,24 @@ def lane_size(layout: Layout, capacity: int) -> int:
     return LANE_HEADER + capacity * segment.slot_stride_for(layout.size)
 
 
+def _slot_offsets(base: int, capacity: int, layout: Layout) -> tuple[int, ...]:
+    """Byte offset of every slot's record (precomputed: the hot path does one tuple lookup)."""
+    stride = segment.slot_stride_for(layout.size)
+    return tuple(base + LANE_HEADER + i * stride for i in range(capacity))
+
+
 class LaneProducer:
     """The producing side of one lane."""
+
+    __slots__ = ("_full_i", "_head", "_head_i", "_mask", "_mm", "_pack_into", "_pushed_i", "_slot_off", "_tail_i",
+                 "_w0", "_words", "capacity", "full", "lane", "seg")
 
     def __init__(self, seg: segment.Mapping, layout: Layout, base: int, capacity: int) -> None:
         self.seg = seg
         self.capacity = capacity
+        self.lane = 0
         self._mask = capacity - 1
-        self._stride = segment.slot_stride_for(layout.size)
-        self._slots = base + LANE_HEADER
+        self._slot_off = _slot_offsets(base, capacity, layout)
         self._w0 = base >> 3
         self._head_i = self._w0 + _HEAD
         self._tail_i = self._w0 + _TAIL
@@ -61,7 +70,7 @@ class LaneProducer:
             self.full += 1
             words[self._full_i] += 1
             return False
-        self._pack_into(self._mm, self._slots + (h & self._mask) * self._stride, *fields)
+        self._pack_into(self._mm, self._slot_off[h & self._mask], *fields)
         self._head = h + 1
         words[self._head_i] = h + 1
         return True
@@ -73,12 +82,14 @@ class LaneProducer:
 class LaneConsumer:
     """The consuming side of one lane."""
 
+    __slots__ = ("_head_i", "_mask", "_mm", "_slot_off", "_tail", "_tail_i", "_unpack_from", "_w0", "_words",
+                 "capacity", "seg")
+
     def __init__(self, seg: segment.Mapping, layout: Layout, base: int, capacity: int) -> None:
         self.seg = seg
         self.capacity = capacity
         self._mask = capacity - 1
-        self._stride = segment.slot_stride_for(layout.size)
-        self._slots = base + LANE_HEADER
+        self._slot_off = _slot_offsets(base, capacity, layout)
         self._w0 = base >> 3
         self._head_i = self._w0 + _HEAD
         self._tail_i = self._w0 + _TAIL
@@ -92,7 +103,7 @@ class LaneConsumer:
         words = self._words
         if words[self._head_i] == t:
             return None
-        rec = self._unpack_from(self._mm, self._slots + (t & self._mask) * self._stride)
+        rec = self._unpack_from(self._mm, self._slot_off[t & self._mask])
         self._tail = t + 1
         words[self._tail_i] = t + 1
         return rec
@@ -120,6 +131,8 @@ def lane_owner(seg: segment.Mapping, base: int) -> int:
 class SpscWriter(LaneProducer):
     """A standalone SPSC queue's producer; it creates the segment."""
 
+    __slots__ = ()
+
     @classmethod
     def create(cls, name: str, layout: Layout, capacity: int = 4096) -> SpscWriter:
         segment.check_capacity(capacity)
@@ -140,6 +153,8 @@ class SpscWriter(LaneProducer):
 
 class SpscReader(LaneConsumer):
     """A standalone SPSC queue's consumer; retry-attaches to the writer's segment."""
+
+    __slots__ = ()
 
     @classmethod
     def attach(cls, name: str, layout: Layout, timeout: float | None = None) -> SpscReader:

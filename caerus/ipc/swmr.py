@@ -1,7 +1,7 @@
 """Single-writer multi-reader broadcast ring with a per-slot seqlock (feeds -> strategy and capture).
 
 Layout after the segment header: ``capacity`` slots of ``stride`` bytes, each ``[seq: i64][record]``.
-Record number n (1-based, ever increasing) lives in slot ``(n - 1) & mask``.
+Record number n (1-based, ever increasing) lives in slot ``n & mask``.
 
 Writer, for record n: store seq = 2n-1 (busy), pack the record, store seq = 2n (done), store cursor = n.
 Reader, for record n: load seq alone; it must equal exactly 2n; copy the record out; load seq alone again; it must
@@ -29,11 +29,23 @@ from caerus.ipc.segment import KIND_SWMR, OFF_CURSOR, OFF_HEARTBEAT
 from caerus.wire import Layout
 
 _CURSOR = OFF_CURSOR // 8
+_HEADER_SIZE = segment.HEADER_SIZE
 _HEARTBEAT = OFF_HEARTBEAT // 8
+
+
+def _slot_tables(capacity: int, stride: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Per slot: the word index of its sequence word and the byte offset of its record (precomputed: the hot path
+    does one tuple lookup instead of the offset arithmetic)."""
+    seq_w = tuple((_HEADER_SIZE + i * stride) >> 3 for i in range(capacity))
+    rec_off = tuple(_HEADER_SIZE + i * stride + 8 for i in range(capacity))
+    return seq_w, rec_off
 
 
 class SwmrWriter:
     """The one writer of a broadcast ring."""
+
+    __slots__ = ("_mask", "_mm", "_n", "_pack_into", "_rec_off", "_seq_w", "_words", "capacity", "layout", "name",
+                 "seg")
 
     def __init__(self, seg: segment.Mapping, layout: Layout, capacity: int) -> None:
         self.seg = seg
@@ -41,7 +53,7 @@ class SwmrWriter:
         self.layout = layout
         self.capacity = capacity
         self._mask = capacity - 1
-        self._stride = segment.slot_stride_for(layout.size)
+        self._seq_w, self._rec_off = _slot_tables(capacity, segment.slot_stride_for(layout.size))
         self._pack_into = layout.struct.pack_into
         self._mm = seg.mm
         self._words = seg.words
@@ -61,12 +73,12 @@ class SwmrWriter:
     def publish(self, *fields: object) -> int:
         """Write one record (fields in layout order); returns its record number. Never blocks."""
         n = self._n + 1
-        off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
+        i = n & self._mask
         words = self._words
-        w = off >> 3
-        words[w] = 2 * n - 1
-        self._pack_into(self._mm, off + 8, *fields)
-        words[w] = 2 * n
+        w = self._seq_w[i]
+        words[w] = n + n - 1
+        self._pack_into(self._mm, self._rec_off[i], *fields)
+        words[w] = n + n
         words[_CURSOR] = n
         self._n = n
         return n
@@ -84,6 +96,10 @@ class SwmrWriter:
 class SwmrReader:
     """One reader of a broadcast ring, in every-record or latest-value mode."""
 
+    __slots__ = ("_last", "_mask", "_mm", "_next", "_rec_off", "_rec_view", "_seq_view", "_seq_w", "_stride",
+                 "_unpack_from", "_words", "capacity", "generation", "generations", "layout", "lost", "name", "seg",
+                 "writer_pid")
+
     def __init__(self, seg: segment.Mapping, layout: Layout) -> None:
         self.layout = layout
         self.name = seg.name
@@ -99,6 +115,7 @@ class SwmrReader:
         self.writer_pid = hdr.writer_pid
         self._mask = hdr.capacity - 1
         self._stride = hdr.slot_stride
+        self._seq_w, self._rec_off = _slot_tables(hdr.capacity, hdr.slot_stride)
         self._unpack_from = self.layout.struct.unpack_from
         self._mm = seg.mm
         self._words = seg.words
@@ -117,15 +134,15 @@ class SwmrReader:
 
     def read_next(self) -> tuple | None:
         """Every-record mode: the next record in order, or None when the reader is caught up."""
+        words = self._words
         while True:
             n = self._next
-            want = 2 * n
-            off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
-            w = off >> 3
-            words = self._words
+            want = n + n
+            i = n & self._mask
+            w = self._seq_w[i]
             s1 = words[w]
             if s1 == want:
-                rec = self._unpack_from(self._mm, off + 8)
+                rec = self._unpack_from(self._mm, self._rec_off[i])
                 if words[w] == want:
                     self._next = n + 1
                     return rec
@@ -149,11 +166,11 @@ class SwmrReader:
             n = words[_CURSOR]
             if n == self._last:
                 return None
-            want = 2 * n
-            off = segment.HEADER_SIZE + ((n - 1) & self._mask) * self._stride
-            w = off >> 3
+            want = n + n
+            i = n & self._mask
+            w = self._seq_w[i]
             if words[w] == want:
-                rec = self._unpack_from(self._mm, off + 8)
+                rec = self._unpack_from(self._mm, self._rec_off[i])
                 if words[w] == want:
                     self._last = n
                     return rec
@@ -176,7 +193,7 @@ class SwmrReader:
         head = self._words[_CURSOR]
         if head < n0:
             return self._rec_view[:0].copy()
-        i0 = (n0 - 1) & self._mask
+        i0 = n0 & self._mask
         count = min(head - n0 + 1, limit, self.capacity - i0)  # one contiguous run; the next call continues
         i1 = i0 + count
         s1 = self._seq_view[i0:i1].copy()

@@ -16,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("sessions"), help="sessions folder (default ./sessions)")
     parser.add_argument("--seed", type=int, default=1, help="market model seed")
     parser.add_argument("--scenario", default=None, help="emulator fault scenario name, or replay:PATH")
+    parser.add_argument("--jumps-per-min", type=float, default=30.0,
+                        help="emulated market: 10-40 bps Binance jumps per minute (default 30)")
     parser.add_argument("--wait-policy", choices=WAIT_POLICIES, default=None,
                         help="force a wait policy on every hot process (default: from the fleet plan)")
     parser.add_argument("--live", action="store_true",
@@ -38,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
+        jumps_per_min=args.jumps_per_min,
     )
     try:
         session_dir = run_local_session(opts)

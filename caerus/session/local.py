@@ -60,6 +60,9 @@ class SessionOptions:
     live: bool = False  # feeds read the real venues (no emulator); orders still go to the paper transport
     strategy_config: Path | None = None  # passed to `caerus strategy --config` (e.g. mode = "bench")
     execution_config: Path | None = None  # passed to `caerus execution --config`
+    # Emulated market activity: 10-40 bps Binance jumps per minute. Busier than the emulator's default (6) so that a
+    # 30 s session fires enough orders for tick-to-decision percentiles to mean something.
+    jumps_per_min: float = 30.0
 
     def validate(self) -> None:
         problems = []
@@ -225,7 +228,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             urls: dict[str, Any] | None = None
             started: list[launch.ProcessSpec] = []
             if not opts.live:
-                sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario)
+                sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min)
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
