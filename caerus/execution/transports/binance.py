@@ -27,14 +27,20 @@ from caerus.execution.transports.base import (
     SendResult,
     VenueReply,
 )
-from caerus.execution.transports.live import ReplySink, WsOrderSession, check_live_guard, resolve_url
+from caerus.execution.transports.live import (
+    LiveTransportBase,
+    ReplySink,
+    WsOrderSession,
+    check_live_guard,
+    resolve_url,
+)
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
 _SENT_FAILED = wire.Outcome.SEND_FAILED
 _encode = msgspec.json.Encoder().encode
 
 
-class BinanceTransport:
+class BinanceTransport(LiveTransportBase):
     """Live Binance USD-M order entry. Construct via ``make_live_transport('binance', ...)``."""
 
     name = "binance"
@@ -99,17 +105,6 @@ class BinanceTransport:
         self._pending.pop(req_id, None)
         self.send_failed += 1
         return SendResult(_SENT_FAILED, t_sent=time.time_ns())
-
-    def poll_reply(self) -> VenueReply | None:
-        return self._sink.poll()
-
-    def stats(self) -> dict[str, int]:
-        s = self._session
-        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
-                "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
-
-    def close(self) -> None:
-        self._session.close()
 
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""

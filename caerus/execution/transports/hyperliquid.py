@@ -30,7 +30,13 @@ from caerus.execution.transports.base import (
     SendResult,
     VenueReply,
 )
-from caerus.execution.transports.live import ReplySink, WsOrderSession, check_live_guard, resolve_url
+from caerus.execution.transports.live import (
+    LiveTransportBase,
+    ReplySink,
+    WsOrderSession,
+    check_live_guard,
+    resolve_url,
+)
 
 _TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
 CODE_ORDER_ERROR = -1
@@ -45,7 +51,7 @@ def round_price(px: float, sz_decimals: int) -> float:
     return round(float(f"{px:.5g}"), 6 - sz_decimals)
 
 
-class HyperliquidTransport:
+class HyperliquidTransport(LiveTransportBase):
     """Live Hyperliquid order entry. Construct via ``make_live_transport('hyperliquid', ...)``."""
 
     name = "hyperliquid"
@@ -108,17 +114,6 @@ class HyperliquidTransport:
         self._pending.pop(req_id, None)
         self.send_failed += 1
         return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
-
-    def poll_reply(self) -> VenueReply | None:
-        return self._sink.poll()
-
-    def stats(self) -> dict[str, int]:
-        s = self._session
-        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
-                "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
-
-    def close(self) -> None:
-        self._session.close()
 
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""

@@ -201,6 +201,32 @@ class WsOrderSession:
         self._thread = None
 
 
+class LiveTransportBase:
+    """What both live transports share once their session and reply sink exist: reply polling, stats, close.
+
+    Subclasses set ``_session`` (WsOrderSession), ``_sink`` (ReplySink), ``_pending`` (in-flight orders),
+    ``sent``, ``send_failed`` and ``reply_counts``.
+    """
+
+    _session: WsOrderSession
+    _sink: ReplySink
+    _pending: dict
+    sent: int
+    send_failed: int
+    reply_counts: dict[str, int]
+
+    def poll_reply(self) -> VenueReply | None:
+        return self._sink.poll()
+
+    def stats(self) -> dict[str, int]:
+        s = self._session
+        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
+                "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
+
+    def close(self) -> None:
+        self._session.close()
+
+
 class ReplySink:
     """Where venue replies go: the caller's callback, or an internal queue drained with ``poll_reply()``."""
 
