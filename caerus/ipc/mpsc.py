@@ -120,6 +120,17 @@ class MpscProducer(LaneProducer):
         seg.close()
         raise LanesExhausted(f"MPSC ring {name!r}: all {hdr.lanes} lanes are owned by live producers")
 
+    def reattach(self, name: str, layout: Layout) -> MpscProducer | None:
+        """A producer on the consumer's new segment when the consumer restarted (this mapping names a file that is
+        no longer the ring), else None. Off the hot path: it stats the path. Orders pushed into the old mapping
+        after the consumer died were never consumed: callers count them from ``pending()`` before switching."""
+        if not self.seg.stale_mapping():
+            return None
+        try:
+            return MpscProducer.attach(name, layout, timeout=0)
+        except segment.AttachTimeout:
+            return None  # the consumer has not re-created the ring yet
+
     def consumer_alive(self, stale_after_s: float = segment.DEFAULT_STALE_AFTER_S) -> bool:
         return self.seg.heartbeat_age_s() <= stale_after_s and segment.pid_alive(self.seg.header.writer_pid)
 

@@ -58,6 +58,7 @@ INT_COUNTERS = (
     "ring_full",
     "errors",
     "reattached",
+    "orders_lost_to_restart",
     *GUARD_NAMES,
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
@@ -90,6 +91,8 @@ class _Ctx:
     by_reason: list[int] | None = None
     ring_full: int = 0
     next_housekeeping: int = 0  # kept across loop re-entries (after an error) so housekeeping never starves
+    order_segment: str = ""
+    orders_lost_to_restart: int = 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
-                   order_id=time.time_ns(), books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1))
+                   order_id=time.time_ns(), books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1),
+                   order_segment=args.order_segment)
         sup.running()
         _housekeeping(ctx)
         gc.collect()
@@ -171,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
             _housekeeping(ctx)  # final counters and samples
         if log is not None:
             log.close()
-        if producer is not None:
+        if ctx is not None:
+            ctx.producer.close()  # the current one: housekeeping closed any it replaced
+        elif producer is not None:
             producer.close()
         for r in readers:
             r.close()
@@ -250,6 +256,7 @@ def _loop(ctx: _Ctx) -> None:
             if now >= next_hk:
                 next_hk = ctx.next_housekeeping = now + hk_ns
                 _housekeeping(ctx)
+                push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
 
 
 def _housekeeping(ctx: _Ctx) -> None:
@@ -264,6 +271,15 @@ def _housekeeping(ctx: _Ctx) -> None:
     for r in ctx.readers:
         if r.refresh():
             ctx.counters.ints[_I["reattached"]] += 1
+    new_producer = ctx.producer.reattach(ctx.order_segment, ORDER)
+    if new_producer is not None:
+        # Execution restarted and re-created the order ring: orders still unconsumed in the old lane never reach
+        # it. Count them, switch, and let the loop rebind its push.
+        ctx.orders_lost_to_restart += ctx.producer.pending()
+        ctx.producer.close()
+        ctx.producer = new_producer
+        ctx.counters.ints[_I["reattached"]] += 1
+    ctx.counters.ints[_I["orders_lost_to_restart"]] = ctx.orders_lost_to_restart
     arb = ctx.arb
     ints = ctx.counters.ints
     ints[_I["state"]] = int(ctx.sup.state)

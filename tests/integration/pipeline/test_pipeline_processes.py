@@ -228,3 +228,29 @@ def test_repeated_errors_halt_the_strategy_but_keep_it_running(pipeline: Pipelin
     pipeline.wait_for("counters still live", lambda: strat.get("errors") >= 20)
     assert pipeline.stop("strategy") == 0
     strat.close()
+
+
+def test_strategy_reattaches_to_a_restarted_execution(pipeline: Pipeline) -> None:
+    pipeline.start_all()
+    strat = pipeline.counters("strategy")
+    exe1 = pipeline.counters("execution")  # the mapping stays readable after the process is gone
+    pipeline.wait_for("2 strategy orders", lambda: strat.get("orders") >= 2)
+    assert pipeline.stop("execution") == 0, pipeline.logs()
+    consumed_before = exe1.get("orders")
+    reattached = strat.get("reattached")
+    pipeline.start("execution2", ["caerus", "execution", "--segment", f"{S}.orders", "--transport", "paper",
+                                  "--book-segment", f"{S}.book.hyperliquid", "--exec-segment", f"{S}.exec2",
+                                  "--stats-segment", f"{S}.stats.execution2", "--metrics-dir",
+                                  str(pipeline.tmp / "metrics2"), "--config", str(pipeline.tmp / "execution.toml"),
+                                  "--wait-policy", "sleep"])
+    pipeline.wait_for("the strategy to re-attach to the new order ring", lambda: strat.get("reattached") > reattached)
+    exe2 = CounterBlock.attach(f"{S}.stats.execution2", timeout=30)
+    pipeline.wait_for("orders reaching the restarted execution", lambda: exe2.get("orders") >= 2)
+    assert pipeline.stop("strategy") == 0, pipeline.logs()
+    fired = strat.get("orders")
+    lost = strat.get("orders_lost_to_restart")
+    pipeline.wait_for("the new engine to drain the ring",
+                      lambda: consumed_before + exe2.get("orders") + lost == fired, timeout=30)
+    # Every order fired was consumed by one engine or the other, or counted lost to the restart: none vanished.
+    assert consumed_before + exe2.get("orders") + lost == fired
+    assert exe2.get("orders") >= 2
