@@ -248,7 +248,6 @@ def main(argv: list[str] | None = None) -> int:
         "mp_pipe_p50/swmr_p50": metrics["hop.mp_pipe"]["p50"] / swmr["p50"],
         "faster_fifo_p50/swmr_p50": metrics["hop.faster_fifo"]["p50"] / swmr["p50"],
         "mp_queue_p50/mpsc_p50": queue["p50"] / mpsc["p50"],
-        "swmr_p50 sparse/burst": swmr["p50"] / metrics["hop.swmr_burst"]["p50"],
     }
     goals = [
         at_most("swmr hop p50", swmr["p50"], 1000),
@@ -266,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         extra={
             "writer_cpu": cpus[0], "reader_cpu": cpus[1], "gap_us": args.gap_us, "burst_gap_us": args.burst_gap_us,
             "nice": nice, "samples": n - WARMUP,
+            # descriptive, not better/worse: how much longer a hop is at sparse pacing than mid-burst
+            "swmr_p50_sparse_over_burst": swmr["p50"] / metrics["hop.swmr_burst"]["p50"],
             "writer_wait": {"rings": "spin", "references": "sleep"},
         },
     )
