@@ -367,8 +367,14 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
                           CounterBlock.attach(f"{name}.stats.feed-binance", timeout=20)))
         records: dict[int, list[tuple]] = {0: [], 1: []}
         deadline = time.monotonic() + 60
-        while feeds[0][2].snapshot()["rotations"] < 3:
-            assert time.monotonic() < deadline, f"no 3 rotations: {feeds[0][0].output()[-3000:]}"
+        def rotated_published() -> int:
+            return sum(1 for r in records[0] if r[F["flags"]] & BookFlags.ROTATED)
+
+        # Wait for the counter *and* the flagged records: the first record after the 3rd switch is published a
+        # moment after the counter moves, and stopping in between would race the check below.
+        while feeds[0][2].snapshot()["rotations"] < 3 or rotated_published() < 3:
+            assert time.monotonic() < deadline, (f"rotations {feeds[0][2].snapshot()['rotations']}, ROTATED records "
+                                                 f"{rotated_published()}: {feeds[0][0].output()[-3000:]}")
             for i, (_, reader, _) in enumerate(feeds):
                 while (r := reader.read_next()) is not None:
                     records[i].append(r)
