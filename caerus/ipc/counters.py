@@ -49,10 +49,12 @@ class CounterBlock:
                 raise ValueError(f"counter name {n!r} must be 1-{NAME_BYTES - 1} ASCII bytes")
         count = len(names)
         data = ((count * NAME_BYTES + 63) // 64 * 64) + 8 * count
-        seg = segment.create(name, COUNTERS_LAYOUT, KIND_COUNTERS, count, 8, data)
-        for i, n in enumerate(names):
-            _ENTRY.pack_into(seg.mm, HEADER_SIZE + i * NAME_BYTES, n.encode(), 0 if i < len(ints) else 1)
-        return cls(seg)
+        def write_names(seg: segment.Mapping) -> None:
+            # Before the segment becomes visible: a reader attaching must never see an empty name table.
+            for i, n in enumerate(names):
+                _ENTRY.pack_into(seg.mm, HEADER_SIZE + i * NAME_BYTES, n.encode(), 0 if i < len(ints) else 1)
+
+        return cls(segment.create(name, COUNTERS_LAYOUT, KIND_COUNTERS, count, 8, data, init=write_names))
 
     @classmethod
     def attach(cls, name: str, timeout: float | None = None) -> CounterBlock:

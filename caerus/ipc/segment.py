@@ -21,6 +21,7 @@ import mmap
 import os
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,10 +162,13 @@ class Mapping:
 
 
 def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int, data_size: int,
-           lanes: int = 0, stale_after_s: float = DEFAULT_STALE_AFTER_S) -> Mapping:
+           lanes: int = 0, stale_after_s: float = DEFAULT_STALE_AFTER_S,
+           init: Callable[[Mapping], None] | None = None) -> Mapping:
     """Create segment ``name`` (header + ``data_size`` bytes), replacing a stale one of a dead writer.
 
-    Raises SegmentBusy when the existing segment's writer is alive and its heartbeat is fresh.
+    ``init`` fills the data area (e.g. a counter block's name table) *before* the segment is renamed into place,
+    so no reader can attach to a half-initialised segment. Raises SegmentBusy when the existing segment's writer
+    is alive and its heartbeat is fresh.
     """
     path = shm_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -202,6 +206,13 @@ def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int
         slot_stride, lanes,
     )
     _NAME.pack_into(seg.mm, OFF_NAME, layout.name.encode("ascii"))
+    if init is not None:
+        try:
+            init(seg)
+        except BaseException:
+            seg.close()
+            os.unlink(tmp)
+            raise
     os.rename(tmp, path)
     seg.path = path
     return seg

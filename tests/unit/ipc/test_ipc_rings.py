@@ -175,3 +175,15 @@ def test_wait_policies() -> None:
         assert w.policy == policy
     with pytest.raises(ValueError, match="'busy' is not one of spin, hybrid, sleep"):
         make_waiter("busy")
+
+
+def test_segment_is_invisible_until_initialised(shm_dir) -> None:
+    # A counter block's names are written before the rename: an attaching reader never sees an empty table.
+    seen_during_init = []
+    segment.create("late", wire.BOOK, segment.KIND_SWMR, 2, 128, 256,
+                   init=lambda seg: seen_during_init.append(segment.shm_path("late").exists()))
+    assert seen_during_init == [False]
+    assert segment.shm_path("late").exists()
+    b = CounterBlock.create("names", ints=["a"], floats=["f"])
+    assert CounterBlock.attach("names", timeout=1).snapshot() == {"a": 0, "f": 0.0}
+    b.close()
