@@ -64,8 +64,14 @@ def bench(
     from caerus.session.local import SessionConfigError, SessionOptions, run_local_session
 
     try:
+        duration_s = float(duration)
+    except ValueError:
+        print(f"bench: --duration {duration!r} is not a number of seconds (units like 4h are for --host)",
+              file=sys.stderr)
+        sys.exit(2)
+    try:
         opts = SessionOptions(
-            duration_s=float(duration),
+            duration_s=duration_s,
             out=Path(out),
             seed=seed,
             scenario=scenario or None,
@@ -74,7 +80,7 @@ def bench(
             transport=transport,
         )
         session_dir = run_local_session(opts)
-    except (SessionConfigError, ValueError) as exc:
+    except SessionConfigError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         sys.exit(2)
     if not no_report:
