@@ -237,6 +237,42 @@ EVENT = Layout(
 
 LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (BOOK, ORDER, EXEC, EVENT)}
 
+
+class FieldIndex:
+    """Each field of a layout as an upper-case attribute holding its position in an unpacked tuple.
+
+    The one table of field positions: ``BOOK_I.T_RECV`` instead of a module re-declaring ``BOOK.index("t_recv")``.
+    Hot loops still bind the positions they use to locals (an attribute lookup per message is avoidable work).
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        object.__setattr__(self, "_layout", layout.name)
+        for i, name in enumerate(layout.names):
+            object.__setattr__(self, name.upper(), i)
+
+    def __getattr__(self, name: str) -> int:  # only reached for a name that is not a field
+        raise AttributeError(f"{self._layout} record has no field {name.lower()!r}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("field positions are fixed by the layout")
+
+
+BOOK_I = FieldIndex(BOOK)
+ORDER_I = FieldIndex(ORDER)
+EXEC_I = FieldIndex(EXEC)
+EVENT_I = FieldIndex(EVENT)
+
+# The tradeable predicate, defined once: a book record may be traded on only when it is VALID and not STALE.
+# Hot loops compare ``flags & TRADEABLE_MASK == TRADEABLE`` with both bound to locals; everything else calls
+# :func:`is_tradeable`.
+TRADEABLE_MASK = int(BookFlags.VALID | BookFlags.STALE)
+TRADEABLE = int(BookFlags.VALID)
+
+
+def is_tradeable(flags: int) -> bool:
+    """A book record with these flags may be traded on (VALID and not STALE)."""
+    return flags & TRADEABLE_MASK == TRADEABLE
+
 # Precompiled structs for hot paths (attribute lookups on Layout would rebuild them).
 BOOK_STRUCT = BOOK.struct
 ORDER_STRUCT = ORDER.struct

@@ -14,22 +14,40 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 
-POLICIES = ("spin", "hybrid", "sleep")
+
+class WaitPolicy(StrEnum):
+    """The one definition of the wait policy names (a StrEnum: compares equal to its plain string)."""
+
+    SPIN = "spin"
+    HYBRID = "hybrid"
+    SLEEP = "sleep"
+
+    @classmethod
+    def parse(cls, value: str | WaitPolicy) -> WaitPolicy:
+        """``value`` as a WaitPolicy; ValueError naming the allowed names otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"wait policy {value!r} is not one of {', '.join(POLICIES)}") from None
+
+
+POLICIES: tuple[str, ...] = tuple(p.value for p in WaitPolicy)
 
 
 @dataclass
 class Waiter:
-    policy: str
+    policy: WaitPolicy | str
     spins: int = 2000
     sleep_s: float = 50e-6
     _empty: int = 0
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ValueError(f"wait policy {self.policy!r} is not one of {', '.join(POLICIES)}")
+        self.policy = WaitPolicy.parse(self.policy)
         # Bind the policy once: the loop calls self.idle() with no per-call branching on the policy name.
-        self.idle = {"spin": self._spin, "hybrid": self._hybrid, "sleep": self._sleep}[self.policy]
+        self.idle = {WaitPolicy.SPIN: self._spin, WaitPolicy.HYBRID: self._hybrid,
+                     WaitPolicy.SLEEP: self._sleep}[self.policy]
 
     def reset(self) -> None:
         """Call after useful work: the hybrid policy spins again before yielding."""
@@ -48,5 +66,5 @@ class Waiter:
         time.sleep(self.sleep_s)
 
 
-def make_waiter(policy: str, spins: int = 2000, sleep_s: float = 50e-6) -> Waiter:
+def make_waiter(policy: WaitPolicy | str, spins: int = 2000, sleep_s: float = 50e-6) -> Waiter:
     return Waiter(policy, spins, sleep_s)
