@@ -12,26 +12,32 @@ PnL, markouts) and exits 0 on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from caerus.config import ConfigError, load_config
 from caerus.execution.books import LatestBooks
-from caerus.execution.config import ConfigError, ExecutionConfig, load_config
+from caerus.execution.config import ExecutionConfig
 from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
 from caerus.ipc import segment
-from caerus.ipc.counters import CounterBlock
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
-from caerus.ipc.wait import make_waiter
+from caerus.ipc.wait import WaitPolicy, make_waiter
 from caerus.metrics.hdr import IntervalLog
-from caerus.strategy import runtime
-from caerus.strategy.supervisor import HaltCause, Supervisor
+from caerus.runtime.args import add_process_args, fail_config, parse_cpus
+from caerus.runtime.attach import attach_until
+from caerus.runtime.clock import CHECK_MASK, HousekeepingClock
+from caerus.runtime.counters import Counters, index_of, open_counters
+from caerus.runtime.memwatch import MemWatch
+from caerus.runtime.pinning import pin
+from caerus.runtime.process import serve
+from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"
@@ -64,9 +70,22 @@ FLOAT_COUNTERS = (
     "paper.markout.1",
     "paper.markout.2",
 )
-_HOUSEKEEPING_MASK = 1023
-Counters = CounterBlock | runtime.LocalCounters
-_NEXT_HK = [0]  # next housekeeping time (ns); module state because the loop function is re-entered after errors
+
+
+@dataclass
+class _Ctx:
+    """What the loop and housekeeping share (one object, so re-entering the loop after an error keeps it)."""
+
+    cfg: ExecutionConfig
+    engine: Engine
+    sup: Supervisor
+    counters: Counters
+    log: IntervalLog | None
+    consumer: MpscConsumer
+    exec_writer: SwmrWriter | None
+    wait_policy: str
+    clock: HousekeepingClock
+    memwatch: MemWatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,11 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="credentials file (mode 0600); default: the environment (caerus.execution.credentials)")
     live.add_argument("--url", help="order-entry URL override (e.g. the emulator's)")
     live.add_argument("--ca-file", help="CA bundle for the order-entry URL")
-    runtime.add_process_args(parser)
+    add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with the strategy on small hosts
 
 
 def _validate(args: argparse.Namespace) -> ExecutionConfig:
-    cfg = load_config(args.config)
+    cfg = load_config(ExecutionConfig, args.config, "execution")
     for flag, cap in (("--order-capacity", args.order_capacity), ("--exec-capacity", args.exec_capacity)):
         if cap < 2 or cap & (cap - 1):
             raise ConfigError(f"{flag} must be a power of two >= 2, got {cap}")
@@ -113,15 +132,15 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
 def run(args: argparse.Namespace) -> int:
     try:
         cfg = _validate(args)
-        cpus = runtime.parse_cpus(args.cpus)
+        cpus = parse_cpus(args.cpus)
         if args.metrics_dir:
             Path(args.metrics_dir).mkdir(parents=True, exist_ok=True)
     except ConfigError as exc:
-        return runtime.fail_config(str(exc))
+        return fail_config(str(exc))
     except ValueError as exc:
-        return runtime.fail_config(str(exc))
+        return fail_config(str(exc))
     except OSError as exc:
-        return runtime.fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
+        return fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
 
     books = LatestBooks()
     risk = RiskChecker(cfg.risk, books)
@@ -139,11 +158,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             transport = make_transport(args.transport, books=books, paper=cfg.paper, on_reply=on_reply)
     except (TransportUnavailable, ValueError, OSError) as exc:
-        return runtime.fail_config(f"--transport {args.transport}: {exc}")
+        return fail_config(f"--transport {args.transport}: {exc}")
     try:
-        runtime.pin(cpus)
+        pin(cpus)
     except ValueError as exc:
-        return runtime.fail_config(str(exc))
+        return fail_config(str(exc))
 
     kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
 
@@ -153,45 +172,39 @@ def run(args: argparse.Namespace) -> int:
     sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
                      on_halt=on_halt)
     sup.install_signals()
-    counters: CounterBlock | runtime.LocalCounters | None = None
+    counters: Counters | None = None
     consumer = exec_writer = log = None
     engine = None
+    ctx: _Ctx | None = None
+    memwatch = MemWatch(PROCESS)
     try:
         try:
             transport.start()  # before creating any segment: a transport that cannot start leaves nothing behind
         except RuntimeError as exc:  # e.g. a live transport that cannot connect (message names URL, never secrets)
             print(f"error: --transport {args.transport}: {exc}", file=sys.stderr)
             return 1
-        counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+        counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
         if args.exec_segment:
             exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
         engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending)
         engine_ref.append(engine)
+        ctx = _Ctx(cfg=cfg, engine=engine, sup=sup, counters=counters, log=None, consumer=consumer,
+                   exec_writer=exec_writer, wait_policy=args.wait_policy,
+                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch)
         for name in args.book_segment:
-            r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
-                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
+            r = attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
+                             f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
             books.readers.append(r)
         if args.metrics_dir:
             log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", ["queue_transit"],
                               comment=f"caerus {PROCESS} pid {os.getpid()} transport {args.transport}")
-        sup.running()
-        _housekeeping(engine, sup, counters, log, consumer, exec_writer)
-        gc.collect()
-        gc.freeze()
-        gc.disable()
-        while not sup.stopping:
-            try:
-                _loop(engine, sup, counters, log, consumer, exec_writer, args.wait_policy, cfg)
-            except Exception as exc:  # counted; repeated errors halt (every order then rejected: kill switch)
-                sup.record_error(exc)
-                if sup.errors <= 3:
-                    print(f"execution: loop error {sup.last_error}", file=sys.stderr)
-                if time.time_ns() >= _NEXT_HK[0]:
-                    _NEXT_HK[0] = time.time_ns() + int(cfg.housekeeping_ms * 1e6)
-                    _housekeeping(engine, sup, counters, log, consumer, exec_writer)
+        ctx.log = log
+        run_ctx = ctx
+        # Repeated loop errors halt: every order is then rejected (kill switch).
+        serve(PROCESS, sup, lambda: _loop(run_ctx), lambda: _housekeeping(run_ctx), ctx.clock, memwatch)
         # Give late replies (paper latency) a moment to settle so the summary is complete.
         if engine.pending:
             deadline = time.monotonic() + min(1.0, cfg.paper.latency_ms / 1e3 + 0.2)
@@ -203,12 +216,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        gc.enable()
         transport.close()
-        if engine is not None and counters is not None:
-            _housekeeping(engine, sup, counters, log, consumer, exec_writer)
-            if args.metrics_dir and hasattr(transport, "summary"):
-                _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport)
+        if ctx is not None:
+            _housekeeping(ctx)
+            memwatch.report()
+        if engine is not None and args.metrics_dir and hasattr(transport, "summary"):
+            _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport)
         if log is not None:
             log.close()
         books.close()
@@ -220,16 +233,17 @@ def run(args: argparse.Namespace) -> int:
             counters.close()
 
 
-def _loop(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog | None, consumer: MpscConsumer,
-          exec_writer: SwmrWriter | None, wait_policy: str, cfg: ExecutionConfig) -> None:
+def _loop(ctx: _Ctx) -> None:
+    """The hot loop; returns on stop (or raises, and the caller counts the error and re-enters)."""
+    sup = ctx.sup
+    engine = ctx.engine
     step = engine.step
-    waiter = make_waiter(wait_policy, spins=cfg.idle_spins)
+    waiter = make_waiter(ctx.wait_policy, spins=ctx.cfg.idle_spins)
     idle = waiter.idle
     reset = waiter.reset
     idle_work = engine.idle_work
     tns = time.time_ns
-    hk_ns = int(cfg.housekeeping_ms * 1e6)
-    next_hk = _NEXT_HK[0] or tns() + hk_ns  # kept across loop re-entries (after an error)
+    clock = ctx.clock
     passes = 0
     while not sup.stopping:
         if step():
@@ -240,21 +254,21 @@ def _loop(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog 
             if not passes & 63:
                 idle_work(tns())
             idle()
-            if not passes & _HOUSEKEEPING_MASK:
-                now = tns()
-                if now >= next_hk:
-                    next_hk = _NEXT_HK[0] = now + hk_ns
-                    _housekeeping(engine, sup, counters, log, consumer, exec_writer)
+            if not passes & CHECK_MASK and clock.due(tns()):
+                _housekeeping(ctx)
 
 
-def _housekeeping(engine: Engine, sup: Supervisor, counters: Counters, log: IntervalLog | None,
-                  consumer: MpscConsumer | None, exec_writer: SwmrWriter | None) -> None:
+def _housekeeping(ctx: _Ctx) -> None:
+    """Off the hot path: metrics, kill file, book re-attach, replies, counters, heartbeats."""
+    engine, sup, counters, log = ctx.engine, ctx.sup, ctx.counters, ctx.log
+    consumer, exec_writer = ctx.consumer, ctx.exec_writer
     if log is not None:
         log.drain("queue_transit", engine.transit)
         log.maybe_flush()
     else:
         engine.transit.n = 0
     sup.check_kill_file()
+    ctx.memwatch.tick()
     reattached = engine.books.refresh()
     engine.drain_replies()
     ints = counters.ints
@@ -312,5 +326,5 @@ def _write_summary(path: Path, engine: Engine, transport: object) -> None:
     os.replace(tmp, path)
 
 
-_I = {name: i for i, name in enumerate(INT_COUNTERS)}
-_F = {name: i for i, name in enumerate(FLOAT_COUNTERS)}
+_I = index_of(INT_COUNTERS)
+_F = index_of(FLOAT_COUNTERS)

@@ -10,24 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from caerus.ipc.swmr import SwmrReader
-from caerus.wire import BOOK, BookFlags
+from caerus.wire import BOOK_I, is_tradeable
 
-V_VENUE = BOOK.index("venue")
-V_FLAGS = BOOK.index("flags")
-V_T_RECV = BOOK.index("t_recv")
-V_BID = BOOK.index("bid_px")
-V_BID_QTY = BOOK.index("bid_qty")
-V_ASK = BOOK.index("ask_px")
-V_ASK_QTY = BOOK.index("ask_qty")
-_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
-_OK = int(BookFlags.VALID)
+# Positions from the one table (wire.BOOK_I), bound to globals for the per-order path. The public V_* names are
+# what execution/transports/paper.py imports today; new code should read wire.BOOK_I directly.
+V_VENUE = BOOK_I.VENUE
+V_T_RECV = BOOK_I.T_RECV
+V_BID = BOOK_I.BID_PX
+V_BID_QTY = BOOK_I.BID_QTY
+V_ASK = BOOK_I.ASK_PX
+V_ASK_QTY = BOOK_I.ASK_QTY
+_FLAGS = BOOK_I.FLAGS
 
 BookListener = Callable[[tuple], None]
 
 
 def book_ok(book: tuple | None) -> bool:
     """A record that may be traded against: VALID and not STALE."""
-    return book is not None and (book[V_FLAGS] & _OK_MASK) == _OK
+    return book is not None and is_tradeable(book[_FLAGS])
 
 
 class LatestBooks:

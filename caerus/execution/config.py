@@ -1,25 +1,22 @@
-"""Execution engine configuration (risk limits, paper trading, supervisor): frozen msgspec Structs from TOML.
+"""Execution engine configuration (risk limits, paper trading, supervisor): frozen config structs from TOML.
 
-``load_config`` raises :class:`ConfigError` naming the file and the field (``$.risk.max_order_qty``) so the CLI
-exits 2 before it creates or attaches anything.
+Load it with ``caerus.config.load_config(ExecutionConfig, path, "execution")``: a bad file raises ConfigError
+naming the file and the field (``$.risk.max_order_qty``) so the CLI exits 2 before it creates or attaches anything.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import math
 from typing import Annotated
 
 import msgspec
 
-from caerus.strategy.config import ConfigError, load_toml_struct
+from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
-Positive = Annotated[float, msgspec.Meta(gt=0)]
-NonNegative = Annotated[float, msgspec.Meta(ge=0)]
-
-__all__ = ["ConfigError", "ExecutionConfig", "PaperConfig", "RiskConfig", "load_config"]
+__all__ = ["ExecutionConfig", "PaperConfig", "RiskConfig"]
 
 
-class RiskConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class RiskConfig(ConfigBase, frozen=True):
     """Pre-trade checks, in the order they run: kill switch, size, position, rate, book, price band."""
 
     max_order_qty: Positive = 0.01  # BTC per order
@@ -30,7 +27,7 @@ class RiskConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     max_book_age_ms: Positive = 10_000.0  # a book older than this (by local receipt) counts as no book
 
 
-class PaperConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class PaperConfig(ConfigBase, frozen=True):
     """Paper trading: fills against the target venue's book prevailing ``latency_ms`` after the send."""
 
     # 0 = fill at once against the latest book, inside send_msg (one EXEC record per order); > 0 = fill against
@@ -41,7 +38,7 @@ class PaperConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     markout_ms: tuple[Positive, ...] = (100.0, 1000.0, 5000.0)  # horizons for fill markouts
 
 
-class ExecutionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class ExecutionConfig(ConfigBase, frozen=True):
     risk: RiskConfig = RiskConfig()
     paper: PaperConfig = PaperConfig()
     kill_file: str = ""  # every order is rejected (KILL_SWITCH) once this file exists
@@ -52,17 +49,17 @@ class ExecutionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     max_pending: Annotated[int, msgspec.Meta(ge=1)] = 65_536  # orders awaiting a venue reply, kept for EXEC
 
     def check(self) -> None:
+        super().check()
+        for name, part in (("risk", self.risk), ("paper", self.paper)):
+            try:
+                part.check()
+            except ConfigError as exc:
+                raise ConfigError(f"{name}.{exc}") from None
+        if not all(math.isfinite(h) for h in self.paper.markout_ms):
+            raise ConfigError(f"paper.markout_ms must be finite numbers, got {list(self.paper.markout_ms)}")
         if self.risk.max_order_qty > self.risk.max_position:
             raise ConfigError(f"risk.max_order_qty ({self.risk.max_order_qty}) must not exceed "
                               f"risk.max_position ({self.risk.max_position})")
         if len(set(self.paper.markout_ms)) != len(self.paper.markout_ms):
             raise ConfigError(f"paper.markout_ms has duplicate horizons: {list(self.paper.markout_ms)}")
 
-
-def load_config(path: str | Path | None) -> ExecutionConfig:
-    cfg = ExecutionConfig() if path is None else load_toml_struct(path, ExecutionConfig, "execution")
-    try:
-        cfg.check()
-    except ConfigError as exc:
-        raise ConfigError(f"execution config {path or '(defaults)'}: {exc}") from None
-    return cfg

@@ -23,10 +23,10 @@ from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, 
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.wire import ORDER, ExecFlags, Outcome, RiskReject
+from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject
 
-O_T_DECISION = ORDER.index("t_decision")
-O_FLAGS = ORDER.index("flags")
+O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
+O_FLAGS = ORDER_I.FLAGS
 EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)

@@ -23,6 +23,8 @@ Units: samples are nanoseconds. Histograms track 1 ns .. 1 hour at 3 significant
 
 from __future__ import annotations
 
+import base64
+import ctypes
 import json
 import math
 import os
@@ -34,7 +36,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+import msgspec
 import numpy as np
+from hdrh import codec as hdr_codec
 from hdrh.histogram import HdrHistogram
 
 LOWEST_NS = 1
@@ -214,10 +218,26 @@ def hlog_header(start_s: float, comment: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def encode(h: HdrHistogram) -> str:
+    """``h.encode()`` as ASCII, with every counter in the payload (trailing zeros cost one zero run: a few bytes).
+
+    hdrh sizes its ctypes encode buffer to the encoded length, and ctypes makes a new array *type* per distinct
+    size; types sit in reference cycles, so a process running with the collector disabled kept one for good per
+    interval with a new maximum. A fixed size means one type for the life of the process.
+    """
+    if not h.total_count:
+        return h.encode().decode("ascii")  # no counters encoded: one fixed size already
+    enc = h.encoder
+    cpayload = enc.payload.compress(h.counts_len)
+    enc.header.length = len(cpayload)
+    header = ctypes.string_at(ctypes.addressof(enc.header), hdr_codec.ext_header_size)
+    return base64.b64encode(header + cpayload).decode("ascii")
+
+
 def interval_line(tag: str, start_rel_s: float, length_s: float, h: HdrHistogram, payload: str | None = None) -> str:
     """One ``Tag=...`` interval line (``payload``: a precomputed encoding of ``h``, to skip re-encoding)."""
     if payload is None:
-        payload = h.encode().decode("ascii")
+        payload = encode(h)
     imax = (h.get_max_value() if h.total_count else 0) / MAX_UNIT_RATIO
     return f"Tag={tag},{start_rel_s:.3f},{length_s:.3f},{imax:.3f},{payload}\n"
 
@@ -351,7 +371,9 @@ class IntervalLog:
             "tags": {t: s.to_dict() for t, s in self.stats.items()},
         }
         tmp = self.sidecar.with_name(self.sidecar.name + ".tmp")
-        tmp.write_text(json.dumps(doc, indent=1))
+        # msgspec, not json.dumps(indent=...): the stdlib's indenting encoder is pure Python and leaves a reference
+        # cycle (encoder <-> closures) per call, which a process running with the collector disabled never frees.
+        tmp.write_bytes(msgspec.json.format(msgspec.json.encode(doc), indent=1))
         os.replace(tmp, self.sidecar)
 
     def close(self) -> None:

@@ -6,43 +6,39 @@ book's t_recv). Samples go into preallocated buffers; every ``housekeeping_ms`` 
 1024 loop passes) they are drained into ``<metrics-dir>/strategy.hlog``, counters are mirrored into the counter
 block, heartbeats are written, the kill file is checked and readers re-attach to restarted feeds.
 
-Garbage collection is frozen and disabled once start-up is done (DESIGN.md: it brought p99.9 from 5.7 ms to
-44 us); the loop allocates nothing per book beyond the record tuple, the timestamps and a fired order's fields.
+The run skeleton (GC policy, error-counted loop, housekeeping clock, kill switch) is caerus.runtime's; this
+module owns what is the strategy's own: its flags, counters, the loop body and its housekeeping. The loop
+allocates nothing per book that outlives the pass (the record tuple, the timestamps and a fired order's fields
+are freed by reference counting; nothing in the loop or its housekeeping forms a reference cycle).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from caerus.config import ConfigError, load_config
 from caerus.ipc import segment
-from caerus.ipc.counters import CounterBlock
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
-from caerus.ipc.wait import make_waiter
+from caerus.ipc.wait import WaitPolicy, make_waiter
 from caerus.metrics.hdr import IntervalLog, SampleBuffer
-from caerus.strategy import runtime
+from caerus.runtime.args import add_process_args, fail_config, parse_cpus
+from caerus.runtime.attach import attach_until
+from caerus.runtime.clock import CHECK_MASK, HousekeepingClock
+from caerus.runtime.counters import Counters, index_of, open_counters
+from caerus.runtime.memwatch import MemWatch
+from caerus.runtime.pinning import pin
+from caerus.runtime.process import serve
+from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.strategy.bench import BenchFireEveryBook
-from caerus.strategy.config import ConfigError, StrategyConfig, load_config
-from caerus.strategy.latency_arb import (
-    B_SEQ,
-    B_T_PUBLISH,
-    B_T_RECV,
-    B_VENUE,
-    D_PX,
-    D_QTY,
-    D_REASON,
-    D_SIDE,
-    GUARD_NAMES,
-    LatencyArb,
-)
-from caerus.strategy.supervisor import HaltCause, Supervisor
-from caerus.wire import BOOK, ORDER, OrderReason, Tif, Venue
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES, LatencyArb
+from caerus.wire import BOOK, BOOK_I, ORDER, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
 TAGS = ("book_hop", "tick_to_decision")
@@ -62,7 +58,6 @@ INT_COUNTERS = (
     *GUARD_NAMES,
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
-_HOUSEKEEPING_MASK = 1023  # read the clock for housekeeping once per 1024 loop passes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--order-segment", required=True, metavar="NAME", help="MPSC order ring (S.orders)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="strategy TOML config (default: defaults)")
     parser.add_argument("--kill-file", metavar="PATH", help="halt once this file exists (overrides config)")
-    runtime.add_process_args(parser)
+    add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with execution on small hosts
 
 
 @dataclass
@@ -79,18 +74,19 @@ class _Ctx:
     cfg: StrategyConfig
     readers: list[SwmrReader]
     producer: MpscProducer
-    counters: CounterBlock | runtime.LocalCounters
+    counters: Counters
     sup: Supervisor
     arb: LatencyArb | BenchFireEveryBook
     log: IntervalLog | None
     hop: SampleBuffer
     ttd: SampleBuffer
     wait_policy: str
+    clock: HousekeepingClock
+    memwatch: MemWatch
+    books: list[int]  # per venue code (0 = other)
+    by_reason: list[int]
     order_id: int = 0
-    books: list[int] | None = None  # per venue code (0 = other)
-    by_reason: list[int] | None = None
     ring_full: int = 0
-    next_housekeeping: int = 0  # kept across loop re-entries (after an error) so housekeeping never starves
     order_segment: str = ""
     orders_lost_to_restart: int = 0
 
@@ -98,23 +94,23 @@ class _Ctx:
 def run(args: argparse.Namespace) -> int:
     # -- validate everything before attaching anything ----------------------------------------------------
     if len(args.segment) != 2:
-        return runtime.fail_config(f"--segment must be given exactly twice (Binance and Hyperliquid books), "
-                                   f"got {len(args.segment)}")
+        return fail_config(f"--segment must be given exactly twice (Binance and Hyperliquid books), "
+                           f"got {len(args.segment)}")
     try:
-        cfg = load_config(args.config)
-        cpus = runtime.parse_cpus(args.cpus)
+        cfg = load_config(StrategyConfig, args.config, "strategy")
+        cpus = parse_cpus(args.cpus)
     except (ConfigError, ValueError) as exc:
-        return runtime.fail_config(str(exc))
+        return fail_config(str(exc))
     kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
     if args.metrics_dir:
         try:
             Path(args.metrics_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            return runtime.fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
+            return fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
     try:
-        runtime.pin(cpus)
+        pin(cpus)
     except ValueError as exc:
-        return runtime.fail_config(str(exc))
+        return fail_config(str(exc))
 
     arb: LatencyArb | BenchFireEveryBook = BenchFireEveryBook(cfg) if cfg.mode == "bench" else LatencyArb(cfg)
 
@@ -124,22 +120,23 @@ def run(args: argparse.Namespace) -> int:
     sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
                      on_halt=on_halt)
     sup.install_signals()
-    counters: CounterBlock | runtime.LocalCounters | None = None
+    counters: Counters | None = None
     readers: list[SwmrReader] = []
     producer = None
     log = None
     ctx: _Ctx | None = None
+    memwatch = MemWatch(PROCESS)
     try:
-        counters = runtime.open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+        counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         for name in args.segment:
-            r = runtime.attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
-                                     f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
+            r = attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
+                             f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
             readers.append(r)
-        producer = runtime.attach_until(lambda t: MpscProducer.attach(args.order_segment, ORDER, timeout=t),
-                                        f"order segment {args.order_segment!r}", lambda: sup.stopping,
-                                        args.attach_timeout, counters.beat)
+        producer = attach_until(lambda t: MpscProducer.attach(args.order_segment, ORDER, timeout=t),
+                                f"order segment {args.order_segment!r}", lambda: sup.stopping,
+                                args.attach_timeout, counters.beat)
         if producer is None:
             return 0
         if args.metrics_dir:
@@ -147,32 +144,19 @@ def run(args: argparse.Namespace) -> int:
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
-                   order_id=time.time_ns(), books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1),
-                   order_segment=args.order_segment)
-        sup.running()
-        _housekeeping(ctx)
-        gc.collect()
-        gc.freeze()
-        gc.disable()
-        while not sup.stopping:
-            try:
-                _loop(ctx)
-            except Exception as exc:  # counted; repeated errors halt trading, the process keeps its counters live
-                sup.record_error(exc)
-                if sup.errors <= 3:
-                    print(f"strategy: loop error {sup.last_error}", file=sys.stderr)
-                if time.time_ns() >= ctx.next_housekeeping:
-                    ctx.next_housekeeping = time.time_ns() + int(cfg.housekeeping_ms * 1e6)
-                    _housekeeping(ctx)
+                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
+                   by_reason=[0] * (max(OrderReason) + 1), order_id=time.time_ns(), order_segment=args.order_segment)
+        run_ctx = ctx
+        serve(PROCESS, sup, lambda: _loop(run_ctx), lambda: _housekeeping(run_ctx), ctx.clock, memwatch)
         return 0
     except segment.SegmentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
-        gc.enable()
         if ctx is not None:
             sup.stop()
             _housekeeping(ctx)  # final counters and samples
+            memwatch.report()
         if log is not None:
             log.close()
         if ctx is not None:
@@ -205,12 +189,12 @@ def _loop(ctx: _Ctx) -> None:
     idle = waiter.idle
     reset = waiter.reset
     sid = ctx.cfg.strategy_id
-    yield_after_order = ctx.cfg.yield_after_order and ctx.wait_policy == "hybrid"
+    yield_after_order = ctx.cfg.yield_after_order and ctx.wait_policy == WaitPolicy.HYBRID
     sched_yield = os.sched_yield
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
-    hk_ns = int(ctx.cfg.housekeeping_ms * 1e6)
-    next_hk = ctx.next_housekeeping or tns() + hk_ns
+    b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
+    clock = ctx.clock
     passes = 0
     while not sup.stopping:
         worked = False
@@ -224,12 +208,12 @@ def _loop(ctx: _Ctx) -> None:
             if d is not None:
                 oid = ctx.order_id + 1
                 t_decision = tns()
-                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[B_VENUE], 0, d[D_PX], d[D_QTY], rec[B_SEQ],
-                        rec[B_T_RECV], rec[B_T_PUBLISH], t_seen, t_decision):
+                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
+                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
                     ctx.order_id = oid
                     if ttd_buf.n < ttd_cap:
-                        ttd[ttd_buf.n] = t_decision - rec[B_T_RECV]
+                        ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
                         ttd_buf.n += 1
                     else:
                         ttd_buf.full += 1
@@ -240,23 +224,20 @@ def _loop(ctx: _Ctx) -> None:
                 else:
                     ctx.ring_full += 1
             if hop_buf.n < hop_cap:
-                hop[hop_buf.n] = t_seen - rec[B_T_PUBLISH]
+                hop[hop_buf.n] = t_seen - rec[b_t_publish]
                 hop_buf.n += 1
             else:
                 hop_buf.full += 1
-            venue = rec[B_VENUE]
+            venue = rec[b_venue]
             books[venue if venue < 3 else 0] += 1
         if worked:
             reset()
         else:
             idle()
         passes += 1
-        if not passes & _HOUSEKEEPING_MASK:
-            now = tns()
-            if now >= next_hk:
-                next_hk = ctx.next_housekeeping = now + hk_ns
-                _housekeeping(ctx)
-                push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
+        if not passes & CHECK_MASK and clock.due(tns()):
+            _housekeeping(ctx)
+            push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
 
 
 def _housekeeping(ctx: _Ctx) -> None:
@@ -268,6 +249,7 @@ def _housekeeping(ctx: _Ctx) -> None:
     else:
         ctx.hop.n = ctx.ttd.n = 0
     ctx.sup.check_kill_file()
+    ctx.memwatch.tick()
     for r in ctx.readers:
         if r.refresh():
             ctx.counters.ints[_I["reattached"]] += 1
@@ -303,5 +285,5 @@ def _housekeeping(ctx: _Ctx) -> None:
     ctx.counters.beat()
 
 
-_I = {name: i for i, name in enumerate(INT_COUNTERS)}
-_F = {name: i for i, name in enumerate(FLOAT_COUNTERS)}
+_I = index_of(INT_COUNTERS)
+_F = index_of(FLOAT_COUNTERS)

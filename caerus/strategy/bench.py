@@ -8,13 +8,15 @@ alternate so a risk engine's position stays bounded. Same interface as :class:`L
 from __future__ import annotations
 
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.latency_arb import B_ASK, B_BID, B_FLAGS, B_VENUE, G_HALTED, G_INVALID_BN, GUARD_NAMES
-from caerus.wire import BookFlags, OrderReason, Venue
+from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES
+from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Venue
 
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
-_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
-_OK = int(BookFlags.VALID)
+_VENUE = BOOK_I.VENUE
+_FLAGS = BOOK_I.FLAGS
+_BID = BOOK_I.BID_PX
+_ASK = BOOK_I.ASK_PX
 _BENCH = int(OrderReason.BENCH)
 
 
@@ -32,10 +34,10 @@ class BenchFireEveryBook:
         self.signal = self.basis = self.ewma = 0.0
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
-        venue = book[B_VENUE]
+        venue = book[_VENUE]
         if venue == _HYPERLIQUID:
-            if (book[B_FLAGS] & _OK_MASK) == _OK:
-                self.hl_mid = (book[B_BID] + book[B_ASK]) * 0.5
+            if (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE:
+                self.hl_mid = (book[_BID] + book[_ASK]) * 0.5
             return None
         if venue != _BINANCE:
             return None
@@ -43,11 +45,11 @@ class BenchFireEveryBook:
         if self.halted:
             self.guards[G_HALTED] += 1
             return None
-        if (book[B_FLAGS] & _OK_MASK) != _OK:
+        if (book[_FLAGS] & TRADEABLE_MASK) != TRADEABLE:
             self.guards[G_INVALID_BN] += 1
             return None
         # Price the order at the Hyperliquid mid when known (keeps a price-band risk check happy), else Binance.
-        px = self.hl_mid or (book[B_BID] + book[B_ASK]) * 0.5
+        px = self.hl_mid or (book[_BID] + book[_ASK]) * 0.5
         return (self.side, _BENCH, px, self._qty)
 
     def fired(self, decision: tuple, now: int) -> None:

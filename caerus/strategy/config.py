@@ -1,30 +1,21 @@
-"""Strategy configuration: a frozen msgspec Struct loaded from TOML, validated before anything starts.
+"""Strategy configuration: a frozen config struct (caerus.config.ConfigBase) loaded from TOML before anything starts.
 
 Every setting has a default that makes the venue emulator's market fire a few times a minute (jumps of tens of
-bps, Hyperliquid trailing by ~100 ms). ``load_config`` raises :class:`ConfigError` with a message naming the file
-and the offending field (``$.entry_bps``), so the CLI can print it and exit 2 before attaching any segment.
+bps, Hyperliquid trailing by ~100 ms). Load it with ``caerus.config.load_config(StrategyConfig, path, "strategy")``:
+a bad file raises ConfigError naming the file and the offending field (``$.entry_bps``), so the CLI prints it and
+exits 2 before attaching any segment.
 """
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal
 
 import msgspec
 
-Positive = Annotated[float, msgspec.Meta(gt=0)]
-NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
 
-T = TypeVar("T")
-
-
-class ConfigError(ValueError):
-    """A configuration file that cannot be used; the message names the file and the field."""
-
-
-class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class StrategyConfig(ConfigBase, frozen=True):
     """Latency-arb settings. Prices/thresholds in basis points, times in milliseconds unless named otherwise."""
 
     # "latency_arb": the real strategy. "bench": fire an IOC on every valid Binance book (OrderReason.BENCH),
@@ -62,32 +53,9 @@ class StrategyConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
+        super().check()
         if self.exit_bps >= self.entry_bps:
             raise ConfigError(f"exit_bps ({self.exit_bps}) must be below entry_bps ({self.entry_bps})")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
 
-
-def load_toml_struct(path: str | Path, kind: type[T], what: str) -> T:
-    """Read ``path`` as TOML and convert it to ``kind``; ConfigError naming the file and field on any problem."""
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{what} config {path}: cannot read: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{what} config {path}: not valid TOML: {exc}") from None
-    try:
-        return msgspec.convert(raw, kind)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{what} config {path}: {exc}") from None
-
-
-def load_config(path: str | Path | None) -> StrategyConfig:
-    """The strategy config from ``path`` (None = all defaults), validated."""
-    cfg = StrategyConfig() if path is None else load_toml_struct(path, StrategyConfig, "strategy")
-    try:
-        cfg.check()
-    except ConfigError as exc:
-        raise ConfigError(f"strategy config {path or '(defaults)'}: {exc}") from None
-    return cfg

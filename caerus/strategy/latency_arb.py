@@ -29,17 +29,16 @@ from __future__ import annotations
 import math
 
 from caerus.strategy.config import StrategyConfig
-from caerus.wire import BOOK, BookFlags, OrderReason, Side, Venue
+from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Side, Venue
 
-# Field positions in an unpacked BOOK tuple.
-B_VENUE = BOOK.index("venue")
-B_FLAGS = BOOK.index("flags")
-B_SEQ = BOOK.index("seq")
-B_T_EXCHANGE = BOOK.index("t_exchange")
-B_T_RECV = BOOK.index("t_recv")
-B_T_PUBLISH = BOOK.index("t_publish")
-B_BID = BOOK.index("bid_px")
-B_ASK = BOOK.index("ask_px")
+# Field positions (from the one table, wire.BOOK_I) bound to module globals: one dict lookup per use on the
+# per-book path instead of a global plus an attribute lookup.
+_VENUE = BOOK_I.VENUE
+_FLAGS = BOOK_I.FLAGS
+_T_EXCHANGE = BOOK_I.T_EXCHANGE
+_T_RECV = BOOK_I.T_RECV
+_BID = BOOK_I.BID_PX
+_ASK = BOOK_I.ASK_PX
 
 # A decision is a plain tuple (side, reason, px, qty): building it is the only allocation on the fire path.
 D_SIDE, D_REASON, D_PX, D_QTY = 0, 1, 2, 3
@@ -61,8 +60,6 @@ GUARD_NAMES = (
 
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
-_OK_MASK = int(BookFlags.VALID | BookFlags.STALE)
-_OK = int(BookFlags.VALID)
 _BUY = int(Side.BUY)
 _SELL = int(Side.SELL)
 _ENTRY = int(OrderReason.ENTRY)
@@ -171,25 +168,25 @@ class LatencyArb:
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
-        venue = book[B_VENUE]
-        ok = (book[B_FLAGS] & _OK_MASK) == _OK
+        venue = book[_VENUE]
+        ok = (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE
         if venue == _BINANCE:
             self.bn_ok = ok
-            self.bn_t_recv = book[B_T_RECV]
+            self.bn_t_recv = book[_T_RECV]
             if ok:
-                bid = book[B_BID]
-                ask = book[B_ASK]
+                bid = book[_BID]
+                ask = book[_ASK]
                 self.bn_bid = bid
                 self.bn_ask = ask
                 self.bn_mid = (bid + ask) * 0.5
                 self.bn_seen = True
         elif venue == _HYPERLIQUID:
             self.hl_ok = ok
-            self.hl_t_recv = book[B_T_RECV]
-            self.hl_t_exchange = book[B_T_EXCHANGE]
+            self.hl_t_recv = book[_T_RECV]
+            self.hl_t_exchange = book[_T_EXCHANGE]
             if ok:
-                bid = book[B_BID]
-                ask = book[B_ASK]
+                bid = book[_BID]
+                ask = book[_ASK]
                 self.hl_bid = bid
                 self.hl_ask = ask
                 self.hl_mid = (bid + ask) * 0.5

@@ -21,7 +21,7 @@ from caerus.execution.engine import EXEC_FLAG_REPLY
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
-from caerus.strategy.supervisor import HaltCause, State
+from caerus.runtime.supervisor import HaltCause, State
 from caerus.wire import EXEC, Outcome, RiskReject
 from tests.fixtures.common import Started
 

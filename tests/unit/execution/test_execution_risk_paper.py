@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from caerus import config
+from caerus.config import ConfigError
 from caerus.execution.books import LatestBooks
-from caerus.execution.config import ConfigError, ExecutionConfig, PaperConfig, RiskConfig, load_config
+from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
@@ -17,20 +19,24 @@ from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
-from caerus.wire import EXEC, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
+from caerus.wire import EXEC, EXEC_I, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
 from tests.fixtures.pipeline import make_book
 
 MS = 1_000_000
 T0 = 1_700_000_000_000_000_000
 HL = int(Venue.HYPERLIQUID)
-E_OUTCOME = EXEC.index("outcome")
-E_RISK = EXEC.index("risk")
-E_FILL_PX = EXEC.index("fill_px")
-E_FILL_QTY = EXEC.index("fill_qty")
-E_T_PICKUP = EXEC.index("t_pickup")
-E_T_SENT = EXEC.index("t_sent")
-E_ORDER_ID = EXEC.index("order_id")
-E_FLAGS = EXEC.index("flags")
+E_OUTCOME = EXEC_I.OUTCOME
+E_RISK = EXEC_I.RISK
+E_FILL_PX = EXEC_I.FILL_PX
+E_FILL_QTY = EXEC_I.FILL_QTY
+E_T_PICKUP = EXEC_I.T_PICKUP
+E_T_SENT = EXEC_I.T_SENT
+E_ORDER_ID = EXEC_I.ORDER_ID
+E_FLAGS = EXEC_I.FLAGS
+
+
+def load_config(path: Path | None) -> ExecutionConfig:
+    return config.load_config(ExecutionConfig, path, "execution")
 
 
 def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
@@ -246,6 +252,12 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
         load_config(p)
     p.write_text("[risk]\nmax_order_qty = 1.0\nmax_position = 0.5\n")
     with pytest.raises(ConfigError, match="max_order_qty"):
+        load_config(p)
+    p.write_text("[risk]\nprice_band_bps = inf\n")
+    with pytest.raises(ConfigError, match=r"risk\.price_band_bps must be a finite number"):
+        load_config(p)
+    p.write_text("[paper]\nmarkout_ms = [100.0, inf]\n")
+    with pytest.raises(ConfigError, match="finite"):
         load_config(p)
     p.write_text("[paper]\nlatency_ms = 0\nmarkout_ms = [100.0, 250.0]\n[risk]\nmax_orders_per_s = 5\n")
     cfg = load_config(p)

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from caerus.strategy.config import ConfigError, load_config
-from caerus.strategy.supervisor import HaltCause, State, Supervisor
+from caerus import config
+from caerus.config import ConfigError
+from caerus.runtime.supervisor import HaltCause, State, Supervisor
+from caerus.strategy.config import StrategyConfig
+
+
+def load_config(path: Path | None) -> StrategyConfig:
+    return config.load_config(StrategyConfig, path, "strategy")
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -34,6 +40,7 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
         ("entry_bps = 2.0\nexit_bps = 3.0\n", "exit_bps"),
         ("order_qty = 1.0\n", "max_position"),
         ("entry_bps = = 2\n", "not valid TOML"),
+        ("max_hold_ms = inf\n", "finite"),
     ],
 )
 def test_bad_config_names_the_field(tmp_path: Path, text: str, needle: str) -> None:

@@ -1,4 +1,4 @@
-"""Process supervisor for the trading processes (strategy, execution): kill switch, error budget, state.
+"""Kill switch and error budget of a fleet process: what halts trading, what stops the process, and its state.
 
 * Kill switch: SIGUSR1, or a kill file appearing (checked off the hot path by ``check_kill_file``), halts the
   process: it keeps running and reading (so its counters stay live) but sends no more orders. Halting is final
