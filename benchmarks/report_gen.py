@@ -1,6 +1,6 @@
 """Report generation for a long session: >= 10^7 samples per metric across interval histograms, goal <= 30 s.
 
-Builds a synthetic session folder (caerus.report.synthetic: one .hlog per recording process, 1 s intervals,
+Builds a synthetic session folder (caerus.session.synthetic: one .hlog per recording process, 1 s intervals,
 7 metrics) and times ``render_sessions`` on it -- decode every interval, merge, percentiles, charts, Markdown and
 self-contained HTML, index. In-run reference: decoding + merging the same .hlog files alone
 (``load_metrics``), so the ratio says how much the rendering adds on top of reading the data.
@@ -19,7 +19,7 @@ from pathlib import Path
 from benchmarks.common import add_common_args, at_most, emit, summarize
 from caerus.metrics.summary import load_metrics
 from caerus.report.render import render_sessions
-from caerus.report.synthetic import make_session
+from caerus.session.synthetic import make_session
 
 GOAL_S = 30.0
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
 from caerus.report import charts, tables
-from caerus.report.caveats import caveats
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -160,6 +160,10 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         md.append(f"### {caption}\n\n![{caption}](charts/{stem}.png)\n")
     md.append("## Processes\n")
     md.append(tables.markdown_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    rss = tables.rss_rows(s.summary)
+    if rss:
+        md.append("## Memory (RSS)\n")
+        md.append(tables.markdown_table(tables.RSS_HEADERS, rss))
     md.append("## Counts\n")
     md.append(tables.markdown_table(["count", "value"], tables.count_rows(s.summary)))
     crow = tables.counter_rows(s.summary)
@@ -197,6 +201,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     parts += [_img(png, caption) for caption, png in chart_files.values()]
     parts.append("<h2>Processes</h2>")
     parts.append(tables.html_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    rss = tables.rss_rows(s.summary)
+    if rss:
+        parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss)]
     parts.append("<h2>Counts</h2>")
     parts.append(tables.html_table(["count", "value"], tables.count_rows(s.summary)))
     crow = tables.counter_rows(s.summary)

@@ -129,6 +129,19 @@ def process_rows(summary: dict[str, Any]) -> list[list[str]]:
 PROCESS_HEADERS = ["process", "status", "exit code", "died after", "wait policy", "cpus", "log"]
 
 
+RSS_HEADERS = ["process", "start MB", "end MB", "max MB", "slope MB/min", "samples"]
+
+
+def rss_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Resident memory per fleet process over the session (``summary.json`` "rss"); empty for older sessions."""
+    rows = []
+    for name, r in (summary.get("rss") or {}).items():
+        slope = r.get("slope_mb_per_min")
+        rows.append([name, f"{r['start_mb']:.1f}", f"{r['end_mb']:.1f}", f"{r['max_mb']:.1f}",
+                     "n/a" if slope is None else f"{slope:+.3f}", str(r.get("samples", ""))])
+    return rows
+
+
 def _v(x: Any) -> str:
     if isinstance(x, dict) and "unavailable" in x:
         return f"unavailable ({x['unavailable']})"

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics, write_hgrms
-from caerus.report.caveats import caveats
 
 SUMMARY_SCHEMA = 1
 

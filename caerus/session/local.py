@@ -33,7 +33,9 @@ from rich.table import Table
 
 from caerus.ipc.segment import shm_dir
 from caerus.metrics.env import chrony_tracking, collect_env
+from caerus.metrics.rss import RssSampler
 from caerus.plan import HOT_PROCESSES, WAIT_POLICIES, FleetPlan, plan_fleet
+from caerus.report import tables
 from caerus.session import launch
 from caerus.session.collect import collect
 from caerus.session.progress import LiveStats, one_line, render
@@ -164,8 +166,6 @@ def _cleanup_segments(sid: str) -> list[str]:
 
 
 def headline_table(summary: dict[str, Any]) -> Table:
-    from caerus.report import tables
-
     t = Table(title=f"session {summary.get('session')}")
     for h in tables.HEADLINE_HEADERS[:-1]:
         t.add_column(h, justify="left" if h == "metric" else "right")
@@ -206,6 +206,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "segments": seg.to_dict(),
     }
     live: LiveStats | None = None
+    rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
     config_written = False
     failure: str | None = None
     interrupted = False
@@ -244,8 +245,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             write_processes()
             live = LiveStats(seg, [s.name for s in specs], start_ns)
             run["fleet_started_ns"] = time.time_ns()
+            rss.watch({r.spec.name: r.pid for r in procs})
             # the timed part starts once the whole fleet is launched (the emulator's start-up is not counted)
-            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic())
+            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss)
         except KeyboardInterrupt:
             interrupted = True
             console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
@@ -255,6 +257,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         # -- stop: data producers first, so consumers can drain and flush; the emulator last
         if live is not None:
             live.poll()
+        rss.sample(force=True)  # the last reading before the fleet is stopped
         order = [*HOT_PROCESSES, "capture", "venue-sim"]
         by_name = {r.spec.name: r for r in procs}
         for group in ([by_name[p] for p in order[:4] if p in by_name],
@@ -280,9 +283,17 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "counters": live.snapshots if live else {}, "exec": live.exec_summary() if live else {},
         "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
         "live_errors": live.errors if live else [],
+        "rss": rss.summary(),
     })
     summary = collect(session_dir, run, env)
     console.print(headline_table(summary))
+    if summary.get("rss"):
+        rss_table = Table(title="resident memory (RSS) per process")
+        for h in tables.RSS_HEADERS:
+            rss_table.add_column(h, justify="left" if h == "process" else "right")
+        for row in tables.rss_rows(summary):
+            rss_table.add_row(*row)
+        console.print(rss_table)
     for c in summary["caveats"]:
         console.print(f"[yellow]caveat:[/yellow] {c}")
     not_ok = [f"{n} ({p['status']})" for n, p in summary["processes"].items() if p["status"] != "ok"]
@@ -311,7 +322,7 @@ def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg:
 
 
 def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
-           start_mono: float, write_processes: Any, fleet_start_mono: float) -> None:
+           start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None) -> None:
     mode = opts.progress
     if mode == "auto":
         mode = "rich" if console.is_terminal else "lines"
@@ -320,6 +331,8 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
 
     def tick() -> float:
         live.poll()
+        if rss is not None:
+            rss.sample()
         for r in procs:
             r.poll(start_mono)
             if r.status == "died" and r.spec.name not in seen_dead:

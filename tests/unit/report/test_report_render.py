@@ -15,8 +15,8 @@ from caerus.metrics import hdr
 from caerus.metrics.summary import load_metrics
 from caerus.report import tables
 from caerus.report.render import SessionNotFound, newest_session, render_sessions
-from caerus.report.synthetic import make_session
 from caerus.session.collect import family_total, headline_counts
+from caerus.session.synthetic import make_session
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,7 +1,8 @@
 """The caveats a session's data implies: what a reader of its numbers must know before comparing them.
 
 Pure functions of ``summary.json`` + ``env.json`` content; used when collecting a session (stored in the summary)
-and when rendering (recomputed, so an old summary gets today's rules).
+and when rendering (recomputed, so an old summary gets today's rules). Lives under metrics, below both the
+session (which collects) and the report (which renders), so neither has to import the other for it.
 """
 
 from __future__ import annotations

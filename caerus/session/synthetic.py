@@ -19,6 +19,7 @@ import tomli_w
 
 from caerus.metrics import hdr
 from caerus.metrics.env import collect_env
+from caerus.metrics.rss import MB, summarise
 from caerus.plan import plan_fleet
 from caerus.session.collect import collect
 
@@ -125,6 +126,9 @@ def make_session(
         "exec": {"orders": intervals * 2, "by_outcome": {"FILLED": intervals, "NOT_FILLED": intervals},
                  "by_risk": {"NONE": intervals * 2}, "ring_lost": 0,
                  "fires_per_s": [[float(i), 2] for i in range(intervals)]},
+        # flat resident memory per process, sampled every 5 s (what a process whose loops keep nothing shows)
+        "rss": {p: summarise([(t, (30 + i) * MB + (t % 2) * 4096) for t in range(0, max(intervals, 60), 5)], 30.0)
+                for i, p in enumerate(processes)},
     }
     collect(d, run, env)
     return d
