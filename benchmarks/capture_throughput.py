@@ -37,8 +37,8 @@ from caerus.plan import available_cpus, pin_current_process
 
 CTX = mp.get_context("fork")
 REPO = Path(__file__).resolve().parents[1]
-_T_RECV = wire.BOOK.index("t_recv")
-_SEQ = wire.BOOK.index("seq")
+_T_RECV = wire.BOOK_I.T_RECV  # bound to globals for the timed loop
+_SEQ = wire.BOOK_I.SEQ
 
 
 def _book(i: int, t: int) -> tuple:

@@ -34,7 +34,7 @@ from caerus.plan import available_cpus, pin_current_process
 
 CTX = mp.get_context("fork")
 WARMUP = 1000
-_T = wire.BOOK.index("t_recv")
+_T = wire.BOOK_I.T_RECV  # bound to a global for the timed loop
 
 
 def _book(t: int) -> tuple:
@@ -144,7 +144,7 @@ def _mpsc(seg: str) -> tuple[Callable, Callable]:
     from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 
     created = CTX.Event()
-    t_idx = wire.ORDER.index("trigger_t_recv")
+    t_idx = wire.ORDER_I.TRIGGER_T_RECV
 
     def reader_setup() -> Callable[[], int]:
         c = MpscConsumer.create(seg, wire.ORDER, 4096, lanes=4)

@@ -196,7 +196,7 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
              ) -> tuple[dict, dict]:
     from caerus.ipc.counters import CounterBlock
     from caerus.ipc.swmr import SwmrReader
-    from caerus.wire import EXEC
+    from caerus.wire import EXEC, EXEC_I
 
     shm = Path("/dev/shm") / f"caerus-bench-t2d-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     shm.mkdir()
@@ -272,7 +272,7 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
         shutil.rmtree(work, ignore_errors=True)
     if not rows:
         raise RuntimeError("no EXEC records: the ring pipeline produced no orders")
-    cols = [EXEC.index(c) for c in ("trigger_t_recv", "trigger_t_publish", "t_seen", "t_decision", "t_pickup")]
+    cols = [EXEC_I.TRIGGER_T_RECV, EXEC_I.TRIGGER_T_PUBLISH, EXEC_I.T_SEEN, EXEC_I.T_DECISION, EXEC_I.T_PICKUP]
     arr = np.array([[r[c] for c in cols] for r in rows], dtype=np.int64)
     info = {
         "books_published": n,

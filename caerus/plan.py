@@ -12,10 +12,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from caerus.ipc.wait import POLICIES, WaitPolicy
+
 FEEDS = ("feed-binance", "feed-hyperliquid")
 HOT_PROCESSES = (*FEEDS, "strategy", "execution")
 COLD_PROCESSES = ("capture", "venue-sim", "session")
-WAIT_POLICIES = ("spin", "hybrid", "sleep")
+WAIT_POLICIES = POLICIES  # the names of caerus.ipc.wait.WaitPolicy (kept for the session CLI's choices)
 
 
 @dataclass(frozen=True)
@@ -150,8 +152,8 @@ def plan_fleet(
     CPU to its SMT thread siblings (default: read from sysfs when ``cpus`` is not given); hot processes get one
     thread per physical core and the spare siblings stay idle.
     """
-    if wait_policy is not None and wait_policy not in WAIT_POLICIES:
-        raise ValueError(f"wait policy {wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+    if wait_policy is not None:
+        WaitPolicy.parse(wait_policy)  # ValueError naming the allowed policies
     cpus_given = cpus
     cpus = tuple(sorted(set(available_cpus() if cpus is None else cpus)))
     if not cpus:
@@ -176,7 +178,8 @@ def plan_fleet(
     placements: dict[str, Placement] = {}
 
     def put(process: str, cpu_set: tuple[int, ...], dedicated: bool, policy: str | None = None) -> None:
-        policy = wait_policy or policy or ("spin" if dedicated else "hybrid")
+        # Default per placement: a process with a core to itself spins; one sharing a core yields (hybrid).
+        policy = wait_policy or policy or (WaitPolicy.SPIN if dedicated else WaitPolicy.HYBRID).value
         placements[process] = Placement(process, cpu_set, policy, dedicated)
 
     if len(cores) >= 4:
@@ -188,13 +191,13 @@ def plan_fleet(
         put("feed-binance", (cores[0],), True)
         put("strategy", (cores[1],), True)
         put("execution", (cores[2],), True)
-        put("feed-hyperliquid", housekeeping, False, "sleep")  # never busy-poll the housekeeping CPU
+        put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)  # never busy-poll the housekeeping CPU
         notes.append("3 hot CPUs: Binance feed, strategy and execution each own one; Hyperliquid feed on housekeeping")
     elif len(cores) == 2:
         put("feed-binance", (cores[0],), True)
         put("strategy", (cores[1],), False)
         put("execution", (cores[1],), False)
-        put("feed-hyperliquid", housekeeping, False, "sleep")
+        put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         notes.append("2 hot CPUs: Binance feed owns one, strategy+execution share the other (hybrid wait policy); "
                      "Hyperliquid feed on housekeeping")
     else:
@@ -209,7 +212,7 @@ def plan_fleet(
             f"{format_cpu_list(cores)}; hybrid wait policy, numbers are not comparable to an isolated host"
         )
     for process in COLD_PROCESSES:
-        placements[process] = Placement(process, housekeeping, "sleep", False)
+        placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
     return FleetPlan(
         housekeeping=housekeeping,
         hot=hot,

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import re
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from caerus.plan import WAIT_POLICIES, parse_cpu_list, pin_current_process
+from caerus.config import ConfigError, convert
+from caerus.ipc.wait import POLICIES, WaitPolicy
+from caerus.plan import parse_cpu_list
+from caerus.runtime.args import EXIT_CONFIG
+from caerus.runtime.gcpolicy import freeze_startup
+from caerus.runtime.pinning import pin, pin_all_threads
 
 from .pipeline import Capture, CaptureConfig, ChdbOutput, counter_names, write_summary
 
 log = logging.getLogger("caerus.capture")
 
 _BROKER = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
-
-
-class ConfigError(ValueError):
-    pass
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,13 +54,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until signalled)")
     p.add_argument("--stats-segment", metavar="NAME", help="counter block to publish live counters in")
     p.add_argument("--metrics-dir", type=Path, metavar="DIR", help="accepted for fleet uniformity (no histograms)")
-    p.add_argument("--wait-policy", default="sleep", help="spin|hybrid|sleep (default sleep: capture is off-path)")
+    p.add_argument("--wait-policy", default=WaitPolicy.SLEEP,
+                   help=f"{'|'.join(POLICIES)} (default sleep: capture is off-path)")
     p.add_argument("--idle-sleep-ms", type=float, default=5.0, metavar="MS",
                    help="sleep policy: how long an idle pass sleeps (rings buffer meanwhile; default 5 ms)")
     p.add_argument("--cpus", default="", metavar="LIST", help="pin to these CPUs (kernel list syntax)")
 
 
-def validate(args: argparse.Namespace) -> None:
+def validate(args: argparse.Namespace) -> CaptureConfig:
+    """Check the whole command line; the capture config on success, ConfigError naming the flag otherwise."""
     if not args.segment:
         raise ConfigError("at least one --segment is required")
     for name in args.segment:
@@ -90,22 +92,16 @@ def validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--idle-sleep-ms {args.idle_sleep_ms}: must be >= 0")
     if args.batch_rows < 1 or args.flush_interval <= 0:
         raise ConfigError("--batch-rows must be >= 1 and --flush-interval > 0")
-    if args.wait_policy not in WAIT_POLICIES:
-        raise ConfigError(f"--wait-policy {args.wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+    if args.wait_policy not in POLICIES:
+        raise ConfigError(f"--wait-policy {args.wait_policy!r} is not one of {', '.join(POLICIES)}")
     try:
         args.cpu_list = parse_cpu_list(args.cpus)
     except ValueError:
         raise ConfigError(f"--cpus {args.cpus!r}: expected a CPU list like 0 or 0-1,3") from None
-
-
-def _pin_all_threads(cpus: tuple[int, ...]) -> None:
-    if not cpus:
-        return
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), set(cpus))
-        except OSError:
-            pass  # a thread that ended meanwhile
+    return convert({"segments": list(args.segment), "session": args.session, "batch_rows": args.batch_rows,
+                    "flush_interval_s": args.flush_interval, "missing_after_s": args.missing_after,
+                    "wait_policy": str(args.wait_policy), "idle_sleep_s": args.idle_sleep_ms / 1000},
+                   CaptureConfig, "capture options")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,12 +116,12 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        validate(args)
-    except ConfigError as e:
+        cfg = validate(args)
+        # Pin before chDB / librdkafka start their thread pools, so every thread they create stays off the hot CPUs.
+        pin(args.cpu_list)
+    except (ConfigError, ValueError) as e:
         print(f"caerus capture: {e}", file=sys.stderr)
-        return 2
-    # Pin before chDB / librdkafka start their thread pools, so every thread they create stays off the hot CPUs.
-    pin_current_process(args.cpu_list)
+        return EXIT_CONFIG
     from .reader import UnsupportedSegment, layout_of
 
     try:  # a segment that already exists with the wrong kind/layout is a config error, caught before starting
@@ -133,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             layout_of(name)
     except UnsupportedSegment as e:
         print(f"caerus capture: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
 
     output = None
     if args.brokers is not None:
@@ -145,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             output.check_reachable(args.connect_timeout)
         except (ValueError, BrokerUnreachable) as e:
             print(f"caerus capture: {e}", file=sys.stderr)
-            return 2
+            return EXIT_CONFIG
     else:
         from .store import ChdbStore, StoreError
 
@@ -153,18 +149,16 @@ def run(args: argparse.Namespace) -> int:
             output = ChdbOutput(ChdbStore(args.store))
         except StoreError as e:
             print(f"caerus capture: {e}", file=sys.stderr)
-            return 2
+            return EXIT_CONFIG
 
-    _pin_all_threads(args.cpu_list)  # threads started before the pin (allocator, BLAS) follow too
+    pin_all_threads(args.cpu_list)  # threads started before the pin (allocator, BLAS) follow too
     counters = None
     if args.stats_segment:
         from caerus.ipc.counters import CounterBlock
 
         counters = CounterBlock.create(args.stats_segment, ints=counter_names(args.segment))
-    cfg = CaptureConfig(segments=args.segment, session=args.session, batch_rows=args.batch_rows,
-                        flush_interval_s=args.flush_interval, missing_after_s=args.missing_after,
-                        wait_policy=args.wait_policy, idle_sleep_s=args.idle_sleep_ms / 1000)
     cap = Capture(cfg, output, counters)
+    freeze_startup()  # the start-up heap (chDB, pandas) is never rescanned; the collector stays on for the rest
     cap.stop_event = stop
     rc = 0
     try:

@@ -13,14 +13,15 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Annotated, Protocol
 
+import msgspec
 import pandas as pd
 
+from caerus.config import ConfigBase, NonNegative, Positive
 from caerus.ipc.counters import CounterBlock
-from caerus.ipc.wait import make_waiter
+from caerus.ipc.wait import WaitPolicy, make_waiter
 
 from . import rows
 from .reader import RingSource, role_of, session_of
@@ -46,16 +47,16 @@ class ChdbOutput:
         return None
 
 
-@dataclass
-class CaptureConfig:
+class CaptureConfig(ConfigBase, frozen=True):
     segments: Sequence[str]
     session: str = ""
-    batch_rows: int = 65536  # flush when this many records are pending
-    flush_interval_s: float = 2.0  # ... or when this long passed since the last flush
-    housekeeping_s: float = 0.1
-    missing_after_s: float = 10.0  # a segment still absent after this long is reported as missing
-    wait_policy: str = "sleep"
-    idle_sleep_s: float = 0.005  # sleep policy: capture is off-path, rings buffer while it naps
+    batch_rows: Annotated[int, msgspec.Meta(ge=1)] = 65536  # flush when this many records are pending
+    flush_interval_s: Positive = 2.0  # ... or when this long passed since the last flush
+    housekeeping_s: Positive = 0.1
+    missing_after_s: NonNegative = 10.0  # a segment still absent after this long is reported as missing
+    # capture is off the hot path: it sleeps when idle (the rings buffer while it naps) and leaves the CPU to others
+    wait_policy: WaitPolicy = WaitPolicy.SLEEP
+    idle_sleep_s: NonNegative = 0.005
 
 
 def counter_names(segments: Sequence[str]) -> list[str]:

@@ -25,3 +25,13 @@ def hot_gc() -> Iterator[None]:
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+def freeze_startup() -> None:
+    """For off-path processes (capture): collect once and freeze the start-up heap, but keep the collector on.
+
+    Their loops build DataFrames and call libraries that may form reference cycles, so the collector must keep
+    running; freezing only spares it from rescanning the large, long-lived start-up heap on every pass.
+    """
+    gc.collect()
+    gc.freeze()

@@ -31,10 +31,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from caerus.config import ConfigError
 from caerus.ipc.segment import shm_dir
+from caerus.ipc.wait import POLICIES
 from caerus.metrics.env import chrony_tracking, collect_env
 from caerus.metrics.rss import RssSampler
-from caerus.plan import HOT_PROCESSES, WAIT_POLICIES, FleetPlan, plan_fleet
+from caerus.plan import HOT_PROCESSES, FleetPlan, plan_fleet
 from caerus.report import tables
 from caerus.session import launch
 from caerus.session.collect import collect
@@ -44,8 +46,8 @@ TRANSPORTS = ("paper", "null")
 READY_TIMEOUT_S = 60.0
 
 
-class SessionConfigError(ValueError):
-    """Bad session options: reported before anything starts."""
+class SessionConfigError(ConfigError):
+    """Bad session options: reported before anything starts (a caerus.config.ConfigError, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class SessionOptions:
     out: Path = Path("sessions")
     seed: int = 1
     scenario: str | None = None  # emulator fault scenario name, or "replay:PATH"
-    wait_policy: str | None = None  # force one policy on every hot process
+    wait_policy: str | None = None  # force one WaitPolicy on every hot process; None = the plan's per-process one
     capture: bool = True
     transport: str = "paper"
     stop_grace_s: float = 5.0
@@ -70,8 +72,8 @@ class SessionOptions:
         problems = []
         if not (self.duration_s > 0):
             problems.append(f"duration must be > 0 seconds, got {self.duration_s}")
-        if self.wait_policy is not None and self.wait_policy not in WAIT_POLICIES:
-            problems.append(f"wait policy {self.wait_policy!r} is not one of {', '.join(WAIT_POLICIES)}")
+        if self.wait_policy is not None and self.wait_policy not in POLICIES:
+            problems.append(f"wait policy {self.wait_policy!r} is not one of {', '.join(POLICIES)}")
         if self.transport not in TRANSPORTS:
             problems.append(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)} for a local session")
         if self.live and self.scenario is not None:

@@ -24,14 +24,9 @@ from caerus.ipc.segment import SegmentError
 from caerus.ipc.swmr import SwmrReader
 from caerus.session.collect import headline_counts
 from caerus.session.launch import Running, Segments
-from caerus.wire import EXEC, ExecFlags, Outcome, RiskReject
+from caerus.wire import EXEC, EXEC_I, ExecFlags, Outcome, RiskReject
 
 WINDOW_S = 10.0
-_I_TRIGGER_RECV = EXEC.index("trigger_t_recv")
-_I_DECISION = EXEC.index("t_decision")
-_I_OUTCOME = EXEC.index("outcome")
-_I_RISK = EXEC.index("risk")
-_I_FLAGS = EXEC.index("flags")
 _REPLY = int(ExecFlags.REPLY)
 
 
@@ -102,20 +97,20 @@ class LiveStats:
             self.window.popleft()
 
     def _exec(self, rec: tuple) -> None:
-        if rec[_I_FLAGS] & _REPLY:
+        if rec[EXEC_I.FLAGS] & _REPLY:
             # A later venue reply for an order already counted as SENT: it carries the final outcome only.
             self.by_outcome[_name(Outcome, int(Outcome.SENT))] -= 1
-            self.by_outcome[_name(Outcome, rec[_I_OUTCOME])] += 1
+            self.by_outcome[_name(Outcome, rec[EXEC_I.OUTCOME])] += 1
             return
         self.orders += 1
-        t_dec = rec[_I_DECISION]
-        ttd = t_dec - rec[_I_TRIGGER_RECV]
+        t_dec = rec[EXEC_I.T_DECISION]
+        ttd = t_dec - rec[EXEC_I.TRIGGER_T_RECV]
         if ttd < 0:
             self.ttd_artifacts += 1
         else:
             self.window.append((t_dec, ttd))
-        self.by_outcome[_name(Outcome, rec[_I_OUTCOME])] += 1
-        self.by_risk[_name(RiskReject, rec[_I_RISK])] += 1
+        self.by_outcome[_name(Outcome, rec[EXEC_I.OUTCOME])] += 1
+        self.by_risk[_name(RiskReject, rec[EXEC_I.RISK])] += 1
         self.fires_per_s[max(0, (t_dec - self.start_ns) // 1_000_000_000)] += 1
 
     def live_ttd(self) -> tuple[float | None, float | None, int]:
