@@ -3,7 +3,8 @@ exit, the call sites whose retained memory grew most since a baseline taken afte
 
 For finding what a long-running process keeps (its loops must keep nothing): run a session with the variable
 set, then read ``DIR/<process>.tracemalloc.txt``. Tracing slows every allocation, so it is never on by default
-and its numbers are not latency numbers. The baseline is taken ``warmup_s`` after the loop starts (first-time
+and its numbers are not latency numbers; the exit report takes seconds, so give the session a longer stop grace
+(``caerus session --stop-grace 60``) or the runner kills the process before it is written. The baseline is taken ``warmup_s`` after the loop starts (first-time
 caches and buffers fill during warm-up and are not growth).
 """
 
@@ -20,7 +21,7 @@ ENV = "CAERUS_TRACEMALLOC"
 class MemWatch:
     """Does nothing unless ``CAERUS_TRACEMALLOC`` names a folder."""
 
-    def __init__(self, process: str, *, warmup_s: float = 10.0, frames: int = 8, top: int = 25) -> None:
+    def __init__(self, process: str, *, warmup_s: float = 10.0, frames: int = 1, top: int = 25) -> None:
         folder = os.environ.get(ENV, "")
         self.path = Path(folder) / f"{process}.tracemalloc.txt" if folder else None
         self.process = process
@@ -54,7 +55,7 @@ class MemWatch:
             return
         final = self._snapshot()
         span = time.monotonic() - self._baseline_at
-        stats = final.compare_to(self._baseline, "traceback")
+        stats = final.compare_to(self._baseline, "lineno")
         total = sum(s.size_diff for s in stats)
         lines = [f"# {self.process}: retained memory growth over {span:.1f} s after a {self.warmup_s:g} s warm-up: "
                  f"{total / 1024:+.1f} KiB in {sum(s.count_diff for s in stats):+d} blocks"]
