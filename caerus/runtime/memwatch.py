@@ -1,11 +1,11 @@
 """Opt-in memory growth report: ``CAERUS_TRACEMALLOC=DIR`` makes a process trace its allocations and write, at
-exit, the call sites whose retained memory grew most since a baseline taken after warm-up.
+exit, the source lines whose retained memory grew most since a baseline taken after warm-up.
 
 For finding what a long-running process keeps (its loops must keep nothing): run a session with the variable
 set, then read ``DIR/<process>.tracemalloc.txt``. Tracing slows every allocation, so it is never on by default
 and its numbers are not latency numbers; the exit report takes seconds, so give the session a longer stop grace
-(``caerus session --stop-grace 60``) or the runner kills the process before it is written. The baseline is taken ``warmup_s`` after the loop starts (first-time
-caches and buffers fill during warm-up and are not growth).
+(``caerus session --stop-grace 60``) or the runner kills the process before it is written. The baseline is taken
+``warmup_s`` after the loop starts (first-time caches and buffers fill during warm-up and are not growth).
 """
 
 from __future__ import annotations
