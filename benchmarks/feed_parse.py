@@ -164,12 +164,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, n: int, reps: int) -> int:
-    from caerus.feed.binance_loop import BinanceSink
-    from caerus.feed.hyperliquid_loop import HyperliquidSink
     from caerus.feed.outputs import FeedOutputs
     from caerus.net.ws import WsSession
-    from caerus.venues import binance, hyperliquid
+    from caerus.venues.binance import data as binance
+    from caerus.venues.binance.feed import BinanceSink
     from caerus.venues.book import check_levels
+    from caerus.venues.hyperliquid import data as hyperliquid
+    from caerus.venues.hyperliquid.feed import HyperliquidSink
 
     bt, bbo = make_frames(n, args.seed)
     tag = uuid.uuid4().hex[:8]

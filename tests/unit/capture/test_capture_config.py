@@ -10,7 +10,8 @@ import pytest
 
 from caerus.capture import app, replay
 from caerus.capture.clickhouse import check_url
-from caerus.venues import binance, hyperliquid
+from caerus.venues.binance import data as binance
+from caerus.venues.hyperliquid import data as hyperliquid
 
 
 def _args(*argv: str) -> argparse.Namespace:

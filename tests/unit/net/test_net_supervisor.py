@@ -9,13 +9,14 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.server import ServerConnection
 
-from caerus.feed.binance_loop import BinanceSink
-from caerus.feed.hyperliquid_loop import HyperliquidSink
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.ws import client_ssl_context
-from caerus.venues import binance, hyperliquid
+from caerus.venues.binance import data as binance
+from caerus.venues.binance.feed import BinanceSink
+from caerus.venues.hyperliquid import data as hyperliquid
+from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, BookFlags
 from tests.fixtures.feed_servers import Market
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from caerus.feed.binance_loop import BinanceSink
-from caerus.feed.hyperliquid_loop import HyperliquidSink
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
+from caerus.venues.binance.feed import BinanceSink
+from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason
 
 FLAGS = BOOK.index("flags")
