@@ -1,6 +1,6 @@
-"""Recorded frames: the file format, a recorder that writes it, and a player that sends it at original pacing.
+"""Recorded frames: a player that sends a frames file (caerus.recording) at its original pacing.
 
-Format (JSON Lines, one frame per line, agreed with the capture side):
+Format (JSON Lines, one frame per line, shared with the capture side through caerus.recording):
     {"venue": "binance" | "hyperliquid", "t_ns": <int, ns offset from the recording start>, "frame": "<raw text>"}
 Lines must be in non-decreasing ``t_ns`` order. ``frame`` is the text frame exactly as received.
 
@@ -19,11 +19,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from caerus import recording
+from caerus.recording import RecordedFrame
 from caerus.sim import frames
 from caerus.sim.hub import Subscriber, Topics
 from caerus.sim.scenarios import VENUES
@@ -34,81 +35,9 @@ _BINANCE_KINDS = {"bookTicker": "bookTicker", "depthUpdate": "depth", "aggTrade"
                   "markPriceUpdate": "markPrice", "kline": "kline"}
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedFrame:
-    venue: str
-    t_ns: int
-    frame: str
-
-
 def read_frames(path: str | Path) -> list[RecordedFrame]:
-    """Load and validate a frames file; ValueError names the file, line and problem."""
-    out: list[RecordedFrame] = []
-    last = -1
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{where}: not JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{where}: expected an object with venue, t_ns, frame")
-            venue, t_ns, frame = obj.get("venue"), obj.get("t_ns"), obj.get("frame")
-            if venue not in VENUES:
-                raise ValueError(f"{where}: venue must be one of {', '.join(VENUES)}, got {venue!r}")
-            if not isinstance(t_ns, int) or isinstance(t_ns, bool) or t_ns < 0:
-                raise ValueError(f"{where}: t_ns must be a non-negative integer, got {t_ns!r}")
-            if t_ns < last:
-                raise ValueError(f"{where}: t_ns {t_ns} goes backwards (previous {last})")
-            if not isinstance(frame, str):
-                raise ValueError(f"{where}: frame must be a string, got {type(frame).__name__}")
-            last = t_ns
-            out.append(RecordedFrame(venue, t_ns, frame))
-    if not out:
-        raise ValueError(f"{path}: no frames")
-    return out
-
-
-class FrameRecorder:
-    """Writes the frames format. ``t_ns`` defaults to time since the first record (monotonic clock)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self._f: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._t0: int | None = None
-        self.count = 0
-
-    def record(self, venue: str, frame: str | bytes, t_ns: int | None = None) -> None:
-        if venue not in VENUES:
-            raise ValueError(f"venue must be one of {', '.join(VENUES)}, got {venue!r}")
-        if t_ns is None:
-            now = time.monotonic_ns()
-            if self._t0 is None:
-                self._t0 = now
-            t_ns = now - self._t0
-        text = frame if isinstance(frame, str) else frame.decode("utf-8")
-        self._f.write(json.dumps({"venue": venue, "t_ns": int(t_ns), "frame": text}, separators=(",", ":")))
-        self._f.write("\n")
-        self.count += 1
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self) -> FrameRecorder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def write_frames(path: str | Path, items: Iterable[tuple[str, int, str]]) -> int:
-    """Write (venue, t_ns, frame) tuples; returns how many."""
-    with FrameRecorder(path) as rec:
-        for venue, t_ns, frame in items:
-            rec.record(venue, frame, t_ns)
-        return rec.count
+    """Load and validate a frames file for the venues this emulator serves (ValueError names line and problem)."""
+    return recording.read_frames(path, venues=VENUES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,9 @@ class FeedSpec:
     #: ``sink(outputs, parse_error_limit=N)``: the venue's feed loop (a FeedSink)
     sink: Callable[..., FeedSink]
     stale_after_s: float  # data watchdog default
+    #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a
+    #: captured top of book (capture replay rebuilds the emulator's frames file with it)
+    book_frame: Callable[[int, int, str, float, float, float, float], str] | None = None
     routes: tuple[str, ...] = ("default",)  # the first is the default
     rotate_after_s: float = 0.0  # make-before-break rotation age default (0 = never)
     keepalive_frame: bytes | None = None  # application ping, sent every keepalive_s when set

@@ -48,6 +48,7 @@ SPEC = VenueSpec(
         subscribe=_subscribe,
         sink=_sink,
         stale_after_s=data.DEFAULT_STALE_AFTER_S,
+        book_frame=data.book_frame,
         rotate_after_s=data.DEFAULT_ROTATE_AFTER_S,
     ),
     order_entry=OrderEntrySpec(

@@ -52,6 +52,7 @@ SPEC = VenueSpec(
         subscribe=_subscribe,
         sink=_sink,
         stale_after_s=data.DEFAULT_STALE_AFTER_S,
+        book_frame=data.book_frame,
         keepalive_frame=data.PING_FRAME,
         keepalive_s=data.DEFAULT_KEEPALIVE_S,
         keepalive_max_s=IDLE_LIMIT_S,
