@@ -49,23 +49,50 @@ class _Prepared:
     parsed: Any  # decoded payload for retiming (None when not JSON)
 
 
-def _prepare(fr: RecordedFrame) -> _Prepared:
-    try:
-        obj = json.loads(fr.frame)
-    except ValueError:
-        return _Prepared(fr.t_ns, fr.venue, None, fr.frame, None)
-    if fr.venue == "binance":
-        data = obj.get("data") if isinstance(obj, dict) and "stream" in obj else obj
-        raw = json.dumps(data, separators=(",", ":")) if data is not obj else fr.frame
-        if isinstance(data, dict) and data.get("e") in _BINANCE_KINDS and isinstance(data.get("s"), str):
-            return _Prepared(fr.t_ns, fr.venue, f"binance:{data['s'].lower()}@{_BINANCE_KINDS[data['e']]}",
-                             raw, data)
-        return _Prepared(fr.t_ns, fr.venue, None, raw, data)
+def _prepare_binance(fr: RecordedFrame, obj: Any) -> _Prepared:
+    data = obj.get("data") if isinstance(obj, dict) and "stream" in obj else obj
+    raw = json.dumps(data, separators=(",", ":")) if data is not obj else fr.frame
+    if isinstance(data, dict) and data.get("e") in _BINANCE_KINDS and isinstance(data.get("s"), str):
+        return _Prepared(fr.t_ns, fr.venue, f"binance:{data['s'].lower()}@{_BINANCE_KINDS[data['e']]}", raw, data)
+    return _Prepared(fr.t_ns, fr.venue, None, raw, data)
+
+
+def _prepare_hyperliquid(fr: RecordedFrame, obj: Any) -> _Prepared:
     if isinstance(obj, dict) and isinstance(obj.get("data"), dict):
         channel, coin = obj.get("channel"), obj["data"].get("coin")
         if channel and coin:
             return _Prepared(fr.t_ns, fr.venue, f"hyperliquid:{channel}:{coin}", fr.frame, obj)
     return _Prepared(fr.t_ns, fr.venue, None, fr.frame, obj)
+
+
+def _retime_binance(parsed: dict[str, Any], ms: int) -> dict[str, Any]:
+    data = dict(parsed)
+    if "E" in data:
+        data["E"] = ms
+    if "T" in data and data.get("e") != "markPriceUpdate":
+        data["T"] = ms - 1
+    return data
+
+
+def _retime_hyperliquid(parsed: dict[str, Any], ms: int) -> dict[str, Any]:
+    if isinstance(parsed.get("data"), dict) and "time" in parsed["data"]:
+        return {**parsed, "data": {**parsed["data"], "time": ms}}
+    return parsed
+
+
+#: venue -> (topic matching of a recorded frame, rewriting its exchange time to the send time)
+_VENUE_RULES = {
+    "binance": (_prepare_binance, _retime_binance),
+    "hyperliquid": (_prepare_hyperliquid, _retime_hyperliquid),
+}
+
+
+def _prepare(fr: RecordedFrame) -> _Prepared:
+    try:
+        obj = json.loads(fr.frame)
+    except ValueError:
+        return _Prepared(fr.t_ns, fr.venue, None, fr.frame, None)
+    return _VENUE_RULES[fr.venue][0](fr, obj)
 
 
 class ReplayDriver:
@@ -104,17 +131,7 @@ class ReplayDriver:
         if not self.retime or not isinstance(p.parsed, dict):
             return p.raw
         ms = frames.ms(epoch_ns, p.t_ns)
-        if p.venue == "binance":
-            data = dict(p.parsed)
-            if "E" in data:
-                data["E"] = ms
-            if "T" in data and data.get("e") != "markPriceUpdate":
-                data["T"] = ms - 1
-            return json.dumps(data, separators=(",", ":"))
-        obj = p.parsed
-        if isinstance(obj.get("data"), dict) and "time" in obj["data"]:
-            obj = {**obj, "data": {**obj["data"], "time": ms}}
-        return json.dumps(obj, separators=(",", ":"))
+        return json.dumps(_VENUE_RULES[p.venue][1](p.parsed, ms), separators=(",", ":"))
 
     async def run(self) -> None:
         await self._first.wait()
