@@ -178,7 +178,8 @@ def _run(args: argparse.Namespace, n: int, reps: int) -> int:
     sinks = {}
     for venue, cls in (("binance", BinanceSink), ("hyperliquid", HyperliquidSink)):
         out = FeedOutputs(venue, f"b{tag}.book.{venue}", f"b{tag}.events.{venue}", f"b{tag}.stats.{venue}",
-                          capacity=4096, log_stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
+                          capacity=4096, venue_code=cls.venue,
+                          log_stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
         sink = cls(out)
         out.sink = sink
         session = WsSession("wss://bench.invalid/ws", 1, sink.on_message)

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
             cfg.stats_segment,
             capacity=cfg.capacity,
             metrics_dir=cfg.metrics_dir,
+            venue_code=cfg.spec.code,
             comment=f"caerus feed {cfg.venue} wait_policy={cfg.wait_policy} url={cfg.url}",
         )
     except (SegmentError, OSError, ValueError) as exc:

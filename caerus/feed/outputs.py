@@ -21,7 +21,6 @@ from caerus.ipc.swmr import SwmrWriter
 from caerus.ipc.wait import WaitPolicy
 from caerus.metrics.hdr import IntervalLog, SampleBuffer
 from caerus.net.failures import Failure, counter_name
-from caerus.venues import registry
 from caerus.venues.book import reject_counter
 from caerus.wire import BOOK, EVENT, EventKind, FailureClass, RejectReason
 
@@ -81,6 +80,7 @@ class FeedOutputs:
         sample_capacity: int = 1 << 16,
         log_stream: IO[str] | None = None,
         comment: str | None = None,
+        venue_code: int,
     ) -> None:
         self.venue_name = venue_name
         self.books = SwmrWriter.create(books_segment, BOOK, capacity)
@@ -96,7 +96,7 @@ class FeedOutputs:
                 Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age], comment=comment
             )
         self._log = log_stream or sys.stderr
-        self._venue_code = registry.get(venue_name).code  # the wire code of every event record
+        self._venue_code = venue_code  # the wire code of every event record (the venue registry's)
         self._idx = {name: i for i, name in enumerate(self.counters.int_names)}
         self.sink: FeedSink | None = None
         self._msgs_closed = 0  # messages received by sessions that already ended

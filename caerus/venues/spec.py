@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from caerus.feed.sink import FeedSink
+    pass
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class FeedSpec:
     url: Callable[[str, str], str]
     #: ``subscribe(symbol, channel)``: the frames sent after the handshake
     subscribe: Callable[[str, str], tuple[bytes, ...]]
-    #: ``sink(outputs, parse_error_limit=N)``: the venue's feed loop (a FeedSink)
-    sink: Callable[..., FeedSink]
+    #: ``sink(outputs, parse_error_limit=N)``: the venue's feed loop (a caerus.feed.sink.FeedSink; typed Any so
+    #: this lower layer does not import the feed)
+    sink: Callable[..., Any]
     stale_after_s: float  # data watchdog default
     #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a
     #: captured top of book (capture replay rebuilds the emulator's frames file with it)

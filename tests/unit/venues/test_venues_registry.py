@@ -36,7 +36,7 @@ def test_register_refuses_clashes_and_unregisters() -> None:
         assert "extra" in registry.names() and "extra" not in registry.live_names()
         with pytest.raises(ValueError, match="clashes"):
             registry.register(dataclasses.replace(extra, name="extra2"))  # same code
-        with pytest.raises(ValueError, match="clashes|built-in"):
+        with pytest.raises(ValueError, match=r"clashes|built-in"):
             registry.register(dataclasses.replace(extra, name="hyperliquid", code=201))
     finally:
         registry.unregister("extra")
