@@ -68,7 +68,9 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
                 fake_books.append(rec)
             while (rec := exec_reader.read_next()) is not None:
                 records.append(rec)
-            if sum(1 for r in records if r[EXEC_I.OUTCOME] in FINAL) >= 3:
+            # Feed and strategy refresh their counter blocks periodically: wait for those too, not only the results.
+            if (sum(1 for r in records if r[EXEC_I.OUTCOME] in FINAL) >= 3 and feed.get("books") > 0
+                    and strategy.get("books.binance") > 0):
                 break
             for n, p in procs.items():
                 if not p.alive():
