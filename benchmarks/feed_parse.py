@@ -164,12 +164,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, n: int, reps: int) -> int:
-    from caerus.feed.binance_loop import BinanceSink
-    from caerus.feed.hyperliquid_loop import HyperliquidSink
     from caerus.feed.outputs import FeedOutputs
     from caerus.net.ws import WsSession
-    from caerus.venues import binance, hyperliquid
+    from caerus.venues.binance import data as binance
+    from caerus.venues.binance.feed import BinanceSink
     from caerus.venues.book import check_levels
+    from caerus.venues.hyperliquid import data as hyperliquid
+    from caerus.venues.hyperliquid.feed import HyperliquidSink
 
     bt, bbo = make_frames(n, args.seed)
     tag = uuid.uuid4().hex[:8]
@@ -177,7 +178,8 @@ def _run(args: argparse.Namespace, n: int, reps: int) -> int:
     sinks = {}
     for venue, cls in (("binance", BinanceSink), ("hyperliquid", HyperliquidSink)):
         out = FeedOutputs(venue, f"b{tag}.book.{venue}", f"b{tag}.events.{venue}", f"b{tag}.stats.{venue}",
-                          capacity=4096, log_stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
+                          capacity=4096, venue_code=cls.venue,
+                          log_stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
         sink = cls(out)
         out.sink = sink
         session = WsSession("wss://bench.invalid/ws", 1, sink.on_message)

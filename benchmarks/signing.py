@@ -31,10 +31,12 @@ import numpy as np
 
 from benchmarks.common import add_common_args, at_most, emit, summarize
 from caerus import wire
-from caerus.execution.credentials import BinanceCredentials, HyperliquidCredentials, Secret
-from caerus.execution.signing.binance import query_string
-from caerus.execution.signing.hyperliquid import ecdsa_backend, sign_l1_action_reference
+from caerus.execution.credentials import Secret
 from caerus.execution.transports.live import make_live_transport
+from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.binance.signing import query_string
+from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from caerus.venues.hyperliquid.signing import ecdsa_backend, sign_l1_action_reference
 
 HL_GOAL_NS = 200_000
 

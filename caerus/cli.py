@@ -2,7 +2,8 @@
 
 Subcommand modules are imported lazily so that starting one process never pays for importing the others
 (chDB alone costs hundreds of milliseconds). Each module exposes ``add_arguments(parser)`` and
-``run(args) -> int``.
+``run(args) -> int``. Venue plugins named in ``CAERUS_VENUE_PLUGINS`` are imported first, so every subcommand
+finds a venue registered outside caerus (caerus.venues.registry).
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from caerus.venues import registry
+
+    try:
+        registry.load_plugins()
+    except (ImportError, ValueError) as exc:
+        print(f"caerus: bad config: {exc}", file=sys.stderr)
+        return 2
     args = build_parser(argv).parse_args(argv)
     return int(args._run(args) or 0)
 

@@ -1,29 +1,27 @@
 """Captured books -> the venue emulator's frames file, so a session can be re-run on identical input.
 
 Reads ``caerus.books`` from a session's chDB store (FINAL: each captured book once) and rebuilds, per row, the
-venue message that produced it: a Binance ``bookTicker`` (``u`` = seq, ``E`` = t_exchange in ms, prices and
-quantities as strings) or a Hyperliquid ``bbo`` (``time`` = t_exchange in ms, both levels). Frames are written in
-the emulator's replay format (caerus.sim.replay): ``{"venue", "t_ns", "frame"}`` per line, ``t_ns`` the offset from
-the first frame, non-decreasing.
+venue message that produced it with the venue's own encoder (``book_frame`` in its registry entry; e.g. a Binance
+``bookTicker`` with ``u`` = seq and ``E`` = t_exchange in ms, or a Hyperliquid ``bbo``). Frames are written in the
+recorded-frames format (caerus.recording, which the emulator plays): ``{"venue", "t_ns", "frame"}`` per line,
+``t_ns`` the offset from the first frame, non-decreasing.
 
 Pacing: ``exchange`` (default) orders and spaces frames by venue event time, ``recv`` by our receive time (what
-the fleet actually experienced, including network jitter). Only books the feed published as VALID and not STALE
-are replayed: a STALE record is the feed's own note that a connection dropped, not a venue message.
-
-What the store does not keep is filled in, and documented: Binance ``T`` = ``E`` (match time is not captured);
-Hyperliquid level order counts ``n`` = 1.
+the fleet actually experienced, including network jitter). Only tradeable books (VALID and not STALE,
+caerus.wire.TRADEABLE) are replayed: a STALE record is the feed's own note that a connection dropped, not a venue
+message. What the store does not keep is filled in by each venue's encoder, which documents it.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
-from caerus.wire import BookFlags
+from caerus.venues import registry
+from caerus.venues.spec import VenueSpec
+from caerus.wire import TRADEABLE, TRADEABLE_MASK
 
 from .store import ChdbStore
 
@@ -32,38 +30,30 @@ PACINGS = ("exchange", "recv")
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    venues: Sequence[str] = ("binance", "hyperliquid")
+    venues: Sequence[str] = field(default_factory=registry.names)
     pace: str = "exchange"
     session: str | None = None
-    binance_symbol: str = "BTCUSDT"
-    hyperliquid_coin: str = "BTC"
+    symbols: Mapping[str, str] = field(default_factory=dict)  # venue -> symbol written into frames (default: the
+    # venue's default symbol)
 
 
-def _num(x: float) -> str:
-    """Positional decimal text, never scientific notation (what the venues send)."""
-    return np.format_float_positional(x, trim="0")
-
-
-def binance_frame(seq: int, e_ms: int, symbol: str, bid: float, bid_qty: float, ask: float, ask_qty: float) -> str:
-    return json.dumps({"e": "bookTicker", "u": int(seq), "E": e_ms, "T": e_ms, "s": symbol, "b": _num(bid),
-                       "B": _num(bid_qty), "a": _num(ask), "A": _num(ask_qty)}, separators=(",", ":"))
-
-
-def hyperliquid_frame(t_ms: int, coin: str, bid: float, bid_qty: float, ask: float, ask_qty: float) -> str:
-    return json.dumps({"channel": "bbo", "data": {"coin": coin, "time": t_ms, "bbo": [
-        {"px": _num(bid), "sz": _num(bid_qty), "n": 1}, {"px": _num(ask), "sz": _num(ask_qty), "n": 1}]}},
-        separators=(",", ":"))
+def _replayable(venue: str) -> VenueSpec:
+    try:
+        spec = registry.get(venue)
+    except registry.UnknownVenue as exc:
+        raise ValueError(str(exc)) from None
+    if spec.feed.book_frame is None:
+        raise ValueError(f"venue {venue!r} cannot rebuild its messages from captured books (no book_frame)")
+    return spec
 
 
 def load_books(store: ChdbStore, opts: ReplayOptions) -> pd.DataFrame:
     if opts.pace not in PACINGS:
         raise ValueError(f"pace {opts.pace!r} is not one of {', '.join(PACINGS)}")
-    bad = [v for v in opts.venues if v not in ("binance", "hyperliquid")]
-    if bad:
-        raise ValueError(f"unknown venue(s) {bad}: binance, hyperliquid")
+    for v in opts.venues:
+        _replayable(v)
     venues = ", ".join(f"'{v}'" for v in opts.venues)
-    where = [f"venue IN ({venues})", f"bitAnd(flags, {int(BookFlags.VALID)}) != 0",
-             f"bitAnd(flags, {int(BookFlags.STALE)}) = 0"]
+    where = [f"venue IN ({venues})", f"bitAnd(flags, {TRADEABLE_MASK}) = {TRADEABLE}"]
     if opts.session is not None:
         where.append("session = '" + opts.session.replace("\\", "\\\\").replace("'", "\\'") + "'")
     order = "t_exchange, t_recv" if opts.pace == "exchange" else "t_recv, t_exchange"
@@ -79,10 +69,10 @@ def frames(books: pd.DataFrame, opts: ReplayOptions) -> Iterator[tuple[str, int,
     clock = books["t_exchange" if opts.pace == "exchange" else "t_recv"].to_numpy()
     t0 = int(clock[0])
     cols = [books[c].to_numpy() for c in ("venue", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")]
+    encoders = {}
+    for v in opts.venues:
+        spec = _replayable(v)
+        encoders[v] = (spec.feed.book_frame, opts.symbols.get(v) or spec.feed.default_symbol)
     for i, (venue, seq, t_ex, bid, bq, ask, aq) in enumerate(zip(*cols, strict=True)):
-        ms = int(t_ex) // 1_000_000
-        if venue == "binance":
-            text = binance_frame(seq, ms, opts.binance_symbol, bid, bq, ask, aq)
-        else:
-            text = hyperliquid_frame(ms, opts.hyperliquid_coin, bid, bq, ask, aq)
-        yield venue, int(clock[i]) - t0, text
+        encode, symbol = encoders[venue]
+        yield venue, int(clock[i]) - t0, encode(int(seq), int(t_ex) // 1_000_000, symbol, bid, bq, ask, aq)

@@ -1,6 +1,6 @@
 """`caerus replay`: write a captured session's books as the emulator's frames file (optionally run it).
 
-    caerus replay --store DIR --out FRAMES.jsonl [--venue binance|hyperliquid ...] [--pace exchange|recv]
+    caerus replay --store DIR --out FRAMES.jsonl [--venue NAME ...] [--symbol VENUE=SYMBOL ...] [--pace exchange|recv]
                   [--session ID] [--run -- VENUE-SIM ARGS...]
 
 ``--run`` then starts ``caerus venue-sim --replay FRAMES.jsonl`` with the arguments after ``--`` (e.g.
@@ -15,6 +15,9 @@ import os
 import sys
 from pathlib import Path
 
+from caerus.recording import write_frames
+from caerus.venues import registry
+
 from .replay import PACINGS, ReplayOptions, frames, load_books
 
 log = logging.getLogger("caerus.replay")
@@ -23,13 +26,13 @@ log = logging.getLogger("caerus.replay")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", type=Path, required=True, metavar="DIR", help="session folder with the chDB store")
     p.add_argument("--out", type=Path, required=True, metavar="FRAMES.jsonl")
-    p.add_argument("--venue", action="append", choices=("binance", "hyperliquid"),
-                   help="replay only this venue (repeat; default both)")
+    p.add_argument("--venue", action="append", choices=registry.names(),
+                   help="replay only this venue (repeat; default all)")
     p.add_argument("--pace", choices=PACINGS, default="exchange",
                    help="space frames by venue event time (default) or by our receive time")
     p.add_argument("--session", help="only rows of this session id (a store normally holds one)")
-    p.add_argument("--symbol", default="BTCUSDT", help="Binance symbol written into frames")
-    p.add_argument("--coin", default="BTC", help="Hyperliquid coin written into frames")
+    p.add_argument("--symbol", action="append", default=[], metavar="VENUE=SYMBOL",
+                   help="symbol written into that venue's frames (repeat; default: the venue's default symbol)")
     p.add_argument("--run", action="store_true", help="then exec `caerus venue-sim --replay OUT ARGS...`")
     p.add_argument("sim_args", nargs=argparse.REMAINDER, help="after --: arguments for venue-sim (with --run)")
 
@@ -45,12 +48,14 @@ def run(args: argparse.Namespace) -> int:
     if sim_args and not args.run:
         print(f"caerus replay: extra arguments {sim_args} are only for --run", file=sys.stderr)
         return 2
-    from caerus.sim.replay import write_frames
-
+    symbols = dict(s.partition("=")[::2] for s in args.symbol)
+    if any(not v or not sym for v, sym in symbols.items()):
+        print(f"caerus replay: --symbol takes VENUE=SYMBOL, got {args.symbol}", file=sys.stderr)
+        return 2
     from .store import ChdbStore, StoreError
 
-    opts = ReplayOptions(venues=tuple(args.venue or ("binance", "hyperliquid")), pace=args.pace,
-                         session=args.session, binance_symbol=args.symbol, hyperliquid_coin=args.coin)
+    opts = ReplayOptions(venues=tuple(args.venue or registry.names()), pace=args.pace, session=args.session,
+                         symbols=symbols)
     try:
         store = ChdbStore(args.store)
     except StoreError as e:

@@ -1,7 +1,10 @@
 """Venue credentials for the live transports: where they come from, how they are checked, and that they never leak.
 
+Generic part: the venue's own credentials module (``caerus.venues.<venue>.credentials``, found through the venue
+registry) says which table keys and environment variables it reads and builds its credentials object.
+
 Sources, in order: a credentials file (TOML, must be mode 0600 or stricter and owned by this user) when a path is
-given, else environment variables. File layout::
+given, else environment variables. File layout (one table per venue)::
 
     [binance]
     api_key = "..."
@@ -25,14 +28,11 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-ENV_BINANCE_API_KEY = "CAERUS_BINANCE_API_KEY"
-ENV_BINANCE_SECRET = "CAERUS_BINANCE_SECRET"
-ENV_BINANCE_ED25519_KEY_FILE = "CAERUS_BINANCE_ED25519_KEY_FILE"
-ENV_HL_PRIVATE_KEY = "CAERUS_HL_PRIVATE_KEY"
-ENV_HL_VAULT_ADDRESS = "CAERUS_HL_VAULT_ADDRESS"
+if TYPE_CHECKING:
+    from caerus.venues.spec import CredentialSpec
 
 
 class CredentialsError(ValueError):
@@ -80,108 +80,34 @@ def check_private_file(path: Path, what: str) -> None:
         raise CredentialsError(f"{what} {path} is owned by uid {st.st_uid}, not by this user ({os.getuid()})")
 
 
-@dataclass(frozen=True, repr=False)
-class BinanceCredentials:
-    api_key: Secret
-    hmac_secret: Secret | None = None
-    ed25519_key_file: Path | None = None
-
-    def __post_init__(self) -> None:
-        if not self.api_key:
-            raise CredentialsError("Binance api_key is empty")
-        if (self.hmac_secret is None) == (self.ed25519_key_file is None):
-            raise CredentialsError("Binance credentials need exactly one of an HMAC secret or an Ed25519 key file")
-        if self.hmac_secret is not None and not self.hmac_secret:
-            raise CredentialsError("Binance HMAC secret is empty")
-
-    @property
-    def kind(self) -> str:
-        return "hmac" if self.hmac_secret is not None else "ed25519"
-
-    def signer(self):
-        from caerus.execution.signing.binance import BinanceEd25519Signer, BinanceHmacSigner
-
-        if self.hmac_secret is not None:
-            return BinanceHmacSigner(self.hmac_secret.reveal())
-        return BinanceEd25519Signer(load_ed25519_private_key(self.ed25519_key_file))
-
-    def __repr__(self) -> str:
-        return f"BinanceCredentials(kind={self.kind}, api_key=<redacted>, secret=<redacted>)"
+def table_text(table: Mapping[str, object], venue: str, name: str, where: str,
+               required: bool = True) -> str | None:
+    """A non-empty string setting ``name`` of ``venue``'s table (None when absent and not required)."""
+    v = table.get(name)
+    if v is None:
+        if required:
+            raise CredentialsError(f"{where}: missing {name!r} for {venue}")
+        return None
+    if not isinstance(v, str) or not v:
+        raise CredentialsError(f"{where}: {venue}.{name} must be a non-empty string")
+    return v
 
 
-@dataclass(frozen=True, repr=False)
-class HyperliquidCredentials:
-    private_key: Secret
-    vault_address: str | None = None
+def _spec(venue: str) -> CredentialSpec:
+    from caerus.venues import registry
 
-    def __post_init__(self) -> None:
-        raw = self.private_key.reveal()
-        hexpart = raw[2:] if raw.startswith("0x") else raw
-        if len(hexpart) != 64 or any(c not in "0123456789abcdefABCDEF" for c in hexpart):
-            raise CredentialsError("Hyperliquid private_key must be 64 hex digits (optionally 0x-prefixed)")
-        if self.vault_address is not None:
-            v = self.vault_address
-            if not (v.startswith("0x") and len(v) == 42):
-                raise CredentialsError("Hyperliquid vault_address must be a 0x-prefixed 20-byte hex address")
-
-    def signer(self, *, is_mainnet: bool):
-        from caerus.execution.signing.hyperliquid import HyperliquidSigner
-
-        return HyperliquidSigner(self.private_key.reveal(), is_mainnet=is_mainnet, vault_address=self.vault_address)
-
-    def __repr__(self) -> str:
-        return f"HyperliquidCredentials(private_key=<redacted>, vault_address={self.vault_address})"
-
-
-Credentials = BinanceCredentials | HyperliquidCredentials
-
-
-def load_ed25519_private_key(path: Path | None):
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
-    if path is None:
-        raise CredentialsError("no Ed25519 key file configured")
-    check_private_file(path, "Binance Ed25519 key file")
     try:
-        key = load_pem_private_key(path.read_bytes(), password=None)
-    except (ValueError, TypeError) as exc:
-        raise CredentialsError(f"Binance Ed25519 key file {path} is not an unencrypted PEM private key "
-                               f"({type(exc).__name__})") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise CredentialsError(f"Binance key file {path} holds a {type(key).__name__}, not an Ed25519 key")
-    return key
+        entry = registry.get(venue).order_entry
+    except registry.UnknownVenue as exc:
+        raise CredentialsError(str(exc)) from None
+    if entry is None:
+        raise CredentialsError(f"venue {venue!r} has no order entry, so no credentials")
+    return entry.credentials
 
 
-def _from_table(venue: str, table: Mapping[str, object], where: str, base: Path | None) -> Credentials:
-    def text(name: str, required: bool = True) -> str | None:
-        v = table.get(name)
-        if v is None:
-            if required:
-                raise CredentialsError(f"{where}: missing {name!r} for {venue}")
-            return None
-        if not isinstance(v, str) or not v:
-            raise CredentialsError(f"{where}: {venue}.{name} must be a non-empty string")
-        return v
-
-    if venue == "binance":
-        secret = text("secret", required=False)
-        key_file = text("ed25519_private_key_file", required=False)
-        path = None
-        if key_file is not None:
-            path = Path(key_file)
-            if base is not None and not path.is_absolute():
-                path = base / path
-        return BinanceCredentials(api_key=Secret(text("api_key")), hmac_secret=Secret(secret) if secret else None,
-                                  ed25519_key_file=path)
-    if venue == "hyperliquid":
-        return HyperliquidCredentials(private_key=Secret(text("private_key")),
-                                      vault_address=text("vault_address", required=False))
-    raise CredentialsError(f"unknown venue {venue!r}; expected 'binance' or 'hyperliquid'")
-
-
-def load_from_file(venue: str, path: str | Path) -> Credentials:
-    """Credentials for ``venue`` from a 0600 TOML file (see the module docstring)."""
+def load_from_file(venue: str, path: str | Path) -> Any:
+    """Credentials for ``venue`` from a 0600 TOML file (its ``[<venue>]`` table)."""
+    spec = _spec(venue)
     path = Path(path)
     check_private_file(path, "credentials file")
     try:
@@ -194,30 +120,17 @@ def load_from_file(venue: str, path: str | Path) -> Credentials:
     table = doc.get(venue)
     if not isinstance(table, dict):
         raise CredentialsError(f"credentials file {path} has no [{venue}] table")
-    return _from_table(venue, table, f"credentials file {path}", path.parent)
+    return spec.from_table(table, f"credentials file {path}", path.parent)
 
 
-def load_from_env(venue: str, env: Mapping[str, str] | None = None) -> Credentials:
-    """Credentials for ``venue`` from environment variables (see the module docstring)."""
+def load_from_env(venue: str, env: Mapping[str, str] | None = None) -> Any:
+    """Credentials for ``venue`` from its environment variables (named in the venue's credentials module)."""
+    spec = _spec(venue)
     env = os.environ if env is None else env
-    if venue == "binance":
-        table = {"api_key": env.get(ENV_BINANCE_API_KEY), "secret": env.get(ENV_BINANCE_SECRET),
-                 "ed25519_private_key_file": env.get(ENV_BINANCE_ED25519_KEY_FILE)}
-        if not table["api_key"]:
-            raise CredentialsError(f"{ENV_BINANCE_API_KEY} is not set")
-        if not table["secret"] and not table["ed25519_private_key_file"]:
-            raise CredentialsError(f"set {ENV_BINANCE_SECRET} (HMAC) or {ENV_BINANCE_ED25519_KEY_FILE} (Ed25519)")
-    elif venue == "hyperliquid":
-        table = {"private_key": env.get(ENV_HL_PRIVATE_KEY), "vault_address": env.get(ENV_HL_VAULT_ADDRESS)}
-        if not table["private_key"]:
-            raise CredentialsError(f"{ENV_HL_PRIVATE_KEY} is not set")
-    else:
-        raise CredentialsError(f"unknown venue {venue!r}; expected 'binance' or 'hyperliquid'")
-    table = {k: v for k, v in table.items() if v}
-    return _from_table(venue, table, "environment", None)
+    return spec.from_table(spec.env_table(env), "environment", None)
 
 
 def load_credentials(venue: str, path: str | Path | None = None,
-                     env: Mapping[str, str] | None = None) -> Credentials:
+                     env: Mapping[str, str] | None = None) -> Any:
     """From ``path`` when given (never falls back silently), else from the environment."""
     return load_from_file(venue, path) if path is not None else load_from_env(venue, env)

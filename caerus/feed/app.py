@@ -1,9 +1,9 @@
 """``caerus feed``: one venue's TLS WebSocket -> validated top of book -> its SWMR ring.
 
 Wiring only: validate the config (exit 2 before anything starts), pin the CPUs, create the outputs (books ring,
-events ring, counter block, .hlog), build the venue loop and the supervisor, and run them on the event loop the
-wait policy asks for (spin/hybrid = busy-polling selector, sleep = normal asyncio) until SIGTERM/SIGINT, then
-close every connection as SHUTDOWN, flush the metrics and exit 0.
+events ring, counter block, .hlog), build the venue's loop (found through the venue registry) and the supervisor,
+and run them on the event loop the wait policy asks for (spin/hybrid = busy-polling selector, sleep = normal
+asyncio) until SIGTERM/SIGINT, then close every connection as SHUTDOWN, flush the metrics and exit 0.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import gc
 import signal
 import sys
 
+from caerus.config import ConfigError
 from caerus.feed import config as feed_config
-from caerus.feed.binance_loop import BinanceSink
-from caerus.feed.config import ConfigError, FeedConfig
-from caerus.feed.hyperliquid_loop import HyperliquidSink
+from caerus.feed.config import FeedConfig
 from caerus.feed.outputs import WAIT_POLICY_CODES, FeedOutputs
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
@@ -51,14 +50,14 @@ def run(args: argparse.Namespace) -> int:
             cfg.stats_segment,
             capacity=cfg.capacity,
             metrics_dir=cfg.metrics_dir,
+            venue_code=cfg.spec.code,
             comment=f"caerus feed {cfg.venue} wait_policy={cfg.wait_policy} url={cfg.url}",
         )
     except (SegmentError, OSError, ValueError) as exc:
         print(f"caerus feed: cannot create segments for {cfg.segment!r}: {exc}", file=sys.stderr)
         return 1
     try:
-        sink_cls = BinanceSink if cfg.venue == "binance" else HyperliquidSink
-        sink = sink_cls(out, parse_error_limit=cfg.parse_error_limit)
+        sink = cfg.spec.feed.sink(out, parse_error_limit=cfg.parse_error_limit)
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
         supervisor = Supervisor(cfg.endpoint(), cfg.supervisor, sink, out, ssl_context=ssl_context)

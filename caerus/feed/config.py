@@ -1,31 +1,28 @@
 """The feed's configuration: one frozen struct built from the command line and validated before anything starts.
 
-Also derives what follows from the venue: the full stream URL (Binance ``<base>/public/ws``, Hyperliquid
-``<base>/ws``), subscribe frames, keepalive, watchdog and rotation defaults, and the companion segment names.
+The venue's defaults come from its registry entry (caerus.venues.registry): base URL, symbol, channels, routes,
+stream path, subscribe frames, keepalive, watchdog and rotation. This module only validates and combines them,
+and derives the companion segment names. Bad settings raise the one :class:`caerus.config.ConfigError`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from caerus.ipc.wait import POLICIES
+from caerus.config import ConfigBase, ConfigError
+from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.supervisor import Endpoint, SupervisorConfig
 from caerus.plan import parse_cpu_list
-from caerus.venues import binance, hyperliquid
+from caerus.venues import registry
+from caerus.venues.spec import VenueSpec
 
-VENUES = ("binance", "hyperliquid")
-
-
-class ConfigError(ValueError):
-    """A bad feed setting; the message names it."""
+__all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 
 
-@dataclass(frozen=True)
-class FeedConfig:
+class FeedConfig(ConfigBase, frozen=True):
     venue: str
     segment: str
     events_segment: str
@@ -36,7 +33,7 @@ class FeedConfig:
     route: str
     ca_file: str | None
     metrics_dir: Path | None
-    wait_policy: str
+    wait_policy: WaitPolicy
     cpus: tuple[int, ...]
     capacity: int
     max_frame_bytes: int
@@ -46,25 +43,29 @@ class FeedConfig:
     supervisor: SupervisorConfig
 
     @property
+    def spec(self) -> VenueSpec:
+        return registry.get(self.venue)
+
+    @property
     def url(self) -> str:
-        if self.venue == "binance":
-            return binance.url(self.base_url, self.route)
-        return hyperliquid.url(self.base_url)
+        return self.spec.feed.url(self.base_url, self.route)
 
     def endpoint(self) -> Endpoint:
-        if self.venue == "binance":
-            return Endpoint(
-                self.url,
-                (binance.subscribe_frame([binance.stream(self.symbol, self.channel)]),),
-                max_size=self.max_frame_bytes,
-            )
+        feed = self.spec.feed
         return Endpoint(
             self.url,
-            (hyperliquid.subscribe_frame(self.symbol, self.channel),),
-            keepalive_frame=hyperliquid.PING_FRAME,
+            feed.subscribe(self.symbol, self.channel),
+            keepalive_frame=feed.keepalive_frame if self.keepalive_s else None,
             keepalive_s=self.keepalive_s,
             max_size=self.max_frame_bytes,
         )
+
+    def check(self) -> None:
+        super().check()
+        try:
+            self.supervisor.validate()
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def companion_segment(segment: str, kind: str, venue: str) -> str:
@@ -76,7 +77,9 @@ def companion_segment(segment: str, kind: str, venue: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--venue", required=True, choices=VENUES)
+    p.add_argument("--venue", required=True,
+                   help=f"venue name: {', '.join(registry.names())} (or one registered through "
+                        f"{registry.PLUGINS_ENV})")
     p.add_argument("--segment", required=True, help="books ring (SWMR of BookRecord), e.g. S.book.binance")
     p.add_argument("--events-segment", help="events ring (default: S.events.<venue> derived from --segment)")
     p.add_argument("--stats-segment", help="counter block (default: S.stats.feed-<venue> derived from --segment)")
@@ -84,7 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ca-file", help="PEM CA bundle to verify the venue certificate (the emulator's ca.pem)")
     p.add_argument("--symbol", help="BTCUSDT (binance) or BTC (hyperliquid); default: the venue's BTC perpetual")
     p.add_argument("--channel", help="binance: bookTicker (default) | depth5; hyperliquid: bbo (default) | l2Book")
-    p.add_argument("--route", default="public", choices=sorted(binance.ROUTES), help="binance stream route")
+    p.add_argument("--route", help="stream route (binance: public (default) | market)")
     p.add_argument("--metrics-dir", type=Path, help="write <dir>/feed-<venue>.hlog")
     p.add_argument("--stats-interval", type=float, default=0.1, help=argparse.SUPPRESS)
     p.add_argument("--wait-policy", default="sleep", choices=POLICIES,
@@ -94,9 +97,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frame-bytes", type=int, default=1 << 20, help="largest accepted WebSocket message")
     p.add_argument("--stale-after", type=float, help="data watchdog threshold, seconds (venue default)")
     p.add_argument("--rotate-after", type=float,
-                   help="make-before-break rotation age, seconds (binance default 23 h; 0 = never)")
+                   help="make-before-break rotation age, seconds (venue default, binance 23 h; 0 = never)")
     p.add_argument("--rotation-timeout", type=float, default=30.0)
-    p.add_argument("--keepalive", type=float, help="hyperliquid ping interval, seconds (default 20)")
+    p.add_argument("--keepalive", type=float,
+                   help="application ping interval, seconds (venues that need one; hyperliquid default 20)")
     p.add_argument("--open-timeout", type=float, default=10.0, help="connect + TLS + upgrade timeout, seconds")
     p.add_argument("--backoff-base", type=float, default=0.5)
     p.add_argument("--backoff-cap", type=float, default=30.0)
@@ -110,18 +114,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def from_args(a: argparse.Namespace) -> FeedConfig:
     """Build and validate the config; raises ConfigError naming the first bad setting."""
     venue = a.venue
-    if venue not in VENUES:
-        raise ConfigError(f"--venue must be one of {', '.join(VENUES)}, got {venue!r}")
-    mod = binance if venue == "binance" else hyperliquid
-    symbol = a.symbol or mod.DEFAULT_SYMBOL
-    if symbol != mod.DEFAULT_SYMBOL:
-        raise ConfigError(f"--symbol {symbol!r} is not supported for {venue}: only {mod.DEFAULT_SYMBOL}")
-    channel = a.channel or mod.CHANNELS[0]
-    if channel not in mod.CHANNELS:
-        raise ConfigError(f"--channel {channel!r} is not a {venue} channel: {', '.join(mod.CHANNELS)}")
+    try:
+        spec = registry.get(venue)
+    except registry.UnknownVenue as exc:
+        raise ConfigError(f"--venue: {exc}") from None
+    feed = spec.feed
+    symbol = a.symbol or feed.default_symbol
+    if symbol != feed.default_symbol:
+        raise ConfigError(f"--symbol {symbol!r} is not supported for {venue}: only {feed.default_symbol}")
+    channel = a.channel or feed.channels[0]
+    if channel not in feed.channels:
+        raise ConfigError(f"--channel {channel!r} is not a {venue} channel: {', '.join(feed.channels)}")
+    route = a.route or feed.routes[0]
+    if route not in feed.routes:
+        raise ConfigError(f"--route {route!r} is not a {venue} route: {', '.join(feed.routes)}")
     if not a.segment or any(c in a.segment for c in "/ \0"):
         raise ConfigError(f"--segment {a.segment!r} is not a valid segment name")
-    base = (a.url or mod.DEFAULT_BASE_URL).rstrip("/")
+    base = (a.url or feed.default_base_url).rstrip("/")
     parts = urlsplit(base)
     if parts.scheme != "wss" or not parts.hostname:
         raise ConfigError(f"--url {base!r} must be wss://host[:port] (TLS only)")
@@ -143,32 +152,27 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     bad_cpus = [c for c in cpus if c not in os.sched_getaffinity(0)]
     if bad_cpus:
         raise ConfigError(f"--cpus {a.cpus!r}: CPUs {bad_cpus} are not available to this process")
-    rotate = a.rotate_after
-    if rotate is None:
-        rotate = binance.DEFAULT_ROTATE_AFTER_S if venue == "binance" else 0.0
+    rotate = a.rotate_after if a.rotate_after is not None else feed.rotate_after_s
     keepalive = None
-    if venue == "hyperliquid":
-        keepalive = a.keepalive if a.keepalive is not None else hyperliquid.DEFAULT_KEEPALIVE_S
-        if not 0 < keepalive < 60:
-            raise ConfigError("--keepalive must be in (0, 60) s (Hyperliquid closes idle connections at 60 s)")
+    if feed.keepalive_frame is not None:
+        keepalive = a.keepalive if a.keepalive is not None else feed.keepalive_s
+        if not 0 < keepalive < feed.keepalive_max_s:
+            raise ConfigError(f"--keepalive must be in (0, {feed.keepalive_max_s:g}) s ({venue} closes idle "
+                              f"connections at {feed.keepalive_max_s:g} s)")
     sup = SupervisorConfig(
         open_timeout_s=a.open_timeout,
         backoff_base_s=a.backoff_base,
         backoff_cap_s=a.backoff_cap,
         connects_per_min=a.connects_per_min,
         connect_burst=a.connect_burst,
-        stale_after_s=a.stale_after if a.stale_after is not None else mod.DEFAULT_STALE_AFTER_S,
+        stale_after_s=a.stale_after if a.stale_after is not None else feed.stale_after_s,
         rotate_after_s=rotate if rotate > 0 else None,
         rotation_timeout_s=a.rotation_timeout,
         rate_limited_delay_s=a.rate_limited_delay,
     )
-    try:
-        sup.validate()
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
     if a.stats_interval <= 0:
         raise ConfigError("--stats-interval must be > 0")
-    return FeedConfig(
+    cfg = FeedConfig(
         venue=venue,
         segment=a.segment,
         events_segment=a.events_segment or companion_segment(a.segment, "events", venue),
@@ -176,10 +180,10 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         base_url=base,
         symbol=symbol,
         channel=channel,
-        route=a.route,
+        route=route,
         ca_file=a.ca_file,
         metrics_dir=a.metrics_dir,
-        wait_policy=a.wait_policy,
+        wait_policy=WaitPolicy(a.wait_policy),
         cpus=cpus,
         capacity=cap,
         max_frame_bytes=a.max_frame_bytes,
@@ -188,3 +192,5 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         housekeeping_s=a.stats_interval,
         supervisor=sup,
     )
+    cfg.check()
+    return cfg

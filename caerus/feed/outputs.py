@@ -18,6 +18,7 @@ from typing import IO, TYPE_CHECKING
 
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrWriter
+from caerus.ipc.wait import WaitPolicy
 from caerus.metrics.hdr import IntervalLog, SampleBuffer
 from caerus.net.failures import Failure, counter_name
 from caerus.venues.book import reject_counter
@@ -56,7 +57,7 @@ INT_COUNTERS: tuple[str, ...] = (
     "samples_full",  # latency samples not stored because the buffer was full before a drain
     "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
 )
-WAIT_POLICY_CODES = {"spin": 1, "hybrid": 2, "sleep": 3}
+WAIT_POLICY_CODES = {str(p): i for i, p in enumerate(WaitPolicy, 1)}  # spin 1, hybrid 2, sleep 3
 # Connection-level events also get a log line (rejects and dropped frames are counted, not logged one by one).
 _LOGGED_EVENTS = frozenset({EventKind.CONNECTED, EventKind.ROTATION_STARTED, EventKind.ROTATION_DONE,
                             EventKind.STALE})
@@ -79,6 +80,7 @@ class FeedOutputs:
         sample_capacity: int = 1 << 16,
         log_stream: IO[str] | None = None,
         comment: str | None = None,
+        venue_code: int,
     ) -> None:
         self.venue_name = venue_name
         self.books = SwmrWriter.create(books_segment, BOOK, capacity)
@@ -94,7 +96,7 @@ class FeedOutputs:
                 Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age], comment=comment
             )
         self._log = log_stream or sys.stderr
-        self._venue_code = 1 if venue_name == "binance" else 2
+        self._venue_code = venue_code  # the wire code of every event record (the venue registry's)
         self._idx = {name: i for i, name in enumerate(self.counters.int_names)}
         self.sink: FeedSink | None = None
         self._msgs_closed = 0  # messages received by sessions that already ended

@@ -1,6 +1,6 @@
 """What both venue feed loops share: the slow paths around the hot path, and make-before-break switching.
 
-A venue loop (``binance_loop`` / ``hyperliquid_loop``) implements ``on_message`` (decode -> validate -> publish)
+A venue loop (``caerus.venues.<venue>.feed``) implements ``on_message`` (decode -> validate -> publish)
 and hands everything unusual to this base: frames that are not data (ack, error, pong, greeting, garbage),
 rejected updates, and messages from a session that is not the active one (rotation overlap). Nothing here runs for
 an ordinary valid update.

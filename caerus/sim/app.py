@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from caerus.sim import protocols
 from caerus.sim.config import EmulatorConfig
 from caerus.sim.market import MarketConfig
 from caerus.sim.scenarios import describe_scenarios, get_scenario
@@ -136,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s venue-sim %(levelname)s %(message)s", stream=sys.stderr)
     try:
+        protocols.load_plugins()
         cfg = config_from_args(args)
         if args.cpus:
             from caerus.plan import parse_cpu_list, pin_current_process

@@ -21,8 +21,9 @@ from typing import Any
 
 from websockets.asyncio.server import Server, serve
 
+from caerus.sim import protocols
 from caerus.sim.binance import ORDER_PATH, BinanceServer
-from caerus.sim.config import EmulatorConfig, SharedState
+from caerus.sim.config import EmulatorConfig, SharedState, VenueCounters
 from caerus.sim.driver import MarketDriver
 from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
@@ -99,6 +100,13 @@ class VenueEmulator:
                         {"ping_interval": cfg.binance_ping_interval_s, "ping_timeout": cfg.binance_pong_timeout_s}),
             "hyperliquid": (hl.handler, hl.process_request, {"ping_interval": None, "ping_timeout": None}),
         }
+        # Registered extra protocols (caerus.sim.protocols): ephemeral ports next to the built-in venues.
+        for proto in protocols.registered():
+            self.state.counters.setdefault(proto.name, VenueCounters())
+            server_obj = proto.server(self.state)
+            self._socks[proto.name] = _bind(cfg.host, 0)
+            ports[proto.name] = self._socks[proto.name].getsockname()[1]
+            specs[proto.name] = (server_obj.handler, server_obj.process_request, dict(proto.ws_options or {}))
         refused = cfg.scenario.name == "refused"
         for venue, (handler, process_request, extra) in specs.items():
             ctx = self._ssl_context(venue)
@@ -116,6 +124,7 @@ class VenueEmulator:
             "binance_url": f"wss://{host}:{ports['binance']}",
             "hyperliquid_url": f"wss://{host}:{ports['hyperliquid']}",
             "binance_order_url": f"wss://{host}:{ports['binance']}{ORDER_PATH}",
+            **{f"{p.name}_url": f"wss://{host}:{ports[p.name]}" for p in protocols.registered()},
             "ca_file": str(self.certs.ca_file),
             "pid": os.getpid(),
             "scenario": cfg.scenario.name,

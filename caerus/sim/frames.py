@@ -8,6 +8,8 @@ are ``epoch_ns + scheduled offset``, truncated to milliseconds as the venues sen
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from caerus.sim.market import BINANCE_QTY_STEP, BINANCE_TICK, BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
 
@@ -135,20 +137,48 @@ HL_GREETING = "Websocket connection established."
 
 
 # -- fault payloads --------------------------------------------------------------------------------------------
-def malformed_frame(venue: str, i: int) -> str:
-    """Truncated JSON, the way a broken proxy or a cut frame looks."""
-    if venue == "binance":
-        return f'{{"e":"bookTicker","u":{i},"E":17000000000'
+def _binance_malformed(i: int) -> str:
+    return f'{{"e":"bookTicker","u":{i},"E":17000000000'
+
+
+def _hl_malformed(i: int) -> str:
     return '{"channel":"bbo","data":{"coin":"BTC","time":'
 
 
-def error_frame(venue: str, i: int) -> str:
-    if venue == "binance":
-        return binance_error(2, "Invalid request: emulator error-frames scenario", None)
+def _binance_error(i: int) -> str:
+    return binance_error(2, "Invalid request: emulator error-frames scenario", None)
+
+
+def _hl_error(i: int) -> str:
     return hl_error(f"emulator error-frames scenario ({i})")
+
+
+@dataclass(frozen=True)
+class FaultFrames:
+    """One venue's fault payloads: truncated JSON, an error frame, and the head of an oversized data frame."""
+
+    malformed: Callable[[int], str]
+    error: Callable[[int], str]
+    oversized_head: str
+
+
+#: venue -> its fault payloads (one entry per emulated venue)
+FAULTS: dict[str, FaultFrames] = {
+    "binance": FaultFrames(_binance_malformed, _binance_error, '{"e":"bookTicker","pad":"'),
+    "hyperliquid": FaultFrames(_hl_malformed, _hl_error, '{"channel":"bbo","pad":"'),
+}
+
+
+def malformed_frame(venue: str, i: int) -> str:
+    """Truncated JSON, the way a broken proxy or a cut frame looks."""
+    return FAULTS[venue].malformed(i)
+
+
+def error_frame(venue: str, i: int) -> str:
+    return FAULTS[venue].error(i)
 
 
 def oversized_frame(venue: str, size_bytes: int) -> str:
     """Valid JSON of about ``size_bytes``: a client with a smaller max_size must refuse it (close 1009)."""
-    head = '{"e":"bookTicker","pad":"' if venue == "binance" else '{"channel":"bbo","pad":"'
+    head = FAULTS[venue].oversized_head
     return head + "x" * max(0, size_bytes - len(head) - 2) + '"}'

@@ -16,7 +16,8 @@ What is checked, and the errors given (Binance codes as documented for USD-M fut
 
 Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
 variables, for the emulator as a separate process), or :func:`configure_from_credentials_file` (the same 0600
-TOML file the live transports read; only what is needed to verify is kept).
+TOML file the live transports read; only what is needed to verify is kept). Signatures are checked by the
+emulator's own verifier (caerus.sim.verify), never by the production signing code it tests.
 """
 
 from __future__ import annotations
@@ -24,16 +25,18 @@ from __future__ import annotations
 import itertools
 import os
 import time
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
+from eth_account import Account
 
-from caerus.execution.signing.binance import verify_params
-from caerus.execution.signing.hyperliquid import recover_l1_signer
+from caerus.sim.verify import binance_signature_ok, hyperliquid_signer
 
 ENV_API_KEY = "CAERUS_SIM_BINANCE_API_KEY"
 ENV_SECRET = "CAERUS_SIM_BINANCE_SECRET"
@@ -115,27 +118,40 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
 
 
 def configure_from_credentials_file(path: str | os.PathLike[str]) -> None:
-    """Accept the credentials in the live transports' 0600 TOML file (either venue table may be absent)."""
-    from caerus.execution.credentials import CredentialsError, load_from_file
+    """Accept the credentials in the live transports' TOML file (either venue table may be absent).
 
+    Read here with the emulator's own code (not caerus.execution.credentials): only what verification needs is
+    kept, the Binance HMAC secret or the Ed25519 *public* key and the Hyperliquid wallet *address*.
+    """
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"emulator credentials file {path}: cannot read it as TOML ({type(exc).__name__})") \
+            from None
     kwargs: dict[str, Any] = {}
-    try:
-        b = load_from_file("binance", path)
-        kwargs["binance_api_key"] = b.api_key.reveal()
-        if b.hmac_secret is not None:
-            kwargs["binance_hmac_secret"] = b.hmac_secret.reveal()
+    b = doc.get("binance")
+    if isinstance(b, dict):
+        kwargs["binance_api_key"] = _text(b, "binance", "api_key", path)
+        if b.get("secret"):
+            kwargs["binance_hmac_secret"] = _text(b, "binance", "secret", path)
         else:
-            kwargs["binance_ed25519_public_key"] = b.signer().public_key()
-    except CredentialsError as exc:
-        if "has no [binance] table" not in str(exc):
-            raise
-    try:
-        h = load_from_file("hyperliquid", path)
-        kwargs["hyperliquid_address"] = h.signer(is_mainnet=False).address
-    except CredentialsError as exc:
-        if "has no [hyperliquid] table" not in str(exc):
-            raise
+            key_file = Path(_text(b, "binance", "ed25519_private_key_file", path))
+            key = load_pem_private_key((path.parent / key_file).read_bytes(), password=None)
+            if not isinstance(key, Ed25519PrivateKey):
+                raise ValueError(f"emulator credentials file {path}: binance key is not an Ed25519 key")
+            kwargs["binance_ed25519_public_key"] = key.public_key()
+    h = doc.get("hyperliquid")
+    if isinstance(h, dict):
+        kwargs["hyperliquid_address"] = Account.from_key(_text(h, "hyperliquid", "private_key", path)).address
     configure_test_credentials(**kwargs)
+
+
+def _text(table: dict[str, Any], venue: str, name: str, path: Path) -> str:
+    value = table.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"emulator credentials file {path}: {venue}.{name} must be a non-empty string")
+    return value
 
 
 def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float) -> None:
@@ -194,8 +210,8 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
         if params.get(name) in (None, ""):
             return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
                                            "malformed.")
-    if not verify_params(params, hmac_secret=DESK.binance_hmac_secret,
-                         ed25519_public_key=DESK.binance_ed25519_public_key):
+    if not binance_signature_ok(params, hmac_secret=DESK.binance_hmac_secret,
+                                ed25519_public_key=DESK.binance_ed25519_public_key):
         return _b_error(req_id, -1022, "Signature for this request is not valid.")
     ts, window = params.get("timestamp"), params.get("recvWindow", 5000)
     if not isinstance(ts, int) or not isinstance(window, int) or ts >= now_ms + 1000 or now_ms - ts > window:
@@ -263,7 +279,7 @@ def _hl_action_error(req_id: Any, text: str) -> dict[str, Any]:
 
 def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None) -> list[str]:
     nets = {"mainnet": (True,), "testnet": (False,), "any": (True, False)}[DESK.hyperliquid_network]
-    return [recover_l1_signer(action, nonce, sig, m, vault_address=vault).lower() for m in nets]
+    return [hyperliquid_signer(action, nonce, sig, is_mainnet=m, vault_address=vault).lower() for m in nets]
 
 
 def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:

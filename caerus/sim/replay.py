@@ -1,6 +1,6 @@
-"""Recorded frames: the file format, a recorder that writes it, and a player that sends it at original pacing.
+"""Recorded frames: a player that sends a frames file (caerus.recording) at its original pacing.
 
-Format (JSON Lines, one frame per line, agreed with the capture side):
+Format (JSON Lines, one frame per line, shared with the capture side through caerus.recording):
     {"venue": "binance" | "hyperliquid", "t_ns": <int, ns offset from the recording start>, "frame": "<raw text>"}
 Lines must be in non-decreasing ``t_ns`` order. ``frame`` is the text frame exactly as received.
 
@@ -19,11 +19,12 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from caerus import recording
+from caerus.recording import RecordedFrame
 from caerus.sim import frames
 from caerus.sim.hub import Subscriber, Topics
 from caerus.sim.scenarios import VENUES
@@ -34,81 +35,9 @@ _BINANCE_KINDS = {"bookTicker": "bookTicker", "depthUpdate": "depth", "aggTrade"
                   "markPriceUpdate": "markPrice", "kline": "kline"}
 
 
-@dataclass(frozen=True, slots=True)
-class RecordedFrame:
-    venue: str
-    t_ns: int
-    frame: str
-
-
 def read_frames(path: str | Path) -> list[RecordedFrame]:
-    """Load and validate a frames file; ValueError names the file, line and problem."""
-    out: list[RecordedFrame] = []
-    last = -1
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{where}: not JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise ValueError(f"{where}: expected an object with venue, t_ns, frame")
-            venue, t_ns, frame = obj.get("venue"), obj.get("t_ns"), obj.get("frame")
-            if venue not in VENUES:
-                raise ValueError(f"{where}: venue must be one of {', '.join(VENUES)}, got {venue!r}")
-            if not isinstance(t_ns, int) or isinstance(t_ns, bool) or t_ns < 0:
-                raise ValueError(f"{where}: t_ns must be a non-negative integer, got {t_ns!r}")
-            if t_ns < last:
-                raise ValueError(f"{where}: t_ns {t_ns} goes backwards (previous {last})")
-            if not isinstance(frame, str):
-                raise ValueError(f"{where}: frame must be a string, got {type(frame).__name__}")
-            last = t_ns
-            out.append(RecordedFrame(venue, t_ns, frame))
-    if not out:
-        raise ValueError(f"{path}: no frames")
-    return out
-
-
-class FrameRecorder:
-    """Writes the frames format. ``t_ns`` defaults to time since the first record (monotonic clock)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self._f: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._t0: int | None = None
-        self.count = 0
-
-    def record(self, venue: str, frame: str | bytes, t_ns: int | None = None) -> None:
-        if venue not in VENUES:
-            raise ValueError(f"venue must be one of {', '.join(VENUES)}, got {venue!r}")
-        if t_ns is None:
-            now = time.monotonic_ns()
-            if self._t0 is None:
-                self._t0 = now
-            t_ns = now - self._t0
-        text = frame if isinstance(frame, str) else frame.decode("utf-8")
-        self._f.write(json.dumps({"venue": venue, "t_ns": int(t_ns), "frame": text}, separators=(",", ":")))
-        self._f.write("\n")
-        self.count += 1
-
-    def close(self) -> None:
-        self._f.close()
-
-    def __enter__(self) -> FrameRecorder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def write_frames(path: str | Path, items: Iterable[tuple[str, int, str]]) -> int:
-    """Write (venue, t_ns, frame) tuples; returns how many."""
-    with FrameRecorder(path) as rec:
-        for venue, t_ns, frame in items:
-            rec.record(venue, frame, t_ns)
-        return rec.count
+    """Load and validate a frames file for the venues this emulator serves (ValueError names line and problem)."""
+    return recording.read_frames(path, venues=VENUES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,23 +49,50 @@ class _Prepared:
     parsed: Any  # decoded payload for retiming (None when not JSON)
 
 
-def _prepare(fr: RecordedFrame) -> _Prepared:
-    try:
-        obj = json.loads(fr.frame)
-    except ValueError:
-        return _Prepared(fr.t_ns, fr.venue, None, fr.frame, None)
-    if fr.venue == "binance":
-        data = obj.get("data") if isinstance(obj, dict) and "stream" in obj else obj
-        raw = json.dumps(data, separators=(",", ":")) if data is not obj else fr.frame
-        if isinstance(data, dict) and data.get("e") in _BINANCE_KINDS and isinstance(data.get("s"), str):
-            return _Prepared(fr.t_ns, fr.venue, f"binance:{data['s'].lower()}@{_BINANCE_KINDS[data['e']]}",
-                             raw, data)
-        return _Prepared(fr.t_ns, fr.venue, None, raw, data)
+def _prepare_binance(fr: RecordedFrame, obj: Any) -> _Prepared:
+    data = obj.get("data") if isinstance(obj, dict) and "stream" in obj else obj
+    raw = json.dumps(data, separators=(",", ":")) if data is not obj else fr.frame
+    if isinstance(data, dict) and data.get("e") in _BINANCE_KINDS and isinstance(data.get("s"), str):
+        return _Prepared(fr.t_ns, fr.venue, f"binance:{data['s'].lower()}@{_BINANCE_KINDS[data['e']]}", raw, data)
+    return _Prepared(fr.t_ns, fr.venue, None, raw, data)
+
+
+def _prepare_hyperliquid(fr: RecordedFrame, obj: Any) -> _Prepared:
     if isinstance(obj, dict) and isinstance(obj.get("data"), dict):
         channel, coin = obj.get("channel"), obj["data"].get("coin")
         if channel and coin:
             return _Prepared(fr.t_ns, fr.venue, f"hyperliquid:{channel}:{coin}", fr.frame, obj)
     return _Prepared(fr.t_ns, fr.venue, None, fr.frame, obj)
+
+
+def _retime_binance(parsed: dict[str, Any], ms: int) -> dict[str, Any]:
+    data = dict(parsed)
+    if "E" in data:
+        data["E"] = ms
+    if "T" in data and data.get("e") != "markPriceUpdate":
+        data["T"] = ms - 1
+    return data
+
+
+def _retime_hyperliquid(parsed: dict[str, Any], ms: int) -> dict[str, Any]:
+    if isinstance(parsed.get("data"), dict) and "time" in parsed["data"]:
+        return {**parsed, "data": {**parsed["data"], "time": ms}}
+    return parsed
+
+
+#: venue -> (topic matching of a recorded frame, rewriting its exchange time to the send time)
+_VENUE_RULES = {
+    "binance": (_prepare_binance, _retime_binance),
+    "hyperliquid": (_prepare_hyperliquid, _retime_hyperliquid),
+}
+
+
+def _prepare(fr: RecordedFrame) -> _Prepared:
+    try:
+        obj = json.loads(fr.frame)
+    except ValueError:
+        return _Prepared(fr.t_ns, fr.venue, None, fr.frame, None)
+    return _VENUE_RULES[fr.venue][0](fr, obj)
 
 
 class ReplayDriver:
@@ -175,17 +131,7 @@ class ReplayDriver:
         if not self.retime or not isinstance(p.parsed, dict):
             return p.raw
         ms = frames.ms(epoch_ns, p.t_ns)
-        if p.venue == "binance":
-            data = dict(p.parsed)
-            if "E" in data:
-                data["E"] = ms
-            if "T" in data and data.get("e") != "markPriceUpdate":
-                data["T"] = ms - 1
-            return json.dumps(data, separators=(",", ":"))
-        obj = p.parsed
-        if isinstance(obj.get("data"), dict) and "time" in obj["data"]:
-            obj = {**obj, "data": {**obj["data"], "time": ms}}
-        return json.dumps(obj, separators=(",", ":"))
+        return json.dumps(_VENUE_RULES[p.venue][1](p.parsed, ms), separators=(",", ":"))
 
     async def run(self) -> None:
         await self._first.wait()

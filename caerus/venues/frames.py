@@ -1,8 +1,10 @@
-"""What kind of frame a venue sent when it is not a market-data message (shared by every venue module)."""
+"""What every venue module shares about frames: the kind of a non-data frame, and decimal text for encoding."""
 
 from __future__ import annotations
 
 from enum import IntEnum
+
+import numpy as np
 
 
 class FrameKind(IntEnum):
@@ -15,3 +17,8 @@ class FrameKind(IntEnum):
     MALFORMED_DATA = 6  # looks like a data message but a field is missing or not a number (a MALFORMED reject)
     MALFORMED = 7  # not JSON at all (dropped, counted)
     UNKNOWN = 8  # valid JSON of a shape we do not know (dropped, counted)
+
+
+def decimal_text(x: float) -> str:
+    """Positional decimal text, never scientific notation (what the venues send)."""
+    return np.format_float_positional(x, trim="0")

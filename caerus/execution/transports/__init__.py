@@ -1,14 +1,13 @@
-"""Transport registry: builds the execution transport named on the command line.
+"""Transport selection: builds the execution transport named on the command line.
 
-``null`` and ``paper`` live here. ``binance`` / ``hyperliquid`` (signed live order entry) are owned by another
-module; they are imported lazily so the simulated transports never pay for (or depend on) the live stack, and a
-missing live implementation is a clear start-up error rather than an import crash. Keep this module import-light:
-the live transport modules import ``caerus.execution.transports.base``, which runs this file first.
+``null`` and ``paper`` (simulated) live here. Every other name is a venue with live order entry, found through
+the venue registry (caerus.venues.registry): its package builds the signed transport. The live stack is imported
+only when a live transport is built, so the simulated transports never pay for (or depend on) it. Keep this module
+import-light: the live transport modules import ``caerus.execution.transports.base``, which runs this file first.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,19 +16,20 @@ if TYPE_CHECKING:
     from caerus.execution.transports.base import ReplyCallback, Transport
 
 SIMULATED = ("null", "paper")
-LIVE = ("binance", "hyperliquid")
-NAMES = SIMULATED + LIVE
 
-# Where the live factory `make_live_transport(name, *, network, credentials, url=None, ca_file=None, ...)` may
-# live, first match wins.
-_LIVE_FACTORY_MODULES = (
-    "caerus.execution.transports.live",
-    "caerus.execution.live",
-)
+
+def _live_names() -> tuple[str, ...]:
+    from caerus.venues import registry
+
+    return registry.live_names()
+
+
+LIVE = _live_names()
+NAMES = SIMULATED + LIVE
 
 
 class TransportUnavailable(RuntimeError):
-    """The named transport cannot be built in this installation (e.g. live order entry not present)."""
+    """The named transport cannot be built in this installation (e.g. a venue without live order entry)."""
 
 
 def make_transport(
@@ -48,31 +48,15 @@ def make_transport(
         from caerus.execution.transports.paper import PaperTransport
 
         return PaperTransport(paper, books, on_reply)
-    if name in LIVE:
+    if name in _live_names():
         raise ValueError(f"transport {name!r} is live: use make_live_transport")
-    raise ValueError(f"unknown transport {name!r}; choose one of {', '.join(NAMES)}")
-
-
-def live_factory() -> Any:
-    """The live transport factory, or TransportUnavailable naming where it was looked for."""
-    errors = []
-    for module in _LIVE_FACTORY_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                errors.append(f"{module}: not present")
-                continue
-            raise
-        factory = getattr(mod, "make_live_transport", None)
-        if factory is not None:
-            return factory
-        errors.append(f"{module}: has no make_live_transport")
-    raise TransportUnavailable("live order entry is not available in this installation (" + "; ".join(errors) + ")")
+    raise ValueError(f"unknown transport {name!r}; choose one of {', '.join(SIMULATED + _live_names())}")
 
 
 def make_live_transport(name: str, **kwargs: Any) -> Transport:
-    """Build a live transport through the live factory (lazily imported)."""
-    if name not in LIVE:
-        raise ValueError(f"transport {name!r} is not live; live transports: {', '.join(LIVE)}")
-    return live_factory()(name, **kwargs)
+    """Build the live transport of venue ``name`` (through the venue registry; the live stack loads here)."""
+    if name not in _live_names():
+        raise ValueError(f"transport {name!r} is not live; live transports: {', '.join(_live_names())}")
+    from caerus.execution.transports.live import make_live_transport as build
+
+    return build(name, **kwargs)

@@ -1,4 +1,4 @@
-"""The ``send_msg`` seam every execution transport implements (null, paper, binance, hyperliquid).
+"""The ``send_msg`` seam every execution transport implements (null, paper, and each venue's live one).
 
 The engine picks an order off the MPSC ring as an unpacked ``wire.ORDER`` tuple and hands it to
 ``transport.send_msg(order)``. ``send_msg`` must return without waiting a venue round trip: a live transport
@@ -18,13 +18,14 @@ from typing import Protocol, runtime_checkable
 
 from caerus import wire
 
-# Field positions in an unpacked ORDER tuple (hot loops index tuples; attribute lookups cost).
-O_ORDER_ID = wire.ORDER.index("order_id")
-O_VENUE = wire.ORDER.index("venue")
-O_SIDE = wire.ORDER.index("side")
-O_TIF = wire.ORDER.index("tif")
-O_PX = wire.ORDER.index("px")
-O_QTY = wire.ORDER.index("qty")
+# Module-level names for the ORDER field positions the transports index (the one table is wire.ORDER_I; a module
+# constant is a faster lookup than an attribute in the per-order path).
+O_ORDER_ID = wire.ORDER_I.ORDER_ID
+O_VENUE = wire.ORDER_I.VENUE
+O_SIDE = wire.ORDER_I.SIDE
+O_TIF = wire.ORDER_I.TIF
+O_PX = wire.ORDER_I.PX
+O_QTY = wire.ORDER_I.QTY
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ the connection's mutex with websockets' own receive thread, for microseconds); a
 ``recv()``, parses each reply, correlates it to the order by request id and hands a ``VenueReply`` to the
 transport's ``on_reply`` callback (default: an internal ``queue.SimpleQueue`` the engine drains with
 ``poll_reply()``). On a lost connection every in-flight order is reported as SEND_FAILED ("state unknown") and the
-reader reconnects with backoff; orders sent while disconnected fail at once and are counted.
+reader reconnects with jittered back-off under a connections-per-minute cap (caerus.net.pacing, as the feeds);
+orders sent while disconnected fail at once and are counted.
 
 Nothing here logs a frame: websockets gets a private logger pinned at INFO with a filter dropping frame dumps, so
 turning on DEBUG logging elsewhere cannot put an API key or signature in a log.
@@ -23,22 +24,21 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from caerus.execution.transports.base import ReplyCallback, VenueReply
+from caerus.net.pacing import Backoff, TokenBucket
+from caerus.venues import registry
+
+if TYPE_CHECKING:
+    from caerus.venues.spec import OrderEntrySpec
 
 log = logging.getLogger("caerus.execution.transports.live")
 
 NETWORKS = ("testnet", "mainnet")
-URLS: dict[str, dict[str, str]] = {
-    "binance": {"mainnet": "wss://ws-fapi.binance.com/ws-fapi/v1",
-                "testnet": "wss://testnet.binancefuture.com/ws-fapi/v1"},
-    "hyperliquid": {"mainnet": "wss://api.hyperliquid.xyz/ws",
-                    "testnet": "wss://api.hyperliquid-testnet.xyz/ws"},
-}
 
 
 class LiveConfigError(ValueError):
@@ -61,24 +61,31 @@ _WIRE_LOG.setLevel(logging.INFO)  # frames are logged by websockets only at DEBU
 _WIRE_LOG.addFilter(_NoFrameDumps())
 
 
-VENUE_PATHS = {"binance": "/ws-fapi/v1", "hyperliquid": "/ws"}
+def _order_entry(venue: str) -> OrderEntrySpec:
+    try:
+        entry = registry.get(venue).order_entry
+    except registry.UnknownVenue:
+        entry = None
+    if entry is None:
+        raise LiveConfigError(f"unknown live transport {venue!r}; expected one of {list(registry.live_names())}")
+    return entry
 
 
 def resolve_url(venue: str, network: str, url: str | None) -> str:
     """The network's URL, or the override; an override without a path (``wss://host:port``, like the emulator's
     ready-file base URLs) gets the venue's order-entry path appended."""
+    entry = _order_entry(venue)
     if url is None:
-        return URLS[venue][network]
+        return entry.urls[network]
     scheme_sep = url.find("://")
     rest = url[scheme_sep + 3:] if scheme_sep >= 0 else url
     if "/" not in rest.rstrip("/"):
-        return url.rstrip("/") + VENUE_PATHS[venue]
+        return url.rstrip("/") + entry.path
     return url
 
 
 def check_live_guard(venue: str, *, enable_live: bool, network: str | None) -> None:
-    if venue not in URLS:
-        raise LiveConfigError(f"unknown live transport {venue!r}; expected one of {sorted(URLS)}")
+    _order_entry(venue)
     if enable_live is not True:
         raise LiveConfigError(f"{venue} is a live transport: it sends real orders and refuses to start unless "
                               "enable_live=True (--enable-live)")
@@ -97,7 +104,8 @@ class WsOrderSession:
 
     def __init__(self, url: str, *, ca_file: str | None, name: str, on_message: Callable[[Any, int], None],
                  on_disconnect: Callable[[], None], idle_ping: bytes | None = None, idle_ping_s: float = 30.0,
-                 open_timeout: float = 10.0) -> None:
+                 open_timeout: float = 10.0, backoff_base_s: float = 0.1, backoff_cap_s: float = 5.0,
+                 connects_per_min: float = 10.0, connect_burst: int = 2) -> None:
         self.url = url
         self.name = name
         self._ssl = ssl_context(url, ca_file)
@@ -108,7 +116,13 @@ class WsOrderSession:
         self._open_timeout = open_timeout
         self._ws: ClientConnection | None = None
         self._running = False
+        self._closed = threading.Event()  # set by close(): ends a back-off wait at once
         self._thread: threading.Thread | None = None
+        # The one back-off of caerus (full jitter) plus a cap on new connections per minute, as the feeds use:
+        # a venue that drops every connection must not turn into a reconnect storm that gets the IP banned.
+        self._backoff = Backoff(backoff_base_s, backoff_cap_s)
+        self._bucket = TokenBucket(connects_per_min, connect_burst)
+        self.backoff_s = 0.0  # the last back-off delay chosen (reader thread)
         # counters written by the reader thread only
         self.malformed = 0
         self.disconnects = 0
@@ -126,6 +140,7 @@ class WsOrderSession:
         return ws.__enter__()
 
     def start(self) -> None:
+        self._bucket.try_take()  # the first connection counts against the limit too
         self._ws = self._connect()
         self._running = True
         self._thread = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
@@ -146,11 +161,22 @@ class WsOrderSession:
             return False
         return True
 
+    def _pause_before_reconnect(self) -> None:
+        """Wait out the back-off (full jitter) and the connection bucket; returns early when closed."""
+        delay = max(self._backoff.next_delay(), self._bucket.wait_time())
+        self.backoff_s = delay
+        if delay > 0:
+            self._closed.wait(delay)
+        while self._running and not self._bucket.try_take():
+            self._closed.wait(self._bucket.wait_time())
+
     def _read_loop(self) -> None:
-        backoff = 0.1
         while self._running:
             ws = self._ws
             if ws is None:
+                self._pause_before_reconnect()
+                if not self._running:
+                    break
                 try:
                     fresh = self._connect()
                     if not self._running:  # closed while we were reconnecting: do not leak the new connection
@@ -158,12 +184,10 @@ class WsOrderSession:
                         break
                     self._ws = fresh
                     self.reconnects += 1
-                    backoff = 0.1
+                    self._backoff.reset()
                     log.warning("%s: reconnected to %s", self.name, self.url)
                 except LiveTransportError as exc:
-                    log.warning("%s: reconnect failed (%s); retrying in %.1f s", self.name, exc, backoff)
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+                    log.warning("%s: reconnect failed (%s)", self.name, exc)
                 continue
             try:
                 raw = ws.recv(timeout=self._idle_ping_s if self._idle_ping else None)
@@ -191,6 +215,7 @@ class WsOrderSession:
 
     def close(self) -> None:
         self._running = False
+        self._closed.set()
         ws, self._ws = self._ws, None
         if ws is not None:
             ws.close()
@@ -243,22 +268,15 @@ class ReplySink:
 
 def make_live_transport(name: str, *, network: str | None, credentials: Any = None, enable_live: bool = False,
                         url: str | None = None, ca_file: str | None = None,
-                        on_reply: ReplyCallback | None = None, **options: Any):
-    """Build (not start) the live transport ``name`` ('binance' | 'hyperliquid'); refuses unless
-    ``enable_live=True`` and the network is named. ``credentials``: a Binance/HyperliquidCredentials, a path to
-    a 0600 credentials file, or None for the environment (caerus.execution.credentials). ``url`` overrides the
+                        on_reply: ReplyCallback | None = None, **options: Any) -> Any:
+    """Build (not start) the live transport of venue ``name`` (from the venue registry); refuses unless
+    ``enable_live=True`` and the network is named. ``credentials``: the venue's credentials object, a path to a
+    0600 credentials file, or None for the environment (caerus.execution.credentials). ``url`` overrides the
     network's URL (the emulator); ``options`` go to the transport (e.g. symbol, price_decimals, sz_decimals)."""
     check_live_guard(name, enable_live=enable_live, network=network)
     if credentials is None or isinstance(credentials, str | os.PathLike):
         from caerus.execution.credentials import load_credentials
 
         credentials = load_credentials(name, credentials)
-    if name == "binance":
-        from caerus.execution.transports.binance import BinanceTransport
-
-        return BinanceTransport(network=network, credentials=credentials, enable_live=enable_live, url=url,
-                                ca_file=ca_file, on_reply=on_reply, **options)
-    from caerus.execution.transports.hyperliquid import HyperliquidTransport
-
-    return HyperliquidTransport(network=network, credentials=credentials, enable_live=enable_live, url=url,
-                                ca_file=ca_file, on_reply=on_reply, **options)
+    return _order_entry(name).transport(network=network, credentials=credentials, enable_live=enable_live, url=url,
+                                        ca_file=ca_file, on_reply=on_reply, **options)

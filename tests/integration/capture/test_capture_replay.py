@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from caerus.sim.replay import read_frames
-from caerus.venues import binance, hyperliquid
+from caerus.venues.binance import data as binance
+from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.wire import BookFlags
 from tests.fixtures.capture_rings import REPO, CaptureProcess, SessionRings, book, wait_counters
 

@@ -18,7 +18,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from caerus.sim.replay import write_frames
+from caerus.recording import write_frames
 from tests.fixtures.venue_sim import ROOT, VenueSim
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,11 @@ import pytest
 from eth_account import Account
 
 from caerus import wire
-from caerus.execution.credentials import BinanceCredentials, HyperliquidCredentials, Secret, load_credentials
+from caerus.execution.credentials import Secret, load_credentials
 from caerus.execution.transports.base import VenueReply
 from caerus.execution.transports.live import make_live_transport
+from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 
 pytestmark = pytest.mark.integration
 

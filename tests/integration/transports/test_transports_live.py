@@ -13,17 +13,13 @@ import pytest
 from eth_account import Account
 
 from caerus import wire
-from caerus.execution.credentials import (
-    BinanceCredentials,
-    CredentialsError,
-    HyperliquidCredentials,
-    Secret,
-    load_credentials,
-)
+from caerus.execution.credentials import CredentialsError, Secret, load_credentials
 from caerus.execution.transports.base import Transport, VenueReply
-from caerus.execution.transports.hyperliquid import CODE_ACTION_ERROR, CODE_ORDER_ERROR
 from caerus.execution.transports.live import LiveConfigError, LiveTransportError, make_live_transport
 from caerus.sim import orders
+from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from caerus.venues.hyperliquid.execution import CODE_ACTION_ERROR, CODE_ORDER_ERROR
 from tests.fixtures.transports_orders import OrderServer
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,8 @@ import pytest
 
 from caerus.capture import app, replay
 from caerus.capture.clickhouse import check_url
-from caerus.venues import binance, hyperliquid
+from caerus.venues.binance import data as binance
+from caerus.venues.hyperliquid import data as hyperliquid
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -55,12 +56,12 @@ def test_clickhouse_url() -> None:
 
 
 def test_replay_frames_are_what_the_feeds_decode() -> None:
-    text = replay.binance_frame(42, 1_796_000_000_123, "BTCUSDT", 100_000.1, 0.00001, 100_000.2, 3.0)
+    text = binance.book_frame(42, 1_796_000_000_123, "BTCUSDT", 100_000.1, 0.00001, 100_000.2, 3.0)
     m = binance.DATA_DECODER.decode(text)
     assert (m.u, m.E, m.b, m.B, m.a, m.A) == (42, 1_796_000_000_123, 100_000.1, 0.00001, 100_000.2, 3.0)
     raw = json.loads(text)
     assert raw["B"] == "0.00001" and raw["b"] == "100000.1" and raw["s"] == "BTCUSDT"  # no scientific notation
-    h = hyperliquid.DECODER.decode(replay.hyperliquid_frame(1_796_000_000_200, "BTC", 99.5, 1.0, 100.0, 2.0))
+    h = hyperliquid.DECODER.decode(hyperliquid.book_frame(0, 1_796_000_000_200, "BTC", 99.5, 1.0, 100.0, 2.0))
     assert h.data.time == 1_796_000_000_200 and h.data.bbo[0].px == 99.5 and h.data.bbo[1].sz == 2.0
     with pytest.raises(ValueError, match="pace"):
         replay.load_books(None, replay.ReplayOptions(pace="wall"))  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports import TransportUnavailable, make_live_transport, make_transport
+from caerus.execution.transports import make_live_transport, make_transport
 from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
@@ -275,12 +276,17 @@ def test_transport_registry() -> None:
         make_live_transport("paper")
 
 
-def test_live_factory_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    import caerus.execution.transports as registry
+def test_live_transport_of_a_venue_without_order_entry_is_a_clear_error() -> None:
+    from caerus.venues import registry
+    from caerus.venues.binance import SPEC
 
-    monkeypatch.setattr(registry, "_LIVE_FACTORY_MODULES", ("caerus.execution.transports.no_such_module",))
-    with pytest.raises(TransportUnavailable, match="no_such_module: not present"):
-        make_live_transport("binance", network="testnet", credentials=Path("x"))
+    feed_only = dataclasses.replace(SPEC, name="feedonly", code=250, order_entry=None)
+    registry.register(feed_only)
+    try:
+        with pytest.raises(ValueError, match="not live"):
+            make_live_transport("feedonly", network="testnet", credentials=Path("x"))
+    finally:
+        registry.unregister("feedonly")
 
 
 class _Exploding:

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.server import ServerConnection
 
-from caerus.feed.binance_loop import BinanceSink
-from caerus.feed.hyperliquid_loop import HyperliquidSink
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.ws import client_ssl_context
-from caerus.venues import binance, hyperliquid
-from caerus.wire import BOOK, BookFlags
+from caerus.venues.binance import data as binance
+from caerus.venues.binance.feed import BinanceSink
+from caerus.venues.hyperliquid import data as hyperliquid
+from caerus.venues.hyperliquid.feed import HyperliquidSink
+from caerus.wire import BOOK, BookFlags, Venue
 from tests.fixtures.feed_servers import Market
 
 SEQ = BOOK.index("seq")
@@ -28,7 +29,7 @@ def run_feed(venue: str, url: str, ca_file: str, cfg: SupervisorConfig, seconds:
     """Run a supervised feed for ``seconds``; returns (counters, every record published, log text)."""
     log = io.StringIO()
     out = FeedOutputs(venue, f"u.book.{venue}", f"u.events.{venue}", f"u.stats.{venue}", capacity=1 << 14,
-                      log_stream=log)
+                      log_stream=log, venue_code=int(Venue[venue.upper()]))
     reader = SwmrReader.attach(f"u.book.{venue}", BOOK, timeout=1)
     if venue == "binance":
         sink = BinanceSink(out)

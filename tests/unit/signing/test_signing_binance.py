@@ -7,7 +7,7 @@ import base64
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from caerus.execution.signing.binance import (
+from caerus.venues.binance.signing import (
     BinanceEd25519Signer,
     BinanceHmacSigner,
     query_string,

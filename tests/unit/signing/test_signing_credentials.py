@@ -11,15 +11,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from caerus.execution.credentials import (
-    BinanceCredentials,
-    CredentialsError,
-    HyperliquidCredentials,
-    Secret,
-    load_credentials,
-    load_from_env,
-    load_from_file,
-)
+from caerus.execution.credentials import CredentialsError, Secret, load_credentials, load_from_env, load_from_file
+from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 
 
 def _write(path: Path, text: str, mode: int) -> Path:

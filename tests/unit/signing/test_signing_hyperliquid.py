@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from eth_account import Account
 
-from caerus.execution.signing.hyperliquid import (
+from caerus.venues.hyperliquid.signing import (
     HyperliquidSigner,
     action_hash,
     float_to_wire,

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from eth_account import Account
 
-from caerus.execution.signing.binance import BinanceHmacSigner, query_string
-from caerus.execution.signing.hyperliquid import HyperliquidSigner, order_action, order_wire
 from caerus.sim import orders
+from caerus.venues.binance.signing import BinanceHmacSigner, query_string
+from caerus.venues.hyperliquid.signing import HyperliquidSigner, order_action, order_wire
 
 API = secrets.token_hex(32)
 SECRET = secrets.token_hex(32)

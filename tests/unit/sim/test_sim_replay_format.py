@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim.replay import FrameRecorder, read_frames, write_frames
+from caerus.recording import FrameRecorder, write_frames
+from caerus.sim.replay import read_frames
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -29,7 +30,7 @@ def test_recorder_clock_starts_at_zero(tmp_path: Path) -> None:
     frames = read_frames(path)
     assert frames[0].t_ns == 0 and frames[1].t_ns >= 0
     with pytest.raises(ValueError, match="venue"), FrameRecorder(tmp_path / "x.jsonl") as rec:
-        rec.record("kraken", "x")
+        rec.record("no such venue", "x")
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ import math
 import msgspec
 import pytest
 
-from caerus.venues import binance, hyperliquid
+from caerus.venues.binance import data as binance
 from caerus.venues.frames import FrameKind
+from caerus.venues.hyperliquid import data as hyperliquid
 
 # From the Binance USD-M docs (bookTicker), plus the st/ps fields the stream may carry.
 BOOK_TICKER = (b'{"e":"bookTicker","u":400900217,"E":1568014460893,"T":1568014460891,"s":"BNBUSDT",'

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from caerus.feed.binance_loop import BinanceSink
-from caerus.feed.hyperliquid_loop import HyperliquidSink
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
-from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason
+from caerus.venues.binance.feed import BinanceSink
+from caerus.venues.hyperliquid.feed import HyperliquidSink
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue
 
 FLAGS = BOOK.index("flags")
 SEQ = BOOK.index("seq")
@@ -55,7 +55,7 @@ class StubSupervisor:
 def feed(shm_dir: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     venue = request.param if hasattr(request, "param") else "binance"
     out = FeedOutputs(venue, f"t.book.{venue}", f"t.events.{venue}", f"t.stats.feed-{venue}", capacity=1024,
-                      log_stream=io.StringIO())
+                      log_stream=io.StringIO(), venue_code=int(Venue[venue.upper()]))
     sink = (BinanceSink if venue == "binance" else HyperliquidSink)(out, parse_error_limit=5)
     out.sink = sink
     sup = StubSupervisor()

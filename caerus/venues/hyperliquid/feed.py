@@ -15,8 +15,8 @@ import msgspec
 from caerus.feed.outputs import FeedOutputs
 from caerus.feed.sink import DEPTH, VALID, FeedSink
 from caerus.net.ws import WsSession
-from caerus.venues import hyperliquid
 from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, check_levels
+from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.wire import Venue
 
 _VENUE = int(Venue.HYPERLIQUID)

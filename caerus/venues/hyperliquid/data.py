@@ -16,7 +16,7 @@ from typing import Any
 
 import msgspec
 
-from caerus.venues.frames import FrameKind
+from caerus.venues.frames import FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://api.hyperliquid.xyz"
 TESTNET_BASE_URL = "wss://api.hyperliquid-testnet.xyz"
@@ -115,3 +115,11 @@ def classify(raw: bytes | str) -> tuple[FrameKind, str]:
 def _excerpt(data: bytes, n: int = 120) -> str:
     text = data.decode("utf-8", "replace")
     return text[:n] + ("..." if len(text) > n else "")
+
+
+def book_frame(seq: int, t_ms: int, coin: str, bid: float, bid_qty: float, ask: float, ask_qty: float) -> str:
+    """A ``bbo`` message carrying a captured top of book (capture replay; ``seq`` is ours, not on the wire).
+    Level order counts ``n`` are not captured: 1."""
+    return msgspec.json.encode({"channel": "bbo", "data": {"coin": coin, "time": t_ms, "bbo": [
+        {"px": decimal_text(bid), "sz": decimal_text(bid_qty), "n": 1},
+        {"px": decimal_text(ask), "sz": decimal_text(ask_qty), "n": 1}]}}).decode()

@@ -1,6 +1,6 @@
 """Hyperliquid live transport: order actions posted over the WebSocket (``{"method":"post","id":N,"request":
 {"type":"action","payload":{action, nonce, signature, vaultAddress}}}``), signed like the SDK's
-``sign_l1_action`` (see caerus.execution.signing.hyperliquid).
+``sign_l1_action`` (see caerus.venues.hyperliquid.signing).
 
 Prices are rounded as the venue requires for perps (at most 5 significant figures and ``6 - sz_decimals``
 decimals), sizes to ``sz_decimals``. Replies (``{"channel":"post","data":{"id":N,"response":...}}``) become
@@ -18,8 +18,7 @@ from typing import Any
 import msgspec
 
 from caerus import wire
-from caerus.execution.credentials import CredentialsError, HyperliquidCredentials
-from caerus.execution.signing.hyperliquid import order_action, order_wire
+from caerus.execution.credentials import CredentialsError
 from caerus.execution.transports.base import (
     O_ORDER_ID,
     O_PX,
@@ -37,6 +36,8 @@ from caerus.execution.transports.live import (
     check_live_guard,
     resolve_url,
 )
+from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from caerus.venues.hyperliquid.signing import order_action, order_wire
 
 _TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
 CODE_ORDER_ERROR = -1

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from caerus.venues.frames import FrameKind
+from caerus.venues.frames import FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://fstream.binance.com"
 TESTNET_BASE_URL = "wss://fstream.binancefuture.com"
@@ -105,3 +105,10 @@ def classify(raw: bytes | str) -> tuple[FrameKind, str]:
 def _excerpt(raw: bytes | str, n: int = 120) -> str:
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray | memoryview) else raw
     return text[:n] + ("..." if len(text) > n else "")
+
+
+def book_frame(seq: int, e_ms: int, symbol: str, bid: float, bid_qty: float, ask: float, ask_qty: float) -> str:
+    """A ``bookTicker`` message carrying a captured top of book (capture replay). ``T`` is not captured: ``E``."""
+    return msgspec.json.encode({"e": "bookTicker", "u": int(seq), "E": e_ms, "T": e_ms, "s": symbol,
+                                "b": decimal_text(bid), "B": decimal_text(bid_qty), "a": decimal_text(ask),
+                                "A": decimal_text(ask_qty)}).decode()

@@ -15,8 +15,7 @@ from typing import Any
 import msgspec
 
 from caerus import wire
-from caerus.execution.credentials import BinanceCredentials, CredentialsError
-from caerus.execution.signing.binance import query_string
+from caerus.execution.credentials import CredentialsError
 from caerus.execution.transports.base import (
     O_ORDER_ID,
     O_PX,
@@ -34,6 +33,8 @@ from caerus.execution.transports.live import (
     check_live_guard,
     resolve_url,
 )
+from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.binance.signing import query_string
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
 _SENT_FAILED = wire.Outcome.SEND_FAILED

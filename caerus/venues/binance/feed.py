@@ -18,7 +18,7 @@ import msgspec
 from caerus.feed.outputs import FeedOutputs
 from caerus.feed.sink import DEPTH, VALID, FeedSink
 from caerus.net.ws import WsSession
-from caerus.venues import binance
+from caerus.venues.binance import data as binance
 from caerus.venues.book import DUPLICATE, NULL_SIDE, SEQ_NOT_INCREASING, TIME_BACKWARDS, check_levels
 from caerus.wire import Venue
 

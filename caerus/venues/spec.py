@@ -1,0 +1,75 @@
+"""What a venue package tells the generic code: one typed :class:`VenueSpec` per venue (the registry holds them).
+
+The generic feed, execution, credentials and capture code know nothing venue-specific; they ask the spec. A spec
+is cheap to import: it holds constants and *factories* that import the heavy parts (the feed loop, the order
+transport, the signer) only when called, so a feed process never loads the order-entry stack and vice versa.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class FeedSpec:
+    """Market data: where to connect, what to send, how long silence may last, and the feed loop to run."""
+
+    default_base_url: str
+    testnet_base_url: str
+    default_symbol: str
+    channels: tuple[str, ...]  # the first is the default
+    #: ``url(base, route)``: the full stream URL from a base (scheme + host[:port]) and a route name
+    url: Callable[[str, str], str]
+    #: ``subscribe(symbol, channel)``: the frames sent after the handshake
+    subscribe: Callable[[str, str], tuple[bytes, ...]]
+    #: ``sink(outputs, parse_error_limit=N)``: the venue's feed loop (a caerus.feed.sink.FeedSink; typed Any so
+    #: this lower layer does not import the feed)
+    sink: Callable[..., Any]
+    stale_after_s: float  # data watchdog default
+    #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a
+    #: captured top of book (capture replay rebuilds the emulator's frames file with it)
+    book_frame: Callable[[int, int, str, float, float, float, float], str] | None = None
+    routes: tuple[str, ...] = ("default",)  # the first is the default
+    rotate_after_s: float = 0.0  # make-before-break rotation age default (0 = never)
+    keepalive_frame: bytes | None = None  # application ping, sent every keepalive_s when set
+    keepalive_s: float = 0.0  # default interval
+    keepalive_max_s: float = 0.0  # the venue's idle limit: the interval must stay below it
+
+
+@dataclass(frozen=True)
+class CredentialSpec:
+    """How the venue's order-entry credentials are read: a TOML table, or environment variables."""
+
+    #: ``from_table(table, where, base_dir)`` -> the venue's credentials object (raises CredentialsError)
+    from_table: Callable[[Mapping[str, object], str, Path | None], Any]
+    #: ``from_env(env)`` -> the table ``from_table`` takes, read from the environment (raises CredentialsError)
+    env_table: Callable[[Mapping[str, str]], dict[str, object]]
+    #: the credentials type the transport accepts
+    kind: type
+
+
+@dataclass(frozen=True)
+class OrderEntrySpec:
+    """Live order entry: URLs per network, the path appended to an override base, the transport factory."""
+
+    urls: Mapping[str, str]  # network name -> full URL
+    path: str
+    #: ``transport(network=, credentials=, enable_live=, url=, ca_file=, on_reply=, **options)``
+    transport: Callable[..., Any]
+    credentials: CredentialSpec
+
+
+@dataclass(frozen=True)
+class VenueSpec:
+    """Everything generic code needs about one venue."""
+
+    name: str  # the --venue name, segment suffix and capture column value
+    code: int  # the wire code in BookRecord.venue / OrderRecord.venue (caerus.wire.Venue for built-ins)
+    feed: FeedSpec
+    order_entry: OrderEntrySpec | None = None
