@@ -20,6 +20,7 @@ from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.plan import parse_cpu_list
 from caerus.runtime.args import EXIT_CONFIG
 from caerus.runtime.gcpolicy import freeze_startup
+from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.pinning import pin, pin_all_threads
 
 from .pipeline import Capture, CaptureConfig, ChdbOutput, counter_names, write_summary
@@ -160,12 +161,15 @@ def run(args: argparse.Namespace) -> int:
     cap = Capture(cfg, output, counters)
     freeze_startup()  # the start-up heap (chDB, pandas) is never rescanned; the collector stays on for the rest
     cap.stop_event = stop
+    cap.memwatch = MemWatch("capture")
+    cap.memwatch.start()
     rc = 0
     try:
         cap.run(args.duration)
     except UnsupportedSegment as e:  # a segment appeared later with the wrong kind/layout
         log.error("%s", e)
         rc = 2
+    cap.memwatch.report()
     summary = cap.summary()
     summary["mode"] = "kafka" if args.brokers else "chdb"
     if args.brokers is not None:

@@ -22,6 +22,7 @@ import pandas as pd
 from caerus.config import ConfigBase, NonNegative, Positive
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.wait import WaitPolicy, make_waiter
+from caerus.runtime.memwatch import MemWatch
 
 from . import rows
 from .reader import RingSource, role_of, session_of
@@ -91,6 +92,7 @@ class Capture:
         self._started = time.monotonic()
         self._roles = {s.name: counter_role(s.name, config.segments) for s in self.sources}
         self._pending = 0
+        self.memwatch: MemWatch | None = None  # opt-in growth report (CAERUS_TRACEMALLOC), ticked by housekeeping
 
     def session_for(self, src: RingSource) -> str:
         if self.config.session:
@@ -188,6 +190,8 @@ class Capture:
                 self._pending += drained
         self.output.poll()
         self.publish_counters()
+        if self.memwatch is not None:
+            self.memwatch.tick()
 
     # --- reporting -----------------------------------------------------------------------------------------
 

@@ -4,18 +4,42 @@ The session runner calls ``sample()`` from its progress loop (it throttles itsel
 gives, per process, the RSS at the first and last sample, the maximum, and the least-squares slope in MB/min over
 the samples after ``warmup_s`` (start-up allocations are not growth). A process whose loops keep nothing shows a
 slope near zero; a leak shows as a steady positive slope.
+
+RSS alone cannot tell a leak from a bounded structure filling up: a ring's shared-memory pages count once a
+process first touches them (a 4096-slot book ring is ~330 KB, touched over the minutes the slower venue takes to
+wrap it). So each sample also reads the kernel's split of RSS (``/proc/<pid>/status``: RssAnon = heap, RssFile =
+mapped files and libraries, RssShmem = the rings) and the summary gives the slope of each part, plus the slope
+over the second half of the post-warm-up samples: a filling structure flattens there, a leak does not.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import psutil
 
 MB = 1024 * 1024
+PARTS = ("anon", "file", "shmem")  # the kernel's split of RSS (RssAnon, RssFile, RssShmem), in this order
+_STATUS_KEYS = {b"RssAnon:": 0, b"RssFile:": 1, b"RssShmem:": 2}
+
+
+def rss_parts(pid: int) -> tuple[int, int, int] | None:
+    """(anon, file, shmem) resident bytes of ``pid`` from /proc/<pid>/status; None when unavailable (not Linux,
+    or the process is gone)."""
+    out = [0, 0, 0]
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                key, _, rest = line.partition(b"\t")
+                i = _STATUS_KEYS.get(key)
+                if i is not None:
+                    out[i] = int(rest.split()[0]) * 1024  # "kB"
+    except (OSError, ValueError, IndexError):
+        return None
+    return out[0], out[1], out[2]
 
 
 class RssSampler:
@@ -25,7 +49,8 @@ class RssSampler:
         self._procs: dict[str, psutil.Process] = {}
         self._t0: float | None = None
         self._last = -float("inf")
-        self.samples: dict[str, list[tuple[float, int]]] = {}
+        # name -> [(t, rss)] or [(t, rss, anon, file, shmem)] where /proc gives the split
+        self.samples: dict[str, list[tuple[float, ...]]] = {}
 
     def watch(self, pids: Mapping[str, int]) -> None:
         """Track these processes (name -> pid); a name already tracked keeps its first pid."""
@@ -51,14 +76,19 @@ class RssSampler:
                 rss = proc.memory_info().rss
             except psutil.Error:
                 continue  # ended: its series stops here
-            self.samples[name].append((now - self._t0, rss))
+            parts = rss_parts(proc.pid)
+            self.samples[name].append((now - self._t0, rss) if parts is None else (now - self._t0, rss, *parts))
 
     def summary(self) -> dict[str, dict[str, Any]]:
         return {name: summarise(series, self.warmup_s) for name, series in self.samples.items() if series}
 
 
-def summarise(series: list[tuple[float, int]], warmup_s: float) -> dict[str, Any]:
-    """start/end/max MB and the MB/min slope after warm-up (None with fewer than 3 samples past warm-up)."""
+def summarise(series: Sequence[tuple[float, ...]], warmup_s: float) -> dict[str, Any]:
+    """start/end/max MB and the MB/min slope after warm-up (None with fewer than 3 samples past warm-up).
+
+    Samples carrying the (anon, file, shmem) split also give ``<part>_end_mb`` and ``<part>_slope_mb_per_min``;
+    ``late_slope_mb_per_min`` is the RSS slope over the second half of the post-warm-up samples.
+    """
     t = np.array([s[0] for s in series], dtype=float)
     mb = np.array([s[1] for s in series], dtype=float) / MB
     out: dict[str, Any] = {
@@ -71,7 +101,20 @@ def summarise(series: list[tuple[float, int]], warmup_s: float) -> dict[str, Any
         "slope_from_s": warmup_s,
     }
     past = t >= warmup_s
-    if past.sum() >= 3 and np.ptp(t[past]) > 0:
-        slope_per_s = float(np.polyfit(t[past], mb[past], 1)[0])
-        out["slope_mb_per_min"] = round(slope_per_s * 60.0, 4)
+    out["slope_mb_per_min"] = _slope(t[past], mb[past])
+    tp = t[past]
+    late = past & (t >= (tp[0] + tp[-1]) / 2) if tp.size else past
+    out["late_slope_mb_per_min"] = _slope(t[late], mb[late])
+    if all(len(s) == 2 + len(PARTS) for s in series):
+        for k, part in enumerate(PARTS):
+            pmb = np.array([s[2 + k] for s in series], dtype=float) / MB
+            out[f"{part}_end_mb"] = round(float(pmb[-1]), 2)
+            out[f"{part}_slope_mb_per_min"] = _slope(t[past], pmb[past])
     return out
+
+
+def _slope(t: np.ndarray, mb: np.ndarray) -> float | None:
+    """Least-squares MB/min over the points (None with fewer than 3 or no time span)."""
+    if t.size < 3 or np.ptp(t) <= 0:
+        return None
+    return round(float(np.polyfit(t, mb, 1)[0]) * 60.0, 4)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-from caerus.metrics.rss import MB, RssSampler, summarise
+import psutil
+
+from caerus.metrics.rss import MB, RssSampler, rss_parts, summarise
 
 
 def test_summary_slope_ignores_warmup_and_finds_growth() -> None:
@@ -28,3 +30,29 @@ def test_sampler_reads_a_live_process_and_skips_a_gone_one() -> None:
     rss.sample(force=True)
     summary = rss.summary()
     assert set(summary) == {"self"} and summary["self"]["samples"] == 2 and summary["self"]["start_mb"] > 1
+    assert summary["self"]["anon_end_mb"] > 1  # the kernel split rides along on Linux
+
+
+def test_summary_splits_heap_from_rings_and_sees_a_plateau() -> None:
+    # heap flat at 30 MB; ring pages first-touched at 0.3 MB/min until t=300 s, then flat (the ring wrapped)
+    series = [(float(t), int((30 + min(t, 300) / 200 + 14) * MB), 30 * MB, 14 * MB, int(min(t, 300) / 200 * MB))
+              for t in range(0, 900, 5)]
+    s = summarise(series, warmup_s=30.0)
+    assert s["anon_slope_mb_per_min"] == 0.0 and s["file_slope_mb_per_min"] == 0.0
+    assert s["shmem_slope_mb_per_min"] > 0.05 and s["slope_mb_per_min"] == s["shmem_slope_mb_per_min"]
+    assert abs(s["late_slope_mb_per_min"]) < 1e-9  # the second half is past the plateau
+    assert s["anon_end_mb"] == 30.0 and s["shmem_end_mb"] == 1.5
+
+
+def test_summary_of_a_leak_keeps_its_late_slope() -> None:
+    series = [(float(t), int((40 + t / 120) * MB), int((26 + t / 120) * MB), 14 * MB, 0) for t in range(0, 900, 5)]
+    s = summarise(series, warmup_s=30.0)
+    assert abs(s["anon_slope_mb_per_min"] - 0.5) < 0.01 and abs(s["late_slope_mb_per_min"] - 0.5) < 0.01
+
+
+def test_rss_parts_of_this_process_add_up_to_its_rss() -> None:
+    parts = rss_parts(os.getpid())
+    assert parts is not None and parts[0] > MB
+    rss = psutil.Process().memory_info().rss
+    assert abs(sum(parts) - rss) < 0.1 * rss  # the kernel's split of the same number (read a moment apart)
+    assert rss_parts(2**22 + 12345) is None
