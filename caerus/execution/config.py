@@ -25,6 +25,9 @@ class RiskConfig(ConfigBase, frozen=True):
     price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid
     require_book: bool = True  # reject (NO_BOOK) when the target venue has no valid book
     max_book_age_ms: Positive = 10_000.0  # a book older than this (by local receipt) counts as no book
+    # An order whose t_decision is older than this at pickup (or ahead of the clock by as much) is refused
+    # (STALE_ORDER): a replayed or long-queued record is never sent.
+    max_order_age_ms: Positive = 1_000.0
 
 
 class PaperConfig(ConfigBase, frozen=True):

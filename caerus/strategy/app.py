@@ -58,6 +58,10 @@ INT_COUNTERS = (
     *GUARD_NAMES,
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
+# Order ids: strategy_id in the bits above ID_LOW_BITS, the low bits of the producer sequence below, so two
+# strategies never share an id and one strategy repeats an id only after 2**48 ns (~78 h) of sequence numbers.
+ID_LOW_BITS = 48
+ID_LOW_MASK = (1 << ID_LOW_BITS) - 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,7 +89,7 @@ class _Ctx:
     memwatch: MemWatch
     books: list[int]  # per venue code (0 = other)
     by_reason: list[int]
-    order_id: int = 0
+    seq: int = 0  # the producer sequence of the last pushed order (starts at the start-up time in ns)
     ring_full: int = 0
     order_segment: str = ""
     orders_lost_to_restart: int = 0
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
-                   by_reason=[0] * (max(OrderReason) + 1), order_id=time.time_ns(), order_segment=args.order_segment)
+                   by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment)
         run_ctx = ctx
         serve(PROCESS, sup, lambda: _loop(run_ctx), lambda: _housekeeping(run_ctx), ctx.clock, memwatch)
         return 0
@@ -189,6 +193,7 @@ def _loop(ctx: _Ctx) -> None:
     idle = waiter.idle
     reset = waiter.reset
     sid = ctx.cfg.strategy_id
+    sid_hi = sid << ID_LOW_BITS
     yield_after_order = ctx.cfg.yield_after_order and ctx.wait_policy == WaitPolicy.HYBRID
     sched_yield = os.sched_yield
     hl = int(Venue.HYPERLIQUID)
@@ -206,12 +211,13 @@ def _loop(ctx: _Ctx) -> None:
             worked = True
             d = on_book(rec, t_seen)
             if d is not None:
-                oid = ctx.order_id + 1
+                seq = ctx.seq + 1
+                oid = sid_hi | (seq & ID_LOW_MASK)
                 t_decision = tns()
                 if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
-                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision):
+                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
-                    ctx.order_id = oid
+                    ctx.seq = seq
                     if ttd_buf.n < ttd_cap:
                         ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
                         ttd_buf.n += 1

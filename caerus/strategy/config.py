@@ -21,7 +21,7 @@ class StrategyConfig(ConfigBase, frozen=True):
     # "latency_arb": the real strategy. "bench": fire an IOC on every valid Binance book (OrderReason.BENCH),
     # used by benchmarks/tick_to_decision.py so the measured path is the real process loop.
     mode: Literal["latency_arb", "bench"] = "latency_arb"
-    strategy_id: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 1
+    strategy_id: Annotated[int, msgspec.Meta(ge=0, le=32767)] = 1  # bits 48-62 of every order id
     order_qty: Positive = 0.001  # BTC per entry order
     max_position: Positive = 0.002  # |position| limit in BTC (entries that would exceed it are blocked)
     entry_bps: Positive = 5.0  # |basis - EWMA| needed to enter

@@ -40,9 +40,10 @@ def load_config(path: Path | None) -> ExecutionConfig:
 
 
 def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
-          t_decision: int = T0) -> tuple:
-    return (oid, 1, venue, side, int(Tif.IOC), int(OrderReason.ENTRY), int(Venue.BINANCE), 0, px, qty, 7,
-            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision)
+          t_decision: int = T0, seq: int | None = None, tif: int = int(Tif.IOC),
+          reason: int = int(OrderReason.ENTRY), strategy_id: int = 1) -> tuple:
+    return (oid, strategy_id, venue, side, tif, reason, int(Venue.BINANCE), 0, px, qty, 7,
+            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision, oid + 1 if seq is None else seq)
 
 
 def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: object) -> LatestBooks:
@@ -58,8 +59,23 @@ def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: 
     ("cfg", "o", "want"),
     [
         (RiskConfig(max_order_qty=0.001), order(qty=0.002), RiskReject.MAX_ORDER_SIZE),
-        (RiskConfig(), order(qty=0.0), RiskReject.MAX_ORDER_SIZE),
-        (RiskConfig(), order(qty=float("nan")), RiskReject.MAX_ORDER_SIZE),
+        (RiskConfig(), order(qty=0.0), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=-0.001), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=float("nan")), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=float("inf")), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(side=0), RiskReject.BAD_SIDE),
+        (RiskConfig(), order(side=2), RiskReject.BAD_SIDE),
+        (RiskConfig(), order(px=float("nan")), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=float("inf")), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=0.0), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=-95_010.0), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(venue=0), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(venue=9), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(tif=0), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(reason=99), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(t_decision=T0 - 1001 * MS), RiskReject.STALE_ORDER),
+        (RiskConfig(max_order_age_ms=5_000), order(t_decision=T0 - 1001 * MS), RiskReject.NONE),
+        (RiskConfig(), order(t_decision=T0 + 1002 * MS), RiskReject.STALE_ORDER),
         (RiskConfig(price_band_bps=10), order(px=95_200.0), RiskReject.PRICE_BAND),
         (RiskConfig(price_band_bps=10), order(side=-1, px=94_800.0), RiskReject.PRICE_BAND),
         (RiskConfig(), order(venue=int(Venue.BINANCE)), RiskReject.NO_BOOK),
@@ -70,6 +86,30 @@ def test_risk_single_order_checks(cfg: RiskConfig, o: tuple, want: RiskReject) -
     risk = RiskChecker(cfg, books_with())
     assert risk.check(o, T0 + MS) == want
     assert risk.rejects[want] == (1 if want else 0)
+
+
+def test_risk_refuses_duplicate_and_out_of_order_sequences_per_strategy() -> None:
+    risk = RiskChecker(RiskConfig(max_position=0.01), books_with())
+    assert risk.check(order(oid=1, seq=10), T0) == RiskReject.NONE
+    assert risk.check(order(oid=1, seq=10), T0) == RiskReject.DUPLICATE  # the same slot delivered twice
+    assert risk.check(order(oid=2, seq=9), T0) == RiskReject.OUT_OF_ORDER  # an old slot re-delivered
+    assert risk.check(order(oid=3, seq=11), T0) == RiskReject.NONE
+    # Another strategy has its own sequence.
+    assert risk.check(order(oid=4, seq=5, strategy_id=2), T0) == RiskReject.NONE
+    # A record refused for its content still used its number: sending it again is a duplicate.
+    assert risk.check(order(oid=5, seq=12, side=0), T0) == RiskReject.BAD_SIDE
+    assert risk.check(order(oid=5, seq=12), T0) == RiskReject.DUPLICATE
+    assert (risk.rejects[RiskReject.DUPLICATE], risk.rejects[RiskReject.OUT_OF_ORDER],
+            risk.rejects[RiskReject.BAD_SIDE]) == (2, 1, 1)
+
+
+def test_risk_forged_side_zero_never_moves_the_position() -> None:
+    # The finding: five side-0 records used to pass risk (position += 0) and go out as SELLs.
+    risk = RiskChecker(RiskConfig(), books_with())
+    for i in range(5):
+        assert risk.check(order(oid=i + 1, side=0), T0) == RiskReject.BAD_SIDE
+    assert risk.position == 0.0
+    assert risk.rejects[RiskReject.BAD_SIDE] == 5
 
 
 def test_risk_stale_or_invalid_book_is_no_book() -> None:
@@ -87,10 +127,10 @@ def test_risk_max_position_counts_accepted_orders_and_returns_unfilled() -> None
         assert risk.check(o, T0) == RiskReject.NONE
         risk.accepted(o, T0)
     assert risk.check(order(oid=3), T0) == RiskReject.MAX_POSITION
-    assert risk.check(order(oid=3, side=-1, px=94_990.0), T0) == RiskReject.NONE  # reducing is fine
+    assert risk.check(order(oid=4, side=-1, px=94_990.0), T0) == RiskReject.NONE  # reducing is fine
     risk.on_result(order(oid=1), 0.0)  # the IOC did not fill: exposure comes back
     assert risk.position == pytest.approx(0.001)
-    assert risk.check(order(oid=4), T0) == RiskReject.NONE
+    assert risk.check(order(oid=5), T0) == RiskReject.NONE
 
 
 def test_risk_order_rate_sliding_window() -> None:
@@ -99,8 +139,9 @@ def test_risk_order_rate_sliding_window() -> None:
         o = order(oid=i, side=1 if i % 2 == 0 else -1, px=95_000.5)
         assert risk.check(o, T0 + i * MS) == RiskReject.NONE
         risk.accepted(o, T0 + i * MS)
-    assert risk.check(order(oid=9), T0 + 500 * MS) == RiskReject.MAX_ORDER_RATE
-    assert risk.check(order(oid=9), T0 + 1000 * MS) == RiskReject.NONE  # the first accept left the window
+    assert risk.check(order(oid=9, t_decision=T0 + 500 * MS), T0 + 500 * MS) == RiskReject.MAX_ORDER_RATE
+    late = T0 + 1000 * MS
+    assert risk.check(order(oid=10, t_decision=late), late) == RiskReject.NONE  # the first accept left the window
 
 
 def test_risk_kill_switch_first() -> None:
