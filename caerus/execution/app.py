@@ -123,6 +123,9 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
         raise ConfigError(f"--enable-live given with the simulated transport {args.transport!r}")
     if args.transport == "paper" and not args.book_segment:
         raise ConfigError("--transport paper needs --book-segment (the target venue's book ring) to fill against")
+    if args.transport in LIVE and not args.book_segment:
+        raise ConfigError(f"--transport {args.transport} needs --book-segment: live orders are always checked "
+                          f"against the target venue's book (price band)")
     if cfg.risk.require_book and not args.book_segment:
         raise ConfigError("risk.require_book is true but no --book-segment was given: every order would be "
                           "rejected (NO_BOOK); pass the target venue's book ring or set [risk] require_book = false")
@@ -143,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         return fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
 
     books = LatestBooks()
-    risk = RiskChecker(cfg.risk, books)
+    risk = RiskChecker(cfg.risk, books, live=args.transport in LIVE)
     engine_ref: list[Engine] = []
 
     def on_reply(reply: object) -> None:

@@ -23,10 +23,13 @@ from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, 
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject
+from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject, Tif
 
 O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
 O_FLAGS = ORDER_I.FLAGS
+O_TIF = ORDER_I.TIF
+_IOC = int(Tif.IOC)
+_PARTIAL = int(Outcome.PARTIAL)
 EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
@@ -128,15 +131,20 @@ class Engine:
             reply = replies.get_nowait()
             n += 1
             self.replies_seen += 1
-            entry = self.pending.pop(reply.order_id, None)
+            entry = self.pending.get(reply.order_id)
             if entry is None:
                 self.unknown_replies += 1
                 continue
             order, t_pickup, t_sent = entry
-            self.risk.on_result(order, reply.fill_qty)
+            outcome = int(reply.outcome)
+            # A resting acknowledgement (SENT) or a partial fill of a GTC/ALO order is not final: the rest still
+            # rests on the book and keeps counting toward the position until a fill or cancel settles it.
+            if outcome != _SENT and not (outcome == _PARTIAL and order[O_TIF] != _IOC):
+                del self.pending[reply.order_id]
+                self.risk.on_result(order, reply.fill_qty)  # fill_qty: the order's cumulative fill
             # The follow-up record carries the REPLY bit in `flags` so readers counting orders skip it.
             order = (*order[:O_FLAGS], order[O_FLAGS] | EXEC_FLAG_REPLY, *order[O_FLAGS + 1:])
-            self._publish(order, t_pickup, t_sent, int(reply.outcome), 0, reply.venue_code, reply.fill_px,
+            self._publish(order, t_pickup, t_sent, outcome, 0, reply.venue_code, reply.fill_px,
                           reply.fill_qty)
         return n
 

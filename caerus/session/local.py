@@ -206,6 +206,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "options": {k: v for k, v in opts.resolved().items() if k != "out"}, "config_hash": chash,
         "plan": plan.to_dict(), "isolated": plan.isolated, "venues": "live" if opts.live else "emulator",
         "segments": seg.to_dict(),
+        "kill_file": str(launch.kill_file_path(session_dir)),  # touch it to halt trading
     }
     live: LiveStats | None = None
     rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
@@ -245,6 +246,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             for spec in specs:
                 procs.append(launch.start(spec, session_dir))
             write_processes()
+            console.print(f"kill file: {run['kill_file']} (touch it to halt trading)")
             live = LiveStats(seg, [s.name for s in specs], start_ns)
             run["fleet_started_ns"] = time.time_ns()
             rss.watch({r.spec.name: r.pid for r in procs})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from caerus import config
@@ -15,6 +16,7 @@ from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import TransportUnavailable, make_live_transport, make_transport
+from caerus.execution.transports.base import SendResult, VenueReply
 from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
@@ -134,7 +136,7 @@ def test_risk_max_position_counts_accepted_orders_and_returns_unfilled() -> None
 
 
 def test_risk_order_rate_sliding_window() -> None:
-    risk = RiskChecker(RiskConfig(max_orders_per_s=3, max_position=1.0), books_with())
+    risk = RiskChecker(RiskConfig(max_orders_per_s=3, max_position=0.25), books_with())
     for i in range(3):
         o = order(oid=i, side=1 if i % 2 == 0 else -1, px=95_000.5)
         assert risk.check(o, T0 + i * MS) == RiskReject.NONE
@@ -291,7 +293,7 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
     p.write_text("[paper]\nlatency = 3\n")
     with pytest.raises(ConfigError, match="latency"):
         load_config(p)
-    p.write_text("[risk]\nmax_order_qty = 1.0\nmax_position = 0.5\n")
+    p.write_text("[risk]\nmax_order_qty = 0.2\nmax_position = 0.1\n")
     with pytest.raises(ConfigError, match="max_order_qty"):
         load_config(p)
     p.write_text("[risk]\nprice_band_bps = inf\n")
@@ -304,6 +306,115 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
     cfg = load_config(p)
     assert cfg.paper.markout_ms == (100.0, 250.0) and cfg.risk.max_orders_per_s == 5
     assert isinstance(load_config(None), ExecutionConfig)
+
+
+@pytest.mark.parametrize(("line", "name", "ceiling"), [
+    ("max_order_notional = 1e9", "max_order_notional", "25000"),
+    ("max_position = 10.0", "max_position", "0.25"),
+    ("max_orders_per_s = 1000000", "max_orders_per_s", "100"),
+])
+def test_config_cannot_lift_a_hard_ceiling(tmp_path: Path, line: str, name: str, ceiling: str) -> None:
+    p = tmp_path / "exec.toml"
+    p.write_text(f"[risk]\nmax_order_qty = 0.001\n{line}\n")
+    with pytest.raises(ConfigError, match=rf"risk\.{name} = \S+ is above the hard ceiling {ceiling}\b"):
+        load_config(p)
+    # ... nor a RiskConfig built in code (it skips load_config's check): the checker refuses it too.
+    value = load_config(None).risk
+    with pytest.raises(ConfigError, match=name):
+        RiskChecker(msgspec.structs.replace(value, **{name: type(getattr(value, name))(float(line.split()[-1]))}),
+                    LatestBooks())
+
+
+@pytest.mark.parametrize("line", ["max_order_qty = inf", "max_position = nan", "max_book_age_ms = inf",
+                                  "max_order_age_ms = inf", "max_order_notional = inf"])
+def test_nested_limits_must_be_finite(tmp_path: Path, line: str) -> None:
+    p = tmp_path / "exec.toml"
+    p.write_text(f"[risk]\n{line}\n")
+    with pytest.raises(ConfigError, match=rf"risk\.{line.split()[0]}( must be a finite number|`)"):
+        load_config(p)
+
+
+def test_notional_limit() -> None:
+    risk = RiskChecker(RiskConfig(max_order_qty=0.01, max_order_notional=500.0), books_with())
+    assert risk.check(order(qty=0.006), T0) == RiskReject.MAX_NOTIONAL  # 570 USD
+    assert risk.check(order(oid=2, qty=0.005), T0) == RiskReject.NONE  # 475 USD
+
+
+def test_without_require_book_a_nan_price_never_passes_and_any_book_bands() -> None:
+    no_book = RiskChecker(RiskConfig(require_book=False), LatestBooks())
+    assert no_book.check(order(px=float("nan")), T0) == RiskReject.BAD_PRICE
+    # A stale book (older than max_book_age_ms) still bands the price when no book is required.
+    stale = RiskChecker(RiskConfig(require_book=False, price_band_bps=10, max_book_age_ms=100), books_with())
+    late = T0 + 200 * MS
+    assert stale.check(order(px=96_000.0, t_decision=late), late) == RiskReject.PRICE_BAND
+    assert stale.check(order(oid=2, px=95_010.0, t_decision=late), late) == RiskReject.NONE
+    flagged = RiskChecker(RiskConfig(require_book=False, price_band_bps=10),
+                          books_with(flags=int(BookFlags.VALID | BookFlags.STALE)))
+    assert flagged.check(order(px=96_000.0), T0) == RiskReject.PRICE_BAND
+
+
+def test_live_mode_always_requires_a_book() -> None:
+    live = RiskChecker(RiskConfig(require_book=False), LatestBooks(), live=True)
+    assert live.check(order(), T0) == RiskReject.NO_BOOK
+
+
+class _RestingTransport:
+    """A transport whose venue answers later, like a live one; the test delivers the replies."""
+
+    name = "resting"
+    replies = True
+
+    def start(self) -> None:
+        pass
+
+    def send_msg(self, o: tuple) -> SendResult:
+        return SendResult(Outcome.SENT, t_sent=time.time_ns())
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tif", [int(Tif.GTC), int(Tif.ALO)])
+def test_resting_orders_keep_counting_until_filled_or_cancelled(shm_dir: Path, tif: int) -> None:
+    consumer = MpscConsumer.create("t3.orders", ORDER, 8)
+    producer = MpscProducer.attach("t3.orders", ORDER, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(max_order_qty=0.002, max_position=0.003), books)
+    engine = Engine(consumer, _RestingTransport(), risk, books)
+    try:
+        assert producer.try_push(*order(oid=1, qty=0.002, tif=tif, t_decision=time.time_ns()))
+        assert engine.step()
+        assert risk.position == pytest.approx(0.002)
+        # The venue acknowledges the order resting (SENT, fill 0): it still counts in full.
+        engine.on_reply(VenueReply(1, Outcome.SENT, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.002) and 1 in engine.pending
+        # ... so a second order that would exceed the limit with it is refused.
+        assert producer.try_push(*order(oid=2, qty=0.002, tif=tif, t_decision=time.time_ns()))
+        engine.step()
+        assert risk.rejects[RiskReject.MAX_POSITION] == 1
+        # A partial fill leaves the rest resting: still 0.002 counted.
+        engine.on_reply(VenueReply(1, Outcome.PARTIAL, 95_001.0, 0.0005, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.002) and 1 in engine.pending
+        # Cancelled after 0.0005 filled: the unfilled 0.0015 comes back out.
+        engine.on_reply(VenueReply(1, Outcome.CANCELLED, 95_001.0, 0.0005, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.0005) and 1 not in engine.pending
+    finally:
+        producer.close()
+        consumer.close(unlink=True)
+
+
+def test_an_ioc_partial_is_final() -> None:
+    risk = RiskChecker(RiskConfig(), books_with())
+    engine = Engine(None, _RestingTransport(), risk, books_with())  # type: ignore[arg-type]
+    o = order(oid=1, qty=0.002)
+    risk.accepted(o, T0)
+    engine.pending[1] = (o, T0, T0)
+    engine.on_reply(VenueReply(1, Outcome.PARTIAL, 95_001.0, 0.0005, 0, T0))
+    engine.drain_replies()
+    assert risk.position == pytest.approx(0.0005) and engine.pending == {}
 
 
 def test_transport_registry() -> None:

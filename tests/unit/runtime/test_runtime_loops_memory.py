@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from caerus.execution import app as execution_app
+from caerus.execution import config as execution_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import Engine
@@ -150,10 +151,13 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         consumer.close(unlink=True)
 
 
-def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path) -> None:
+def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # The rate check keeps the last max_orders_per_s pickup times (a preallocated ring): small enough that the
-    # warm-up fills it, so the measured phase only replaces entries.
-    cfg = ExecutionConfig(housekeeping_ms=0.001, risk=RiskConfig(max_orders_per_s=1024, max_position=1e6,
+    # warm-up fills it, so the measured phase only replaces entries. The rate is above the hard ceiling (so most
+    # orders reach the paper fills): lifted here, in the test, where the code reads it.
+    monkeypatch.setattr(execution_config, "HARD_MAX_ORDERS_PER_S", 1024)
+    cfg = ExecutionConfig(housekeeping_ms=0.001, risk=RiskConfig(max_orders_per_s=1024, max_position=0.25,
                                                                    max_order_qty=1.0),
                           paper=PaperConfig(markout_ms=(0.001,)))
     consumer = MpscConsumer.create("m.orders", ORDER, 1024)
