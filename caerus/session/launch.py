@@ -126,7 +126,7 @@ def fleet_specs(
     ])
     add("strategy", "strategy", [
         "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
-        "--kill-file", kill,
+        "--exec-segment", seg.exec, "--kill-file", kill,
         *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
     ])
     add("feed-binance", "feed", [
