@@ -75,6 +75,9 @@ class ExecutionConfig(ConfigBase, frozen=True):
     housekeeping_ms: Positive = 100.0
     idle_spins: Annotated[int, msgspec.Meta(ge=0)] = 10  # hybrid wait policy: empty polls before each yield
     max_pending: Annotated[int, msgspec.Meta(ge=1)] = 65_536  # orders awaiting a venue reply, kept for EXEC
+    # A sent order with no final reply this long after t_sent becomes UNKNOWN (orders.timed_out): it keeps
+    # counting toward the position in full and the transport is asked for its status (never resent).
+    reply_timeout_ms: Positive = 5_000.0
 
     def check(self) -> None:
         super().check()  # nested [risk] / [paper] included, markout_ms too

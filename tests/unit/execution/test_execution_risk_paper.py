@@ -469,3 +469,62 @@ def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
         exec_w.close(unlink=True)
         producer.close()
         consumer.close(unlink=True)
+
+
+class _QueryingTransport(_RestingTransport):
+    """A venue that never answers by itself; the engine's status queries are recorded (never a resend)."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+        self.queried: list[int] = []
+
+    def send_msg(self, o: tuple) -> SendResult:
+        self.sent.append(o[0])
+        return SendResult(Outcome.SENT, t_sent=time.time_ns())
+
+    def query_status(self, order_id: int) -> None:
+        self.queried.append(order_id)
+
+
+def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) -> None:
+    consumer = MpscConsumer.create("t4.orders", ORDER, 8)
+    producer = MpscProducer.attach("t4.orders", ORDER, timeout=1)
+    exec_w = SwmrWriter.create("t4.exec", EXEC, 64)
+    exec_r = SwmrReader.attach("t4.exec", EXEC, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(), books)
+    transport = _QueryingTransport()
+    engine = Engine(consumer, transport, risk, books, exec_w, reply_timeout_ms=50.0)
+    try:
+        assert producer.try_push(*order(oid=1, qty=0.002, t_decision=time.time_ns()))
+        assert producer.try_push(*order(oid=2, qty=0.001, t_decision=time.time_ns()))
+        assert engine.step() and engine.step()
+        t_sent = engine.pending[1][2]
+        assert engine.check_deadlines(t_sent + 49 * MS) == 0
+        # Order 2's connection drops with the order out: UNKNOWN at once, not "failed, fill 0".
+        engine.on_reply(VenueReply(2, Outcome.SEND_FAILED, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert engine.unknown == {2} and risk.position == pytest.approx(0.003)
+        # Order 1 passes its deadline: UNKNOWN, still counted in full, the venue is asked (once), nothing resent.
+        assert engine.check_deadlines(t_sent + 10_000 * MS) == 1
+        assert engine.unknown == {1, 2} and risk.position == pytest.approx(0.003)
+        assert transport.queried == [2, 1] and transport.sent == [1, 2]
+        assert (engine.orders_unknown, engine.orders_timed_out) == (2, 1)
+        # The status query's answer resolves order 1 (partly filled); a late reply resolves order 2 (not filled).
+        assert engine.resolve(1, Outcome.PARTIAL, 95_001.0, 0.0005)
+        engine.on_reply(VenueReply(2, Outcome.NOT_FILLED, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert engine.unknown == set() and engine.pending == {}
+        assert risk.position == pytest.approx(0.0005)
+        assert (engine.resolved_by_query, engine.resolved_late) == (1, 1)
+        assert not engine.resolve(1, Outcome.FILLED, 1.0, 1.0)  # already settled: refused, counted
+        recs = []
+        while (r := exec_r.read_next()) is not None:
+            recs.append((r[E_ORDER_ID], Outcome(r[E_OUTCOME]), bool(r[E_FLAGS] & EXEC_FLAG_REPLY)))
+        assert recs == [(1, Outcome.SENT, False), (2, Outcome.SENT, False), (2, Outcome.UNKNOWN, True),
+                        (1, Outcome.UNKNOWN, True), (1, Outcome.PARTIAL, True), (2, Outcome.NOT_FILLED, True)]
+    finally:
+        exec_r.close()
+        exec_w.close(unlink=True)
+        producer.close()
+        consumer.close(unlink=True)
