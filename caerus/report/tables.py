@@ -87,7 +87,8 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[li
 def count_rows(summary: dict[str, Any]) -> list[list[str]]:
     hc = summary.get("headline_counts") or {}
     rows = []
-    for key in ("books", "rejects", "reconnects", "fires", "orders", "ring_losses", "paper_pnl"):
+    for key in ("books", "rejects", "reconnects", "fires", "orders", "ring_losses", "paper_pnl",
+                "paper_pnl_engine"):
         if key in hc:
             v = hc[key]
             rows.append([key, f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"])
@@ -96,7 +97,8 @@ def count_rows(summary: dict[str, Any]) -> list[list[str]]:
     if "fires" in hc and elapsed:
         peak = max((n for _, n in fires), default=0)
         rows.append(["fire rate (mean / peak per s)", f"{hc['fires'] / float(elapsed):.2f} / {peak}"])
-    for key in ("rejects_by", "reconnects_by", "orders_by_outcome", "orders_by_risk", "ring_losses_by"):
+    for key in ("rejects_by", "reconnects_by", "orders_by_final_state", "orders_by_outcome", "orders_by_risk",
+                "ring_losses_by"):
         for k, v in sorted((hc.get(key) or {}).items()):
             rows.append([f"{key.replace('_by', ' by').replace('orders by_', 'orders by ')}: {k}", f"{v:,}"])
     return rows
