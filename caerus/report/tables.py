@@ -123,12 +123,26 @@ def process_rows(summary: dict[str, Any]) -> list[list[str]]:
             name, str(p.get("status", "?")).upper() if p.get("status") != "ok" else "ok",
             "-" if p.get("exit_code") is None else str(p.get("exit_code")),
             f"{died:.1f} s" if isinstance(died, int | float) else "-",
-            str(p.get("wait_policy", "-")), ",".join(map(str, p.get("cpus", []))) or "-", str(p.get("log", "-")),
+            str(p.get("restarts", 0)), str(p.get("wait_policy", "-")), ",".join(map(str, p.get("cpus", []))) or "-",
+            str(p.get("log", "-")),
         ])
     return rows
 
 
-PROCESS_HEADERS = ["process", "status", "exit code", "died after", "wait policy", "cpus", "log"]
+def death_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Every death of a fleet process the session restarted (or gave up on), in time order."""
+    rows = []
+    for name, p in (summary.get("processes") or {}).items():
+        for d in p.get("deaths") or []:
+            after = d.get("restarted_after_s")
+            rows.append([f"{d.get('at_s', 0):.1f} s", name, str(d.get("pid", "-")),
+                         str(d.get("signal") or d.get("exit_code")), f"{d.get('uptime_s', 0):.1f} s",
+                         "-" if after is None else f"{after:.2f} s", str(d.get("new_pid", "not restarted"))])
+    return sorted(rows, key=lambda r: float(r[0].split()[0]))
+
+
+PROCESS_HEADERS = ["process", "status", "exit code", "died after", "restarts", "wait policy", "cpus", "log"]
+DEATH_HEADERS = ["at", "process", "pid", "exit / signal", "uptime", "restarted after", "new pid"]
 
 
 RSS_HEADERS = ["process", "start MB", "end MB", "max MB", "slope MB/min", "samples"]
