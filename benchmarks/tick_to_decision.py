@@ -49,9 +49,11 @@ HL_EVERY = 10
 WARMUP_FRACTION = 0.05  # first samples dropped (start-up, caches, first faults)
 
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\nidle_spins = {strategy_spins}\n'
+# Limits at their hard ceilings (caerus.execution.config): orders beyond 100/s are refused MAX_ORDER_RATE after
+# t_pickup, so the measured interval (decision -> pickup) is the same for them; they are still EXEC records.
 EXECUTION_TOML = (
     "idle_spins = {execution_spins}\n"
-    "[risk]\nmax_order_qty = 1.0\nmax_position = 10.0\nmax_orders_per_s = 1000000\nprice_band_bps = 1000.0\n"
+    "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n"
 )
 
 

@@ -30,11 +30,23 @@ class ConfigBase(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     """Base of every Caerus config struct; subclasses add fields and may override :meth:`check`."""
 
     def check(self) -> None:
-        """Cross-field rules msgspec cannot express; raise ConfigError naming the fields. Default: none."""
+        """Cross-field rules msgspec cannot express; raise ConfigError naming the fields.
+
+        The base refuses inf/nan anywhere -- in this struct, in nested config structs (checked recursively, with
+        their own ``check``) and in tuples/lists of numbers -- since a bound alone lets inf through (inf > 0)."""
         for name in self.__struct_fields__:
             value = getattr(self, name)
             if isinstance(value, float) and not math.isfinite(value):
                 raise ConfigError(f"{name} must be a finite number, got {value}")
+            if isinstance(value, ConfigBase):
+                try:
+                    value.check()
+                except ConfigError as exc:
+                    raise ConfigError(f"{name}.{exc}") from None
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, float) and not math.isfinite(item):
+                        raise ConfigError(f"{name} must hold finite numbers, got {list(value)}")
 
 
 C = TypeVar("C", bound=ConfigBase)

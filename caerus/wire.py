@@ -16,7 +16,7 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 2  # 2: ExecFlags.REPLY
+LAYOUT_VERSION = 3  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -144,6 +144,8 @@ class Outcome(IntEnum):
     RISK_REJECTED = 5
     VENUE_REJECTED = 6
     SEND_FAILED = 7
+    CANCELLED = 8  # a resting (GTC/ALO) order's remainder was cancelled; fill_qty = what filled before
+    UNKNOWN = 9  # no reply by the order's deadline or the connection dropped: may have filled (worst case counts)
 
 
 class ExecFlags(IntFlag):
@@ -162,6 +164,15 @@ class RiskReject(IntEnum):
     PRICE_BAND = 4
     KILL_SWITCH = 5
     NO_BOOK = 6
+    # The record itself is wrong (forged, corrupted or re-delivered): refused before any limit is looked at.
+    DUPLICATE = 7  # seq equal to the last one seen from this strategy_id
+    OUT_OF_ORDER = 8  # seq below the last one seen from this strategy_id
+    STALE_ORDER = 9  # t_decision older than max_order_age_ms (or in the future by more than that)
+    BAD_SIDE = 10  # side not +1 / -1
+    BAD_PRICE = 11  # px not finite or <= 0
+    BAD_SIZE = 12  # qty not finite or <= 0
+    OUT_OF_RANGE = 13  # venue, tif or reason not a known code
+    MAX_NOTIONAL = 14  # px * qty above max_order_notional
 
 
 # --- layouts ----------------------------------------------------------------------------------------------
@@ -202,6 +213,10 @@ ORDER = Layout(
         ("trigger_t_publish", "q"),
         ("t_seen", "q"),
         ("t_decision", "q"),
+        # Producer sequence: strictly increasing per strategy_id, also across the strategy's restarts (it starts
+        # at the producer's start-up time in ns and adds one per pushed order). The engine refuses a duplicate or
+        # older one (RiskReject.DUPLICATE / OUT_OF_ORDER): a re-delivered slot never becomes a second order.
+        ("seq", "q"),
     ),
 )
 

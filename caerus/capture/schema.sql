@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS caerus.orders
     trigger_t_publish Int64,
     t_seen Int64,
     t_decision Int64,
+    seq Int64,
     t_pickup Int64,
     t_sent Int64,
     outcome UInt8,

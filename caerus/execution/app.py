@@ -52,6 +52,11 @@ INT_COUNTERS = (
     "replies.unknown",
     "pending",
     "pending.evicted",
+    "orders.unknown",  # orders that became UNKNOWN (reply deadline passed, or a disconnect with the order out)
+    "orders.timed_out",  # ... of which by their reply deadline
+    "orders.resolved_by_query",  # UNKNOWN orders settled by a status query (Engine.resolve)
+    "orders.resolved_late",  # UNKNOWN orders settled by a late reply
+    "orders.unresolved",  # UNKNOWN now
     "exec_records",
     "books",
     "order_lanes.full",  # pushes the order ring refused (the strategies count the same as ring_full)
@@ -123,6 +128,9 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
         raise ConfigError(f"--enable-live given with the simulated transport {args.transport!r}")
     if args.transport == "paper" and not args.book_segment:
         raise ConfigError("--transport paper needs --book-segment (the target venue's book ring) to fill against")
+    if args.transport in LIVE and not args.book_segment:
+        raise ConfigError(f"--transport {args.transport} needs --book-segment: live orders are always checked "
+                          f"against the target venue's book (price band)")
     if cfg.risk.require_book and not args.book_segment:
         raise ConfigError("risk.require_book is true but no --book-segment was given: every order would be "
                           "rejected (NO_BOOK); pass the target venue's book ring or set [risk] require_book = false")
@@ -143,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         return fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
 
     books = LatestBooks()
-    risk = RiskChecker(cfg.risk, books)
+    risk = RiskChecker(cfg.risk, books, live=args.transport in LIVE)
     engine_ref: list[Engine] = []
 
     def on_reply(reply: object) -> None:
@@ -187,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
         if args.exec_segment:
             exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
-        engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending)
+        engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending,
+                        reply_timeout_ms=cfg.reply_timeout_ms)
         engine_ref.append(engine)
         ctx = _Ctx(cfg=cfg, engine=engine, sup=sup, counters=counters, log=None, consumer=consumer,
                    exec_writer=exec_writer, wait_policy=args.wait_policy,
@@ -286,6 +295,11 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["replies.unknown"]] = engine.unknown_replies
     ints[_I["pending"]] = len(engine.pending)
     ints[_I["pending.evicted"]] = engine.pending_evicted
+    ints[_I["orders.unknown"]] = engine.orders_unknown
+    ints[_I["orders.timed_out"]] = engine.orders_timed_out
+    ints[_I["orders.resolved_by_query"]] = engine.resolved_by_query
+    ints[_I["orders.resolved_late"]] = engine.resolved_late
+    ints[_I["orders.unresolved"]] = len(engine.unknown)
     ints[_I["exec_records"]] = engine.exec_records
     ints[_I["books"]] = engine.books.seen
     ints[_I["order_lanes.full"]] = consumer.full_count() if consumer is not None else 0
@@ -320,6 +334,11 @@ def _write_summary(path: Path, engine: Engine, transport: object) -> None:
         "replies": engine.replies_seen,
         "unknown_replies": engine.unknown_replies,
         "pending": len(engine.pending),
+        "unknown": engine.orders_unknown,
+        "timed_out": engine.orders_timed_out,
+        "resolved_by_query": engine.resolved_by_query,
+        "resolved_late": engine.resolved_late,
+        "unresolved": len(engine.unknown),
     }
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))

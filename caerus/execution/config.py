@@ -6,25 +6,53 @@ naming the file and the field (``$.risk.max_order_qty``) so the CLI exits 2 befo
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import msgspec
 
 from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
-__all__ = ["ExecutionConfig", "PaperConfig", "RiskConfig"]
+__all__ = ["HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_NOTIONAL", "HARD_MAX_POSITION", "ExecutionConfig",
+           "PaperConfig", "RiskConfig"]
+
+# Hard ceilings, in code on purpose: a config file may lower a limit, never lift it above these (a config above
+# one is a ConfigError naming both values). Changing one is a reviewed code change, not an edit on a host.
+HARD_MAX_ORDER_NOTIONAL = 25_000.0  # USD per order (px * qty)
+HARD_MAX_POSITION = 0.25  # BTC, |projected position|
+HARD_MAX_ORDERS_PER_S = 100  # accepted orders in any one-second window
 
 
 class RiskConfig(ConfigBase, frozen=True):
-    """Pre-trade checks, in the order they run: kill switch, size, position, rate, book, price band."""
+    """Pre-trade checks, in the order they run: kill switch, size, notional, position, rate, book, price band."""
 
     max_order_qty: Positive = 0.01  # BTC per order
-    max_position: Positive = 0.01  # |position| in BTC if every accepted order filled in full
-    max_orders_per_s: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 20  # sliding one-second window
+    max_order_notional: Positive = 2_500.0  # USD per order (px * qty); ceiling HARD_MAX_ORDER_NOTIONAL
+    max_position: Positive = 0.01  # |position| in BTC if every accepted or resting order filled in full
+    max_orders_per_s: Annotated[int, msgspec.Meta(ge=1)] = 20  # sliding one-second window
     price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid
-    require_book: bool = True  # reject (NO_BOOK) when the target venue has no valid book
+    # Reject (NO_BOOK) when the target venue has no valid, fresh book. Live transports always require one. With
+    # false, an order with no book at all passes the book check, but the price band still applies whenever the
+    # venue has a book (even a stale one), and a non-finite price never passes (BAD_PRICE).
+    require_book: bool = True
     max_book_age_ms: Positive = 10_000.0  # a book older than this (by local receipt) counts as no book
+    # An order whose t_decision is older than this at pickup (or ahead of the clock by as much) is refused
+    # (STALE_ORDER): a replayed or long-queued record is never sent.
+    max_order_age_ms: Positive = 1_000.0
+
+
+    def check(self) -> None:
+        super().check()
+        check_ceilings(self)
+
+
+def check_ceilings(cfg: RiskConfig) -> None:
+    """ConfigError when a limit is above its hard ceiling, naming both (read at call time: tests may patch)."""
+    for name, value, ceiling in (("max_order_notional", cfg.max_order_notional, HARD_MAX_ORDER_NOTIONAL),
+                                 ("max_position", cfg.max_position, HARD_MAX_POSITION),
+                                 ("max_orders_per_s", cfg.max_orders_per_s, HARD_MAX_ORDERS_PER_S)):
+        if value > ceiling:
+            raise ConfigError(f"{name} = {value:g} is above the hard ceiling {ceiling:g} (caerus.execution.config."
+                              f"HARD_{name.upper()}): config may only lower a limit")
 
 
 class PaperConfig(ConfigBase, frozen=True):
@@ -47,16 +75,12 @@ class ExecutionConfig(ConfigBase, frozen=True):
     housekeeping_ms: Positive = 100.0
     idle_spins: Annotated[int, msgspec.Meta(ge=0)] = 10  # hybrid wait policy: empty polls before each yield
     max_pending: Annotated[int, msgspec.Meta(ge=1)] = 65_536  # orders awaiting a venue reply, kept for EXEC
+    # A sent order with no final reply this long after t_sent becomes UNKNOWN (orders.timed_out): it keeps
+    # counting toward the position in full and the transport is asked for its status (never resent).
+    reply_timeout_ms: Positive = 5_000.0
 
     def check(self) -> None:
-        super().check()
-        for name, part in (("risk", self.risk), ("paper", self.paper)):
-            try:
-                part.check()
-            except ConfigError as exc:
-                raise ConfigError(f"{name}.{exc}") from None
-        if not all(math.isfinite(h) for h in self.paper.markout_ms):
-            raise ConfigError(f"paper.markout_ms must be finite numbers, got {list(self.paper.markout_ms)}")
+        super().check()  # nested [risk] / [paper] included, markout_ms too
         if self.risk.max_order_qty > self.risk.max_position:
             raise ConfigError(f"risk.max_order_qty ({self.risk.max_order_qty}) must not exceed "
                               f"risk.max_position ({self.risk.max_position})")

@@ -23,14 +23,18 @@ from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, 
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject
+from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject, Tif
 
 O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
 O_FLAGS = ORDER_I.FLAGS
+O_TIF = ORDER_I.TIF
+_IOC = int(Tif.IOC)
+_PARTIAL = int(Outcome.PARTIAL)
 EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
 _SEND_FAILED = int(Outcome.SEND_FAILED)
+_UNKNOWN = int(Outcome.UNKNOWN)
 _N_OUTCOMES = max(Outcome) + 1
 
 
@@ -45,6 +49,7 @@ class Engine:
         *,
         max_pending: int = 65_536,
         transit: SampleBuffer | None = None,
+        reply_timeout_ms: float = 5_000.0,
     ) -> None:
         self.consumer = consumer
         self.transport = transport
@@ -65,6 +70,23 @@ class Engine:
         self.pending_evicted = 0
         self.exec_records = 0
         self.send_errors = 0  # send_msg raised (published as SEND_FAILED)
+        # -- no order left in limbo ----------------------------------------------------------------------------
+        # Each tracked order has a reply deadline (t_sent + reply_timeout); past it, or when the transport reports
+        # SEND_FAILED for an order already out (a disconnect: it may have filled), the order becomes UNKNOWN: an
+        # EXEC record says so, it keeps counting toward the position at its worst case (in full) and stays pending
+        # until ``resolve`` (a status query's answer) or a late reply settles it. Nothing is resent.
+        self.reply_timeout_ns = int(reply_timeout_ms * 1e6)
+        self._deadlines: collections.deque[tuple[int, int]] = collections.deque()  # (deadline ns, order_id)
+        self.unknown: set[int] = set()  # order ids in UNKNOWN state
+        self._acked: set[int] = set()  # resting orders the venue acknowledged: no reply deadline any more
+        self.orders_unknown = 0  # orders that became UNKNOWN (timed out or disconnected)
+        self.orders_timed_out = 0  # ... of which by their reply deadline
+        self.resolved_by_query = 0  # UNKNOWN orders settled by ``resolve`` (a status query)
+        self.resolved_late = 0  # UNKNOWN orders settled by a late reply
+        # The transport's status query, when it has one: ``query_status(order_id)`` asks the venue and later
+        # calls ``engine.resolve`` (through its reply path). Transports without one leave UNKNOWN orders to the
+        # reconciliation of positions.
+        self._query = getattr(transport, "query_status", None)
 
     def on_reply(self, reply: VenueReply) -> None:
         """ReplyCallback for transports: thread-safe, cheap."""
@@ -110,6 +132,7 @@ class Engine:
     def _track(self, order: tuple, t_pickup: int, t_sent: int) -> None:
         pending = self.pending
         pending[order[O_ORDER_ID]] = (order, t_pickup, t_sent)
+        self._deadlines.append((t_sent + self.reply_timeout_ns, order[O_ORDER_ID]))
         if len(pending) > self.max_pending:
             pending.popitem(last=False)
             self.pending_evicted += 1
@@ -120,6 +143,41 @@ class Engine:
         if self._pump is not None:
             self._pump(now)
         self.drain_replies()
+        if self._deadlines and self._deadlines[0][0] <= now:
+            self.check_deadlines(now)
+
+    def check_deadlines(self, now: int) -> int:
+        """Orders past their reply deadline become UNKNOWN (and the transport is asked for their status)."""
+        n = 0
+        deadlines = self._deadlines
+        while deadlines and deadlines[0][0] <= now:
+            _, oid = deadlines.popleft()
+            if oid in self.pending and oid not in self.unknown and oid not in self._acked:
+                self.orders_timed_out += 1
+                self._to_unknown(oid)
+                n += 1
+        return n
+
+    def _to_unknown(self, oid: int) -> None:
+        order, t_pickup, t_sent = self.pending[oid]
+        self.unknown.add(oid)
+        self.orders_unknown += 1
+        # No on_result: the whole order keeps counting toward the position (worst case) until resolved.
+        self._publish_reply(order, t_pickup, t_sent, _UNKNOWN, 0, 0.0, 0.0)
+        if self._query is not None:
+            self._query(oid)  # a status query, never a resend
+
+    def resolve(self, order_id: int, outcome: Outcome | int, fill_px: float, fill_qty: float,
+                venue_code: int = 0) -> bool:
+        """Settle an order from a status query's answer (the seam the live transports call, on the engine's
+        thread or through their reply queue). False when the order is not pending here."""
+        if order_id not in self.pending:
+            self.unknown_replies += 1
+            return False
+        if order_id in self.unknown:
+            self.resolved_by_query += 1
+        self._settle(order_id, int(outcome), fill_px, fill_qty, venue_code, by_query=True)
+        return True
 
     def drain_replies(self) -> int:
         n = 0
@@ -128,17 +186,38 @@ class Engine:
             reply = replies.get_nowait()
             n += 1
             self.replies_seen += 1
-            entry = self.pending.pop(reply.order_id, None)
-            if entry is None:
+            if reply.order_id not in self.pending:
                 self.unknown_replies += 1
                 continue
-            order, t_pickup, t_sent = entry
-            self.risk.on_result(order, reply.fill_qty)
-            # The follow-up record carries the REPLY bit in `flags` so readers counting orders skip it.
-            order = (*order[:O_FLAGS], order[O_FLAGS] | EXEC_FLAG_REPLY, *order[O_FLAGS + 1:])
-            self._publish(order, t_pickup, t_sent, int(reply.outcome), 0, reply.venue_code, reply.fill_px,
-                          reply.fill_qty)
+            self._settle(reply.order_id, int(reply.outcome), reply.fill_px, reply.fill_qty, reply.venue_code)
         return n
+
+    def _settle(self, oid: int, outcome: int, fill_px: float, fill_qty: float, venue_code: int,
+                by_query: bool = False) -> None:
+        order, t_pickup, t_sent = self.pending[oid]
+        if outcome in (_SEND_FAILED, _UNKNOWN):
+            # The transport lost the order after it went out (disconnect): it may have filled. UNKNOWN, worst case.
+            if oid not in self.unknown:
+                self._to_unknown(oid)
+            return
+        if oid in self.unknown and not by_query:
+            self.resolved_late += 1
+        # A resting acknowledgement (SENT) or a partial fill of a GTC/ALO order is not final: the rest still
+        # rests on the book and keeps counting toward the position until a fill or cancel settles it.
+        if outcome != _SENT and not (outcome == _PARTIAL and order[O_TIF] != _IOC):
+            del self.pending[oid]
+            self.unknown.discard(oid)
+            self._acked.discard(oid)
+            self.risk.on_result(order, fill_qty)  # fill_qty: the order's cumulative fill
+        else:
+            self._acked.add(oid)
+        self._publish_reply(order, t_pickup, t_sent, outcome, venue_code, fill_px, fill_qty)
+
+    def _publish_reply(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, venue_code: int,
+                       fill_px: float, fill_qty: float) -> None:
+        # The follow-up record carries the REPLY bit in `flags` so readers counting orders skip it.
+        order = (*order[:O_FLAGS], order[O_FLAGS] | EXEC_FLAG_REPLY, *order[O_FLAGS + 1:])
+        self._publish(order, t_pickup, t_sent, outcome, 0, venue_code, fill_px, fill_qty)
 
     def _publish(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, risk: int, venue_code: int,
                  fill_px: float, fill_qty: float) -> None:

@@ -1,20 +1,43 @@
 """Pre-trade risk checks for the execution engine, on preallocated state (no allocation per order).
 
-Checks, in order (the first failing one is the order's RiskReject): kill switch, max order size, max position,
-max orders per second, target-venue book present/valid/fresh, limit price within a band around that book's mid.
+Checks, in order (the first failing one is the order's RiskReject). First the record itself, which a forged,
+corrupted or re-delivered slot fails: sequence (duplicate / out of order, per strategy_id), known venue / tif /
+reason codes, side +-1, finite positive price and size, age of t_decision (``max_order_age_ms``). Then the limits:
+kill switch, max order size, max order notional, max position, max orders per second, target-venue book
+present/valid/fresh, limit price within a band around that venue's mid. The limits cannot exceed the hard
+ceilings in caerus.execution.config (checked here too, for a RiskConfig built in code). The band applies whenever
+the target venue has a book -- with ``require_book = false`` too, against a stale one -- and live transports
+always require a valid fresh book.
+
+A record refused by the sequence check does not move the sequence; any other record does (its number was used).
 
 Position is *projected*: every accepted order counts as filled in full the moment it is sent (the safe side for
-a limit); when a result reports less (IOC not filled, partial, venue reject, send failure) ``on_result`` takes the
-unfilled part back out. The rate limit is a sliding one-second window kept in a ring of the last N accept times:
-an order is refused when the N-th most recent accept is less than a second old.
+a limit); when a *final* result reports less (IOC not filled or partial, venue reject, cancel) ``on_result`` takes
+the unfilled part back out. A resting order (GTC/ALO acknowledged, or partly filled and resting) is not final: it
+keeps counting in full until it is filled or cancelled.
+
+The rate limit is a sliding one-second window kept in a ring of the last N accept times: an order is refused when
+the N-th most recent accept is less than a second old.
 """
 
 from __future__ import annotations
 
+import math
+
 from caerus.execution.books import V_ASK, V_BID, V_T_RECV, LatestBooks, book_ok
-from caerus.execution.config import RiskConfig
-from caerus.execution.transports.base import O_PX, O_QTY, O_SIDE, O_VENUE
-from caerus.wire import RiskReject
+from caerus.execution.config import RiskConfig, check_ceilings
+from caerus.wire import ORDER_I, OrderReason, RiskReject, Tif, Venue
+
+# Field positions from the one table (wire.ORDER_I), bound to globals for the per-order path.
+O_PX = ORDER_I.PX
+O_QTY = ORDER_I.QTY
+O_SIDE = ORDER_I.SIDE
+O_VENUE = ORDER_I.VENUE
+O_TIF = ORDER_I.TIF
+O_REASON = ORDER_I.REASON
+O_STRATEGY = ORDER_I.STRATEGY_ID
+O_SEQ = ORDER_I.SEQ
+O_T_DECISION = ORDER_I.T_DECISION
 
 _NONE = int(RiskReject.NONE)
 _KILL = int(RiskReject.KILL_SWITCH)
@@ -23,6 +46,18 @@ _POSITION = int(RiskReject.MAX_POSITION)
 _RATE = int(RiskReject.MAX_ORDER_RATE)
 _BAND = int(RiskReject.PRICE_BAND)
 _NO_BOOK = int(RiskReject.NO_BOOK)
+_DUPLICATE = int(RiskReject.DUPLICATE)
+_OUT_OF_ORDER = int(RiskReject.OUT_OF_ORDER)
+_STALE_ORDER = int(RiskReject.STALE_ORDER)
+_BAD_SIDE = int(RiskReject.BAD_SIDE)
+_BAD_PRICE = int(RiskReject.BAD_PRICE)
+_BAD_SIZE = int(RiskReject.BAD_SIZE)
+_OUT_OF_RANGE = int(RiskReject.OUT_OF_RANGE)
+_NOTIONAL = int(RiskReject.MAX_NOTIONAL)
+_VENUES = frozenset(int(v) for v in Venue)
+_TIFS = frozenset(int(t) for t in Tif)
+_REASONS = frozenset(int(r) for r in OrderReason)
+_INF = math.inf
 _EPS = 1e-12
 _SECOND = 1_000_000_000
 
@@ -32,6 +67,8 @@ class RiskChecker:
         "_band",
         "_books",
         "_max_age",
+        "_max_notional",
+        "_max_order_age",
         "_max_pos",
         "_max_qty",
         "_rate_i",
@@ -39,38 +76,66 @@ class RiskChecker:
         "_require_book",
         "_times",
         "kill",
+        "last_seq",
         "position",
         "rejects",
     )
 
-    def __init__(self, cfg: RiskConfig, books: LatestBooks) -> None:
+    def __init__(self, cfg: RiskConfig, books: LatestBooks, *, live: bool = False) -> None:
+        check_ceilings(cfg)  # a RiskConfig built in code skipped load_config's check
+        self._max_notional = cfg.max_order_notional
         self._max_qty = cfg.max_order_qty
         self._max_pos = cfg.max_position
         self._rate_n = cfg.max_orders_per_s
         self._times = [-(1 << 62)] * cfg.max_orders_per_s
         self._rate_i = 0
         self._band = cfg.price_band_bps * 1e-4
-        self._require_book = cfg.require_book
+        self._require_book = cfg.require_book or live  # live orders never go out without a book to band against
         self._max_age = int(cfg.max_book_age_ms * 1e6)
         self._books = books.latest
+        self._max_order_age = int(cfg.max_order_age_ms * 1e6)
+        self.last_seq = [0] * 65_536  # by strategy_id (u16): the newest sequence number seen
         self.kill = False
         self.position = 0.0  # projected, BTC
         self.rejects = [0] * (max(RiskReject) + 1)  # by RiskReject code
 
     def check(self, order: tuple, now: int) -> int:
-        """RiskReject code for ``order`` at ``now`` (0 = pass). Does not change state; see ``accepted``."""
+        """RiskReject code for ``order`` at ``now`` (0 = pass). Only the sequence state changes; see ``accepted``."""
         reject = self._check(order, now)
         if reject:
             self.rejects[reject] += 1
         return reject
 
     def _check(self, order: tuple, now: int) -> int:
+        # -- the record itself --------------------------------------------------------------------------------
+        sid = order[O_STRATEGY]
+        seq = order[O_SEQ]
+        last = self.last_seq[sid]
+        if seq <= last:
+            return _DUPLICATE if seq == last else _OUT_OF_ORDER
+        self.last_seq[sid] = seq
+        if order[O_VENUE] not in _VENUES or order[O_TIF] not in _TIFS or order[O_REASON] not in _REASONS:
+            return _OUT_OF_RANGE
+        side = order[O_SIDE]
+        if side != 1 and side != -1:
+            return _BAD_SIDE
+        px = order[O_PX]
+        if not 0.0 < px < _INF:  # `not` also refuses NaN
+            return _BAD_PRICE
+        qty = order[O_QTY]
+        if not 0.0 < qty < _INF:
+            return _BAD_SIZE
+        age = now - order[O_T_DECISION]
+        if age > self._max_order_age or age < -self._max_order_age:
+            return _STALE_ORDER
+        # -- the limits ---------------------------------------------------------------------------------------
         if self.kill:
             return _KILL
-        qty = order[O_QTY]
-        if not 0.0 < qty <= self._max_qty + _EPS:  # also refuses NaN and non-positive sizes
+        if qty > self._max_qty + _EPS:
             return _SIZE
-        new_pos = self.position + order[O_SIDE] * qty
+        if px * qty > self._max_notional:
+            return _NOTIONAL
+        new_pos = self.position + side * qty
         if new_pos > self._max_pos + _EPS or new_pos < -self._max_pos - _EPS:
             return _POSITION
         if now - self._times[self._rate_i] < _SECOND:
@@ -78,9 +143,12 @@ class RiskChecker:
         venue = order[O_VENUE]
         book = self._books[venue] if 0 < venue < len(self._books) else None
         if not book_ok(book) or now - book[V_T_RECV] > self._max_age:
-            return _NO_BOOK if self._require_book else _NONE
+            if self._require_book:
+                return _NO_BOOK
+            if book is None:
+                return _NONE  # no book at all and none required: nothing to band against
+            # A stale or invalid book still bands the price (a non-finite mid refuses: `not <=` below).
         mid = (book[V_BID] + book[V_ASK]) * 0.5
-        px = order[O_PX]
         if not abs(px - mid) <= mid * self._band:  # `not <=` also refuses a NaN price
             return _BAND
         return _NONE

@@ -12,6 +12,10 @@ uses it. The first 256 bytes are the header::
 A writer creates the file under a temporary name and renames it into place, so a reader either sees no file or a
 complete header, and readers still attached to the previous generation keep a consistent (dead) mapping until
 they notice the new inode and re-attach (``Mapping.stale_mapping``).
+
+Trust: ``/dev/shm`` is shared by every local user and segment names are predictable, so attach maps only a regular
+file (no symlink) owned by the current user and not writable by group or others (SegmentUntrusted otherwise), and
+create makes its temporary file with ``O_EXCL`` (mode 0600): a file another user planted there is never reused.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import logging
 import mmap
 import os
+import stat
 import struct
 import time
 from collections.abc import Callable
@@ -65,6 +70,10 @@ class SegmentMismatch(SegmentError):
 
 class SegmentBusy(SegmentError):
     """A live writer already owns the segment."""
+
+
+class SegmentUntrusted(SegmentError):
+    """The segment file is not owned by this user, is writable by group/others, or is not a regular file."""
 
 
 class AttachTimeout(SegmentError):
@@ -197,7 +206,12 @@ def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int
     size = HEADER_SIZE + data_size
     size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.unlink(tmp)  # our own leftover (same pid: a previous create interrupted); another user's fails below
+    except (FileNotFoundError, PermissionError):
+        pass
+    # O_EXCL | O_NOFOLLOW: never open a file (or a symlink) someone else put under the temporary name.
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.ftruncate(fd, size)
         seg = Mapping(name, tmp, fd, size)
@@ -223,11 +237,28 @@ def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int
     return seg
 
 
+def check_trusted(name: str, path: Path, st: os.stat_result) -> None:
+    """Refuse a segment file another user could have written: not ours, group/other-writable or not a regular
+    file. The message names the file, its owner and mode."""
+    uid = os.geteuid()
+    problem = ""
+    if not stat.S_ISREG(st.st_mode):
+        problem = "is not a regular file"
+    elif st.st_uid != uid:
+        problem = f"is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    elif st.st_mode & 0o022:
+        problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if problem:
+        raise SegmentUntrusted(f"segment {name!r} at {path} {problem}: refusing to map it (another local user may "
+                               f"have planted it); remove it and restart its writer")
+
+
 def attach(name: str, layout: Layout, kind: int, timeout: float | None = None) -> Mapping:
     """Map segment ``name``, waiting for it to appear (bounded backoff, logged once) when it does not exist yet.
 
     ``timeout=None`` waits forever (processes may start in any order); on timeout raises AttachTimeout.
-    A segment that exists but does not match raises SegmentMismatch at once: waiting would not fix it.
+    A segment that exists but does not match raises SegmentMismatch at once, one this user does not own or that
+    group/others may write SegmentUntrusted: waiting would not fix either.
     """
     path = shm_path(name)
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -235,11 +266,20 @@ def attach(name: str, layout: Layout, kind: int, timeout: float | None = None) -
     logged = False
     while True:
         try:
-            fd = os.open(path, os.O_RDWR)
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
         except FileNotFoundError:
             fd = -1
+        except OSError as exc:  # ELOOP: a symlink; EACCES: another user's file
+            raise SegmentUntrusted(f"segment {name!r} at {path} cannot be opened safely: "
+                                   f"{exc.strerror or exc}") from None
         if fd >= 0:
-            size = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            try:
+                check_trusted(name, path, st)
+            except SegmentUntrusted:
+                os.close(fd)
+                raise
+            size = st.st_size
             if size >= HEADER_SIZE:
                 seg = Mapping(name, path, fd, size)
                 try:

@@ -37,6 +37,11 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
             out.append(f"Process {name} {'DIED' if status == 'died' else 'FAILED TO START'}"
                        f"{f' after {when:.1f} s' if isinstance(when, int | float) else ''}"
                        f" (exit code {code}); metrics after that point are missing. See {p.get('log', 'its log')}.")
+        if p.get("restarts"):
+            at = ", ".join(f"{d.get('at_s', 0):.1f} s ({d.get('signal') or d.get('exit_code')})"
+                           for d in p.get("deaths") or [])
+            out.append(f"Process {name} was RESTARTED {p['restarts']} time(s) after dying at {at}; its records and "
+                       f"metrics have a gap around each death.")
     metrics = summary.get("metrics") or {}
     for tag, m in metrics.items():
         if m.get("clock_artifacts"):

@@ -160,6 +160,10 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         md.append(f"### {caption}\n\n![{caption}](charts/{stem}.png)\n")
     md.append("## Processes\n")
     md.append(tables.markdown_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    deaths = tables.death_rows(s.summary)
+    if deaths:
+        md.append("### Deaths and restarts\n")
+        md.append(tables.markdown_table(tables.DEATH_HEADERS, deaths))
     rss = tables.rss_rows(s.summary)
     if rss:
         md.append("## Memory (RSS)\n")
@@ -201,6 +205,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     parts += [_img(png, caption) for caption, png in chart_files.values()]
     parts.append("<h2>Processes</h2>")
     parts.append(tables.html_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
+    deaths = tables.death_rows(s.summary)
+    if deaths:
+        parts += ["<h3>Deaths and restarts</h3>", tables.html_table(tables.DEATH_HEADERS, deaths)]
     rss = tables.rss_rows(s.summary)
     if rss:
         parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss)]

@@ -87,7 +87,8 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[li
 def count_rows(summary: dict[str, Any]) -> list[list[str]]:
     hc = summary.get("headline_counts") or {}
     rows = []
-    for key in ("books", "rejects", "reconnects", "fires", "orders", "ring_losses", "paper_pnl"):
+    for key in ("books", "rejects", "reconnects", "fires", "orders", "ring_losses", "paper_pnl",
+                "paper_pnl_engine"):
         if key in hc:
             v = hc[key]
             rows.append([key, f"{v:,.2f}" if isinstance(v, float) else f"{v:,}"])
@@ -96,7 +97,8 @@ def count_rows(summary: dict[str, Any]) -> list[list[str]]:
     if "fires" in hc and elapsed:
         peak = max((n for _, n in fires), default=0)
         rows.append(["fire rate (mean / peak per s)", f"{hc['fires'] / float(elapsed):.2f} / {peak}"])
-    for key in ("rejects_by", "reconnects_by", "orders_by_outcome", "orders_by_risk", "ring_losses_by"):
+    for key in ("rejects_by", "reconnects_by", "orders_by_final_state", "orders_by_outcome", "orders_by_risk",
+                "ring_losses_by"):
         for k, v in sorted((hc.get(key) or {}).items()):
             rows.append([f"{key.replace('_by', ' by').replace('orders by_', 'orders by ')}: {k}", f"{v:,}"])
     return rows
@@ -121,12 +123,26 @@ def process_rows(summary: dict[str, Any]) -> list[list[str]]:
             name, str(p.get("status", "?")).upper() if p.get("status") != "ok" else "ok",
             "-" if p.get("exit_code") is None else str(p.get("exit_code")),
             f"{died:.1f} s" if isinstance(died, int | float) else "-",
-            str(p.get("wait_policy", "-")), ",".join(map(str, p.get("cpus", []))) or "-", str(p.get("log", "-")),
+            str(p.get("restarts", 0)), str(p.get("wait_policy", "-")), ",".join(map(str, p.get("cpus", []))) or "-",
+            str(p.get("log", "-")),
         ])
     return rows
 
 
-PROCESS_HEADERS = ["process", "status", "exit code", "died after", "wait policy", "cpus", "log"]
+def death_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Every death of a fleet process the session restarted (or gave up on), in time order."""
+    rows = []
+    for name, p in (summary.get("processes") or {}).items():
+        for d in p.get("deaths") or []:
+            after = d.get("restarted_after_s")
+            rows.append([f"{d.get('at_s', 0):.1f} s", name, str(d.get("pid", "-")),
+                         str(d.get("signal") or d.get("exit_code")), f"{d.get('uptime_s', 0):.1f} s",
+                         "-" if after is None else f"{after:.2f} s", str(d.get("new_pid", "not restarted"))])
+    return sorted(rows, key=lambda r: float(r[0].split()[0]))
+
+
+PROCESS_HEADERS = ["process", "status", "exit code", "died after", "restarts", "wait policy", "cpus", "log"]
+DEATH_HEADERS = ["at", "process", "pid", "exit / signal", "uptime", "restarted after", "new pid"]
 
 
 RSS_HEADERS = ["process", "start MB", "end MB", "max MB", "slope MB/min", "samples"]

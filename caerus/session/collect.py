@@ -96,6 +96,9 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
         out["ring_losses"] += int(exec_summary.get("ring_lost", 0))
         out["orders_by_outcome"] = exec_summary.get("by_outcome", {})
         out["orders_by_risk"] = exec_summary.get("by_risk", {})
+        confirmed = exec_summary.get("confirmed")
+        if confirmed:
+            out["orders_by_final_state"] = confirmed.get("orders_by_final_state", {})
     else:
         ex = counters.get("execution") or {}
         if ex:
@@ -103,7 +106,14 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
             out["orders_by_outcome"] = {k[8:]: v for k, v in ex.items() if k.startswith("outcome.") and v}
             out["orders_by_risk"] = {k[5:]: v for k, v in ex.items() if k.startswith("risk.") and v}
     pnl = paper_pnl(counters)
-    if pnl is not None:
+    confirmed = (exec_summary or {}).get("confirmed") if (exec_summary or {}).get("attached", True) else None
+    if confirmed and confirmed.get("venues"):
+        # The headline PnL comes from the fills the EXEC records confirmed (realized - fees; caerus.session.orders);
+        # the engine's own paper account is shown next to it as a cross-check.
+        out["paper_pnl"] = float(confirmed["pnl"])
+        if pnl is not None:
+            out["paper_pnl_engine"] = pnl
+    elif pnl is not None:
         out["paper_pnl"] = pnl
     return out
 

@@ -85,14 +85,22 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
     return ProcessSpec("venue-sim", caerus_argv("venue-sim", *args), p.cpus, p.wait_policy)
 
 
+def kill_file_path(session_dir: Path) -> Path:
+    """The session's kill file: it does not exist at start; touching it halts trading (strategy and execution)."""
+    return session_dir.resolve() / "KILL"
+
+
 def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
-    strategy_config: Path | None = None, execution_config: Path | None = None,
+    strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
     ``urls`` is the emulator's ready document; None means live venues (the feeds' default URLs and system CAs).
+    ``kill_file`` (default :func:`kill_file_path`) is given to the strategy and execution: touching it halts
+    trading in both.
     """
+    kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
 
     def venue(name: str) -> list[str]:
@@ -113,11 +121,12 @@ def fleet_specs(
         ])
     add("execution", "execution", [
         "--segment", seg.orders, "--transport", transport, "--book-segment", seg.book("binance"),
-        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec,
+        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec, "--kill-file", kill,
         *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
     ])
     add("strategy", "strategy", [
         "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
+        "--exec-segment", seg.exec, "--kill-file", kill,
         *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
     ])
     add("feed-binance", "feed", [

@@ -41,6 +41,7 @@ from caerus.report import tables
 from caerus.session import launch
 from caerus.session.collect import collect
 from caerus.session.progress import LiveStats, one_line, render
+from caerus.session.supervise import Restarter
 
 TRANSPORTS = ("paper", "null")
 READY_TIMEOUT_S = 60.0
@@ -206,8 +207,12 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "options": {k: v for k, v in opts.resolved().items() if k != "out"}, "config_hash": chash,
         "plan": plan.to_dict(), "isolated": plan.isolated, "venues": "live" if opts.live else "emulator",
         "segments": seg.to_dict(),
+        "kill_file": str(launch.kill_file_path(session_dir)),  # touch it to halt trading
     }
     live: LiveStats | None = None
+    # Restart on failure with the one back-off, like the host's systemd units (caerus.session.supervise).
+    restarter = Restarter(session_dir, start_mono,
+                          on_event=lambda m: print(f"supervisor: {m}", file=sys.stderr, flush=True))
     rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
     config_written = False
     failure: str | None = None
@@ -245,11 +250,12 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             for spec in specs:
                 procs.append(launch.start(spec, session_dir))
             write_processes()
+            console.print(f"kill file: {run['kill_file']} (touch it to halt trading)")
             live = LiveStats(seg, [s.name for s in specs], start_ns)
             run["fleet_started_ns"] = time.time_ns()
             rss.watch({r.spec.name: r.pid for r in procs})
             # the timed part starts once the whole fleet is launched (the emulator's start-up is not counted)
-            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss)
+            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter)
         except KeyboardInterrupt:
             interrupted = True
             console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
@@ -281,7 +287,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     (session_dir / "env.json").write_text(json.dumps(env, indent=1))
     run.update({
         "ended_ns": end_ns, "elapsed_s": round((end_ns - start_ns) / 1e9, 3),
-        "processes": {r.spec.name: r.record(start_mono, session_dir) for r in procs},
+        "processes": {r.spec.name: {**r.record(start_mono, session_dir), **restarter.record(r.spec.name)}
+                      for r in procs},
+        "restarts": restarter.restarts(),
         "counters": live.snapshots if live else {}, "exec": live.exec_summary() if live else {},
         "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
         "live_errors": live.errors if live else [],
@@ -324,12 +332,19 @@ def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg:
 
 
 def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
-           start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None) -> None:
+           start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None,
+           restarter: Restarter | None = None) -> None:
     mode = opts.progress
     if mode == "auto":
         mode = "rich" if console.is_terminal else "lines"
     end = fleet_start_mono + opts.duration_s
-    seen_dead: set[str] = set()
+    seen_dead: set[int] = set()  # pids already reported
+
+    def say(msg: str, style: str = "bold red") -> None:
+        if mode == "rich":
+            console.log(f"[{style}]{msg}[/{style}]")
+        elif mode == "lines":
+            print(msg, file=sys.stderr, flush=True)
 
     def tick() -> float:
         live.poll()
@@ -337,15 +352,13 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
             rss.sample()
         for r in procs:
             r.poll(start_mono)
-            if r.status == "died" and r.spec.name not in seen_dead:
-                seen_dead.add(r.spec.name)
+            if r.status == "died" and r.pid not in seen_dead:
+                seen_dead.add(r.pid)
                 write_processes()
                 tail = " | ".join(launch.tail(r.log_path, 3))
-                msg = f"{r.spec.name} (pid {r.pid}) DIED with exit {r.proc.returncode}: {tail}"
-                if mode == "rich":
-                    console.log(f"[bold red]{msg}[/bold red]")
-                elif mode == "lines":
-                    print(msg, file=sys.stderr, flush=True)
+                say(f"{r.spec.name} (pid {r.pid}) DIED with exit {r.proc.returncode}: {tail}")
+        if restarter is not None and restarter.tick(procs):
+            write_processes()  # the RSS sampler keeps following the first pid of a name (metrics/rss.py)
         return time.monotonic() - fleet_start_mono
 
     if mode == "rich":

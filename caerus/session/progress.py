@@ -2,7 +2,8 @@
 
 ``LiveStats`` attaches lazily (a process may not have created its segments yet) to every ``S.stats.<process>``
 counter block and, in every-record mode, to the ``S.exec`` ring; each ``poll()`` takes snapshots, reads the new
-exec records (tick-to-decision = t_decision - trigger_t_recv, outcome, risk verdict) and keeps a 10 s window for
+exec records (tick-to-decision = t_decision - trigger_t_recv, outcome, risk verdict, final state per order and the
+PnL of confirmed fills: caerus.session.orders) and keeps a 10 s window for
 live p50/p99. The last snapshot of each block is kept, so a process that dies still has its final counts.
 The display shows whatever counters each block has, grouped by process, plus the headline ones.
 """
@@ -24,6 +25,7 @@ from caerus.ipc.segment import SegmentError
 from caerus.ipc.swmr import SwmrReader
 from caerus.session.collect import headline_counts
 from caerus.session.launch import Running, Segments
+from caerus.session.orders import ConfirmedOrders
 from caerus.wire import EXEC, EXEC_I, ExecFlags, Outcome, RiskReject
 
 WINDOW_S = 10.0
@@ -54,6 +56,7 @@ class LiveStats:
         self.window: collections.deque[tuple[int, int]] = collections.deque()
         self.ttd_artifacts = 0
         self.errors: list[str] = []
+        self.confirmed = ConfirmedOrders()  # orders by final state, PnL of confirmed fills
 
     def _attach(self) -> None:
         for p in self.processes:
@@ -97,6 +100,7 @@ class LiveStats:
             self.window.popleft()
 
     def _exec(self, rec: tuple) -> None:
+        self.confirmed.add(rec)
         if rec[EXEC_I.FLAGS] & _REPLY:
             # A later venue reply for an order already counted as SENT: it carries the final outcome only.
             self.by_outcome[_name(Outcome, int(Outcome.SENT))] -= 1
@@ -126,6 +130,7 @@ class LiveStats:
             "ring_lost": int(self.exec_reader.lost) if self.exec_reader else 0,
             "attached": self.exec_reader is not None, "tick_to_decision_artifacts": self.ttd_artifacts,
             "fires_per_s": [[s, n] for s, n in sorted(self.fires_per_s.items())],
+            "confirmed": self.confirmed.summary(),
         }
 
     def close(self) -> None:

@@ -38,7 +38,8 @@ from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES, LatencyArb
-from caerus.wire import BOOK, BOOK_I, ORDER, OrderReason, Tif, Venue
+from caerus.strategy.orders import FINAL_NAMES
+from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
 TAGS = ("book_hop", "tick_to_decision")
@@ -56,14 +57,29 @@ INT_COUNTERS = (
     "reattached",
     "orders_lost_to_restart",
     *GUARD_NAMES,
+    # what became of the orders (from the EXEC ring; latency_arb mode)
+    "orders.in_flight",
+    "orders.unknown",
+    *(f"orders.final.{n}" for n in FINAL_NAMES),
+    "order_table_full",
+    "exec.records",
+    "exec.unmatched",
+    "exec.lost",
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
+# Order ids: strategy_id in the bits above ID_LOW_BITS, the low bits of the producer sequence below, so two
+# strategies never share an id and one strategy repeats an id only after 2**48 ns (~78 h) of sequence numbers.
+ID_LOW_BITS = 48
+ID_LOW_MASK = (1 << ID_LOW_BITS) - 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--segment", action="append", required=True, metavar="NAME",
                         help="book ring to read (give it twice: Binance and Hyperliquid, any order)")
     parser.add_argument("--order-segment", required=True, metavar="NAME", help="MPSC order ring (S.orders)")
+    parser.add_argument("--exec-segment", metavar="NAME",
+                        help="EXEC ring the execution engine writes (S.exec): order results, the confirmed "
+                             "position (required in latency_arb mode)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="strategy TOML config (default: defaults)")
     parser.add_argument("--kill-file", metavar="PATH", help="halt once this file exists (overrides config)")
     add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with execution on small hosts
@@ -85,10 +101,12 @@ class _Ctx:
     memwatch: MemWatch
     books: list[int]  # per venue code (0 = other)
     by_reason: list[int]
-    order_id: int = 0
+    seq: int = 0  # the producer sequence of the last pushed order (starts at the start-up time in ns)
     ring_full: int = 0
     order_segment: str = ""
     orders_lost_to_restart: int = 0
+    exec_reader: SwmrReader | None = None
+    table_full: int = 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
         cpus = parse_cpus(args.cpus)
     except (ConfigError, ValueError) as exc:
         return fail_config(str(exc))
+    if cfg.mode == "latency_arb" and not args.exec_segment:
+        return fail_config("--exec-segment is required in latency_arb mode: the position comes from confirmed "
+                           "fills (the EXEC ring the execution engine writes), never from assumed ones")
     kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
     if args.metrics_dir:
         try:
@@ -122,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
     sup.install_signals()
     counters: Counters | None = None
     readers: list[SwmrReader] = []
+    readers_extra: list[SwmrReader] = []  # the exec ring reader (closed with the book readers)
     producer = None
     log = None
     ctx: _Ctx | None = None
@@ -139,13 +161,23 @@ def run(args: argparse.Namespace) -> int:
                                 args.attach_timeout, counters.beat)
         if producer is None:
             return 0
+        exec_reader = None
+        if args.exec_segment:
+            exec_reader = attach_until(lambda t: SwmrReader.attach(args.exec_segment, EXEC, timeout=t),
+                                       f"exec segment {args.exec_segment!r}", lambda: sup.stopping,
+                                       args.attach_timeout, counters.beat)
+            if exec_reader is None:
+                return 0
+            exec_reader.seek_end()  # results of orders pushed from now on (an earlier run's are not ours)
+            readers_extra.append(exec_reader)
         if args.metrics_dir:
             log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS,
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
-                   by_reason=[0] * (max(OrderReason) + 1), order_id=time.time_ns(), order_segment=args.order_segment)
+                   by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment,
+                   exec_reader=exec_reader)
         run_ctx = ctx
         serve(PROCESS, sup, lambda: _loop(run_ctx), lambda: _housekeeping(run_ctx), ctx.clock, memwatch)
         return 0
@@ -163,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
             ctx.producer.close()  # the current one: housekeeping closed any it replaced
         elif producer is not None:
             producer.close()
-        for r in readers:
+        for r in (*readers, *readers_extra):
             r.close()
         if counters is not None and args.stats_segment:
             counters.close()
@@ -189,15 +221,25 @@ def _loop(ctx: _Ctx) -> None:
     idle = waiter.idle
     reset = waiter.reset
     sid = ctx.cfg.strategy_id
+    sid_hi = sid << ID_LOW_BITS
     yield_after_order = ctx.cfg.yield_after_order and ctx.wait_policy == WaitPolicy.HYBRID
     sched_yield = os.sched_yield
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
     b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
     clock = ctx.clock
+    orders = ctx.arb.orders  # None in bench mode: no results read
+    read_exec = ctx.exec_reader.read_next if ctx.exec_reader is not None and orders is not None else None
+    on_exec = ctx.arb.on_exec if read_exec is not None else None
     passes = 0
     while not sup.stopping:
         worked = False
+        if read_exec is not None and orders.in_flight:
+            # An order is out: its result comes back on the EXEC ring (one record per pass; results are rare).
+            erec = read_exec()
+            if erec is not None:
+                on_exec(erec)
+                worked = True
         for read in reads:
             rec = read()
             if rec is None:
@@ -206,18 +248,23 @@ def _loop(ctx: _Ctx) -> None:
             worked = True
             d = on_book(rec, t_seen)
             if d is not None:
-                oid = ctx.order_id + 1
+                seq = ctx.seq + 1
+                oid = sid_hi | (seq & ID_LOW_MASK)
+                if orders is not None and not orders.free(seq):
+                    ctx.table_full += 1  # the slot still holds an order in flight or unknown: hold this one back
+                    d = None
+            if d is not None:
                 t_decision = tns()
                 if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
-                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision):
+                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
-                    ctx.order_id = oid
+                    ctx.seq = seq
                     if ttd_buf.n < ttd_cap:
                         ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
                         ttd_buf.n += 1
                     else:
                         ttd_buf.full += 1
-                    fired(d, t_decision)
+                    fired(d, t_decision, oid, seq)
                     by_reason[d[D_REASON]] += 1
                     if yield_after_order:
                         sched_yield()
@@ -238,6 +285,8 @@ def _loop(ctx: _Ctx) -> None:
         if not passes & CHECK_MASK and clock.due(tns()):
             _housekeeping(ctx)
             push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
+            if read_exec is not None:
+                read_exec = ctx.exec_reader.read_next  # ... and the exec reader to its new ring
 
 
 def _housekeeping(ctx: _Ctx) -> None:
@@ -264,6 +313,24 @@ def _housekeeping(ctx: _Ctx) -> None:
     ctx.counters.ints[_I["orders_lost_to_restart"]] = ctx.orders_lost_to_restart
     arb = ctx.arb
     ints = ctx.counters.ints
+    orders = arb.orders
+    if ctx.exec_reader is not None:
+        if ctx.exec_reader.refresh():
+            ints[_I["reattached"]] += 1
+        # Keep up with the ring (other strategies' records too), so the loop reads only fresh ones.
+        while (erec := ctx.exec_reader.read_next()) is not None:
+            if orders is not None:
+                arb.on_exec(erec)
+        ints[_I["exec.lost"]] = ctx.exec_reader.lost
+    if orders is not None:
+        orders.expire(time.time_ns())
+        ints[_I["orders.in_flight"]] = orders.in_flight
+        ints[_I["orders.unknown"]] = orders.unknown
+        for i, name in enumerate(FINAL_NAMES):
+            ints[_I[f"orders.final.{name}"]] = orders.finals[i]
+        ints[_I["exec.records"]] = orders.records
+        ints[_I["exec.unmatched"]] = orders.unmatched
+    ints[_I["order_table_full"]] = ctx.table_full
     ints[_I["state"]] = int(ctx.sup.state)
     ints[_I["halt_cause"]] = int(ctx.sup.halt_cause)
     ints[_I["books.other"]] = ctx.books[0]

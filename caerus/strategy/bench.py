@@ -2,7 +2,8 @@
 
 Used by benchmarks/tick_to_decision.py (config ``mode = "bench"``) so the measured path is the real strategy
 process loop (ring read, t_seen, decision, t_decision, order ring push) with a decision that always fires. Sides
-alternate so a risk engine's position stays bounded. Same interface as :class:`LatencyArb`.
+alternate so a risk engine's position stays bounded. Same interface as :class:`LatencyArb`, except that it keeps
+no per-order state (``orders`` is None): it does not read results, and its ``position`` assumes every order filled.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ _BENCH = int(OrderReason.BENCH)
 
 
 class BenchFireEveryBook:
-    __slots__ = ("_qty", "basis", "decisions", "ewma", "guards", "halted", "hl_mid", "position", "side", "signal")
+    __slots__ = ("_qty", "basis", "decisions", "ewma", "guards", "halted", "hl_mid", "orders", "position", "side",
+                 "signal")
 
     def __init__(self, cfg: StrategyConfig) -> None:
         self._qty = cfg.order_qty
         self.side = 1
         self.hl_mid = 0.0
         self.position = 0.0
+        self.orders = None
         self.halted = False
         self.guards = [0] * len(GUARD_NAMES)
         self.decisions = 0
@@ -52,6 +55,6 @@ class BenchFireEveryBook:
         px = self.hl_mid or (book[_BID] + book[_ASK]) * 0.5
         return (self.side, _BENCH, px, self._qty)
 
-    def fired(self, decision: tuple, now: int) -> None:
+    def fired(self, decision: tuple, now: int, order_id: int = 0, seq: int = 0) -> None:
         self.position += decision[0] * decision[3]
         self.side = -self.side

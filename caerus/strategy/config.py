@@ -21,7 +21,7 @@ class StrategyConfig(ConfigBase, frozen=True):
     # "latency_arb": the real strategy. "bench": fire an IOC on every valid Binance book (OrderReason.BENCH),
     # used by benchmarks/tick_to_decision.py so the measured path is the real process loop.
     mode: Literal["latency_arb", "bench"] = "latency_arb"
-    strategy_id: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 1
+    strategy_id: Annotated[int, msgspec.Meta(ge=0, le=32767)] = 1  # bits 48-62 of every order id
     order_qty: Positive = 0.001  # BTC per entry order
     max_position: Positive = 0.002  # |position| limit in BTC (entries that would exceed it are blocked)
     entry_bps: Positive = 5.0  # |basis - EWMA| needed to enter
@@ -34,6 +34,10 @@ class StrategyConfig(ConfigBase, frozen=True):
     slippage_bps: NonNegative = 2.0  # IOC limit = Hyperliquid touch +- this, rounded away from the touch
     hl_sig_figs: Annotated[int, msgspec.Meta(ge=1, le=10)] = 5  # Hyperliquid price grid (integers always valid)
     hl_max_decimals: Annotated[int, msgspec.Meta(ge=0, le=8)] = 1  # perps: 6 - szDecimals (BTC: 5) = 1
+    # order results (EXEC records): an order with no final result this long after it was pushed becomes UNKNOWN
+    # (counted at its worst case for the position limit until a result resolves it)
+    order_timeout_ms: Positive = 5_000.0
+    order_table_size: Annotated[int, msgspec.Meta(ge=2, le=1 << 20)] = 1024  # per-order state slots (power of 2)
     # staleness guards
     max_book_age_ms_binance: Positive = 500.0  # by local receipt (now - t_recv)
     max_book_age_ms_hyperliquid: Positive = 5000.0  # bbo only arrives when the top changes: generous
@@ -56,6 +60,8 @@ class StrategyConfig(ConfigBase, frozen=True):
         super().check()
         if self.exit_bps >= self.entry_bps:
             raise ConfigError(f"exit_bps ({self.exit_bps}) must be below entry_bps ({self.entry_bps})")
+        if self.order_table_size & (self.order_table_size - 1):
+            raise ConfigError(f"order_table_size must be a power of two, got {self.order_table_size}")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
 

@@ -19,9 +19,12 @@ halted (kill switch), invalid book (latest record of either venue lacks BookFlag
 by local receipt (now - t_recv) per venue, Hyperliquid information age (t_recv - t_exchange). An invalid book
 never moves the tracked prices or the EWMA.
 
-Position: the strategy assumes each order it pushed fills in full (execution results do not flow back to it);
-the execution engine's risk checks and paper account hold the real position. ``on_book`` only proposes an order;
-the caller reports a successful push with ``fired`` (so a full order ring never desynchronises the state).
+Position: confirmed fills only, from the execution engine's EXEC records (``on_exec``, kept by
+:class:`caerus.strategy.orders.OrderTable`). While one of its orders is in flight the strategy proposes nothing
+(``guard.in_flight``): an order is neither ignored nor assumed filled. Exits are sized to the confirmed position,
+less what an UNKNOWN exit may already have closed; entries count UNKNOWN orders at their worst case against
+``max_position``. ``on_book`` only proposes an order; the caller reports a successful push with ``fired`` (so a
+full order ring never desynchronises the state).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import math
 
 from caerus.strategy.config import StrategyConfig
+from caerus.strategy.orders import OrderTable
 from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Side, Venue
 
 # Field positions (from the one table, wire.BOOK_I) bound to module globals: one dict lookup per use on the
@@ -53,10 +57,10 @@ GUARD_NAMES = (
     "guard.stale.binance",
     "guard.stale.hyperliquid",
     "guard.info_age.hyperliquid",
+    "guard.in_flight",
 )
-(G_HALTED, G_COOLDOWN, G_POSITION, G_INVALID_BN, G_INVALID_HL, G_STALE_BN, G_STALE_HL, G_INFO_AGE_HL) = range(
-    len(GUARD_NAMES)
-)
+(G_HALTED, G_COOLDOWN, G_POSITION, G_INVALID_BN, G_INVALID_HL, G_STALE_BN, G_STALE_HL, G_INFO_AGE_HL,
+ G_IN_FLIGHT) = range(len(GUARD_NAMES))
 
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
@@ -127,7 +131,7 @@ class LatencyArb:
         "hl_t_exchange",
         "hl_t_recv",
         "last_fire_t",
-        "position",
+        "orders",
         "signal",
         "start_t",
     )  # fmt: skip
@@ -159,7 +163,7 @@ class LatencyArb:
         self.start_t = 0  # when the basis was first measured (0 = not yet)
         self.basis = 0.0
         self.signal = 0.0
-        self.position = 0.0  # BTC, positive = long Hyperliquid (assumes every pushed order filled in full)
+        self.orders = OrderTable(cfg.strategy_id, cfg.order_table_size, cfg.order_timeout_ms)
         self.entry_t = 0
         self.last_fire_t = -(1 << 62)
         self.halted = False
@@ -211,14 +215,15 @@ class LatencyArb:
                 self.ewma_t = now
 
         # -- what would we do? --------------------------------------------------------------------------
-        position = self.position
+        orders = self.orders
+        position = orders.position  # confirmed fills only
         reason = 0
         side = 0
         qty = 0.0
         if self.halted and self._flatten and (position > _QTY_EPS or position < -_QTY_EPS):
             reason = _FLATTEN  # halted with a position and told to flatten: one IOC closing it, guards still apply
             side = _SELL if position > 0.0 else _BUY
-            qty = position if position > 0.0 else -position
+            qty = _exit_qty(position, orders)
         elif position > _QTY_EPS or position < -_QTY_EPS:
             pos_side = _BUY if position > 0.0 else _SELL
             s = signal if pos_side == _BUY else -signal
@@ -230,7 +235,7 @@ class LatencyArb:
                 reason = _EXIT_MAX_HOLD
             if reason:
                 side = -pos_side
-                qty = position if position > 0.0 else -position
+                qty = _exit_qty(position, orders)
         if not reason and venue == _BINANCE and now - self.start_t >= self._warmup:
             if signal >= self._entry_bps:
                 side = _BUY
@@ -240,13 +245,21 @@ class LatencyArb:
                 if now - self.last_fire_t < self._cooldown:
                     self.guards[G_COOLDOWN] += 1
                     return None
-                new_pos = position + side * self._qty
+                # Worst case: every UNKNOWN order on the same side filled.
+                new_pos = (position + orders.unknown_long + self._qty if side == _BUY
+                           else position - orders.unknown_short - self._qty)
                 if new_pos > self._max_pos + _QTY_EPS or new_pos < -self._max_pos - _QTY_EPS:
                     self.guards[G_POSITION] += 1
                     return None
                 reason = _ENTRY
                 qty = self._qty
         if not reason:
+            return None
+        if orders.in_flight:
+            self.guards[G_IN_FLIGHT] += 1  # one order at a time: wait for its result
+            return None
+        if qty <= _QTY_EPS:
+            self.guards[G_IN_FLIGHT] += 1  # an UNKNOWN exit may already have closed what is left
             return None
         self.decisions += 1
 
@@ -277,13 +290,26 @@ class LatencyArb:
             px = round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
         return (side, reason, px, qty)
 
-    def fired(self, decision: tuple, now: int) -> None:
-        """The decision was written to the order ring at ``now``: commit it to the strategy's state."""
-        side = decision[D_SIDE]
-        before = self.position
-        self.position = before + side * decision[D_QTY]
-        if -_QTY_EPS < self.position < _QTY_EPS:
-            self.position = 0.0
+    def fired(self, decision: tuple, now: int, order_id: int, seq: int) -> None:
+        """The decision was written to the order ring at ``now``: it is in flight (not filled: see ``on_exec``)."""
+        before = self.orders.position
         if decision[D_REASON] == _ENTRY and -_QTY_EPS < before < _QTY_EPS:
             self.entry_t = now  # max-hold counts from the first entry of a position
+        self.orders.sent(order_id, seq, decision[D_SIDE], decision[D_QTY], now)
         self.last_fire_t = now
+
+    def on_exec(self, rec: tuple) -> float:
+        """One EXEC record from the engine (any strategy's): the signed confirmed fill it added."""
+        return self.orders.on_exec(rec)
+
+    @property
+    def position(self) -> float:
+        """BTC, positive = long Hyperliquid: confirmed fills only."""
+        return self.orders.position
+
+
+def _exit_qty(position: float, orders: OrderTable) -> float:
+    """The confirmed position, less what UNKNOWN orders on the closing side may already have closed."""
+    if position > 0.0:
+        return position - orders.unknown_short
+    return -position - orders.unknown_long

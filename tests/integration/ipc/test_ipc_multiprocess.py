@@ -159,7 +159,7 @@ def order_producer(name: str, producer_id: int, count: int, out: mp.Queue) -> No
     refused = 0
     for i in range(count):
         oid = producer_id * 1_000_000 + i
-        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns()):
+        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns(), i + 1):
             refused += 1
     out.put((producer_id, p.lane, refused))
 

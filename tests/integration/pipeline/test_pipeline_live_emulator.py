@@ -59,7 +59,8 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
                             str(tmp_path / "execution.toml"), "--wait-policy", "sleep", "--metrics-dir",
                             str(tmp_path / "metrics")])
         start("strategy", ["strategy", "--segment", "lv.book.binance", "--segment", "lv.book.hyperliquid",
-                           "--order-segment", "lv.orders", "--stats-segment", "lv.stats.strategy", "--config",
+                           "--order-segment", "lv.orders", "--exec-segment", "lv.exec",
+                           "--stats-segment", "lv.stats.strategy", "--config",
                            str(tmp_path / "strategy.toml"), "--wait-policy", "sleep"])
         exe = CounterBlock.attach("lv.stats.execution", timeout=30)
         reader = SwmrReader.attach("lv.exec", EXEC, timeout=30)

@@ -58,7 +58,8 @@ class Pipeline:
                                  "--stats-segment", f"{S}.stats.execution", "--metrics-dir", str(self.metrics),
                                  "--config", str(self.tmp / "execution.toml"), "--wait-policy", "sleep"])
         self.start("strategy", ["caerus", "strategy", "--segment", f"{S}.book.hyperliquid", "--segment",
-                                f"{S}.book.binance", "--order-segment", f"{S}.orders", "--stats-segment",
+                                f"{S}.book.binance", "--order-segment", f"{S}.orders", "--exec-segment",
+                                f"{S}.exec", "--stats-segment",
                                 f"{S}.stats.strategy", "--metrics-dir", str(self.metrics), "--config",
                                 str(self.tmp / "strategy.toml"), "--kill-file", str(self.kill_file),
                                 "--wait-policy", "sleep"])
@@ -172,7 +173,8 @@ def test_kill_file_and_sigusr1_stop_trading(pipeline: Pipeline) -> None:
     assert exe.get("halt_cause") == HaltCause.SIGNAL
     pipeline.kill_file.unlink()
     pipeline.start("strategy2", ["caerus", "strategy", "--segment", f"{S}.book.binance", "--segment",
-                                 f"{S}.book.hyperliquid", "--order-segment", f"{S}.orders", "--config",
+                                 f"{S}.book.hyperliquid", "--order-segment", f"{S}.orders", "--exec-segment",
+                                 f"{S}.exec", "--config",
                                  str(pipeline.tmp / "strategy.toml"), "--wait-policy", "sleep"])
     pipeline.wait_for("a kill-switch rejection", lambda: exe.get("risk.kill_switch") >= 1)
     assert exe.get("outcome.risk_rejected") >= 1
@@ -204,12 +206,15 @@ def test_bad_config_exits_2_naming_the_field_before_attaching(shm_dir: Path, tmp
     assert r.returncode == 2 and "--enable-live" in r.stderr, r.stderr
     r = _run(["strategy", "--segment", "a", "--order-segment", "o"], tmp_path)
     assert r.returncode == 2 and "exactly twice" in r.stderr
+    r = _run(["strategy", "--segment", "a", "--segment", "b", "--order-segment", "o"], tmp_path)
+    assert r.returncode == 2 and "--exec-segment is required" in r.stderr, r.stderr
     assert list(shm_dir.iterdir()) == []  # nothing was created or attached
 
 
 def test_sigterm_while_waiting_for_peers_exits_0(shm_dir: Path, tmp_path: Path) -> None:
     p = Started([sys.executable, "-m", "caerus", "strategy", "--segment", "nobody.a", "--segment", "nobody.b",
-                 "--order-segment", "nobody.orders"], env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
+                 "--order-segment", "nobody.orders", "--exec-segment", "nobody.exec"],
+                env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
                 log=tmp_path / "s.log")
     time.sleep(1.0)  # let it reach the attach loop (not a timing assertion: the outcome is the exit code)
     assert p.alive(), p.output()
@@ -254,3 +259,30 @@ def test_strategy_reattaches_to_a_restarted_execution(pipeline: Pipeline) -> Non
     # Every order fired was consumed by one engine or the other, or counted lost to the restart: none vanished.
     assert consumed_before + exe2.get("orders") + lost == fired
     assert exe2.get("orders") >= 2
+
+
+def test_partial_fills_leave_the_strategy_position_equal_to_the_engines(pipeline: Pipeline) -> None:
+    # Hyperliquid shows 0.0004 BTC at the touch and the strategy trades 0.001: every entry fills PARTIAL (paper
+    # fills at most the top size); the exit is sized to the confirmed 0.0004 and fills in full.
+    pipeline.start_all(feed_args=("--hl-size", "0.0004"))
+    strat = pipeline.counters("strategy")
+    exe = pipeline.counters("execution")
+    pipeline.wait_for("two partial entries and a full exit",
+                      lambda: strat.get("orders.final.partial") >= 2 and strat.get("orders.final.filled") >= 1)
+    # Quiesce: no books -> no decisions; wait until every pushed order has its final result on both sides.
+    assert pipeline.stop("feed") == 0, pipeline.logs()
+    pipeline.wait_for("no order in flight anywhere",
+                      lambda: strat.get("orders.in_flight") == 0 and exe.get("pending") == 0
+                      and exe.get("orders") == strat.get("orders"), timeout=30)
+    time.sleep(0.3)  # both mirror their counters every 100 ms: read a settled pair (not a timing assertion)
+    pos = strat.get("position")
+    assert pos == pytest.approx(exe.get("paper.position"), abs=1e-12), pipeline.logs()
+    assert pos == pytest.approx(exe.get("position"), abs=1e-12)
+    assert strat.get("orders.final.partial") == exe.get("outcome.partial")
+    assert strat.get("orders.final.filled") == exe.get("outcome.filled")
+    assert strat.get("orders.unknown") == 0 and strat.get("exec.unmatched") == 0
+    # Never more than one lot of 0.0004 held: exits were sized to what filled, not to what was asked.
+    assert abs(pos) in (pytest.approx(0.0), pytest.approx(0.0004))
+    assert pipeline.stop("strategy") == 0 and pipeline.stop("execution") == 0
+    strat.close()
+    exe.close()

@@ -142,7 +142,7 @@ def test_report_contains_every_metric(session: tuple[Path, Path, Path, subproces
     assert "tick-to-decision" in res.stdout  # the headline table was printed
 
 
-def test_killed_process_is_reported_as_died(tmp_path: Path) -> None:
+def test_killed_process_is_reported_and_restarted(tmp_path: Path) -> None:
     shm = Path("/dev/shm") / f"caerus-test-kill-{os.getpid()}"
     shm.mkdir(exist_ok=True)
     out, reports = tmp_path / "sessions", tmp_path / "reports"
@@ -177,15 +177,17 @@ def test_killed_process_is_reported_as_died(tmp_path: Path) -> None:
     d = _only_session(out)
     summary = json.loads((d / "summary.json").read_text())
     strat = summary["processes"]["strategy"]
-    assert strat["status"] == "died" and strat["exit_code"] == -signal.SIGKILL and strat["signal"] == "SIGKILL"
-    assert strat["died_after_s"] > 0
-    others = {n: p["status"] for n, p in summary["processes"].items() if n != "strategy"}
-    assert set(others.values()) == {"ok"}, others
-    assert any(c.startswith("Process strategy DIED") for c in summary["caveats"])
-    assert "strategy" in output and "DIED" in output
+    # Like a systemd unit: the death is recorded, the process is started again and ends the session cleanly.
+    assert strat["restarts"] == 1 and summary["restarts"] == {"strategy": 1}
+    death = strat["deaths"][0]
+    assert death["pid"] == victim and death["signal"] == "SIGKILL" and death["exit_code"] == -signal.SIGKILL
+    assert death["at_s"] > 0 and death["new_pid"] != victim and death["restarted_after_s"] >= 0
+    assert strat["pid"] == death["new_pid"]
+    assert {p["status"] for p in summary["processes"].values()} == {"ok"}, summary["processes"]
+    assert any(c.startswith("Process strategy was RESTARTED 1 time") for c in summary["caveats"])
+    assert "strategy" in output and "DIED" in output and "restarted" in output
     md = (d / "report.md").read_text()
-    assert "Process strategy DIED" in md and "| strategy | DIED |" in md
-    assert 'class="died"' in (d / "report.html").read_text()
+    assert "Deaths and restarts" in md and "SIGKILL" in md
     for p in ("feed-binance", "feed-hyperliquid", "execution"):  # the rest still wrote their metrics
         assert (d / f"{p}.hlog").stat().st_size > 0
     assert summary["metrics"]["info_age.binance"]["n"] > 0

@@ -69,6 +69,11 @@ def test_fleet_argv_emulator_and_live(tmp_path: Path) -> None:
     assert fb[fb.index("--wait-policy") + 1] == "hybrid" and fb[fb.index("--cpus") + 1] == "0"
     ex = list(emu["execution"].argv)
     assert ex[ex.index("--transport") + 1] == "paper" and ex.count("--book-segment") == 2
+    # Both trading processes get the session's kill file by default: touching it halts trading.
+    st = list(emu["strategy"].argv)
+    kill = str(launch.kill_file_path(tmp_path))
+    assert ex[ex.index("--kill-file") + 1] == kill == st[st.index("--kill-file") + 1]
+    assert kill == str(tmp_path.resolve() / "KILL")
     live = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, None, capture=False, transport="paper")}
     assert "capture" not in live
     assert "--url" not in live["feed-hyperliquid"].argv and "--ca-file" not in live["feed-hyperliquid"].argv

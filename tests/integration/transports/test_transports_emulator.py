@@ -24,7 +24,8 @@ pytestmark = pytest.mark.integration
 
 def _order(order_id: int, venue: int, px: float, qty: float) -> tuple:
     now = time.time_ns()
-    return (order_id, 1, venue, 1, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now)
+    return (order_id, 1, venue, 1, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now,
+            order_id)
 
 
 def _reply(transport, timeout: float = 15.0) -> VenueReply:

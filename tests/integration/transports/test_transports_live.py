@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 def _order(order_id: int, *, side: int = 1, px: float = 100_000.0, qty: float = 0.01,
            tif: int = wire.Tif.IOC, venue: int = wire.Venue.BINANCE) -> tuple:
     now = time.time_ns()
-    return (order_id, 1, venue, side, tif, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now)
+    return (order_id, 1, venue, side, tif, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now, order_id)
 
 
 def _reply(transport, timeout: float = 10.0) -> VenueReply:

@@ -6,6 +6,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from caerus import config
@@ -16,6 +17,7 @@ from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import make_live_transport, make_transport
+from caerus.execution.transports.base import SendResult, VenueReply
 from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
@@ -41,9 +43,10 @@ def load_config(path: Path | None) -> ExecutionConfig:
 
 
 def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
-          t_decision: int = T0) -> tuple:
-    return (oid, 1, venue, side, int(Tif.IOC), int(OrderReason.ENTRY), int(Venue.BINANCE), 0, px, qty, 7,
-            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision)
+          t_decision: int = T0, seq: int | None = None, tif: int = int(Tif.IOC),
+          reason: int = int(OrderReason.ENTRY), strategy_id: int = 1) -> tuple:
+    return (oid, strategy_id, venue, side, tif, reason, int(Venue.BINANCE), 0, px, qty, 7,
+            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision, oid + 1 if seq is None else seq)
 
 
 def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: object) -> LatestBooks:
@@ -59,8 +62,23 @@ def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: 
     ("cfg", "o", "want"),
     [
         (RiskConfig(max_order_qty=0.001), order(qty=0.002), RiskReject.MAX_ORDER_SIZE),
-        (RiskConfig(), order(qty=0.0), RiskReject.MAX_ORDER_SIZE),
-        (RiskConfig(), order(qty=float("nan")), RiskReject.MAX_ORDER_SIZE),
+        (RiskConfig(), order(qty=0.0), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=-0.001), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=float("nan")), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(qty=float("inf")), RiskReject.BAD_SIZE),
+        (RiskConfig(), order(side=0), RiskReject.BAD_SIDE),
+        (RiskConfig(), order(side=2), RiskReject.BAD_SIDE),
+        (RiskConfig(), order(px=float("nan")), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=float("inf")), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=0.0), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(px=-95_010.0), RiskReject.BAD_PRICE),
+        (RiskConfig(), order(venue=0), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(venue=9), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(tif=0), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(reason=99), RiskReject.OUT_OF_RANGE),
+        (RiskConfig(), order(t_decision=T0 - 1001 * MS), RiskReject.STALE_ORDER),
+        (RiskConfig(max_order_age_ms=5_000), order(t_decision=T0 - 1001 * MS), RiskReject.NONE),
+        (RiskConfig(), order(t_decision=T0 + 1002 * MS), RiskReject.STALE_ORDER),
         (RiskConfig(price_band_bps=10), order(px=95_200.0), RiskReject.PRICE_BAND),
         (RiskConfig(price_band_bps=10), order(side=-1, px=94_800.0), RiskReject.PRICE_BAND),
         (RiskConfig(), order(venue=int(Venue.BINANCE)), RiskReject.NO_BOOK),
@@ -71,6 +89,30 @@ def test_risk_single_order_checks(cfg: RiskConfig, o: tuple, want: RiskReject) -
     risk = RiskChecker(cfg, books_with())
     assert risk.check(o, T0 + MS) == want
     assert risk.rejects[want] == (1 if want else 0)
+
+
+def test_risk_refuses_duplicate_and_out_of_order_sequences_per_strategy() -> None:
+    risk = RiskChecker(RiskConfig(max_position=0.01), books_with())
+    assert risk.check(order(oid=1, seq=10), T0) == RiskReject.NONE
+    assert risk.check(order(oid=1, seq=10), T0) == RiskReject.DUPLICATE  # the same slot delivered twice
+    assert risk.check(order(oid=2, seq=9), T0) == RiskReject.OUT_OF_ORDER  # an old slot re-delivered
+    assert risk.check(order(oid=3, seq=11), T0) == RiskReject.NONE
+    # Another strategy has its own sequence.
+    assert risk.check(order(oid=4, seq=5, strategy_id=2), T0) == RiskReject.NONE
+    # A record refused for its content still used its number: sending it again is a duplicate.
+    assert risk.check(order(oid=5, seq=12, side=0), T0) == RiskReject.BAD_SIDE
+    assert risk.check(order(oid=5, seq=12), T0) == RiskReject.DUPLICATE
+    assert (risk.rejects[RiskReject.DUPLICATE], risk.rejects[RiskReject.OUT_OF_ORDER],
+            risk.rejects[RiskReject.BAD_SIDE]) == (2, 1, 1)
+
+
+def test_risk_forged_side_zero_never_moves_the_position() -> None:
+    # The issue's finding: five side-0 records used to pass risk (position += 0) and go out as SELLs.
+    risk = RiskChecker(RiskConfig(), books_with())
+    for i in range(5):
+        assert risk.check(order(oid=i + 1, side=0), T0) == RiskReject.BAD_SIDE
+    assert risk.position == 0.0
+    assert risk.rejects[RiskReject.BAD_SIDE] == 5
 
 
 def test_risk_stale_or_invalid_book_is_no_book() -> None:
@@ -88,20 +130,21 @@ def test_risk_max_position_counts_accepted_orders_and_returns_unfilled() -> None
         assert risk.check(o, T0) == RiskReject.NONE
         risk.accepted(o, T0)
     assert risk.check(order(oid=3), T0) == RiskReject.MAX_POSITION
-    assert risk.check(order(oid=3, side=-1, px=94_990.0), T0) == RiskReject.NONE  # reducing is fine
+    assert risk.check(order(oid=4, side=-1, px=94_990.0), T0) == RiskReject.NONE  # reducing is fine
     risk.on_result(order(oid=1), 0.0)  # the IOC did not fill: exposure comes back
     assert risk.position == pytest.approx(0.001)
-    assert risk.check(order(oid=4), T0) == RiskReject.NONE
+    assert risk.check(order(oid=5), T0) == RiskReject.NONE
 
 
 def test_risk_order_rate_sliding_window() -> None:
-    risk = RiskChecker(RiskConfig(max_orders_per_s=3, max_position=1.0), books_with())
+    risk = RiskChecker(RiskConfig(max_orders_per_s=3, max_position=0.25), books_with())
     for i in range(3):
         o = order(oid=i, side=1 if i % 2 == 0 else -1, px=95_000.5)
         assert risk.check(o, T0 + i * MS) == RiskReject.NONE
         risk.accepted(o, T0 + i * MS)
-    assert risk.check(order(oid=9), T0 + 500 * MS) == RiskReject.MAX_ORDER_RATE
-    assert risk.check(order(oid=9), T0 + 1000 * MS) == RiskReject.NONE  # the first accept left the window
+    assert risk.check(order(oid=9, t_decision=T0 + 500 * MS), T0 + 500 * MS) == RiskReject.MAX_ORDER_RATE
+    late = T0 + 1000 * MS
+    assert risk.check(order(oid=10, t_decision=late), late) == RiskReject.NONE  # the first accept left the window
 
 
 def test_risk_kill_switch_first() -> None:
@@ -251,7 +294,7 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
     p.write_text("[paper]\nlatency = 3\n")
     with pytest.raises(ConfigError, match="latency"):
         load_config(p)
-    p.write_text("[risk]\nmax_order_qty = 1.0\nmax_position = 0.5\n")
+    p.write_text("[risk]\nmax_order_qty = 0.2\nmax_position = 0.1\n")
     with pytest.raises(ConfigError, match="max_order_qty"):
         load_config(p)
     p.write_text("[risk]\nprice_band_bps = inf\n")
@@ -264,6 +307,115 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
     cfg = load_config(p)
     assert cfg.paper.markout_ms == (100.0, 250.0) and cfg.risk.max_orders_per_s == 5
     assert isinstance(load_config(None), ExecutionConfig)
+
+
+@pytest.mark.parametrize(("line", "name", "ceiling"), [
+    ("max_order_notional = 1e9", "max_order_notional", "25000"),
+    ("max_position = 10.0", "max_position", "0.25"),
+    ("max_orders_per_s = 1000000", "max_orders_per_s", "100"),
+])
+def test_config_cannot_lift_a_hard_ceiling(tmp_path: Path, line: str, name: str, ceiling: str) -> None:
+    p = tmp_path / "exec.toml"
+    p.write_text(f"[risk]\nmax_order_qty = 0.001\n{line}\n")
+    with pytest.raises(ConfigError, match=rf"risk\.{name} = \S+ is above the hard ceiling {ceiling}\b"):
+        load_config(p)
+    # ... nor a RiskConfig built in code (it skips load_config's check): the checker refuses it too.
+    value = load_config(None).risk
+    with pytest.raises(ConfigError, match=name):
+        RiskChecker(msgspec.structs.replace(value, **{name: type(getattr(value, name))(float(line.split()[-1]))}),
+                    LatestBooks())
+
+
+@pytest.mark.parametrize("line", ["max_order_qty = inf", "max_position = nan", "max_book_age_ms = inf",
+                                  "max_order_age_ms = inf", "max_order_notional = inf"])
+def test_nested_limits_must_be_finite(tmp_path: Path, line: str) -> None:
+    p = tmp_path / "exec.toml"
+    p.write_text(f"[risk]\n{line}\n")
+    with pytest.raises(ConfigError, match=rf"risk\.{line.split()[0]}( must be a finite number|`)"):
+        load_config(p)
+
+
+def test_notional_limit() -> None:
+    risk = RiskChecker(RiskConfig(max_order_qty=0.01, max_order_notional=500.0), books_with())
+    assert risk.check(order(qty=0.006), T0) == RiskReject.MAX_NOTIONAL  # 570 USD
+    assert risk.check(order(oid=2, qty=0.005), T0) == RiskReject.NONE  # 475 USD
+
+
+def test_without_require_book_a_nan_price_never_passes_and_any_book_bands() -> None:
+    no_book = RiskChecker(RiskConfig(require_book=False), LatestBooks())
+    assert no_book.check(order(px=float("nan")), T0) == RiskReject.BAD_PRICE
+    # A stale book (older than max_book_age_ms) still bands the price when no book is required.
+    stale = RiskChecker(RiskConfig(require_book=False, price_band_bps=10, max_book_age_ms=100), books_with())
+    late = T0 + 200 * MS
+    assert stale.check(order(px=96_000.0, t_decision=late), late) == RiskReject.PRICE_BAND
+    assert stale.check(order(oid=2, px=95_010.0, t_decision=late), late) == RiskReject.NONE
+    flagged = RiskChecker(RiskConfig(require_book=False, price_band_bps=10),
+                          books_with(flags=int(BookFlags.VALID | BookFlags.STALE)))
+    assert flagged.check(order(px=96_000.0), T0) == RiskReject.PRICE_BAND
+
+
+def test_live_mode_always_requires_a_book() -> None:
+    live = RiskChecker(RiskConfig(require_book=False), LatestBooks(), live=True)
+    assert live.check(order(), T0) == RiskReject.NO_BOOK
+
+
+class _RestingTransport:
+    """A transport whose venue answers later, like a live one; the test delivers the replies."""
+
+    name = "resting"
+    replies = True
+
+    def start(self) -> None:
+        pass
+
+    def send_msg(self, o: tuple) -> SendResult:
+        return SendResult(Outcome.SENT, t_sent=time.time_ns())
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("tif", [int(Tif.GTC), int(Tif.ALO)])
+def test_resting_orders_keep_counting_until_filled_or_cancelled(shm_dir: Path, tif: int) -> None:
+    consumer = MpscConsumer.create("t3.orders", ORDER, 8)
+    producer = MpscProducer.attach("t3.orders", ORDER, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(max_order_qty=0.002, max_position=0.003), books)
+    engine = Engine(consumer, _RestingTransport(), risk, books)
+    try:
+        assert producer.try_push(*order(oid=1, qty=0.002, tif=tif, t_decision=time.time_ns()))
+        assert engine.step()
+        assert risk.position == pytest.approx(0.002)
+        # The venue acknowledges the order resting (SENT, fill 0): it still counts in full.
+        engine.on_reply(VenueReply(1, Outcome.SENT, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.002) and 1 in engine.pending
+        # ... so a second order that would exceed the limit with it is refused.
+        assert producer.try_push(*order(oid=2, qty=0.002, tif=tif, t_decision=time.time_ns()))
+        engine.step()
+        assert risk.rejects[RiskReject.MAX_POSITION] == 1
+        # A partial fill leaves the rest resting: still 0.002 counted.
+        engine.on_reply(VenueReply(1, Outcome.PARTIAL, 95_001.0, 0.0005, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.002) and 1 in engine.pending
+        # Cancelled after 0.0005 filled: the unfilled 0.0015 comes back out.
+        engine.on_reply(VenueReply(1, Outcome.CANCELLED, 95_001.0, 0.0005, 0, time.time_ns()))
+        engine.drain_replies()
+        assert risk.position == pytest.approx(0.0005) and 1 not in engine.pending
+    finally:
+        producer.close()
+        consumer.close(unlink=True)
+
+
+def test_an_ioc_partial_is_final() -> None:
+    risk = RiskChecker(RiskConfig(), books_with())
+    engine = Engine(None, _RestingTransport(), risk, books_with())  # type: ignore[arg-type]
+    o = order(oid=1, qty=0.002)
+    risk.accepted(o, T0)
+    engine.pending[1] = (o, T0, T0)
+    engine.on_reply(VenueReply(1, Outcome.PARTIAL, 95_001.0, 0.0005, 0, T0))
+    engine.drain_replies()
+    assert risk.position == pytest.approx(0.0005) and engine.pending == {}
 
 
 def test_transport_registry() -> None:
@@ -318,6 +470,65 @@ def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
         rec = exec_r.read_next()
         assert (rec[E_ORDER_ID], rec[E_OUTCOME]) == (9, Outcome.SEND_FAILED)
         assert engine.send_errors == 1 and risk.position == 0.0
+    finally:
+        exec_r.close()
+        exec_w.close(unlink=True)
+        producer.close()
+        consumer.close(unlink=True)
+
+
+class _QueryingTransport(_RestingTransport):
+    """A venue that never answers by itself; the engine's status queries are recorded (never a resend)."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+        self.queried: list[int] = []
+
+    def send_msg(self, o: tuple) -> SendResult:
+        self.sent.append(o[0])
+        return SendResult(Outcome.SENT, t_sent=time.time_ns())
+
+    def query_status(self, order_id: int) -> None:
+        self.queried.append(order_id)
+
+
+def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) -> None:
+    consumer = MpscConsumer.create("t4.orders", ORDER, 8)
+    producer = MpscProducer.attach("t4.orders", ORDER, timeout=1)
+    exec_w = SwmrWriter.create("t4.exec", EXEC, 64)
+    exec_r = SwmrReader.attach("t4.exec", EXEC, timeout=1)
+    books = books_with(t=time.time_ns())
+    risk = RiskChecker(RiskConfig(), books)
+    transport = _QueryingTransport()
+    engine = Engine(consumer, transport, risk, books, exec_w, reply_timeout_ms=50.0)
+    try:
+        assert producer.try_push(*order(oid=1, qty=0.002, t_decision=time.time_ns()))
+        assert producer.try_push(*order(oid=2, qty=0.001, t_decision=time.time_ns()))
+        assert engine.step() and engine.step()
+        t_sent = engine.pending[1][2]
+        assert engine.check_deadlines(t_sent + 49 * MS) == 0
+        # Order 2's connection drops with the order out: UNKNOWN at once, not "failed, fill 0".
+        engine.on_reply(VenueReply(2, Outcome.SEND_FAILED, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert engine.unknown == {2} and risk.position == pytest.approx(0.003)
+        # Order 1 passes its deadline: UNKNOWN, still counted in full, the venue is asked (once), nothing resent.
+        assert engine.check_deadlines(t_sent + 10_000 * MS) == 1
+        assert engine.unknown == {1, 2} and risk.position == pytest.approx(0.003)
+        assert transport.queried == [2, 1] and transport.sent == [1, 2]
+        assert (engine.orders_unknown, engine.orders_timed_out) == (2, 1)
+        # The status query's answer resolves order 1 (partly filled); a late reply resolves order 2 (not filled).
+        assert engine.resolve(1, Outcome.PARTIAL, 95_001.0, 0.0005)
+        engine.on_reply(VenueReply(2, Outcome.NOT_FILLED, 0.0, 0.0, 0, time.time_ns()))
+        engine.drain_replies()
+        assert engine.unknown == set() and engine.pending == {}
+        assert risk.position == pytest.approx(0.0005)
+        assert (engine.resolved_by_query, engine.resolved_late) == (1, 1)
+        assert not engine.resolve(1, Outcome.FILLED, 1.0, 1.0)  # already settled: refused, counted
+        recs = []
+        while (r := exec_r.read_next()) is not None:
+            recs.append((r[E_ORDER_ID], Outcome(r[E_OUTCOME]), bool(r[E_FLAGS] & EXEC_FLAG_REPLY)))
+        assert recs == [(1, Outcome.SENT, False), (2, Outcome.SENT, False), (2, Outcome.UNKNOWN, True),
+                        (1, Outcome.UNKNOWN, True), (1, Outcome.PARTIAL, True), (2, Outcome.NOT_FILLED, True)]
     finally:
         exec_r.close()
         exec_w.close(unlink=True)

@@ -21,7 +21,7 @@ def book(n: int) -> tuple:
 
 
 def order(order_id: int) -> tuple:
-    return (order_id, 1, 2, 1, 1, 1, 1, 0, 95000.0, 0.001, 7, 8, 9, 10, 11)
+    return (order_id, 1, 2, 1, 1, 1, 1, 0, 95000.0, 0.001, 7, 8, 9, 10, 11, order_id)
 
 
 def test_swmr_every_record_reads_in_order(shm_dir) -> None:
@@ -77,7 +77,7 @@ def test_layout_mismatch_names_both_sides(shm_dir) -> None:
     with pytest.raises(segment.SegmentMismatch) as err:
         SwmrReader.attach("r", wire.ORDER, timeout=1)
     text = str(err.value)
-    assert "book records (72 B" in text and "order records (72 B" in text
+    assert "book records (72 B" in text and "order records (80 B" in text
 
 
 def test_version_mismatch_names_both_versions(shm_dir) -> None:
@@ -187,3 +187,54 @@ def test_segment_is_invisible_until_initialised(shm_dir) -> None:
     b = CounterBlock.create("names", ints=["a"], floats=["f"])
     assert CounterBlock.attach("names", timeout=1).snapshot() == {"a": 0, "f": 0.0}
     b.close()
+
+
+# -- trust: a segment another local user could have written is never mapped ----------------------------------
+
+
+def _nobody() -> tuple[int, int]:
+    import pwd
+
+    pw = pwd.getpwnam("nobody")
+    return pw.pw_uid, pw.pw_gid
+
+
+def test_attach_refuses_a_segment_owned_by_another_user(shm_dir) -> None:
+    # Plant a well-formed ring under the predictable name, then hand it to another user (the test runs as root,
+    # like the fleet on a host; chown needs it and fails loudly otherwise).
+    SwmrWriter.create("planted", wire.BOOK, 8).close()
+    path = segment.shm_path("planted")
+    uid, gid = _nobody()
+    os.chown(path, uid, gid)
+    with pytest.raises(segment.SegmentUntrusted, match=rf"owned by uid {uid}, not by this user"):
+        SwmrReader.attach("planted", wire.BOOK, timeout=1)
+    with pytest.raises(segment.SegmentUntrusted):
+        MpscProducer.attach("planted", wire.ORDER, timeout=1)
+
+
+@pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
+def test_attach_refuses_a_group_or_other_writable_segment(shm_dir, mode: int) -> None:
+    SwmrWriter.create("loose", wire.BOOK, 8).close()
+    os.chmod(segment.shm_path("loose"), mode)
+    with pytest.raises(segment.SegmentUntrusted, match=f"writable by group or others \\(mode {mode:04o}\\)"):
+        SwmrReader.attach("loose", wire.BOOK, timeout=1)
+
+
+def test_attach_refuses_a_symlink(shm_dir) -> None:
+    SwmrWriter.create("real", wire.BOOK, 8).close()
+    os.symlink(segment.shm_path("real"), segment.shm_path("link"))
+    with pytest.raises(segment.SegmentUntrusted, match="cannot be opened safely"):
+        SwmrReader.attach("link", wire.BOOK, timeout=1)
+
+
+def test_create_never_reuses_a_planted_temporary_file(shm_dir) -> None:
+    # Another user's file under the temporary name: create must not open it (O_EXCL) and says so.
+    path = segment.shm_path("tmpname")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.mkdir()  # a file would be taken for our own leftover and removed; a directory cannot be
+    with pytest.raises(OSError):
+        SwmrWriter.create("tmpname", wire.BOOK, 8)
+    tmp.rmdir()
+    w = SwmrWriter.create("tmpname", wire.BOOK, 8)  # with the name free it works, mode 0600
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    w.close()

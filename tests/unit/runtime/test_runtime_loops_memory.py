@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from caerus.execution import app as execution_app
+from caerus.execution import config as execution_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import Engine
@@ -120,7 +121,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
         arb=BenchFireEveryBook(cfg), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
         wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
-        books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), order_id=time.time_ns(), order_segment="m.orders")
+        books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment="m.orders")
 
     readers[1].drain = consumer.poll
 
@@ -150,10 +151,13 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         consumer.close(unlink=True)
 
 
-def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path) -> None:
+def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     # The rate check keeps the last max_orders_per_s pickup times (a preallocated ring): small enough that the
-    # warm-up fills it, so the measured phase only replaces entries.
-    cfg = ExecutionConfig(housekeeping_ms=0.001, risk=RiskConfig(max_orders_per_s=1024, max_position=1e6,
+    # warm-up fills it, so the measured phase only replaces entries. The rate is above the hard ceiling (so most
+    # orders reach the paper fills): lifted here, in the test, where the code reads it.
+    monkeypatch.setattr(execution_config, "HARD_MAX_ORDERS_PER_S", 1024)
+    cfg = ExecutionConfig(housekeeping_ms=0.001, risk=RiskConfig(max_orders_per_s=1024, max_position=0.25,
                                                                    max_order_qty=1.0),
                           paper=PaperConfig(markout_ms=(0.001,)))
     consumer = MpscConsumer.create("m.orders", ORDER, 1024)
@@ -172,7 +176,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("execution"))
     t0 = time.time_ns()
     orders = [(i + 1, 1, HL, 1 if i % 2 else -1, int(Tif.IOC), int(OrderReason.BENCH), BN, 0,
-               95_001.0 if i % 2 else 95_000.0, 0.001, i, t0, t0, t0, t0) for i in range(64)]
+               95_001.0 if i % 2 else 95_000.0, 0.001, i, t0, t0, t0) for i in range(64)]
     real_step = engine.step
     state = [0, 0, 0]  # pushed, limit, calls
 
@@ -188,7 +192,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         state[0] = i + 1
         now = time.time_ns()
         books.put(make_book(HL, 95_000.0, 95_001.0, now, seq=i + 1))
-        producer.try_push(*orders[i & 63])
+        producer.try_push(*orders[i & 63], now, i + 1)  # t_decision now (fresh), seq increasing
         return real_step()
 
     engine.step = driven_step  # type: ignore[method-assign]

@@ -10,7 +10,7 @@ from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.wire import OrderReason
-from tests.fixtures.pipeline import make_book
+from tests.fixtures.pipeline import ConfirmingFills, make_book
 
 T0 = 1_700_000_000_000_000_000
 MINUTES = 2.0
@@ -18,6 +18,7 @@ MINUTES = 2.0
 
 def test_defaults_fire_a_few_times_per_minute_on_the_emulator_market() -> None:
     arb = LatencyArb(StrategyConfig())
+    engine = ConfirmingFills(arb)
     entries = exits = 0
     for ev in MarketModel(MarketConfig(seed=1)).events():
         if ev.t_ns > MINUTES * 60e9:
@@ -32,7 +33,7 @@ def test_defaults_fire_a_few_times_per_minute_on_the_emulator_market() -> None:
             book = make_book(2, ev.bid.px, ev.ask.px, t, t_exchange=T0 + ev.t_ns)
         d = arb.on_book(book, t)
         if d is not None:
-            arb.fired(d, t)
+            engine.fire(d, t)  # the engine confirms a full fill
             if d[1] == OrderReason.ENTRY:
                 entries += 1
             else:

@@ -19,7 +19,7 @@ from caerus.strategy.latency_arb import (
     round_to_grid,
 )
 from caerus.wire import BookFlags, OrderReason, Side, Venue
-from tests.fixtures.pipeline import make_book
+from tests.fixtures.pipeline import ConfirmingFills, make_book
 
 MS = 1_000_000
 T0 = 1_700_000_000_000_000_000
@@ -43,7 +43,8 @@ def jump(arb: LatencyArb, now: int, bps: float, base: float = 95_000.5) -> tuple
 
 
 def fire(arb: LatencyArb, d: tuple, now: int) -> tuple:
-    arb.fired(d, now)
+    """Push the decision and confirm a full fill (what the engine reports for an IOC at the touch)."""
+    ConfirmingFills(arb, 1).fire(d, now)
     return d
 
 
