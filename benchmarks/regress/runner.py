@@ -9,6 +9,7 @@ compared and reported as a second signal; ``baseline_gate`` makes its regression
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import sys
@@ -436,3 +437,39 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
     jpath, mpath = write_outputs(report, out)
     console.print(f"wrote {jpath} and {mpath}", highlight=False)
     return code
+
+
+def run_aa(opts: RegressOptions, runs: int, console: Console | None = None) -> int:
+    """A/A mode: ``runs`` complete regression checks of one revision against itself; prints the false-alarm rate.
+
+    Every flagged regression in an A/A run is false by construction, so the share of runs that flag one (first
+    pass) and that fail (after the confirm pass) is the gate's observed false-alarm rate on this machine.
+    """
+    console = console or Console(width=None if sys.stdout.isatty() else 150)
+    if runs < 1:
+        console.print(f"[red]regress: --aa needs at least 1 run, got {runs}[/red]", highlight=False)
+        return EXIT_SETUP
+    out = opts.out if opts.out.is_absolute() else Path.cwd() / opts.out
+    results = []
+    for i in range(runs):
+        run_opts = RegressOptions(**{**asdict(opts), "base": opts.base or "HEAD", "out": out / f"aa-{i + 1}",
+                                     "report_only": True, "update_baseline": False})
+        console.print(f"regress --aa: run {i + 1}/{runs} ({run_opts.base} vs itself)", highlight=False)
+        code = run_regress(run_opts, console)
+        if code == EXIT_SETUP:
+            return code
+        report = json.loads((run_opts.out / "regress.json").read_text())
+        s = report["summary"]
+        results.append({"run": i + 1, "first_pass": s.get("first_pass_regressions") or [],
+                        "failed": s["regressions"], "information": s.get("information_regressions") or []})
+    first = sum(1 for r in results if r["first_pass"])
+    failed = sum(1 for r in results if r["failed"])
+    info = sum(1 for r in results if r["information"])
+    doc = {"runs": runs, "alpha": opts.alpha, "first_pass_alarm_runs": first, "false_alarm_runs": failed,
+           "information_alarm_runs": info, "false_alarm_rate": failed / runs, "results": results}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "aa.json").write_text(json.dumps(doc, indent=2) + "\n")
+    console.print(f"A/A: {runs} run(s); runs failing on a (false) gating regression: {failed} "
+                  f"(rate {failed / runs:.0%}; first pass flagged {first}); runs with an information-only "
+                  f"regression: {info}. Wrote {out / 'aa.json'}", highlight=False)
+    return EXIT_OK
