@@ -118,6 +118,9 @@ def report(c: Context, session: list[str] | None = None, out: str = "reports", s
         "no_baseline": "skip the stored-baseline signal",
         "suite": "suite file (default benchmarks/regress/suite.toml)",
         "machine_key": "baseline file stem override",
+        "no_confirm": "fail on the first pass (skip re-measuring flagged gating metrics)",
+        "confirm_repetitions": "repetitions per side in the confirm pass (default: twice --repetitions)",
+        "aa": "A/A mode: N checks of --base (default HEAD) against itself; prints the false-alarm rate",
     },
 )
 def regress(
@@ -136,34 +139,39 @@ def regress(
     no_baseline: bool = False,
     suite: str = "",
     machine_key: str = "",
+    no_confirm: bool = False,
+    confirm_repetitions: int = 0,
+    aa: int = 0,
 ) -> None:
-    """Decide, with a Mann-Whitney U test, whether HEAD is slower than BASE (or than the stored baseline)."""
-    from benchmarks.regress.runner import RegressOptions, UsageError, parse_thresholds, run_regress
+    """Decide whether HEAD is slower than BASE (or the stored baseline): Mann-Whitney U per metric, Holm over the
+    gating metrics, a confirm pass before failing. `--base HEAD` is an A/A run; `--aa N` repeats it N times."""
+    from benchmarks.regress.runner import RegressOptions, UsageError, parse_thresholds, run_aa, run_regress
 
     try:
         thresholds = parse_thresholds(metric_threshold or [])
     except UsageError as exc:
         print(f"regress: {exc}", file=sys.stderr)
         sys.exit(2)
-    code = run_regress(
-        RegressOptions(
-            base=base or None,
-            quick=quick,
-            report_only=report_only,
-            repetitions=repetitions,
-            out=Path(out),
-            repo=ROOT,
-            only=tuple(only or ()),
-            threshold=threshold,
-            thresholds=thresholds,
-            alpha=alpha,
-            update_baseline=update_baseline,
-            baseline_gate=baseline_gate,
-            no_baseline=no_baseline,
-            suite=Path(suite) if suite else None,
-            machine_key=machine_key or None,
-        )
+    opts = RegressOptions(
+        base=base or None,
+        quick=quick,
+        report_only=report_only,
+        repetitions=repetitions,
+        out=Path(out),
+        repo=ROOT,
+        only=tuple(only or ()),
+        threshold=threshold,
+        thresholds=thresholds,
+        alpha=alpha,
+        update_baseline=update_baseline,
+        baseline_gate=baseline_gate,
+        no_baseline=no_baseline,
+        suite=Path(suite) if suite else None,
+        machine_key=machine_key or None,
+        confirm=not no_confirm,
+        confirm_repetitions=confirm_repetitions,
     )
+    code = run_aa(opts, aa) if aa else run_regress(opts)
     if code:
         sys.exit(code)
 

@@ -6,7 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.regress.runner import MIN_REPETITIONS, RegressOptions, UsageError, parse_thresholds, run_regress
+from benchmarks.regress.runner import (
+    MIN_REPETITIONS,
+    RegressOptions,
+    UsageError,
+    parse_thresholds,
+    run_aa,
+    run_regress,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--baselines-dir", type=Path, help="default: <repo>/benchmarks/baselines")
     p.add_argument("--suite", type=Path, help="suite file (default benchmarks/regress/suite.toml)")
     p.add_argument("--machine-key", help="baseline file stem (default: from CPU model, cores, kernel)")
+    p.add_argument("--no-confirm", action="store_true", help="fail on the first pass (skip the confirm pass)")
+    p.add_argument("--confirm-repetitions", type=int, default=0,
+                   help="repetitions per side in the confirm pass (default: twice --repetitions)")
+    p.add_argument("--aa", type=int, default=0, metavar="N",
+                   help="A/A mode: N checks of --base (default HEAD) against itself; prints the false-alarm rate")
     return p
 
 
@@ -38,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"regress: {exc}", file=sys.stderr)
         return 2
-    return run_regress(RegressOptions(
+    opts = RegressOptions(
         base=a.base, quick=a.quick, report_only=a.report_only, repetitions=a.repetitions, out=a.out,
         repo=a.repo, only=tuple(a.only), threshold=a.threshold, thresholds=thresholds, alpha=a.alpha,
         update_baseline=a.update_baseline, baseline_gate=a.baseline_gate, no_baseline=a.no_baseline,
-        baselines_dir=a.baselines_dir, suite=a.suite, machine_key=a.machine_key))
+        baselines_dir=a.baselines_dir, suite=a.suite, machine_key=a.machine_key, confirm=not a.no_confirm,
+        confirm_repetitions=a.confirm_repetitions)
+    return run_aa(opts, a.aa) if a.aa else run_regress(opts)
 
 
 if __name__ == "__main__":

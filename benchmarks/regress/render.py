@@ -37,18 +37,42 @@ def fmt_p(p: float | None) -> str:
     return f"{p:.2g}"
 
 
+def fmt_mde(c: dict) -> str:
+    """Minimum detectable effect of a gating row, flagged when the metric is too noisy to gate at its threshold."""
+    mde = c.get("mde")
+    if not c.get("gating") or mde is None:
+        return "-"
+    text = "cannot reach alpha" if mde == "inf" else f"{mde * 100:.1f}%"
+    return text if c.get("gateable") else f"{text} (too noisy for {c['threshold'] * 100:.0f}%)"
+
+
+def _verdict_text(c: dict) -> str:
+    """Gating rows show their family decision; information rows say they cannot fail the run."""
+    if c.get("gating", True):
+        return c["verdict"]
+    return f"{c.get('raw_verdict', c['verdict'])} (info)"
+
+
 def _rows(comparisons: list[dict], normalized: bool) -> list[tuple[str, ...]]:
     return [(c["metric"], fmt_value(c["metric"], c["base_median"], normalized=normalized),
              fmt_value(c["metric"], c["head_median"], normalized=normalized), fmt_change(c["effect"]),
-             fmt_p(c["p_value"]), c["verdict"]) for c in comparisons]
+             fmt_p(c["p_value"]), fmt_p(c.get("p_adjusted")), fmt_mde(c), _verdict_text(c)) for c in comparisons]
+
+
+def _ordered(comparisons: list[dict]) -> list[dict]:
+    """Gating metrics first (they decide), then information."""
+    return sorted(comparisons, key=lambda c: not c.get("gating", True))
 
 
 def _table(title: str, base_label: str, comparisons: list[dict], normalized: bool) -> Table:
     table = Table(title=title)
-    for col in ("metric", base_label, "head", "change", "p-value", "verdict"):
+    comparisons = _ordered(comparisons)
+    for col in ("metric", base_label, "head", "change", "p-value", "p (Holm)", "MDE", "verdict"):
         table.add_column(col, justify="left" if col in ("metric", "verdict") else "right")
     for row, c in zip(_rows(comparisons, normalized), comparisons, strict=True):
         style = _STYLE.get(c["verdict"], "")
+        if not c.get("gating", True):
+            style = "dim"
         table.add_row(*row[:-1], f"[{style}]{row[-1]}[/{style}]" if style else row[-1])
     return table
 
@@ -66,18 +90,27 @@ def print_report(report: dict, console: Console | None = None) -> None:
                              "baseline", bl["comparisons"], True))
     if bl.get("message"):
         console.print(f"baseline: {bl['message']}")
+    confirm = report.get("confirm")
+    if confirm:
+        console.print(_table(f"confirm pass: {', '.join(confirm['members'])} re-measured, {confirm['repetitions']} "
+                             f"interleaved repetitions per side (fresh samples only)", "base",
+                             confirm["comparisons"], False))
     for p in report.get("problems", []):
         console.print(f"[yellow]problem:[/yellow] {p}")
     s = report["summary"]
     colour = {"regression": "bold red", "ok": "green"}.get(report["verdict"], "yellow")
+    first = s.get("first_pass_regressions") or []
+    confirmed = "" if s.get("confirmed") is None else f", confirmed {len(s['confirmed'])} of {len(first)} flagged"
     console.print(f"[{colour}]verdict: {report['verdict']}[/{colour}] (exit {report['exit_code']}); "
-                  f"regressions {len(s['regressions'])}, improvements {len(s['improvements'])}, "
+                  f"gating regressions {len(s['regressions'])}{confirmed}; information-only regressions "
+                  f"{len(s.get('information_regressions') or [])}, improvements {len(s['improvements'])}, "
                   f"changed {len(s['changed'])}" + (" [report-only]" if report["options"]["report_only"] else ""))
 
 
 def _md_table(base_label: str, comparisons: list[dict], normalized: bool) -> list[str]:
-    lines = [f"| metric | {base_label} | head | change | p-value | verdict |", "|---|--:|--:|--:|--:|---|"]
-    for row in _rows(comparisons, normalized):
+    lines = [f"| metric | {base_label} | head | change | p-value | p (Holm) | MDE | verdict |",
+             "|---|--:|--:|--:|--:|--:|--:|---|"]
+    for row in _rows(_ordered(comparisons), normalized):
         verdict = f"**{row[-1]}**" if row[-1] == REGRESSION else row[-1]
         lines.append("| " + " | ".join((f"`{row[0]}`", *row[1:-1], verdict)) + " |")
     return lines
@@ -102,6 +135,12 @@ def render_markdown(report: dict) -> str:
         lines += ["## Base vs head (same machine, interleaved)", ""]
         lines += _md_table("base", report["comparisons"], False)
         lines.append("")
+    confirm = report.get("confirm")
+    if confirm:
+        lines += [f"## Confirm pass ({confirm['repetitions']} more interleaved repetitions of "
+                  f"{', '.join(confirm['members'])})", ""]
+        lines += _md_table("base", confirm["comparisons"], False)
+        lines += ["", "Confirmed: " + (", ".join(f"`{m}`" for m in confirm["confirmed"]) or "none"), ""]
     bl = report.get("baseline") or {}
     lines += ["## Stored baseline", ""]
     if bl.get("message"):
@@ -116,7 +155,9 @@ def render_markdown(report: dict) -> str:
             lines.append(f"| {name} | {side} | {st['status']} | {st['runs_ok']} | {first} |")
     if report.get("problems"):
         lines += ["", "## Problems", ""] + [f"- {p}" for p in report["problems"]]
-    lines += ["", "Regression = Mann-Whitney U p < alpha and |change| > threshold in the worse direction "
+    lines += ["", "Regression = Mann-Whitney U p < alpha and |change| > threshold in the worse direction; only "
+              "gating metrics can fail a run, decided on Holm-adjusted p-values over the gating family and "
+              "confirmed by a second pass; MDE = smallest shift the run could detect with 80% power "
               "(docs/regress.md).", ""]
     return "\n".join(lines)
 

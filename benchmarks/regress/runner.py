@@ -9,6 +9,7 @@ compared and reported as a second signal; ``baseline_gate`` makes its regression
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import sys
@@ -33,12 +34,14 @@ from benchmarks.regress.stats import (
     REGRESSION,
     UNKNOWN,
     compare,
+    gate_family,
 )
 from benchmarks.regress.suite import (
     DEFAULT_SUITE,
     Member,
     RunOutcome,
     SuiteError,
+    gating_predicate,
     load_suite,
     normalize,
     run_member,
@@ -71,6 +74,8 @@ class RegressOptions:
     baselines_dir: Path | None = None  # default: <repo>/benchmarks/baselines
     suite: Path | None = None  # default: benchmarks/regress/suite.toml
     machine_key: str | None = None  # default: derived from CPU model, cores, kernel
+    confirm: bool = True  # re-measure flagged gating metrics before failing
+    confirm_repetitions: int = 0  # per side in the confirm pass; 0 = twice ``repetitions``
 
 
 class UsageError(ValueError):
@@ -151,8 +156,11 @@ def _finish_status(st: dict, repetitions: int) -> None:
 
 
 def _collect(members: list[Member], roots: dict[str, Path], opts: RegressOptions, work: Path, logs: Path,
-             console: Console) -> dict[str, _SideData]:
+             console: Console, repetitions: int | None = None, label: str = "") -> dict[str, _SideData]:
     """Run every member ``repetitions`` times per side, interleaved ABBA (base,head | head,base | ...)."""
+    repetitions = repetitions or opts.repetitions
+    if label:
+        (logs / label).mkdir(parents=True, exist_ok=True)
     runs: list[dict] = []
     data = {side: _SideData(status=_new_status(members), runs=runs) for side in roots}
     skip: set[tuple[str, str]] = set()
@@ -164,7 +172,7 @@ def _collect(members: list[Member], roots: dict[str, Path], opts: RegressOptions
                     f"module {m.module} is not in the {side} tree ({root})")
                 skip.add((side, m.name))
     order = [s for s in ("base", "head") if s in roots]
-    for rep in range(opts.repetitions):
+    for rep in range(repetitions):
         sides = order if rep % 2 == 0 else order[::-1]
         for m in members:
             for side in sides:
@@ -172,20 +180,21 @@ def _collect(members: list[Member], roots: dict[str, Path], opts: RegressOptions
                     continue
                 calib = calibration_ns() if side == "head" else 0.0
                 outcome = run_member(m, root=roots[side], side=side, repetition=rep, quick=opts.quick, work=work,
-                                     log_dir=logs)
+                                     log_dir=logs / label if label else logs)
                 if outcome.ok and outcome.sample is not None and side == "head":
                     normalize(m, outcome.sample, calib)
                 data[side].add(outcome)
                 runs.append({"rep": rep, "side": side, "member": m.name, "ok": outcome.ok,
                              "seconds": round(outcome.seconds, 3)})
                 mark = "ok" if outcome.ok else f"[red]FAILED[/red] {outcome.error}"
-                console.print(f"[dim]rep {rep + 1}/{opts.repetitions}[/dim] {side:4} {m.name}: {mark} "
+                console.print(f"[dim]{label + ' ' if label else ''}rep {rep + 1}/{repetitions}[/dim] {side:4} "
+                              f"{m.name}: {mark} "
                               f"({outcome.seconds:.1f} s)", highlight=False)
                 if not outcome.ok and rep == 0:
                     skip.add((side, m.name))  # broken from the start: do not pay its timeout 8 more times
     for side in data:
         for st in data[side].status.values():
-            _finish_status(st, opts.repetitions)
+            _finish_status(st, repetitions)
     return data
 
 
@@ -261,6 +270,40 @@ def _baseline_signal(head: _SideData | None, members: list[Member], opts: Regres
     return section, False
 
 
+def _confirm(flagged: list[str], members: list[Member], roots: dict[str, Path], opts: RegressOptions, work: Path,
+             logs: Path, console: Console, baselines_dir: Path, key: str) -> dict:
+    """Re-measure the members behind ``flagged`` gating metrics with more interleaved repetitions and decide
+    again on the fresh samples only (Holm over the flagged family): a one-off disturbance of the first pass does
+    not fail the run, a real slowdown shows again."""
+    reps = opts.confirm_repetitions or 2 * opts.repetitions
+    names = list(dict.fromkeys(m.split("/", 1)[0] for m in flagged))
+    rerun = [m for m in members if m.name in names]
+    console.print(f"regress: confirming {len(flagged)} flagged gating metric(s) with {reps} more repetitions of "
+                  f"{', '.join(names)}", highlight=False)
+    data = _collect(rerun, roots, opts, work, logs, console, repetitions=reps, label="confirm")
+    head = data["head"]
+    rows: list[dict] = []
+    if "base" in data:
+        for mid in flagged:
+            thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
+            direction = head.directions.get(mid) or data["base"].directions.get(mid, UNKNOWN)
+            rows.append(compare(mid, data["base"].values.get(mid, []), head.values.get(mid, []),
+                                direction=direction, threshold=thr, alpha=opts.alpha).to_dict())
+        gate_family(rows, lambda m: True, opts.alpha, samples=(data["base"].values, head.values))
+    else:
+        stored = bl.load_baseline(baselines_dir, key)
+        mode = stored.modes.get("quick" if opts.quick else "full") if stored else None
+        for mid in flagged:
+            ref = mode.metrics.get(mid) if mode else None
+            thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
+            direction = head.directions.get(mid) or (ref.direction if ref else UNKNOWN)
+            rows.append(compare(mid, ref.samples if ref else [], head.normalized.get(mid, []),
+                                direction=direction, threshold=thr, alpha=opts.alpha).to_dict())
+        gate_family(rows, lambda m: True, opts.alpha)
+    return {"repetitions": reps, "members": names, "flagged": flagged, "comparisons": rows,
+            "confirmed": [c["metric"] for c in rows if c["verdict"] == REGRESSION]}
+
+
 def _verdicts(comparisons: list[dict], verdict: str) -> list[str]:
     return [c["metric"] for c in comparisons if c["verdict"] == verdict]
 
@@ -302,15 +345,23 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         console.print(f"regress: {len(members)} member(s) x {opts.repetitions} repetitions x {len(roots)} side(s)"
                       f" ({'quick' if opts.quick else 'full'}); logs in {logs}", highlight=False)
         data = _collect(members, roots, opts, work, logs, console)
-
-    head = data["head"]
-    comparisons = _compare_sides(data["base"], head, members, opts) if "base" in data else []
-    baseline = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
-                "message": "disabled (--no-baseline)", "updated": None}
-    baseline_broken = False
-    if not opts.no_baseline:
-        baseline, baseline_broken = _baseline_signal(head, members, opts, baselines_dir, key, identity, head_info,
-                                                     problems)
+        gates = gating_predicate(members)
+        head = data["head"]
+        comparisons = _compare_sides(data["base"], head, members, opts) if "base" in data else []
+        if comparisons:
+            gate_family(comparisons, gates, opts.alpha, samples=(data["base"].values, head.values))
+        baseline = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
+                    "message": "disabled (--no-baseline)", "updated": None}
+        baseline_broken = False
+        if not opts.no_baseline:
+            baseline, baseline_broken = _baseline_signal(head, members, opts, baselines_dir, key, identity,
+                                                         head_info, problems)
+            if baseline["comparisons"]:
+                gate_family(baseline["comparisons"], gates, opts.alpha)
+        deciding = comparisons if opts.base else baseline["comparisons"]
+        flagged = [c["metric"] for c in deciding if c["gating"] and c["verdict"] == REGRESSION]
+        confirm = _confirm(flagged, members, roots, opts, work, logs, console, baselines_dir, key) \
+            if flagged and opts.confirm else None
 
     broken_head = [n for n, st in head.status.items() if st["status"] in ("missing", "failed")]
     for side, d in data.items():
@@ -322,12 +373,20 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         if c["verdict"] == "no-head":
             problems.append(f"{c['metric']}: measured on base but not on head")
 
-    deciding = comparisons if opts.base else baseline["comparisons"]
     gating = deciding + (baseline["comparisons"] if opts.base and opts.baseline_gate else [])
-    regressions = list(dict.fromkeys(_verdicts(gating, REGRESSION)))
+    first_pass = list(dict.fromkeys(c["metric"] for c in gating if c["gating"] and c["verdict"] == REGRESSION))
+    if confirm is not None:
+        confirmed = set(confirm["confirmed"])
+        regressions = [m for m in first_pass if m in confirmed or m not in flagged]
+    else:
+        regressions = first_pass
     signals = comparisons + baseline["comparisons"]
     summary = {
         "regressions": regressions,
+        "first_pass_regressions": first_pass,
+        "confirmed": None if confirm is None else confirm["confirmed"],
+        "information_regressions": [c["metric"] for c in deciding
+                                    if not c["gating"] and c["raw_verdict"] == REGRESSION],
         "improvements": list(dict.fromkeys(_verdicts(deciding, IMPROVEMENT))),
         "changed": list(dict.fromkeys(_verdicts(deciding, CHANGED))),
         "baseline_regressions": _verdicts(baseline["comparisons"], REGRESSION),
@@ -366,6 +425,8 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         "members": {m.name: {side: data[side].status[m.name] for side in data} for m in members},
         "references": head.references,
         "comparisons": comparisons,
+        "confirm": confirm,
+        "gating": [c["metric"] for c in deciding if c["gating"]],
         "baseline": baseline,
         "runs": head.runs,
         "summary": summary,
@@ -376,3 +437,39 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
     jpath, mpath = write_outputs(report, out)
     console.print(f"wrote {jpath} and {mpath}", highlight=False)
     return code
+
+
+def run_aa(opts: RegressOptions, runs: int, console: Console | None = None) -> int:
+    """A/A mode: ``runs`` complete regression checks of one revision against itself; prints the false-alarm rate.
+
+    Every flagged regression in an A/A run is false by construction, so the share of runs that flag one (first
+    pass) and that fail (after the confirm pass) is the gate's observed false-alarm rate on this machine.
+    """
+    console = console or Console(width=None if sys.stdout.isatty() else 150)
+    if runs < 1:
+        console.print(f"[red]regress: --aa needs at least 1 run, got {runs}[/red]", highlight=False)
+        return EXIT_SETUP
+    out = opts.out if opts.out.is_absolute() else Path.cwd() / opts.out
+    results = []
+    for i in range(runs):
+        run_opts = RegressOptions(**{**asdict(opts), "base": opts.base or "HEAD", "out": out / f"aa-{i + 1}",
+                                     "report_only": True, "update_baseline": False})
+        console.print(f"regress --aa: run {i + 1}/{runs} ({run_opts.base} vs itself)", highlight=False)
+        code = run_regress(run_opts, console)
+        if code == EXIT_SETUP:
+            return code
+        report = json.loads((run_opts.out / "regress.json").read_text())
+        s = report["summary"]
+        results.append({"run": i + 1, "first_pass": s.get("first_pass_regressions") or [],
+                        "failed": s["regressions"], "information": s.get("information_regressions") or []})
+    first = sum(1 for r in results if r["first_pass"])
+    failed = sum(1 for r in results if r["failed"])
+    info = sum(1 for r in results if r["information"])
+    doc = {"runs": runs, "alpha": opts.alpha, "first_pass_alarm_runs": first, "false_alarm_runs": failed,
+           "information_alarm_runs": info, "false_alarm_rate": failed / runs, "results": results}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "aa.json").write_text(json.dumps(doc, indent=2) + "\n")
+    console.print(f"A/A: {runs} run(s); runs failing on a (false) gating regression: {failed} "
+                  f"(rate {failed / runs:.0%}; first pass flagged {first}); runs with an information-only "
+                  f"regression: {info}. Wrote {out / 'aa.json'}", highlight=False)
+    return EXIT_OK

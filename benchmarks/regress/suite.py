@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -50,6 +51,9 @@ class Member(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     reference: str = ""
     directions: dict[str, str] = {}
     thresholds: dict[str, float] = {}
+    # fnmatch patterns on metric ids that can fail a run (the headline metrics); every other metric of the member
+    # is reported as information. A suite where no member declares any gates on every metric.
+    gating: list[str] = []
 
     def argv(self, quick: bool, output: Path) -> list[str]:
         out_flag = ["--json", str(output)] if self.kind == "benchmark" else ["--out", str(output)]
@@ -215,6 +219,18 @@ def apply_overrides(member: Member, sample: Sample) -> None:
             if fnmatch.fnmatchcase(mid, pattern):
                 sample.directions[mid] = direction
                 break
+
+
+def gating_predicate(members: list[Member]) -> Callable[[str], bool]:
+    """``metric id -> True`` when the metric can fail a run (see ``Member.gating``)."""
+    declared = {m.name: tuple(m.gating) for m in members}
+    if not any(declared.values()):
+        return lambda metric: True
+
+    def gates(metric: str) -> bool:
+        patterns = declared.get(metric.split("/", 1)[0], ())
+        return any(fnmatch.fnmatchcase(metric, p) for p in patterns)
+    return gates
 
 
 def threshold_for(metric: str, member: Member | None, overrides: dict[str, float], default: float) -> float:

@@ -34,7 +34,7 @@ def _report() -> dict:
 
 def test_markdown_has_the_table_rows() -> None:
     md = render_markdown(_report())
-    assert "| metric | base | head | change | p-value | verdict |" in md
+    assert "| metric | base | head | change | p-value | p (Holm) | MDE | verdict |" in md
     assert "| `ipc_hop/swmr.p99` | 1.00 us | 1.50 us | +49.8% | 4.1e-05 |" in md
     assert "**regression**" in md
     assert "| `ipc_hop/ratio.speedup` | 44x | 44.5x | +1.1% |" in md
