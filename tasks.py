@@ -189,9 +189,18 @@ def test(c: Context, k: str = "", unit: bool = False, no_deps: bool = False) -> 
 
 @task
 def lint(c: Context) -> None:
-    """ruff over the whole tree."""
+    """ruff over the whole tree, the import contract (.importlinter) and the type check of caerus/ (mypy)."""
+    bindir = Path(sys.executable).parent
+    failed = []
     with c.cd(str(ROOT)):
-        c.run(f"{sys.executable} -m ruff check .", pty=False)
+        for name, cmd in (("ruff", f"{sys.executable} -m ruff check ."),
+                          ("import contract", f"{bindir / 'lint-imports'}"),
+                          ("mypy", f"{sys.executable} -m mypy")):
+            if c.run(cmd, pty=False, warn=True, env={"PYTHONPATH": str(ROOT)}).failed:
+                failed.append(name)
+    if failed:
+        print(f"lint: failed: {', '.join(failed)}", file=sys.stderr)
+        sys.exit(1)
 
 
 def _infra_collection() -> Collection:

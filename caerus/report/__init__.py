@@ -1,1 +1,1 @@
-"""report package."""
+"""Reports from session folders: headline tables, nines charts, markdown/html rendering, comparisons and the index."""

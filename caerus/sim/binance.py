@@ -101,9 +101,10 @@ class BinanceServer:
     # -- connections -----------------------------------------------------------------------------------------
     async def handler(self, conn: ServerConnection) -> None:
         self.counters.opened += 1
-        log.info("binance connection opened %s (active %d)", conn.request.path, self.counters.active)
+        path = conn.request.path if conn.request is not None else ""  # None only before the handshake ends
+        log.info("binance connection opened %s (active %d)", path, self.counters.active)
         try:
-            if urlsplit(conn.request.path).path == ORDER_PATH:
+            if urlsplit(path).path == ORDER_PATH:
                 await self._order_entry(conn)
             else:
                 await self._market(conn)
@@ -119,6 +120,7 @@ class BinanceServer:
 
     async def _market(self, conn: ServerConnection) -> None:
         cfg, state = self.state.config, self.state
+        assert conn.request is not None  # the handler runs after the handshake
         parsed = parse_path(conn.request.path)
         assert parsed is not None  # process_request refused everything else
         route, combined, initial = parsed

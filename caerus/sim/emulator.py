@@ -93,9 +93,9 @@ class VenueEmulator:
         self._socks = {"binance": _bind(cfg.host, cfg.binance_port),
                        "hyperliquid": _bind(cfg.host, cfg.hyperliquid_port)}
         ports = {v: s.getsockname()[1] for v, s in self._socks.items()}
-        common = {"max_size": cfg.max_message_bytes, "compression": None, "close_timeout": 2,
-                  "logger": logging.getLogger("caerus.sim.ws")}
-        specs = {
+        common: dict[str, Any] = {"max_size": cfg.max_message_bytes, "compression": None, "close_timeout": 2,
+                                   "logger": logging.getLogger("caerus.sim.ws")}
+        specs: dict[str, tuple[Any, Any, dict[str, Any]]] = {
             "binance": (bn.handler, bn.process_request,
                         {"ping_interval": cfg.binance_ping_interval_s, "ping_timeout": cfg.binance_pong_timeout_s}),
             "hyperliquid": (hl.handler, hl.process_request, {"ping_interval": None, "ping_timeout": None}),

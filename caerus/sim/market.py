@@ -190,6 +190,8 @@ class MarketModel:
         self.cfg.validate()
         self._rng = random.Random(self.cfg.seed)
         self._fair = FairPrice(self.cfg, self._rng)
+        self._hl_prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
+        self._hl_index = 0
         # Separate streams for venue microstructure so adding a field to one does not shift the other.
         self._bn_rng = random.Random(self.cfg.seed * 1_000_003 + 1)
         self._hl_rng = random.Random(self.cfg.seed * 1_000_003 + 2)
@@ -259,7 +261,7 @@ class MarketModel:
         A block is built only when it is due, after the Binance side has sampled the fair price past the block
         time, so its look-up ``hl_lag_ms`` in the past reads a settled path and the model never needs the future.
         """
-        self._hl_prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
+        self._hl_prev = (None, None)
         self._hl_index = 0
         quotes = self._binance_quotes()
         block_times = self._hl_block_times()

@@ -18,14 +18,15 @@ from caerus.execution.transports.base import VenueReply
 from caerus.execution.transports.live import make_live_transport
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from tests.kit import records
 
 pytestmark = pytest.mark.integration
 
 
 def _order(order_id: int, venue: int, px: float, qty: float) -> tuple:
     now = time.time_ns()
-    return (order_id, 1, venue, 1, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now,
-            order_id)
+    return records.order(order_id, venue=venue, px=px, qty=qty, trigger_venue=venue, trigger_seq=1,
+                         trigger_t_recv=now, trigger_t_publish=now, t_seen=now, t_decision=now, seq=order_id)
 
 
 def _reply(transport, timeout: float = 15.0) -> VenueReply:

@@ -21,6 +21,7 @@ from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import CODE_ACTION_ERROR, CODE_ORDER_ERROR
 from tests.fixtures.transports_orders import OrderServer
+from tests.kit import records
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.integration
 def _order(order_id: int, *, side: int = 1, px: float = 100_000.0, qty: float = 0.01,
            tif: int = wire.Tif.IOC, venue: int = wire.Venue.BINANCE) -> tuple:
     now = time.time_ns()
-    return (order_id, 1, venue, side, tif, wire.OrderReason.BENCH, venue, 0, px, qty, 1, now, now, now, now, order_id)
+    return records.order(order_id, venue=venue, side=side, tif=tif, px=px, qty=qty, trigger_venue=venue,
+                         trigger_seq=1, trigger_t_recv=now, trigger_t_publish=now, t_seen=now, t_decision=now,
+                         seq=order_id)
 
 
 def _reply(transport, timeout: float = 10.0) -> VenueReply:

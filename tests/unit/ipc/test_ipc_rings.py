@@ -14,14 +14,17 @@ from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.spsc import SpscReader, SpscWriter
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.ipc.wait import make_waiter
+from tests.kit import records
 
 
 def book(n: int) -> tuple:
-    return (1, 1, 0, 0, n, n * 3, n * 5, n * 7, 100.0 + n, 1.0, 101.0 + n, 2.0)
+    return records.book(1, 100.0 + n, 101.0 + n, n * 5, seq=n, t_exchange=n * 3, t_publish=n * 7, ask_qty=2.0,
+                        conn=0)
 
 
 def order(order_id: int) -> tuple:
-    return (order_id, 1, 2, 1, 1, 1, 1, 0, 95000.0, 0.001, 7, 8, 9, 10, 11, order_id)
+    return records.order(order_id, venue=2, px=95000.0, qty=0.001, reason=1, trigger_venue=1, trigger_seq=7,
+                         trigger_t_recv=8, trigger_t_publish=9, t_seen=10, t_decision=11, seq=order_id)
 
 
 def test_swmr_every_record_reads_in_order(shm_dir) -> None:

@@ -5,39 +5,18 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from caerus.metrics import hdr
-from tests.fixtures.common import require_binary
+from tests.kit.hdr import FakeClock, _samples
 
 ROOT = Path(__file__).resolve().parents[3]
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 JS_DECODER = ROOT / "tests" / "fixtures" / "metrics_hlog_decode.js"
 PCTS = ("0", "50", "90", "99", "99.9", "99.99", "100")
-
-
-class FakeClock:
-    def __init__(self, start_ns: int = 1_750_000_000 * 10**9) -> None:
-        self.now = start_ns
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += int(seconds * 1e9)
-
-
-def _samples(seed: int, n: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return np.concatenate([
-        rng.integers(0, 5_000, n // 10),
-        rng.lognormal(9.5, 1.5, n).astype(np.int64),
-        np.array([1, 2047, 2048, 4095, 4096, 10**9], dtype=np.int64),
-    ])
 
 
 def test_vectorised_record_matches_package_record_value() -> None:
@@ -185,29 +164,3 @@ def test_percentiles_match_java_js_rounding() -> None:
     assert hdr.percentile(h, 100.0) == 100
 
 
-def test_node_hdr_histogram_js_decodes_our_hlog(tmp_path: Path) -> None:
-    node = require_binary("node", "nodejs")
-    if not (NODE_MODULES / "hdr-histogram-js").is_dir():
-        pytest.fail(f"hdr-histogram-js missing under {NODE_MODULES}: run scripts/install-test-deps.sh")
-    clock = FakeClock()
-    path = tmp_path / "fleet.hlog"
-    log = hdr.IntervalLog(path, ["tick_to_decision", "info_age.binance"], clock_ns=clock)
-    for i in range(5):
-        log.record_values("tick_to_decision", _samples(10 + i, 5_000))
-        log.record_values("info_age.binance", _samples(20 + i, 3_000) * 100)
-        clock.advance(1.0)
-        log.maybe_flush()
-    log.close()
-    res = subprocess.run([node, str(JS_DECODER), str(NODE_MODULES), str(path), *PCTS],
-                         capture_output=True, text=True, timeout=60, check=False)
-    assert res.returncode == 0, res.stderr
-    js = json.loads(res.stdout)
-    ours = hdr.read_hlog(path)
-    assert set(js) == {"tick_to_decision", "info_age.binance"}
-    for tag, merged in ours.merged_all().items():
-        assert js[tag]["total"] == merged.total_count > 0
-        assert js[tag]["intervals"] == sum(1 for iv in ours.intervals if iv.tag == tag)
-        assert js[tag]["max"] == merged.get_max_value()
-        ours_p = hdr.percentiles(merged, [float(p) for p in PCTS])
-        for p in PCTS:
-            assert js[tag]["percentiles"][p] == ours_p[float(p)], (tag, p)

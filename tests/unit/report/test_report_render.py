@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -125,13 +122,3 @@ def test_headline_counts_do_not_double_count() -> None:
     assert hc["reconnects"] == 1 and hc["paper_pnl"] == 2.5
 
 
-def test_report_cli(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    root, _, b = two_sessions
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    ok = subprocess.run([sys.executable, "-m", "caerus", "report", "--sessions", str(root), "--out",
-                         str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=240, check=False)
-    assert ok.returncode == 0, ok.stderr
-    assert b.name in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "caerus", "report", str(tmp_path / "missing"), "--out",
-                          str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=240, check=False)
-    assert bad.returncode == 2 and "not a session folder" in bad.stderr
