@@ -260,7 +260,10 @@ def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_fa
 
 
 def test_refused_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
-    run_scenario(venue_sim_factory, feed_factory, "binance", "refused", FailureClass.REFUSED)
+    # The refusal window starts when the emulator starts; it must outlast the feed's own start-up on a busy machine
+    # (a 3 s window was over before a feed started under load, and the feed simply connected).
+    run_scenario(venue_sim_factory, feed_factory, "binance", "refused", FailureClass.REFUSED,
+                 sim_args=("--scenario-duration", "8"))
 
 
 @pytest.mark.parametrize(("scenario", "expect", "status"), [("http-429", FailureClass.RATE_LIMITED, 429),
