@@ -66,7 +66,8 @@ class KafkaOutput:
         except KafkaException as e:
             raise ValueError(f"bad Kafka producer configuration: {e}") from e
         self._produce = self.producer.produce
-        self._headers = {t: [("table", t.encode())] for t in rows.TABLES}
+        self._headers: dict[str, list[tuple[str, str | bytes | None]]] = {
+            t: [("table", t.encode())] for t in rows.TABLES}
         self._keys = rows.venue_names(np.arange(256))
 
     def check_reachable(self, timeout_s: float = 5.0) -> None:

@@ -14,7 +14,7 @@ message. What the store does not keep is filled in by each venue's encoder, whic
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -69,9 +69,10 @@ def frames(books: pd.DataFrame, opts: ReplayOptions) -> Iterator[tuple[str, int,
     clock = books["t_exchange" if opts.pace == "exchange" else "t_recv"].to_numpy()
     t0 = int(clock[0])
     cols = [books[c].to_numpy() for c in ("venue", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")]
-    encoders = {}
+    encoders: dict[str, tuple[Callable[[int, int, str, float, float, float, float], str], str]] = {}
     for v in opts.venues:
         spec = _replayable(v)
+        assert spec.feed.book_frame is not None  # _replayable refuses a venue without one
         encoders[v] = (spec.feed.book_frame, opts.symbols.get(v) or spec.feed.default_symbol)
     for i, (venue, seq, t_ex, bid, bq, ask, aq) in enumerate(zip(*cols, strict=True)):
         encode, symbol = encoders[venue]

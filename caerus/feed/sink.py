@@ -56,8 +56,8 @@ class FeedSink:
         # samples (preallocated; the feed's housekeeping drains them into the .hlog)
         self.fi = out.feed_internal
         self.ia = out.info_age
-        self.fi_mv = memoryview(self.fi.arr)
-        self.ia_mv = memoryview(self.ia.arr)
+        self.fi_mv = memoryview(self.fi.arr.data)
+        self.ia_mv = memoryview(self.ia.arr.data)
         self.n_samples = 0
         self.sample_cap = self.fi.capacity
         ints = out.counters.ints

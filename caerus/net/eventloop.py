@@ -22,7 +22,7 @@ from typing import Any
 from caerus.ipc.wait import POLICIES
 
 
-class PollingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+class PollingSelector(selectors.DefaultSelector):
     """A selector whose ``select`` never blocks (optionally yielding the CPU after a run of empty polls)."""
 
     def __init__(self, yield_after: int | None = None) -> None:

@@ -27,7 +27,7 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Protocol
+from typing import Any, Protocol
 
 from caerus.net.failures import Failure
 from caerus.net.pacing import Backoff, TokenBucket
@@ -123,7 +123,7 @@ class Supervisor:
         self.primary: WsSession | None = None
         self.candidate: WsSession | None = None
         self.rotations = 0
-        self._tasks: dict[WsSession, asyncio.Task[Failure]] = {}
+        self._tasks: dict[WsSession, asyncio.Task[Any]] = {}
         self._reported: dict[WsSession, int] = {}  # 1 = CONNECTED reported, 2 = SUBSCRIBED reported too
         self._last_ping: dict[WsSession, float] = {}
         self._candidate_started = 0.0
@@ -296,5 +296,5 @@ class Supervisor:
         now = time.monotonic()
         for session in [s for s, t in self._tasks.items() if t.done()]:
             self._finish(session, now)
-        for t in list(self._pings):
-            t.cancel()
+        for ping in list(self._pings):
+            ping.cancel()

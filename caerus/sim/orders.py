@@ -289,10 +289,11 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     if spec is None:
         return {"error": f"Invalid asset {o['a']!r}."}
     px, sz = _decimal(o["p"]), _decimal(o["s"])
-    if px is None or px <= 0 or px.as_tuple().exponent < -(6 - spec["sz_decimals"]) \
+    sz_decimals = int(spec["sz_decimals"])  # type: ignore[call-overload]  # the asset table holds ints here
+    if px is None or not px.is_finite() or px <= 0 or int(px.as_tuple().exponent) < -(6 - sz_decimals) \
             or (px != px.to_integral_value() and len(px.normalize().as_tuple().digits) > 5):
         return {"error": "Order has invalid price."}
-    if sz is None or sz <= 0 or sz.as_tuple().exponent < -spec["sz_decimals"]:
+    if sz is None or not sz.is_finite() or sz <= 0 or int(sz.as_tuple().exponent) < -sz_decimals:
         return {"error": "Order has invalid size."}
     if float(px) * float(sz) < HL_MIN_NOTIONAL:
         return {"error": f"Order must have minimum value of ${HL_MIN_NOTIONAL:.0f}. asset={o['a']}"}

@@ -277,6 +277,6 @@ def make_live_transport(name: str, *, network: str | None, credentials: Any = No
     if credentials is None or isinstance(credentials, str | os.PathLike):
         from caerus.execution.credentials import load_credentials
 
-        credentials = load_credentials(name, credentials)
+        credentials = load_credentials(name, None if credentials is None else os.fspath(credentials))
     return _order_entry(name).transport(network=network, credentials=credentials, enable_live=enable_live, url=url,
                                         ca_file=ca_file, on_reply=on_reply, **options)

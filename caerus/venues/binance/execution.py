@@ -54,6 +54,7 @@ class BinanceTransport(LiveTransportBase):
         if not isinstance(credentials, BinanceCredentials):
             raise CredentialsError(f"binance transport needs BinanceCredentials, got {type(credentials).__name__}")
         self.network = network
+        assert network is not None  # check_live_guard refused anything but a named network
         self.url = resolve_url("binance", network, url)
         self._api_key = credentials.api_key.reveal()
         self._signer = credentials.signer()
@@ -114,7 +115,8 @@ class BinanceTransport(LiveTransportBase):
 
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
-        order_id = self._pending.pop(msg.get("id"), None) if isinstance(msg.get("id"), int) else None
+        req_id = msg.get("id")
+        order_id = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
         if order_id is None:
             self.reply_counts["unmatched"] += 1
             return

@@ -49,8 +49,8 @@ class BinanceSink(FeedSink):
         else:
             if not m.b or not m.a:
                 return self.reject(NULL_SIDE, session, seq, t_ex)
-            bp, bq = m.b[0]
-            ap, aq = m.a[0]
+            bp, bq = m.b[0]  # type: ignore[index]  # Depth (type narrowed by the branch above; mypy cannot see it)
+            ap, aq = m.a[0]  # type: ignore[index]
             flags = VALID | DEPTH
         if session is not self.active and not self.overlap(session, seq):
             return True

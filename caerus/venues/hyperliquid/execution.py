@@ -65,6 +65,7 @@ class HyperliquidTransport(LiveTransportBase):
             raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
                                    f"{type(credentials).__name__}")
         self.network = network
+        assert network is not None  # check_live_guard refused anything but a named network
         self.url = resolve_url("hyperliquid", network, url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address

@@ -26,6 +26,7 @@ from eth_account.messages import encode_typed_data
 from eth_hash.auto import keccak
 from eth_keys import keys as eth_keys_keys
 
+_coincurve: Any
 try:  # libsecp256k1 binding: ~30 us per signature instead of ~90 us (eth-keys+coincurve) or ~5 ms (pure Python)
     import coincurve as _coincurve
 except ImportError:  # pragma: no cover - depends on the environment
@@ -49,7 +50,7 @@ TIF_WIRE = {"IOC": "Ioc", "GTC": "Gtc", "ALO": "Alo"}
 
 def ecdsa_backend() -> str:
     """Which library signs digests in :class:`HyperliquidSigner` (reported by the benchmark)."""
-    return "coincurve" if _coincurve is not None else f"eth-keys ({type(eth_keys_keys.KeyAPI().backend).__name__})"
+    return "coincurve" if _coincurve is not None else f"eth-keys ({type(eth_keys_keys.KeyAPI().backend).__name__})"  # type: ignore[attr-defined]  # stubs: keys is a module
 
 
 # --- wire formatting ----------------------------------------------------------------------------------------
