@@ -47,8 +47,9 @@ class Pipeline:
         self.procs[name] = p
         return p
 
-    def start_all(self, feed_args: tuple[str, ...] = ()) -> None:
-        (self.tmp / "strategy.toml").write_text("warmup_ms = 300\ncooldown_ms = 200\nmax_hold_ms = 2000\n")
+    def start_all(self, feed_args: tuple[str, ...] = (), strategy_extra: str = "") -> None:
+        (self.tmp / "strategy.toml").write_text("warmup_ms = 300\ncooldown_ms = 200\nmax_hold_ms = 2000\n"
+                                                + strategy_extra)
         (self.tmp / "execution.toml").write_text("[paper]\nlatency_ms = 2.0\nmarkout_ms = [50.0, 500.0]\n")
         self.start("feed", ["tests.fixtures.pipeline", "--binance", f"{S}.book.binance", "--hyperliquid",
                             f"{S}.book.hyperliquid", "--jump-every-s", "0.8", "--hl-lag-ms", "150",
@@ -216,8 +217,19 @@ def test_sigterm_while_waiting_for_peers_exits_0(shm_dir: Path, tmp_path: Path) 
                  "--order-segment", "nobody.orders", "--exec-segment", "nobody.exec"],
                 env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT,
                 log=tmp_path / "s.log")
-    time.sleep(1.0)  # let it reach the attach loop (not a timing assertion: the outcome is the exit code)
+    # Stop it only once it is waiting for its peers (its signal handlers are installed by then): a fixed sleep was
+    # shorter than the interpreter's start-up on a busy machine, and SIGTERM then hit the default handler.
+    def catches_sigterm() -> bool:  # the kernel's view: SIGTERM is in the process's caught-signals mask
+        status = Path(f"/proc/{p.pid}/status").read_text()
+        mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+    deadline = time.monotonic() + 60
+    while p.alive() and not catches_sigterm() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert p.alive(), p.output()
+    assert catches_sigterm(), "the strategy never installed its SIGTERM handler"
+    time.sleep(0.5)  # into the attach loop (not a timing assertion: the outcome is the exit code)
     assert p.stop(grace=10) == 0, p.output()
 
 
@@ -236,7 +248,9 @@ def test_repeated_errors_halt_the_strategy_but_keep_it_running(pipeline: Pipelin
 
 
 def test_strategy_reattaches_to_a_restarted_execution(pipeline: Pipeline) -> None:
-    pipeline.start_all()
+    # An order in flight when the engine stops never gets a result: the strategy counts it UNKNOWN at its worst
+    # case against max_position (issue 14). Room for a few of those keeps this test about re-attaching.
+    pipeline.start_all(strategy_extra="max_position = 0.01\n")
     strat = pipeline.counters("strategy")
     exe1 = pipeline.counters("execution")  # the mapping stays readable after the process is gone
     pipeline.wait_for("2 strategy orders", lambda: strat.get("orders") >= 2)
