@@ -16,7 +16,6 @@ turning on DEBUG logging elsewhere cannot put an API key or signature in a log.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -26,11 +25,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from caerus.execution.transports.base import ReplyCallback, VenueReply
 from caerus.net.pacing import Backoff, TokenBucket
+from caerus.net.untrusted import decode_untrusted
 from caerus.venues import registry
 
 if TYPE_CHECKING:
@@ -203,14 +204,14 @@ class WsOrderSession:
                     self._on_disconnect()
                 continue
             t_recv = time.time_ns()
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+            try:  # bounded nesting before decoding: a pathologically deep reply cannot overflow this thread's stack
+                msg = decode_untrusted(raw)
+            except msgspec.DecodeError:
                 self.malformed += 1
                 continue
             try:
                 self._on_message(msg, t_recv)
-            except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            except Exception:
                 self.malformed += 1
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from caerus.net.untrusted import decode_untrusted
 from caerus.venues.frames import FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://fstream.binance.com"
@@ -54,7 +55,6 @@ class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
 
 
 DATA_DECODER = msgspec.json.Decoder(BookTicker | Depth, strict=False)
-_ANY = msgspec.json.Decoder()
 
 
 def url(base: str, route: str = "public") -> str:
@@ -80,7 +80,7 @@ def subscribe_frame(streams: list[str], request_id: int = SUBSCRIBE_ID) -> bytes
 def classify(raw: bytes | str) -> tuple[FrameKind, str]:
     """Classify a frame the data decoder refused; returns the kind and a short description (off the hot path)."""
     try:
-        obj: Any = _ANY.decode(raw)
+        obj: Any = decode_untrusted(raw)
     except msgspec.DecodeError:
         return FrameKind.MALFORMED, _excerpt(raw)
     if not isinstance(obj, dict):

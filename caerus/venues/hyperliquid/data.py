@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from caerus.net.untrusted import decode_untrusted
 from caerus.venues.frames import FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://api.hyperliquid.xyz"
@@ -69,7 +70,6 @@ class Error(msgspec.Struct, tag_field="channel", tag="error"):
 
 
 DECODER = msgspec.json.Decoder(Bbo | L2Book | Pong | SubscriptionResponse | Error, strict=False)
-_ANY = msgspec.json.Decoder()
 
 
 def url(base: str) -> str:
@@ -104,7 +104,7 @@ def classify(raw: bytes | str) -> tuple[FrameKind, str]:
     if data.strip().startswith(GREETING[:-1]):
         return FrameKind.GREETING, data[:80].decode("utf-8", "replace")
     try:
-        obj: Any = _ANY.decode(data)
+        obj: Any = decode_untrusted(data)
     except msgspec.DecodeError:
         return FrameKind.MALFORMED, _excerpt(data)
     if isinstance(obj, dict) and obj.get("channel") in CHANNELS:
