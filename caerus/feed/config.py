@@ -88,6 +88,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symbol", help="BTCUSDT (binance) or BTC (hyperliquid); default: the venue's BTC perpetual")
     p.add_argument("--channel", help="binance: bookTicker (default) | depth5; hyperliquid: bbo (default) | l2Book")
     p.add_argument("--route", help="stream route (binance: public (default) | market)")
+    p.add_argument("--allow-silent-route", action="store_true",
+                   help="accept a channel on a route known to be acknowledged and then silent (watchdog demos)")
     p.add_argument("--metrics-dir", type=Path, help="write <dir>/feed-<venue>.hlog")
     p.add_argument("--stats-interval", type=float, default=0.1, help=argparse.SUPPRESS)
     p.add_argument("--wait-policy", default="sleep", choices=POLICIES,
@@ -125,9 +127,13 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     channel = a.channel or feed.channels[0]
     if channel not in feed.channels:
         raise ConfigError(f"--channel {channel!r} is not a {venue} channel: {', '.join(feed.channels)}")
-    route = a.route or feed.routes[0]
+    route = a.route or feed.channel_routes.get(channel) or feed.routes[0]
     if route not in feed.routes:
         raise ConfigError(f"--route {route!r} is not a {venue} route: {', '.join(feed.routes)}")
+    carrier = feed.channel_routes.get(channel)
+    if carrier is not None and route != carrier and not a.allow_silent_route:
+        raise ConfigError(f"--route {route} with --channel {channel} would be silent: {feed.route_note}. Use --route "
+                          f"{carrier}, or add --allow-silent-route to demonstrate the data watchdog")
     if not a.segment or any(c in a.segment for c in "/ \0"):
         raise ConfigError(f"--segment {a.segment!r} is not a valid segment name")
     base = (a.url or feed.default_base_url).rstrip("/")

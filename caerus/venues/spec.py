@@ -8,7 +8,7 @@ transport, the signer) only when called, so a feed process never loads the order
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,11 @@ class FeedSpec:
     #: captured top of book (capture replay rebuilds the emulator's frames file with it)
     book_frame: Callable[[int, int, str, float, float, float, float], str] | None = None
     routes: tuple[str, ...] = ("default",)  # the first is the default
+    #: channel -> the only route that carries it (a venue that acknowledges a subscription on another route and
+    #: then stays silent, like Binance since its 2026-03 routing split); empty: every route carries every channel
+    channel_routes: Mapping[str, str] = field(default_factory=dict)
+    #: why a channel on the wrong route is refused at start (shown in the error)
+    route_note: str = ""
     rotate_after_s: float = 0.0  # make-before-break rotation age default (0 = never)
     keepalive_frame: bytes | None = None  # application ping, sent every keepalive_s when set
     keepalive_s: float = 0.0  # default interval

@@ -26,6 +26,11 @@ TESTNET_BASE_URL = "wss://fstream.binancefuture.com"
 ROUTES = {"public": "/public/ws", "market": "/market/ws"}
 DEFAULT_SYMBOL = "BTCUSDT"
 CHANNELS = ("bookTicker", "depth5")
+# Since 2026-03 each stream lives on one route only; a subscription on the other route is acknowledged and then
+# silent forever (only a data watchdog notices), so the feed refuses that combination at start.
+CHANNEL_ROUTES = {"bookTicker": "public", "depth5": "public"}
+ROUTE_NOTE = ("since 2026-03 Binance routes streams by path: bookTicker and depth live on /public, aggTrade, markPrice "
+              "and kline on /market; a subscription on the wrong route is acknowledged and then stays silent")
 SUBSCRIBE_ID = 1
 #: Binance closes a connection after 24 h; rotate well before (make-before-break)
 DEFAULT_ROTATE_AFTER_S = 23 * 3600.0

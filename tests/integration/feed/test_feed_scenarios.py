@@ -252,7 +252,7 @@ def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_fac
 
 def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
     sim = venue_sim_factory(scenario="none")
-    feed = feed_factory("binance", sim, "--route", "market")
+    feed = feed_factory("binance", sim, "--route", "market", "--allow-silent-route")
     feed.wait_for("two stale connections", lambda f: f.counters()["fail.stale"] >= 2)
     assert feed.stop() == 0
     c = feed.counters()
