@@ -371,7 +371,7 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         gates = gating_predicate(members)
         head = data["head"]
         comparisons = _compare_sides(data["base"], head, members, opts) if "base" in data else []
-        baseline = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
+        baseline: dict = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
                     "message": "disabled (--no-baseline)", "updated": None}
         baseline_broken = False
         if not opts.no_baseline:
