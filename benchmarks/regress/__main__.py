@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-metric threshold, fnmatch on the metric id, e.g. 'session/*.p99=0.25' (repeatable)")
     p.add_argument("--alpha", type=float, default=0.01, help="Mann-Whitney U significance level")
     p.add_argument("--update-baseline", action="store_true", help="store head's results as this machine's baseline")
-    p.add_argument("--baseline-gate", action="store_true", help="with --base: baseline regressions fail too")
+    p.add_argument("--baseline-gate", action="store_true",
+                   help="with --base: the stored baseline gates too (each signal at alpha / 2)")
     p.add_argument("--no-baseline", action="store_true", help="skip the stored-baseline signal")
     p.add_argument("--baselines-dir", type=Path, help="default: <repo>/benchmarks/baselines")
     p.add_argument("--suite", type=Path, help="suite file (default benchmarks/regress/suite.toml)")

@@ -92,9 +92,10 @@ def print_report(report: dict, console: Console | None = None) -> None:
         console.print(f"baseline: {bl['message']}")
     confirm = report.get("confirm")
     if confirm:
-        console.print(_table(f"confirm pass: {', '.join(confirm['members'])} re-measured, {confirm['repetitions']} "
-                             f"interleaved repetitions per side (fresh samples only)", "base",
-                             confirm["comparisons"], False))
+        for label, rows in _confirm_groups(confirm):
+            console.print(_table(f"confirm pass vs {label}: {', '.join(confirm['members'])} re-measured, "
+                                 f"{confirm['repetitions']} interleaved repetitions per side (fresh samples only)",
+                                 label, rows, label == "baseline"))
     for p in report.get("problems", []):
         console.print(f"[yellow]problem:[/yellow] {p}")
     s = report["summary"]
@@ -105,6 +106,13 @@ def print_report(report: dict, console: Console | None = None) -> None:
                   f"gating regressions {len(s['regressions'])}{confirmed}; information-only regressions "
                   f"{len(s.get('information_regressions') or [])}, improvements {len(s['improvements'])}, "
                   f"changed {len(s['changed'])}" + (" [report-only]" if report["options"]["report_only"] else ""))
+
+
+def _confirm_groups(confirm: dict) -> list[tuple[str, list[dict]]]:
+    """The confirm pass's rows by signal: ("base", rows against fresh base samples), ("baseline", ...)."""
+    groups = [(label, [c for c in confirm["comparisons"] if c.get("signal", "base") == label])
+              for label in ("base", "baseline")]
+    return [(label, rows) for label, rows in groups if rows]
 
 
 def _md_table(base_label: str, comparisons: list[dict], normalized: bool) -> list[str]:
@@ -139,8 +147,10 @@ def render_markdown(report: dict) -> str:
     if confirm:
         lines += [f"## Confirm pass ({confirm['repetitions']} more interleaved repetitions of "
                   f"{', '.join(confirm['members'])})", ""]
-        lines += _md_table("base", confirm["comparisons"], False)
-        lines += ["", "Confirmed: " + (", ".join(f"`{m}`" for m in confirm["confirmed"]) or "none"), ""]
+        for label, rows in _confirm_groups(confirm):
+            lines += _md_table(label, rows, label == "baseline") + [""]
+        confirmed = [*confirm["confirmed"], *confirm.get("confirmed_baseline", [])]
+        lines += ["Confirmed: " + (", ".join(f"`{m}`" for m in confirmed) or "none"), ""]
     bl = report.get("baseline") or {}
     lines += ["## Stored baseline", ""]
     if bl.get("message"):

@@ -9,6 +9,7 @@ compared and reported as a second signal; ``baseline_gate`` makes its regression
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
 import statistics
@@ -270,38 +271,60 @@ def _baseline_signal(head: _SideData | None, members: list[Member], opts: Regres
     return section, False
 
 
-def _confirm(flagged: list[str], members: list[Member], roots: dict[str, Path], opts: RegressOptions, work: Path,
-             logs: Path, console: Console, baselines_dir: Path, key: str) -> dict:
-    """Re-measure the members behind ``flagged`` gating metrics with more interleaved repetitions and decide
-    again on the fresh samples only (Holm over the flagged family): a one-off disturbance of the first pass does
-    not fail the run, a real slowdown shows again."""
+def _confirm(flagged: list[str], flagged_baseline: list[str], members: list[Member], roots: dict[str, Path],
+             opts: RegressOptions, work: Path, logs: Path, console: Console, baselines_dir: Path, key: str,
+             alpha: float) -> dict:
+    """Re-measure the members behind flagged gating metrics with more interleaved repetitions and decide again on
+    the fresh samples only (Holm at ``alpha`` over the flagged rows): a one-off disturbance of the first pass does
+    not fail the run, a real slowdown shows again. ``flagged`` are base-vs-head rows (decided against fresh base
+    samples), ``flagged_baseline`` stored-baseline rows (fresh head samples against the stored ones)."""
     reps = opts.confirm_repetitions or 2 * opts.repetitions
-    names = list(dict.fromkeys(m.split("/", 1)[0] for m in flagged))
+    names = list(dict.fromkeys(m.split("/", 1)[0] for m in [*flagged, *flagged_baseline]))
     rerun = [m for m in members if m.name in names]
-    console.print(f"regress: confirming {len(flagged)} flagged gating metric(s) with {reps} more repetitions of "
-                  f"{', '.join(names)}", highlight=False)
+    console.print(f"regress: confirming {len(flagged) + len(flagged_baseline)} flagged gating metric(s) with "
+                  f"{reps} more repetitions of {', '.join(names)}", highlight=False)
     data = _collect(rerun, roots, opts, work, logs, console, repetitions=reps, label="confirm")
     head = data["head"]
     rows: list[dict] = []
-    if "base" in data:
-        for mid in flagged:
-            thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
-            direction = head.directions.get(mid) or data["base"].directions.get(mid, UNKNOWN)
-            rows.append(compare(mid, data["base"].values.get(mid, []), head.values.get(mid, []),
-                                direction=direction, threshold=thr, alpha=opts.alpha).to_dict())
-        gate_family(rows, lambda m: True, opts.alpha, samples=(data["base"].values, head.values))
-    else:
+    for mid in flagged if "base" in data else []:
+        thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
+        direction = head.directions.get(mid) or data["base"].directions.get(mid, UNKNOWN)
+        rows.append(compare(mid, data["base"].values.get(mid, []), head.values.get(mid, []),
+                            direction=direction, threshold=thr, alpha=opts.alpha).to_dict() | {"signal": "base"})
+    if flagged_baseline:
         stored = bl.load_baseline(baselines_dir, key)
         mode = stored.modes.get("quick" if opts.quick else "full") if stored else None
-        for mid in flagged:
+        for mid in flagged_baseline:
             ref = mode.metrics.get(mid) if mode else None
             thr = threshold_for(mid, _member_of(mid, members), opts.thresholds, opts.threshold)
             direction = head.directions.get(mid) or (ref.direction if ref else UNKNOWN)
             rows.append(compare(mid, ref.samples if ref else [], head.normalized.get(mid, []),
-                                direction=direction, threshold=thr, alpha=opts.alpha).to_dict())
-        gate_family(rows, lambda m: True, opts.alpha)
-    return {"repetitions": reps, "members": names, "flagged": flagged, "comparisons": rows,
-            "confirmed": [c["metric"] for c in rows if c["verdict"] == REGRESSION]}
+                                direction=direction, threshold=thr, alpha=opts.alpha).to_dict()
+                        | {"signal": "baseline"})
+    samples = (data["base"].values, head.values) if "base" in data and not flagged_baseline else None
+    gate_family(rows, lambda m: True, alpha, samples=samples)
+    return {"repetitions": reps, "members": names, "flagged": flagged, "flagged_baseline": flagged_baseline,
+            "comparisons": rows,
+            "confirmed": [c["metric"] for c in rows if c["signal"] == "base" and c["verdict"] == REGRESSION],
+            "confirmed_baseline": [c["metric"] for c in rows
+                                   if c["signal"] == "baseline" and c["verdict"] == REGRESSION]}
+
+
+def unmatched_gating(members: list[Member], head_values: dict[str, list[float]],
+                     head_status: dict[str, dict]) -> list[str]:
+    """Declared gating patterns that match no metric head produced (for members that ran on head).
+
+    A renamed benchmark metric must not make the gate silently gate nothing: each is reported as a problem.
+    """
+    out = []
+    for m in members:
+        if head_status.get(m.name, {}).get("runs_ok", 0) == 0:
+            continue  # a missing/failed member is reported as such already
+        for pattern in m.gating:
+            if not any(fnmatch.fnmatchcase(mid, pattern) for mid in head_values):
+                out.append(f"gating metric {pattern!r} of member {m.name} matched no metric head produced "
+                           f"(renamed or dropped?): the gate cannot see it; fix `gating` in the suite file")
+    return out
 
 
 def _verdicts(comparisons: list[dict], verdict: str) -> list[str]:
@@ -348,21 +371,30 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         gates = gating_predicate(members)
         head = data["head"]
         comparisons = _compare_sides(data["base"], head, members, opts) if "base" in data else []
-        if comparisons:
-            gate_family(comparisons, gates, opts.alpha, samples=(data["base"].values, head.values))
-        baseline = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
+        baseline: dict = {"key": key, "mode": "quick" if opts.quick else "full", "comparisons": [],
                     "message": "disabled (--no-baseline)", "updated": None}
         baseline_broken = False
         if not opts.no_baseline:
             baseline, baseline_broken = _baseline_signal(head, members, opts, baselines_dir, key, identity,
                                                          head_info, problems)
-            if baseline["comparisons"]:
-                gate_family(baseline["comparisons"], gates, opts.alpha)
+        # both signals gate (--base with --baseline-gate and a stored baseline): each is decided at alpha / 2, so
+        # the chance of any false gating regression in the run stays <= alpha (Bonferroni over the two families)
+        both = bool(opts.base and opts.baseline_gate and baseline["comparisons"])
+        family_alpha = opts.alpha / 2 if both else opts.alpha
+        if comparisons:
+            gate_family(comparisons, gates, family_alpha, samples=(data["base"].values, head.values))
+        if baseline["comparisons"]:
+            gate_family(baseline["comparisons"], gates, family_alpha)
         deciding = comparisons if opts.base else baseline["comparisons"]
         flagged = [c["metric"] for c in deciding if c["gating"] and c["verdict"] == REGRESSION]
-        confirm = _confirm(flagged, members, roots, opts, work, logs, console, baselines_dir, key) \
-            if flagged and opts.confirm else None
+        flagged_baseline = [c["metric"] for c in baseline["comparisons"] if c["gating"]
+                            and c["verdict"] == REGRESSION] if (both or not opts.base) else []
+        if not opts.base:
+            flagged_baseline, flagged = flagged, []  # the baseline is the deciding signal
+        confirm = _confirm(flagged, flagged_baseline, members, roots, opts, work, logs, console, baselines_dir,
+                           key, family_alpha) if (flagged or flagged_baseline) and opts.confirm else None
 
+    problems += unmatched_gating(members, head.values, head.status)
     broken_head = [n for n, st in head.status.items() if st["status"] in ("missing", "failed")]
     for side, d in data.items():
         for n, st in d.status.items():
@@ -373,18 +405,19 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         if c["verdict"] == "no-head":
             problems.append(f"{c['metric']}: measured on base but not on head")
 
-    gating = deciding + (baseline["comparisons"] if opts.base and opts.baseline_gate else [])
-    first_pass = list(dict.fromkeys(c["metric"] for c in gating if c["gating"] and c["verdict"] == REGRESSION))
+    gating_signal = deciding + (baseline["comparisons"] if both else [])
+    first_pass = list(dict.fromkeys(c["metric"] for c in gating_signal
+                                    if c["gating"] and c["verdict"] == REGRESSION))
     if confirm is not None:
-        confirmed = set(confirm["confirmed"])
-        regressions = [m for m in first_pass if m in confirmed or m not in flagged]
+        still = set(confirm["confirmed"]) | set(confirm["confirmed_baseline"])
+        regressions = [m for m in first_pass if m in still]
     else:
         regressions = first_pass
     signals = comparisons + baseline["comparisons"]
     summary = {
         "regressions": regressions,
         "first_pass_regressions": first_pass,
-        "confirmed": None if confirm is None else confirm["confirmed"],
+        "confirmed": None if confirm is None else confirm["confirmed"] + confirm["confirmed_baseline"],
         "information_regressions": [c["metric"] for c in deciding
                                     if not c["gating"] and c["raw_verdict"] == REGRESSION],
         "improvements": list(dict.fromkeys(_verdicts(deciding, IMPROVEMENT))),
@@ -392,7 +425,7 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         "baseline_regressions": _verdicts(baseline["comparisons"], REGRESSION),
         "all_signals_regressions": list(dict.fromkeys(_verdicts(signals, REGRESSION))),
     }
-    setup_broken = bool(broken_head) or baseline_broken
+    setup_broken = bool(broken_head) or baseline_broken or bool(unmatched_gating(members, head.values, head.status))
     if regressions:
         verdict = "regression"
     elif setup_broken:
@@ -427,6 +460,7 @@ def run_regress(opts: RegressOptions, console: Console | None = None) -> int:
         "comparisons": comparisons,
         "confirm": confirm,
         "gating": [c["metric"] for c in deciding if c["gating"]],
+        "family_alpha": family_alpha,
         "baseline": baseline,
         "runs": head.runs,
         "summary": summary,

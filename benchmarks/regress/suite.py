@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeGuard
 
 import msgspec
 
@@ -134,7 +134,7 @@ class RunOutcome:
     log: str = ""
 
 
-def _finite(v: object) -> bool:
+def _finite(v: object) -> TypeGuard[int | float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 

@@ -18,7 +18,7 @@ def _opts(repo: RegressRepo, out: Path, **kw: object) -> RegressOptions:
     return RegressOptions(base=kw.pop("base", None), quick=True, report_only=kw.pop("report_only", False),
                           repetitions=9, out=out, repo=repo.path, suite=kw.pop("suite", repo.suite),
                           machine_key="test-machine", baselines_dir=out.parent / "baselines",
-                          no_baseline=True, only=("fake",), **kw)  # type: ignore[arg-type]
+                          no_baseline=kw.pop("no_baseline", True), only=("fake",), **kw)  # type: ignore[arg-type]
 
 
 def _run(opts: RegressOptions) -> tuple[int, dict, str]:
@@ -87,3 +87,42 @@ def test_aa_mode_runs_the_revision_against_itself_and_reports_the_false_alarm_ra
         report = json.loads((out / f"aa-{i}" / "regress.json").read_text())
         assert report["base"]["sha"] == report["head"]["sha"]
     assert "A/A: 2 run(s)" in buf.getvalue()
+
+
+def test_a_gating_metric_that_matches_nothing_is_a_setup_error(regress_repo: RegressRepo, tmp_path: Path) -> None:
+    suite = tmp_path / "renamed.toml"
+    suite.write_text(SUITE.replace('reference = "reference"\n',
+                                   'reference = "reference"\ngating = ["fake/hop.p50", "fake/renamed.p50"]\n'))
+    code, report, text = _run(_opts(regress_repo, tmp_path / "out", base="HEAD", suite=suite))
+    assert code == 2, text
+    assert report["verdict"] == "incomplete"
+    assert any("'fake/renamed.p50'" in p and "matched no metric" in p for p in report["problems"]), report
+    assert report["gating"] == ["fake/hop.p50"]
+
+
+def test_the_stored_baseline_gates_too_with_alpha_split_and_its_own_confirm_pass(
+        regress_repo: RegressRepo, tmp_path: Path) -> None:
+    suite = tmp_path / "gated.toml"
+    suite.write_text(SUITE.replace('reference = "reference"\n', 'reference = "reference"\ngating = ["fake/hop.p50"]\n'))
+    baselines = tmp_path / "baselines"
+    code, _, text = _run(_opts(regress_repo, baselines.parent / "rec", suite=suite, no_baseline=False,
+                               update_baseline=True))
+    assert code == 0, text
+    # the slowdown lands in the previous revision already: base vs head sees nothing, the baseline sees it
+    regress_repo.write(scale={"hop": 1.5})
+    regress_repo.commit("slower hop")
+    opts = _opts(regress_repo, baselines.parent / "gate", base="HEAD", suite=suite, no_baseline=False,
+                 baseline_gate=True)
+    code, report, text = _run(opts)
+    assert code == 1, text
+    assert report["family_alpha"] == 0.005  # two gating signals, alpha split between them
+    assert {c["metric"]: c["verdict"] for c in report["comparisons"]}["fake/hop.p50"] == "same"
+    assert report["confirm"]["flagged_baseline"] == ["fake/hop.p50"]
+    assert report["confirm"]["confirmed_baseline"] == ["fake/hop.p50"]
+    assert report["summary"]["regressions"] == ["fake/hop.p50"]
+    assert "confirm pass vs baseline" in text
+    # without --baseline-gate the baseline is reported, base vs head decides alone
+    code, report, text = _run(_opts(regress_repo, baselines.parent / "report", base="HEAD", suite=suite,
+                                    no_baseline=False))
+    assert code == 0, text
+    assert report["family_alpha"] == 0.01 and "fake/hop.p50" in report["summary"]["baseline_regressions"]
