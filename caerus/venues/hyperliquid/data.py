@@ -93,7 +93,12 @@ def classify_control(msg: Pong | SubscriptionResponse | Error, subscribed: bool)
     if isinstance(msg, SubscriptionResponse):
         return FrameKind.ACK, str(msg.data)[:120]
     text = str(msg.data)[:200]
-    if not subscribed or "subscri" in text.lower():
+    lowered = text.lower()
+    if "already subscribed" in lowered:
+        # A duplicate subscription (ours after a retry, or the venue echoing one): our subscription stands, so this
+        # is counted and logged, never a reason to drop a working connection and leave a gap in the book.
+        return FrameKind.VENUE_ERROR, f"already subscribed: {text}"
+    if not subscribed or "subscri" in lowered:
         return FrameKind.SUB_ERROR, text
     return FrameKind.VENUE_ERROR, text
 

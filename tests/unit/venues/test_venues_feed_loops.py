@@ -240,3 +240,22 @@ def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:
     assert [r[SEQ] for r in valid] == [500, 10, 11]
     c = counters(out)
     assert c["ordering_resets"] == 1 and c["reject.seq_not_increasing"] == 2
+
+
+@pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
+def test_already_subscribed_between_ack_and_data_keeps_the_connection(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 3: Hyperliquid's benign duplicate-subscription error after the ack but before the first data
+    # tore the connection down as SUBSCRIPTION_REJECTED (STALE published, reconnect after a back-off: a gap).
+    out, sink, s1, books, _, _ = feed
+    ack = b'{"channel":"subscriptionResponse","data":{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}}'
+    assert deliver(sink, ack, 1, s1) is False
+    dup = b'{"channel":"error","data":"Already subscribed: {\\"type\\":\\"bbo\\",\\"coin\\":\\"BTC\\"}"}'
+    assert deliver(sink, dup, 2, s1) is False  # no SessionEnded
+    assert deliver(sink, bbo(1000), 3, s1) is True
+    c = counters(out)
+    assert (c["acks"], c["venue_errors"], c["sub_errors"], c["books"]) == (1, 1, 0, 1)
+    assert len(drain(books)) == 1
+    # before any ack the same text is still not a rejection of *our* subscription
+    s2 = WsSession("wss://x/ws", 2, sink.on_message)
+    assert deliver(sink, dup, 4, s2) is False
+    assert counters(out)["sub_errors"] == 0
