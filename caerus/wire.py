@@ -16,7 +16,8 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 3  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN
+LAYOUT_VERSION = 4  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
+#                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID)
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -62,6 +63,10 @@ class BookFlags(IntFlag):
     DEPTH = 4  # built from a depth snapshot (Binance depth5 / Hyperliquid l2Book) rather than bookTicker/bbo
     REPLAY = 8  # produced from replayed frames, not a live or emulated market
     ROTATED = 16  # first record from a new connection after make-before-break rotation
+    # the venue sent an update for this book that failed validation (withdrawn side, crossed, unreadable...): the
+    # previous quote is no longer the venue's, so readers stop trading this venue until the next VALID record.
+    # ``BookRecord.reason`` carries the RejectReason; the prices are what the venue sent (NaN where absent).
+    REJECTED = 32
 
 
 class RejectReason(IntEnum):
@@ -77,6 +82,8 @@ class RejectReason(IntEnum):
     SEQ_NOT_INCREASING = 8
     DUPLICATE = 9
     MALFORMED = 10
+    WRONG_INSTRUMENT = 11  # a data frame for another symbol/coin than the one subscribed
+    NOT_SNAPSHOT = 12  # a depth frame that cannot be a top-N snapshot (a diff: zero-size or out-of-order levels)
 
 
 class FailureClass(IntEnum):
@@ -183,7 +190,9 @@ BOOK = Layout(
         ("venue", "B"),
         ("flags", "B"),
         ("symbol", "H"),  # venue-local symbol id; 0 = the configured BTC perpetual
-        ("conn", "I"),  # connection number within the feed's life (changes on reconnect/rotation)
+        ("conn", "H"),  # connection number within the feed's life (changes on reconnect/rotation)
+        ("reason", "B"),  # RejectReason on a REJECTED record, else 0
+        ("_pad", "B"),
         ("seq", "q"),  # Binance `u`; Hyperliquid: a local counter (the venue has none)
         ("t_exchange", "q"),
         ("t_recv", "q"),

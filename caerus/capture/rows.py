@@ -23,7 +23,7 @@ SCHEMA_PATH = Path(__file__).with_name("schema.sql")
 DATABASE = "caerus"
 TABLES = ("books", "orders", "fills", "feed_events")
 
-BOOK_COLUMNS = BOOK.names
+BOOK_COLUMNS = tuple(n for n in BOOK.names if n != "_pad")
 ORDER_COLUMNS = tuple(n for n in EXEC.names if n != "_pad")
 FILL_COLUMNS = ("order_id", "venue", "side", "outcome", "px", "qty", "t_decision", "t_sent")
 EVENT_COLUMNS = EVENT.names

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     feed_config.add_arguments(parser)
 
 
+FEED_RECURSION_LIMIT = 1000  # CPython's default
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         cfg = feed_config.from_args(args)
@@ -37,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus feed: bad config: {exc}", file=sys.stderr)
         return 2
     pin_current_process(cfg.cpus)
+    # msgspec's nesting guard counts against the interpreter's recursion limit: at CPython's default a pathologically
+    # nested frame raises RecursionError (counted and dropped by the loops); at the 100000 some libraries set on
+    # import (eth-account -> py_ecc) it would overflow the C stack first. Whatever was imported, keep it sane.
+    sys.setrecursionlimit(min(sys.getrecursionlimit(), FEED_RECURSION_LIMIT))
     try:
         ssl_context = client_ssl_context(cfg.ca_file)
     except OSError as exc:
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus feed: cannot create segments for {cfg.segment!r}: {exc}", file=sys.stderr)
         return 1
     try:
-        sink = cfg.spec.feed.sink(out, parse_error_limit=cfg.parse_error_limit)
+        sink = cfg.spec.feed.sink(out, symbol=cfg.symbol, parse_error_limit=cfg.parse_error_limit)
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
         supervisor = Supervisor(cfg.endpoint(), cfg.supervisor, sink, out, ssl_context=ssl_context)

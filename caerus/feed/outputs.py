@@ -34,6 +34,8 @@ INT_COUNTERS: tuple[str, ...] = (
     "books",  # valid BookRecords published
     "rejects",  # updates refused by validation (sum of reject.*)
     *(reject_counter(int(r)) for r in RejectReason),
+    "untradeable_ns",  # time the newest published record was not tradeable (start-up, STALE, REJECTED) until VALID
+    "frames_failed",  # frames whose handling raised: counted and dropped, the connection stays
     "frames_dropped",  # frames that are neither data nor a known control frame (not JSON / unknown shape)
     "overlap_dropped",  # rotation overlap: updates already published by the other connection
     "ordering_resets",  # a fresh connection's stream started older than what was published (venue restarted)
@@ -155,6 +157,7 @@ class FeedOutputs:
         if sink is None:
             return
         ints[idx["books"]] = sink.n_books
+        ints[idx["untradeable_ns"]] = sink.untradeable_ns(time.time_ns())
         ints[idx["last_t_exchange_ns"]] = sink.last_t_ex
         active = sink.active
         if active is not None:

@@ -83,6 +83,8 @@ class Sink(Protocol):
     candidate: WsSession | None
     on_message: MessageHandler
 
+    def frame_failed(self, raw: bytes, session: WsSession, exc: Exception) -> None: ...
+
     def bind_supervisor(self, supervisor: Supervisor) -> None: ...
 
 
@@ -194,6 +196,7 @@ class Supervisor:
             open_timeout_s=self.cfg.open_timeout_s,
             close_timeout_s=self.cfg.close_timeout_s,
             max_size=ep.max_size,
+            on_error=self.sink.frame_failed,
         )
         self.reporter.count("connects")
         self.reporter.event(EventKind.CONNECTING, 0, session.conn_id, 1 if role == "primary" else 2)

@@ -25,6 +25,8 @@ from caerus.net.failures import Failure, SessionEnded, classify
 from caerus.wire import FailureClass
 
 MessageHandler = Callable[[bytes, int, "WsSession"], bool]
+#: called with a frame whose handler raised (anything but SessionEnded): count and drop it, or raise to end
+FrameErrorHandler = Callable[[bytes, "WsSession", Exception], None]
 
 
 def client_ssl_context(ca_file: str | None = None) -> ssl.SSLContext:
@@ -49,10 +51,12 @@ class WsSession:
         open_timeout_s: float = 10.0,
         close_timeout_s: float = 2.0,
         max_size: int = 1 << 20,
+        on_error: FrameErrorHandler | None = None,
     ) -> None:
         self.url = url
         self.conn_id = conn_id
         self.on_message = on_message
+        self.on_error = on_error
         self.subscribe_frames = list(subscribe)
         self.ssl_context = ssl_context
         self.open_timeout_s = open_timeout_s
@@ -120,13 +124,21 @@ class WsSession:
         recv = ws.recv
         on_message = self.on_message
         time_ns = time.time_ns
+        on_error = self.on_error
         while True:
             raw = await recv(decode=False)
             t_recv = time_ns()
             self.msg_count += 1
-            if on_message(raw, t_recv, self):
-                self.last_data_ns = t_recv
-                self.data_count += 1
+            try:  # free in 3.11 unless it raises
+                if on_message(raw, t_recv, self):
+                    self.last_data_ns = t_recv
+                    self.data_count += 1
+            except SessionEnded:
+                raise
+            except Exception as exc:  # one frame nothing anticipated must not cost the connection
+                if on_error is None:
+                    raise
+                on_error(raw, self, exc)
 
     async def send(self, frame: bytes | str) -> None:
         """Send one frame (keepalive pings); a failure here shows up in the receive loop as the close."""

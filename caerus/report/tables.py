@@ -97,6 +97,9 @@ def count_rows(summary: dict[str, Any]) -> list[list[str]]:
     if "fires" in hc and elapsed:
         peak = max((n for _, n in fires), default=0)
         rows.append(["fire rate (mean / peak per s)", f"{hc['fires'] / float(elapsed):.2f} / {peak}"])
+    for venue, secs in sorted((hc.get("untradeable_s_by") or {}).items()):
+        share = f" ({100.0 * secs / float(elapsed):.1f}% of the session)" if elapsed else ""
+        rows.append([f"untradeable time: {venue}", f"{secs:,.3f} s{share}"])
     for key in ("rejects_by", "reconnects_by", "orders_by_final_state", "orders_by_outcome", "orders_by_risk",
                 "ring_losses_by"):
         for k, v in sorted((hc.get(key) or {}).items()):

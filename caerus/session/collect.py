@@ -105,6 +105,13 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
             out["orders"] = int(ex.get("orders", 0))
             out["orders_by_outcome"] = {k[8:]: v for k, v in ex.items() if k.startswith("outcome.") and v}
             out["orders_by_risk"] = {k[5:]: v for k, v in ex.items() if k.startswith("risk.") and v}
+    # Time each venue's newest book record was not tradeable (before the first VALID record, after a STALE or a
+    # REJECTED one): the feed's untradeable_ns gauge, per feed process ("feed-binance" -> "binance").
+    untradeable = {process.removeprefix("feed-"): round(block["untradeable_ns"] / 1e9, 3)
+                   for process, block in counters.items()
+                   if process.startswith("feed") and isinstance(block.get("untradeable_ns"), int)}
+    if untradeable:
+        out["untradeable_s_by"] = untradeable
     pnl = paper_pnl(counters)
     confirmed = (exec_summary or {}).get("confirmed") if (exec_summary or {}).get("attached", True) else None
     if confirmed and confirmed.get("venues"):

@@ -104,7 +104,8 @@ def make_session(
     books = intervals * samples_per_interval
     counters = {
         "feed-binance": {"msgs": books + 10, "books": books, "rejects": 4, "reject.crossed": 3,
-                         "reject.time_backwards": 1, "reconnects": 1, "fail.closed_by_peer": 1},
+                         "reject.time_backwards": 1, "reconnects": 1, "fail.closed_by_peer": 1,
+                         "untradeable_ns": 1_250_000_000},
         "feed-hyperliquid": {"msgs": books // 10, "books": books // 10, "rejects": 0, "reconnects": 0},
         "strategy": {"books.binance": books, "orders": intervals * 2, "orders.entry": intervals},
         "execution": {"orders": intervals * 2, "outcome.filled": intervals, "outcome.not_filled": intervals,

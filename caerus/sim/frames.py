@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from caerus.sim.market import BINANCE_QTY_STEP, BINANCE_TICK, BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
 
@@ -153,25 +154,67 @@ def _hl_error(i: int) -> str:
     return hl_error(f"emulator error-frames scenario ({i})")
 
 
+_DEEP = "[" * 100_000 + "]" * 100_000  # nesting far past any decoder's limit (the 2026 boundary report's frame)
+
+
+def _binance_hostile(last: dict[str, Any]) -> list[str]:
+    """Frames shaped like the last bookTicker ``last`` that a feed must survive (issue 12's venue boundary)."""
+    u, e = int(last["u"]), int(last["E"])
+    bid, ask = float(last["b"]), float(last["a"])
+    return [
+        json.dumps(last | {"u": 1 << 63}),  # an id past int64: MALFORMED
+        json.dumps(last | {"u": u + 1, "s": "ETHUSDT", "b": "3000.00", "a": "3000.10"}),  # WRONG_INSTRUMENT
+        '{"e":"bookTicker","x":' + _DEEP + "}",  # pathologically nested
+        json.dumps({"e": "depthUpdate", "E": e, "T": e, "s": last["s"], "U": u, "u": u + 1, "pu": u,  # a diff
+                    "b": [[last["b"], "0"]], "a": [[last["a"], "2.000"]]}),  # NOT_SNAPSHOT
+        json.dumps(last | {"u": u + 2, "b": f"{ask + 1.0:.2f}", "a": f"{bid:.2f}"}),  # CROSSED: quote withdrawn
+    ]
+
+
+def _hl_hostile(last: dict[str, Any]) -> list[str]:
+    """Frames shaped like the last bbo ``last`` that a feed must survive."""
+    d = last["data"]
+    bid, ask = d["bbo"]
+    return [
+        json.dumps({"channel": "bbo", "data": d | {"time": 1 << 62}}),  # a time past int64 ns: MALFORMED
+        json.dumps({"channel": "bbo", "data": d | {"coin": "ETH"}}),  # WRONG_INSTRUMENT
+        '{"channel":"error","data":' + _DEEP + "}",  # pathologically nested
+        json.dumps({"channel": "bbo", "data": d | {"bbo": [bid, None]}}),  # NULL_SIDE: the ask withdrawn
+        json.dumps({"channel": "bbo", "data": d | {"bbo": [ask, bid]}}),  # CROSSED
+    ]
+
+
 @dataclass(frozen=True)
 class FaultFrames:
-    """One venue's fault payloads: truncated JSON, an error frame, and the head of an oversized data frame."""
+    """One venue's fault payloads: truncated JSON, an error frame, the head of an oversized data frame, and the
+    hostile frames derived from the last data frame a connection was sent."""
 
     malformed: Callable[[int], str]
     error: Callable[[int], str]
     oversized_head: str
+    hostile: Callable[[dict[str, Any]], list[str]]
 
 
 #: venue -> its fault payloads (one entry per emulated venue)
 FAULTS: dict[str, FaultFrames] = {
-    "binance": FaultFrames(_binance_malformed, _binance_error, '{"e":"bookTicker","pad":"'),
-    "hyperliquid": FaultFrames(_hl_malformed, _hl_error, '{"channel":"bbo","pad":"'),
+    "binance": FaultFrames(_binance_malformed, _binance_error, '{"e":"bookTicker","pad":"', _binance_hostile),
+    "hyperliquid": FaultFrames(_hl_malformed, _hl_error, '{"channel":"bbo","pad":"', _hl_hostile),
 }
 
 
 def malformed_frame(venue: str, i: int) -> str:
     """Truncated JSON, the way a broken proxy or a cut frame looks."""
     return FAULTS[venue].malformed(i)
+
+
+#: how a top-of-book data frame starts (the hostile frames are derived from the newest one a connection was sent)
+TOP_OF_BOOK_PREFIXES = ('{"e":"bookTicker"', '{"channel":"bbo"')
+
+
+def hostile_frames(venue: str, last_data: str) -> list[str]:
+    """Adversarial frames built from ``last_data`` (the newest bookTicker / bbo sent): an id or time past int64, another
+    instrument, pathological nesting, a depth diff (Binance), a withdrawn side (Hyperliquid), a crossed book."""
+    return FAULTS[venue].hostile(json.loads(last_data))
 
 
 def error_frame(venue: str, i: int) -> str:

@@ -36,7 +36,8 @@ def spawn(coro: Coroutine[Any, Any, None]) -> None:
 
 # Scenarios acted out on a data connection after its first subscription.
 CONNECTION_FAULTS = frozenset(
-    {"drop", "stall", "slow-drip", "malformed-json", "oversized-frame", "error-frames", "wrong-route"}
+    {"drop", "stall", "slow-drip", "malformed-json", "oversized-frame", "error-frames", "hostile-frames",
+     "wrong-route"}
 )
 
 
@@ -58,6 +59,7 @@ class Subscriber:
         self._wake = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
         self._timers: list[asyncio.TimerHandle] = []
+        self.last_top: str | None = None  # newest top-of-book frame sent (kept only for hostile-frames)
 
     # -- sending ---------------------------------------------------------------------------------------------
     def send(self, text: str, control: bool = False) -> None:
@@ -65,6 +67,8 @@ class Subscriber:
         if self.silent and not control:
             return
         self.sent += 1
+        if self.fault == "hostile-frames" and text.startswith(frames.TOP_OF_BOOK_PREFIXES):
+            self.last_top = text
         if self._queue is not None:
             self._queue.append(text)
             self._wake.set()
@@ -109,6 +113,12 @@ class Subscriber:
         elif name == "error-frames":
             for i in range(s.count):
                 self.send(frames.error_frame(self.venue, i))
+        elif name == "hostile-frames":
+            if self.last_top is None:  # nothing to derive them from yet: try again shortly
+                self._later(0.2, self._start_fault)
+                return
+            for text in frames.hostile_frames(self.venue, self.last_top):
+                self.send(text)
         elif name == "oversized-frame":
             self.send(frames.oversized_frame(self.venue, s.size_bytes))
 

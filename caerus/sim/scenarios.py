@@ -2,8 +2,9 @@
 
 A scenario says *what* goes wrong, *on which venues*, *when* and *how often*; the servers decide how to do it.
 Faults that happen on a connection (drop, stall, slow-drip, malformed-json, oversized-frame, error-frames,
-wrong-route) hit the first ``times`` data connections per venue, ``after_s`` seconds after the connection's first
-subscription; later connections are healthy, so a supervised feed can be seen to recover by reconnecting.
+hostile-frames, wrong-route) hit the first ``times`` data connections per venue, ``after_s`` seconds after the
+connection's first subscription; later connections are healthy, so a supervised feed can be seen to recover by
+reconnecting.
 Handshake faults (http-429, http-503, tls-failure) hit the first ``times`` handshakes per venue. ``refused``
 keeps the ports bound but not listening for ``duration_s`` from start-up. ``early-close`` compresses Binance's
 24 h connection limit to ``after_s`` seconds for every connection (``times`` = 0 means all).
@@ -69,6 +70,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("malformed-json", "inject `count` truncated JSON frames into the stream, then carry on"),
         Scenario("oversized-frame", "send one frame of size_bytes (default 2 MiB), over the clients' 1 MiB limit"),
         Scenario("error-frames", "inject `count` venue error frames (Binance error shape, HL error channel)"),
+        Scenario("hostile-frames", "inject adversarial data frames shaped like the last quote: id/time past int64, "
+                 "another instrument, 100k-deep nesting, a depth diff (Binance), a withdrawn side (HL), a crossed "
+                 "book; the feed must count each and keep the connection"),
         Scenario("wrong-route", "acknowledge subscriptions and stay silent, like Binance's wrong route",
                  venues=("binance",)),
         Scenario("refused", "ports bound but not listening (connection refused) for duration_s after start"),

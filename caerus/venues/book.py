@@ -21,6 +21,14 @@ TIME_BACKWARDS = int(RejectReason.TIME_BACKWARDS)
 SEQ_NOT_INCREASING = int(RejectReason.SEQ_NOT_INCREASING)
 DUPLICATE = int(RejectReason.DUPLICATE)
 MALFORMED = int(RejectReason.MALFORMED)
+WRONG_INSTRUMENT = int(RejectReason.WRONG_INSTRUMENT)
+NOT_SNAPSHOT = int(RejectReason.NOT_SNAPSHOT)
+
+#: Reasons that mean the venue's current quote is not usable (published as a REJECTED record, the book stops being
+#: tradeable). The others (DUPLICATE, SEQ_NOT_INCREASING, TIME_BACKWARDS, WRONG_INSTRUMENT) refuse an update that
+#: says nothing about the current book: counted, and the latest record stands.
+WITHDRAWS_QUOTE = frozenset({CROSSED, LOCKED, NONPOSITIVE_PRICE, NONPOSITIVE_SIZE, NOT_FINITE, NULL_SIDE, MALFORMED,
+                             NOT_SNAPSHOT})
 
 
 def check_levels(bid_px: float, bid_qty: float, ask_px: float, ask_qty: float) -> int:

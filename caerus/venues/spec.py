@@ -28,8 +28,8 @@ class FeedSpec:
     url: Callable[[str, str], str]
     #: ``subscribe(symbol, channel)``: the frames sent after the handshake
     subscribe: Callable[[str, str], tuple[bytes, ...]]
-    #: ``sink(outputs, parse_error_limit=N)``: the venue's feed loop (a caerus.feed.sink.FeedSink; typed Any so
-    #: this lower layer does not import the feed)
+    #: ``sink(outputs, symbol=S, parse_error_limit=N)``: the venue's feed loop (a caerus.feed.sink.FeedSink; typed
+    #: Any so this lower layer does not import the feed)
     sink: Callable[..., Any]
     stale_after_s: float  # data watchdog default
     #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a

@@ -23,7 +23,7 @@ def _subscribe(symbol: str, channel: str) -> tuple[bytes, ...]:
     return (data.subscribe_frame([data.stream(symbol, channel)]),)
 
 
-def _sink(out: Any, **kw: int) -> Any:
+def _sink(out: Any, **kw: Any) -> Any:
     from caerus.venues.binance.feed import BinanceSink
 
     return BinanceSink(out, **kw)

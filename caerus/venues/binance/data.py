@@ -14,7 +14,7 @@ allocation does not count towards triggering the garbage collector. Anything the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -37,13 +37,20 @@ DEFAULT_ROTATE_AFTER_S = 23 * 3600.0
 #: bookTicker for BTCUSDT is many messages per second; 10 s of silence means the subscription is dead
 DEFAULT_STALE_AFTER_S = 10.0
 DATA_EVENTS = frozenset({"bookTicker", "depthUpdate"})
+#: levels a side in every depth5 message (the venue always fills all five for a listed perpetual)
+DEPTH_LEVELS = 5
+# Ids and times must fit the record's signed 64-bit fields after scaling (E ms -> ns): anything larger, or
+# negative, fails the typed decode (MALFORMED) instead of failing the ring write.
+UpdateId = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]
+EventMs = Annotated[int, msgspec.Meta(ge=0, le=((1 << 63) - 1) // 1_000_000)]
 
 
 class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker", gc=False):
     """``<symbol>@bookTicker``: best bid/ask with the order-book update id ``u`` and event time ``E`` (ms)."""
 
-    u: int
-    E: int
+    u: UpdateId
+    E: EventMs
+    s: str
     b: float
     B: float
     a: float
@@ -53,10 +60,36 @@ class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker", gc=False):
 class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
     """``<symbol>@depth5@100ms``: a full top-5 snapshot per message (levels are [price, qty] pairs)."""
 
-    u: int
-    E: int
+    u: UpdateId
+    E: EventMs
+    s: str
     b: list[tuple[float, float]]
     a: list[tuple[float, float]]
+
+
+def is_snapshot(m: Depth) -> bool:
+    """Can this depthUpdate be a depth5 snapshot? A diff-depth update (same envelope) must never be read as one.
+
+    A snapshot has exactly :data:`DEPTH_LEVELS` levels a side, every size positive, bids strictly descending and
+    asks strictly ascending. A diff usually breaks one of these (a removal has size 0; the count varies). A diff
+    that passes all four is indistinguishable on the wire (same ``e``, ``U``/``u``/``pu``); the feed subscribes to
+    depth5 alone on its own connection, so what reaches it with this envelope is expected to be the snapshot.
+    """
+    b = m.b
+    a = m.a
+    if len(b) != DEPTH_LEVELS or len(a) != DEPTH_LEVELS:
+        return False
+    prev = float("inf")
+    for px, qty in b:
+        if not qty > 0.0 or not px < prev:
+            return False
+        prev = px
+    prev = float("-inf")
+    for px, qty in a:
+        if not qty > 0.0 or not px > prev:
+            return False
+        prev = px
+    return True
 
 
 DATA_DECODER = msgspec.json.Decoder(BookTicker | Depth, strict=False)

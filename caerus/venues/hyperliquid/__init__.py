@@ -27,7 +27,7 @@ def _subscribe(symbol: str, channel: str) -> tuple[bytes, ...]:
     return (data.subscribe_frame(symbol, channel),)
 
 
-def _sink(out: Any, **kw: int) -> Any:
+def _sink(out: Any, **kw: Any) -> Any:
     from caerus.venues.hyperliquid.feed import HyperliquidSink
 
     return HyperliquidSink(out, **kw)

@@ -4,18 +4,19 @@ One tagged-union msgspec decode classifies and parses every JSON frame at once (
 ``subscriptionResponse``, ``error``); only a valid top of book on the active session takes the publish path. A
 ``null`` side is NULL_SIDE; block ``time`` going backwards is TIME_BACKWARDS (equal is normal: one block, several
 coins). Hyperliquid has no sequence numbers, so the record's ``seq`` is the feed's own publish counter.
+Ordering state (the newest block ``time`` seen) advances on every parsed update of our coin, valid or not, so an
+older update never follows a newer rejected one. A frame for another coin is WRONG_INSTRUMENT. Times out of range
+(negative, or past what a record holds) fail the typed decode: MALFORMED.
 """
 
 from __future__ import annotations
-
-import time
 
 import msgspec
 
 from caerus.feed.outputs import FeedOutputs
 from caerus.feed.sink import DEPTH, VALID, FeedSink
 from caerus.net.ws import WsSession
-from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, check_levels
+from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, WRONG_INSTRUMENT, check_levels
 from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.wire import Venue
 
@@ -28,18 +29,24 @@ class HyperliquidSink(FeedSink):
     venue = _VENUE
     classify = staticmethod(hyperliquid.classify)
 
-    def __init__(self, out: FeedOutputs, **kw: int) -> None:
-        super().__init__(out, **kw)
+    def __init__(self, out: FeedOutputs, *, symbol: str = hyperliquid.DEFAULT_SYMBOL,
+                 parse_error_limit: int = 100) -> None:
+        super().__init__(out, symbol=symbol, parse_error_limit=parse_error_limit)
         self._decode = hyperliquid.DECODER.decode
         self.seq = 0
 
     def current_seq(self) -> int:
         return self.seq
 
+    def rejected_seq(self, seq: int) -> int:
+        # Hyperliquid has no update ids: a REJECTED record takes the next number of the feed's own counter.
+        self.seq += 1
+        return self.seq
+
     def on_message(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
         try:
             m = self._decode(raw)
-        except msgspec.DecodeError:  # greeting, garbage or a malformed data frame
+        except (msgspec.DecodeError, RecursionError):  # greeting, garbage, malformed or pathologically nested
             return self.other(raw, session)
         tm = type(m)
         if tm is _Bbo:
@@ -56,34 +63,23 @@ class HyperliquidSink(FeedSink):
             kind, detail = hyperliquid.classify_control(m, session.subscribed)
             return self.control(kind, detail, session)
         t_ex = d.time * 1_000_000
+        if d.coin != self.symbol:
+            return self.reject(WRONG_INSTRUMENT, session, 0, t_ex)
         if session is not self.active and not self.overlap(session, t_ex):
             return True
-        if bid is None or ask is None:
-            return self.reject(NULL_SIDE, session, self.seq, t_ex)
         if t_ex < self.last_t_ex and not self.venue_restarted(session, t_ex):
-            return self.reject(TIME_BACKWARDS, session, self.seq, t_ex)
+            return self.reject(TIME_BACKWARDS, session, 0, t_ex)
+        self.last_key = t_ex
+        self.last_t_ex = t_ex
+        if bid is None or ask is None:
+            return self.reject(NULL_SIDE, session, 0, t_ex, t_recv)
         bp = bid.px
         bq = bid.sz
         ap = ask.px
         aq = ask.sz
         reason = check_levels(bp, bq, ap, aq)
         if reason:
-            return self.reject(reason, session, self.seq, t_ex)
-        self.last_key = t_ex
-        self.last_t_ex = t_ex
-        if self.extra_flags:
-            flags |= self.extra_flags
-            self.extra_flags = 0
+            return self.reject(reason, session, 0, t_ex, t_recv, bp, bq, ap, aq)
         seq = self.seq + 1
         self.seq = seq
-        t_pub = time.time_ns()
-        self.publish(_VENUE, flags, 0, session.conn_id, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq)
-        self.n_books += 1
-        n = self.n_samples
-        if n < self.sample_cap:
-            self.fi_mv[n] = t_pub - t_recv
-            self.ia_mv[n] = t_recv - t_ex
-            self.n_samples = n + 1
-        else:
-            self.samples_full()
-        return True
+        return self.publish_valid(flags, session.conn_id, seq, t_ex, t_recv, bp, bq, ap, aq)

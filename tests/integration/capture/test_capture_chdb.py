@@ -6,7 +6,7 @@ from pathlib import Path
 
 from caerus.capture.store import ChdbStore
 from caerus.ipc.mpsc import MpscConsumer
-from caerus.wire import ORDER, Venue
+from caerus.wire import BOOK_I, ORDER, Venue
 from tests.fixtures.capture_rings import (
     CaptureProcess,
     SessionRings,
@@ -70,8 +70,9 @@ def test_capture_keeps_every_record_of_every_ring(session_rings: SessionRings, t
     row = _query(store, "SELECT session, flags, conn, t_exchange, t_recv, t_publish, bid_px, bid_qty, ask_px, ask_qty "
                         "FROM caerus.books WHERE venue = 'hyperliquid' AND seq = 1007")
     b = book(int(Venue.HYPERLIQUID), 7)
-    assert row == [[sid, str(b[1]), str(b[3]), str(b[5]), str(b[6]), str(b[7]), repr(b[8]), repr(b[9]),
-                    repr(b[10]), repr(b[11])]]
+    assert row == [[sid, str(b[BOOK_I.FLAGS]), str(b[BOOK_I.CONN]), str(b[BOOK_I.T_EXCHANGE]), str(b[BOOK_I.T_RECV]),
+                    str(b[BOOK_I.T_PUBLISH]), repr(b[BOOK_I.BID_PX]), repr(b[BOOK_I.BID_QTY]), repr(b[BOOK_I.ASK_PX]),
+                    repr(b[BOOK_I.ASK_QTY])]]
     kinds = _query(store, "SELECT kind, count() FROM caerus.feed_events WHERE venue = 'binance' "
                           "GROUP BY kind ORDER BY kind")
     assert kinds == [["CONNECTING", "10"], ["CONNECTED", "10"], ["DISCONNECTED", "10"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from caerus.wire import BOOK_I
 from tests.fixtures.capture_kafka import MockKafka, consume_rows
 from tests.fixtures.capture_rings import (
     CaptureProcess,
@@ -59,9 +60,10 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert {t: len(v) for t, v in by_table.items()} == {"books": 1000, "feed_events": 9, "orders": 10, "fills": 5}
     hl = next(r for r in by_table["books"] if r["venue"] == "hyperliquid" and r["seq"] == 1042)
     b = book(2, 42)
-    assert hl == {"session": sid, "venue": "hyperliquid", "flags": b[1], "symbol": 0, "conn": 1, "seq": 1042,
-                  "t_exchange": b[5], "t_recv": b[6], "t_publish": b[7], "bid_px": b[8], "bid_qty": b[9],
-                  "ask_px": b[10], "ask_qty": b[11]}
+    assert hl == {"session": sid, "venue": "hyperliquid", "flags": b[BOOK_I.FLAGS], "symbol": 0, "conn": 1,
+                  "reason": 0, "seq": 1042, "t_exchange": b[BOOK_I.T_EXCHANGE], "t_recv": b[BOOK_I.T_RECV],
+                  "t_publish": b[BOOK_I.T_PUBLISH], "bid_px": b[BOOK_I.BID_PX], "bid_qty": b[BOOK_I.BID_QTY],
+                  "ask_px": b[BOOK_I.ASK_PX], "ask_qty": b[BOOK_I.ASK_QTY]}
     assert {r["kind"] for r in by_table["feed_events"]} == {"CONNECTING", "CONNECTED", "DISCONNECTED"}
     assert {r["venue"] for r in by_table["orders"]} == {"binance", "hyperliquid"}  # one batch, two keys
     # One venue's rows keep their order (one partition per key).

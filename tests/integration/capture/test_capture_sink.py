@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 
 from caerus.capture import rows
 from caerus.capture.kafka import KafkaOutput
-from caerus.wire import BOOK
+from caerus.wire import BOOK, BOOK_I
 from tests.fixtures.capture_clickhouse import ClickHouseServer
 from tests.fixtures.capture_kafka import MockKafka
 from tests.fixtures.capture_rings import CaptureProcess, SessionRings, book, event, exec_record, wait_counters
@@ -77,7 +77,8 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
     b = book(2, 77)
     row = ch.query("SELECT session, t_exchange, t_recv, bid_px, ask_qty FROM caerus.books FINAL "
                    "WHERE venue = 'hyperliquid' AND seq = 1077 FORMAT TSV").split()
-    assert row == [sid, str(b[5]), str(b[6]), repr(b[8]), repr(b[11])]
+    assert row == [sid, str(b[BOOK_I.T_EXCHANGE]), str(b[BOOK_I.T_RECV]), repr(b[BOOK_I.BID_PX]),
+                   repr(b[BOOK_I.ASK_QTY])]
 
 
 def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,

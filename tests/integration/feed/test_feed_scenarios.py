@@ -103,12 +103,13 @@ class Feed:
 
 
 def check_no_invalid_book(feed: Feed) -> None:
-    """Every VALID record obeys the book rules and the venue's ordering; every other record is a bare STALE."""
+    """Every VALID record obeys the book rules and the venue's ordering; every other record is a bare STALE, or a
+    REJECTED one naming its reason."""
     last_seq, last_t = -1, 0
     for r in feed.records:
         flags = r[F["flags"]]
         if not flags & BookFlags.VALID:
-            assert flags == BookFlags.STALE, r
+            assert flags == BookFlags.STALE or (flags == BookFlags.REJECTED and r[F["reason"]]), r
             continue
         assert check_levels(r[F["bid_px"]], r[F["bid_qty"]], r[F["ask_px"]], r[F["ask_qty"]]) == 0, r
         assert r[F["seq"]] > last_seq, r  # Binance u / Hyperliquid local counter: strictly increasing
@@ -242,6 +243,34 @@ def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, fe
     c = feed.counters()
     assert c["venue_errors"] == 3 and c["connects"] == 1 and c["fail.subscription_rejected"] == 0
     check_no_invalid_book(feed)
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_process(  # type: ignore[no-untyped-def]
+        venue_sim_factory, feed_factory, venue: str) -> None:
+    # Issue 12 items 2, 4, 6, 9 through a real feed and emulator over TLS: an id/time past int64 (used to kill the
+    # Binance feed with struct.error), another instrument (was published as the BTC book), 100k-deep nesting (was a
+    # RecursionError ending the connection), a depth diff (was read as a snapshot), a withdrawn side and a crossed
+    # book (left the previous quote tradeable). Each is counted under its reason; the connection stays.
+    sim = venue_sim_factory(scenario="hostile-frames", args=SIM_TIMINGS)
+    feed = feed_factory(venue, sim)
+    feed.wait_for("the hostile frames", lambda f: f.counters()["reject.crossed"] >= 1)
+    n0 = len(feed.valid())
+    feed.wait_for("books after them", lambda f: len(f.valid()) >= n0 + 10)
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert (c["reject.malformed"], c["reject.wrong_instrument"], c["frames_dropped"]) == (1, 1, 1), feed.nonzero()
+    # (the emulated Hyperliquid withdraws a side now and then on its own, so its null-side count is a floor)
+    assert c["reject.not_snapshot"] == 1 if venue == "binance" else c["reject.null_side"] >= 1, feed.nonzero()
+    assert c["connects"] == 1 and c["reconnects"] == 0 and c["frames_failed"] == 0, feed.nonzero()
+    check_no_invalid_book(feed)
+    # the withdrawn quote: REJECTED records (reason set), and the next record after them is VALID again
+    flags = [r[F["flags"]] for r in feed.records]
+    first = flags.index(BookFlags.REJECTED)
+    rejected = [r for r in feed.records if r[F["flags"]] == BookFlags.REJECTED]
+    assert len(rejected) >= 3 and all(r[F["reason"]] for r in rejected)  # malformed, diff/null side, crossed
+    assert any(f & BookFlags.VALID for f in flags[first:])
+    assert c["untradeable_ns"] > 0
 
 
 def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]

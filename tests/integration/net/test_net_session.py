@@ -15,7 +15,8 @@ from tests.fixtures.common import free_port
 
 
 def run_session(url: str, ca_file: str | None, *, on_message=None, subscribe=(), open_timeout: float = 5.0,  # type: ignore[no-untyped-def]
-                max_size: int = 1 << 20, end_after: tuple[float, FailureClass] | None = None) -> WsSession:
+                max_size: int = 1 << 20, end_after: tuple[float, FailureClass] | None = None,
+                on_error=None) -> WsSession:
     got: list[bytes] = []
 
     def default(raw: bytes, t_recv: int, s: WsSession) -> bool:
@@ -24,7 +25,7 @@ def run_session(url: str, ca_file: str | None, *, on_message=None, subscribe=(),
 
     async def main() -> WsSession:
         s = WsSession(url, 1, on_message or default, subscribe, ssl_context=client_ssl_context(ca_file),
-                      open_timeout_s=open_timeout, close_timeout_s=1.0, max_size=max_size)
+                      open_timeout_s=open_timeout, close_timeout_s=1.0, max_size=max_size, on_error=on_error)
         task = asyncio.create_task(s.serve())
         if end_after is not None:
             await asyncio.sleep(end_after[0])
@@ -136,3 +137,26 @@ def test_only_data_messages_feed_the_watchdog(tls_ws_server) -> None:  # type: i
     srv = tls_ws_server(handler)
     s = run_session(srv.url + "/ws", srv.ca_file, on_message=lambda raw, t, sess: raw == b"data")
     assert (s.msg_count, s.data_count) == (5, 3)
+
+
+def test_a_frame_whose_handler_raises_costs_nothing_but_that_frame(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 2: an exception nothing anticipated (here RecursionError) in the handler used to end the
+    # connection as OTHER; with an error handler the frame is handed over and the session keeps receiving.
+    async def handler(ws: ServerConnection) -> None:
+        for text in ("data", "boom", "data", "data"):
+            await ws.send(text)
+        await ws.close()
+
+    failed: list[tuple[bytes, str]] = []
+
+    def on_message(raw: bytes, t: int, sess: WsSession) -> bool:
+        if raw == b"boom":
+            raise RecursionError("maximum recursion depth exceeded")
+        return True
+
+    srv = tls_ws_server(handler)
+    s = run_session(srv.url + "/ws", srv.ca_file, on_message=on_message,
+                    on_error=lambda raw, sess, exc: failed.append((raw, type(exc).__name__)))
+    assert (s.msg_count, s.data_count) == (4, 3)
+    assert failed == [(b"boom", "RecursionError")]
+    assert failure_of(s).cls is FailureClass.CLOSED_BY_PEER

@@ -42,3 +42,13 @@ def test_final_states_and_pnl_from_confirmed_fills_only() -> None:
     rows = {r[0]: r[1] for r in count_rows({"headline_counts": hc})}
     assert rows["orders by final_state: partial"] == "1" and rows["paper_pnl"] == "0.00"
     assert rows["paper_pnl_engine"] == "99.00"
+
+
+def test_untradeable_time_per_venue_reaches_the_headline_and_the_report() -> None:
+    # Issue 12 item 4: the report counts the time each venue's book was not tradeable (STALE or REJECTED).
+    hc = headline_counts({"feed-binance": {"untradeable_ns": 1_500_000_000, "reject.crossed": 3},
+                          "feed-hyperliquid": {"untradeable_ns": 0}, "strategy": {"untradeable_ns": 7}}, None)
+    assert hc["untradeable_s_by"] == {"binance": 1.5, "hyperliquid": 0.0}
+    rows = {r[0]: r[1] for r in count_rows({"headline_counts": hc, "elapsed_s": 30.0})}
+    assert rows["untradeable time: binance"] == "1.500 s (5.0% of the session)"
+    assert rows["untradeable time: hyperliquid"].startswith("0.000 s")

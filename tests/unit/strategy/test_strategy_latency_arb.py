@@ -169,6 +169,19 @@ def test_invalid_hyperliquid_book_blocks_and_does_not_move_prices() -> None:
     assert jump(arb, t + 3 * MS, 10.0) is not None
 
 
+def test_a_rejected_record_withdraws_the_previous_quote_until_the_next_valid_one() -> None:
+    # Issue 12 item 4: the feed publishes REJECTED (not VALID) when the venue withdraws its quote (here a null side,
+    # NaN prices); the previous VALID quote must stop being traded at once, not after the book-age guard.
+    arb = LatencyArb(StrategyConfig())
+    t = warm(arb)
+    nan = float("nan")
+    arb.on_book(make_book(HL, nan, nan, t, flags=int(BookFlags.REJECTED)), t)
+    assert jump(arb, t + MS, 10.0) is None
+    assert arb.guards[G_INVALID_HL] == 1
+    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t + 2 * MS), t + 2 * MS)
+    assert jump(arb, t + 3 * MS, 10.0) is not None
+
+
 def test_binance_record_without_valid_flag_blocks() -> None:
     arb = LatencyArb(StrategyConfig())
     t = warm(arb)

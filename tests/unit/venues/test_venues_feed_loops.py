@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,11 +15,12 @@ from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
-from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable
 
 FLAGS = BOOK.index("flags")
 SEQ = BOOK.index("seq")
 CONN = BOOK.index("conn")
+REASON = BOOK.index("reason")
 
 
 def bt(u: int, e_ms: int = 1_000, b: str = "100.0", a: str = "100.1", bq: str = "1", aq: str = "2") -> bytes:
@@ -86,14 +88,14 @@ def test_binance_valid_update_published_with_timestamps(feed) -> None:  # type: 
     out, sink, s1, books, _, _ = feed
     assert deliver(sink, bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
     (rec,) = drain(books)
-    venue, flags, symbol, conn, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq = rec
-    assert (venue, flags, symbol, conn, seq) == (1, BookFlags.VALID, 0, 1, 10)
+    venue, flags, symbol, conn, reason, _, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq = rec
+    assert (venue, flags, symbol, conn, reason, seq) == (1, BookFlags.VALID, 0, 1, 0, 10)
     assert t_ex == 1_700_000_000_123_000_000 and t_recv == 1_700_000_000_125_000_000 and t_pub >= t_recv
     assert (bp, bq, ap, aq) == (100.0, 1.0, 100.1, 2.0)
     assert counters(out)["books"] == 1
 
 
-def test_binance_rejects_are_counted_by_reason_and_never_published(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -> None:  # type: ignore[no-untyped-def]
     out, sink, s1, books, events, _ = feed
     frames = [
         bt(10, 1000),  # ok
@@ -112,8 +114,15 @@ def test_binance_rejects_are_counted_by_reason_and_never_published(feed) -> None
     for i, f in enumerate(frames):
         deliver(sink, f, 2_000_000_000 + i, s1)
     recs = drain(books)
-    assert [r[SEQ] for r in recs] == [10, 19]
-    assert all(r[FLAGS] & BookFlags.VALID for r in recs)
+    assert [r[SEQ] for r in recs if r[FLAGS] & BookFlags.VALID] == [10, 19]
+    # Issue 12 item 4: an update that withdraws the quote is published as a REJECTED record (never VALID) with its
+    # reason, so readers stop trading on the previous quote; duplicates and older updates publish nothing.
+    rejected = [(r[SEQ], r[REASON]) for r in recs if r[FLAGS] == BookFlags.REJECTED]
+    assert rejected == [(12, RejectReason.CROSSED), (13, RejectReason.LOCKED), (14, RejectReason.NONPOSITIVE_PRICE),
+                        (15, RejectReason.NONPOSITIVE_SIZE), (16, RejectReason.NOT_FINITE),
+                        (17, RejectReason.NOT_FINITE), (17, RejectReason.MALFORMED)]
+    assert len(recs) == 2 + len(rejected)
+    assert not any(is_tradeable(r[FLAGS]) for r in recs[1:-1])
     c = counters(out)
     assert c["rejects"] == 10
     for reason, n in [(RejectReason.DUPLICATE, 1), (RejectReason.SEQ_NOT_INCREASING, 1),
@@ -209,9 +218,10 @@ def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
     data = [deliver(sink, f, 5_000 + i, s1) for i, f in enumerate(frames)]
     assert data == [False, False, True, True, True, True, True, False, True, True]
     recs = drain(books)
-    assert [r[SEQ] for r in recs] == [1, 2, 3, 4]
-    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.VALID, BookFlags.VALID | BookFlags.DEPTH,
-                                        BookFlags.VALID]
+    assert [r[SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
+    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.VALID, BookFlags.REJECTED, BookFlags.REJECTED,
+                                        BookFlags.VALID | BookFlags.DEPTH, BookFlags.VALID]
+    assert [r[REASON] for r in recs] == [0, 0, RejectReason.NULL_SIDE, RejectReason.CROSSED, 0, 0]
     assert recs[0][BOOK.index("t_exchange")] == 1000 * 1_000_000 and recs[0][0] == 2
     c = counters(out)
     assert (c["greetings"], c["acks"], c["pongs"], c["rejects"]) == (1, 1, 1, 3)
@@ -259,3 +269,137 @@ def test_already_subscribed_between_ack_and_data_keeps_the_connection(feed) -> N
     s2 = WsSession("wss://x/ws", 2, sink.on_message)
     assert deliver(sink, dup, 4, s2) is False
     assert counters(out)["sub_errors"] == 0
+
+
+def test_binance_update_id_or_time_past_a_record_field_is_malformed_and_the_feed_goes_on(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 2: u (or E) >= 2^63 made the ring write raise struct.error, then the STALE write on the
+    # disconnect failed again and the feed process exited. Now the typed decode refuses it: counted, dropped.
+    out, sink, s1, books, _, _ = feed
+    deliver(sink, bt(10, 1000), 1, s1)
+    assert deliver(sink, bt(1 << 63, 1001), 2, s1) is True
+    assert deliver(sink, bt(11, 1 << 62), 3, s1) is True  # E in ms: past int64 nanoseconds
+    assert deliver(sink, bt(-5, 1002), 4, s1) is True
+    deliver(sink, bt(12, 1003), 5, s1)
+    out.connection_lost(1)  # the STALE write still works
+    recs = drain(books)
+    assert [r[SEQ] for r in recs if r[FLAGS] & BookFlags.VALID] == [10, 12]
+    assert recs[-1][FLAGS] == BookFlags.STALE and recs[-1][SEQ] == 12
+    assert counters(out)["reject.malformed"] == 3
+
+
+def test_binance_ordering_advances_on_rejected_updates(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 5: after a newer update is rejected, an older one must not be published VALID.
+    out, sink, s1, books, _, _ = feed
+    deliver(sink, bt(10, 1000), 1, s1)
+    deliver(sink, bt(12, 1002, b="100.2"), 2, s1)  # crossed: rejected, but it is the newest seen
+    deliver(sink, bt(11, 1001), 3, s1)  # older than the rejected one
+    deliver(sink, bt(13, 1001), 4, s1)  # newer id, older time than the rejected one
+    deliver(sink, bt(14, 1003), 5, s1)
+    recs = drain(books)
+    assert [(r[SEQ], r[FLAGS]) for r in recs] == [(10, BookFlags.VALID), (12, BookFlags.REJECTED),
+                                                  (14, BookFlags.VALID)]
+    c = counters(out)
+    assert (c["reject.seq_not_increasing"], c["reject.time_backwards"]) == (1, 1)
+
+
+@pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
+def test_hyperliquid_ordering_advances_on_rejected_updates(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    deliver(sink, bbo(1000), 1, s1)
+    deliver(sink, bbo(1002, bid=None), 2, s1)  # null side: REJECTED, newest time seen
+    deliver(sink, bbo(1001), 3, s1)  # older than the rejected one: not published
+    deliver(sink, bbo(1003), 4, s1)
+    recs = drain(books)
+    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.REJECTED, BookFlags.VALID]
+    assert [r[SEQ] for r in recs] == [1, 2, 3]
+    assert counters(out)["reject.time_backwards"] == 1
+
+
+def test_binance_frame_for_another_symbol_is_refused(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 6: an ETHUSDT update must never become the BTC book (and says nothing about it).
+    out, sink, s1, books, _, _ = feed
+    deliver(sink, bt(10, 1000), 1, s1)
+    eth = json.loads(bt(11, 1001, b="3000.0", a="3000.1"))
+    eth["s"] = "ETHUSDT"
+    assert deliver(sink, json.dumps(eth).encode(), 2, s1) is True
+    deliver(sink, bt(12, 1002), 3, s1)
+    assert [r[SEQ] for r in drain(books)] == [10, 12]
+    assert counters(out)["reject.wrong_instrument"] == 1
+
+
+@pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
+def test_hyperliquid_frame_for_another_coin_is_refused(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, books, _, _ = feed
+    eth = json.loads(bbo(1000, bid=("3000", "1"), ask=("3001", "1")))
+    eth["data"]["coin"] = "ETH"
+    assert deliver(sink, json.dumps(eth).encode(), 1, s1) is True
+    deliver(sink, bbo(1001), 2, s1)
+    recs = drain(books)
+    assert len(recs) == 1 and recs[0][BOOK.index("bid_px")] == 100.0
+    assert counters(out)["reject.wrong_instrument"] == 1
+
+
+def _depth(u: int, bids: list[list[str]], asks: list[list[str]]) -> bytes:
+    return json.dumps({"e": "depthUpdate", "E": 1000 + u, "T": 1000 + u, "s": "BTCUSDT", "U": u - 3, "u": u,
+                       "pu": u - 4, "b": bids, "a": asks}).encode()
+
+
+def test_binance_depth_diff_is_never_read_as_a_snapshot(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 9: a diff-depth update has the depth5 envelope; it must not become a VALID top of book.
+    out, sink, s1, books, _, _ = feed
+    five_b = [[str(100 - i), "1"] for i in range(5)]
+    five_a = [[str(101 + i), "1"] for i in range(5)]
+    deliver(sink, _depth(10, five_b, five_a), 1, s1)  # a snapshot
+    deliver(sink, _depth(11, [["99.5", "0"]], [["101.5", "2"]]), 2, s1)  # a diff: a removal and one change
+    deliver(sink, _depth(12, five_b + [["94", "1"]], five_a), 3, s1)  # more levels than depth5 carries
+    deliver(sink, _depth(13, five_b[::-1], five_a), 4, s1)  # bids not descending
+    deliver(sink, _depth(14, five_b, five_a), 5, s1)
+    recs = drain(books)
+    assert [(r[SEQ], r[FLAGS], r[REASON]) for r in recs] == [
+        (10, BookFlags.VALID | BookFlags.DEPTH, 0), (11, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT),
+        (12, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT), (13, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT),
+        (14, BookFlags.VALID | BookFlags.DEPTH, 0)]
+    assert counters(out)["reject.not_snapshot"] == 3
+
+
+def test_untradeable_time_is_counted_from_start_stale_and_rejects_until_valid(feed) -> None:  # type: ignore[no-untyped-def]
+    out, sink, s1, _, _, _ = feed
+    deliver(sink, bt(10, 1000), 1, s1)
+    after_first = counters(out)["untradeable_ns"]
+    assert after_first > 0  # start-up until the first VALID record
+    assert counters(out)["untradeable_ns"] == after_first  # tradeable now: the counter stands still
+    deliver(sink, bt(11, 1001, b="100.2"), 2, s1)  # crossed: untradeable from here
+    assert sink.untradeable_since > 0
+    first = counters(out)["untradeable_ns"]
+    second = counters(out)["untradeable_ns"]
+    assert after_first <= first <= second  # the open interval counts as it grows
+    deliver(sink, bt(12, 1002), 3, s1)
+    closed = counters(out)["untradeable_ns"]
+    assert counters(out)["untradeable_ns"] == closed
+
+
+def test_a_frame_whose_handling_raises_is_counted_and_the_session_goes_on(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 2: the receive loop hands an unexpected exception to the sink instead of ending the connection.
+    out, sink, s1, _, _, _ = feed
+    sink.frame_failed(b'{"e":"bookTicker"}', s1, RecursionError("maximum recursion depth exceeded"))
+    c = counters(out)
+    assert c["frames_failed"] == 1 and s1.bad_frames == 1
+
+
+@pytest.mark.parametrize("feed", ["binance", "hyperliquid"], indirect=True)
+def test_pathologically_nested_frames_are_dropped_not_raised(feed) -> None:  # type: ignore[no-untyped-def]
+    # Issue 12 item 2: msgspec raises RecursionError (not DecodeError) past its nesting limit, for a skipped unknown
+    # field too; the loops treat it as an unreadable frame: classified (bounded depth), counted, dropped.
+    # A feed process runs at CPython's default recursion limit (caerus.feed.app caps it); this test process may have
+    # imported the signing stack, which raises it to 100000.
+    out, sink, s1, books, _, _ = feed
+    deep = b"[" * 200_000 + b"]" * 200_000
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        for frame in (b'{"e":"bookTicker","zz":' + deep + b"}", b'{"channel":"error","data":' + deep + b"}", deep):
+            assert deliver(sink, frame, 1, s1) is False
+    finally:
+        sys.setrecursionlimit(old)
+    c = counters(out)
+    assert c["frames_dropped"] == 3 and c["frames_failed"] == 0 and drain(books) == []
