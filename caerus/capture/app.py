@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from caerus.config import ConfigError, convert
 from caerus.ipc.wait import POLICIES, WaitPolicy
@@ -23,7 +24,10 @@ from caerus.runtime.gcpolicy import freeze_startup
 from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.pinning import pin, pin_all_threads
 
-from .pipeline import Capture, CaptureConfig, ChdbOutput, counter_names, write_summary
+if TYPE_CHECKING:
+    from .kafka import KafkaOutput
+
+from .pipeline import Capture, CaptureConfig, ChdbOutput, Output, counter_names, write_summary
 
 log = logging.getLogger("caerus.capture")
 
@@ -132,25 +136,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus capture: {e}", file=sys.stderr)
         return EXIT_CONFIG
 
-    output = None
+    # Exactly one of the two outputs (typed apart: what each needs at exit differs).
+    kafka: KafkaOutput | None = None
+    chdb: ChdbOutput | None = None
     if args.brokers is not None:
         from .kafka import BrokerUnreachable, KafkaOutput
 
         try:
-            output = KafkaOutput(args.brokers, args.topic, buffer_bound=args.kafka_buffer,
-                                 linger_ms=args.kafka_linger_ms, rows_per_message=args.kafka_rows_per_message)
-            output.check_reachable(args.connect_timeout)
+            kafka = KafkaOutput(args.brokers, args.topic, buffer_bound=args.kafka_buffer,
+                                linger_ms=args.kafka_linger_ms, rows_per_message=args.kafka_rows_per_message)
+            kafka.check_reachable(args.connect_timeout)
         except (ValueError, BrokerUnreachable) as e:
             print(f"caerus capture: {e}", file=sys.stderr)
             return EXIT_CONFIG
+        output: Output = kafka
     else:
         from .store import ChdbStore, StoreError
 
         try:
-            output = ChdbOutput(ChdbStore(args.store))
+            chdb = ChdbOutput(ChdbStore(args.store))
         except StoreError as e:
             print(f"caerus capture: {e}", file=sys.stderr)
             return EXIT_CONFIG
+        output = chdb
 
     pin_all_threads(args.cpu_list)  # threads started before the pin (allocator, BLAS) follow too
     counters = None
@@ -172,19 +180,19 @@ def run(args: argparse.Namespace) -> int:
     cap.memwatch.report()
     summary = cap.summary()
     summary["mode"] = "kafka" if args.brokers else "chdb"
-    if args.brokers is not None:
-        undelivered = output.close(args.kafka_exit_flush)
+    if kafka is not None:
+        undelivered = kafka.close(args.kafka_exit_flush)
         cap.publish_counters()
-        if undelivered or output.dropped or output.failed:
+        if undelivered or kafka.dropped or kafka.failed:
             log.warning("kafka: %d rows undelivered at exit (after a %g s flush), %d dropped at the buffer bound, "
-                        "%d failed delivery; last error: %s", undelivered, args.kafka_exit_flush, output.dropped,
-                        output.failed, output.last_error or "none")
+                        "%d failed delivery; last error: %s", undelivered, args.kafka_exit_flush, kafka.dropped,
+                        kafka.failed, kafka.last_error or "none")
         summary["kafka"] = {"brokers": args.brokers, "topic": args.topic, "buffer_bound": args.kafka_buffer,
-                            "queued": output.produced, "delivered": output.delivered, "failed": output.failed,
-                            "dropped": output.dropped, "undelivered_at_exit": undelivered,
-                            "last_error": output.last_error}
-    else:
-        output.store.close()
+                            "queued": kafka.produced, "delivered": kafka.delivered, "failed": kafka.failed,
+                            "dropped": kafka.dropped, "undelivered_at_exit": undelivered,
+                            "last_error": kafka.last_error}
+    elif chdb is not None:
+        chdb.store.close()
         summary["store"] = str(args.store / "chdb")
     if args.store is not None:
         write_summary(args.store / "capture.json", summary)

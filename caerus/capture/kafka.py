@@ -148,6 +148,10 @@ class KafkaOutput:
     def poll(self) -> None:
         self.producer.poll(0)
 
+    def counters(self) -> dict[str, int]:
+        return {"kafka.queued": self.produced, "kafka.buffered": self.buffered, "kafka.delivered": self.delivered,
+                "kafka.dropped": self.dropped, "kafka.errors": self.failed}
+
     def close(self, timeout_s: float = 10.0) -> int:
         """Flush for up to ``timeout_s``; returns how many rows were still undelivered."""
         self.producer.flush(timeout_s)

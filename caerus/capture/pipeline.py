@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 class Output(Protocol):
     def write(self, table: str, df: pd.DataFrame, session: str) -> int: ...
     def poll(self) -> None: ...
+    def counters(self) -> dict[str, int]: ...  # the output's own counters for the capture counter block
 
 
 class ChdbOutput:
@@ -46,6 +47,9 @@ class ChdbOutput:
 
     def poll(self) -> None:
         return None
+
+    def counters(self) -> dict[str, int]:
+        return {}
 
 
 class CaptureConfig(ConfigBase, frozen=True):
@@ -147,13 +151,14 @@ class Capture:
         frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
         for src in self.sources:
             batch = src.take()
-            if batch is None:
+            layout = src.layout
+            if batch is None or layout is None:  # records are only ever taken from an attached source
                 continue
             try:
-                tables = rows.tables_from(src.layout.name, batch)
+                tables = rows.tables_from(layout.name, batch)
             except ValueError as e:
                 self.failed_rows += len(batch)
-                log.error("capture: could not convert %d %s records from %s: %s", len(batch), src.layout.name,
+                log.error("capture: could not convert %d %s records from %s: %s", len(batch), layout.name,
                           src.name, e)
                 continue
             session = self.session_for(src)
@@ -211,13 +216,8 @@ class Capture:
         b.set("inserts", self.inserts)
         b.set("insert_errors", self.insert_errors)
         b.set("rows.failed", self.failed_rows)
-        k = self.output
-        if hasattr(k, "delivered"):  # the Kafka output
-            b.set("kafka.queued", k.produced)
-            b.set("kafka.buffered", k.buffered)
-            b.set("kafka.delivered", k.delivered)
-            b.set("kafka.dropped", k.dropped)
-            b.set("kafka.errors", k.failed)
+        for name, value in self.output.counters().items():
+            b.set(name, value)
         b.beat()
 
     def summary(self) -> dict:

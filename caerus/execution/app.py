@@ -12,6 +12,7 @@ PnL, markouts) and exits 0 on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
                    exec_writer=exec_writer, wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch)
         for name in args.book_segment:
-            r = attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
+            r = attach_until(functools.partial(SwmrReader.attach, name, BOOK),
                              f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0

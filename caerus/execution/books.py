@@ -8,9 +8,13 @@ it replaces the venue's latest book, so they can settle anything due before the 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import BOOK_I, is_tradeable
+
+if TYPE_CHECKING:  # mypy's bundled typing_extensions; nothing to import at run time (annotations are strings)
+    from typing_extensions import TypeIs
 
 # Positions from the one table (wire.BOOK_I), bound to globals for the per-order path. The public V_* names are
 # what execution/transports/paper.py imports today; new code should read wire.BOOK_I directly.
@@ -25,7 +29,7 @@ _FLAGS = BOOK_I.FLAGS
 BookListener = Callable[[tuple], None]
 
 
-def book_ok(book: tuple | None) -> bool:
+def book_ok(book: tuple | None) -> TypeIs[tuple]:
     """A record that may be traded against: VALID and not STALE."""
     return book is not None and is_tradeable(book[_FLAGS])
 

@@ -108,7 +108,10 @@ class Header:
     @classmethod
     def read(cls, buf) -> Header:
         name = _NAME.unpack_from(buf, OFF_NAME)[0].rstrip(b"\0").decode("ascii", "replace")
-        return cls(*_HEADER.unpack_from(buf, 0), name)
+        (magic, layout_version, record_size, capacity, kind, generation, writer_pid, heartbeat_ns, created_ns,
+         slot_stride, lanes) = _HEADER.unpack_from(buf, 0)
+        return cls(magic, layout_version, record_size, capacity, kind, generation, writer_pid, heartbeat_ns,
+                   created_ns, slot_stride, lanes, name)
 
 
 def pid_alive(pid: int) -> bool:

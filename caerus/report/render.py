@@ -269,9 +269,9 @@ def render_comparison(sessions: list[Session], out_dir: Path) -> Path:
     headers, rows = tables.comparison_rows([s.summary for s in sessions])
     tags: list[str] = []
     for s in sessions:
-        for md in s.metrics.ordered():
-            if md.tag not in tags:
-                tags.append(md.tag)
+        for metric in s.metrics.ordered():
+            if metric.tag not in tags:
+                tags.append(metric.tag)
     chart_files: dict[str, tuple[str, bytes]] = {}
     for tag in tags:
         series = [(s.name, s.metrics.metrics[tag].hist) for s in sessions if tag in s.metrics.metrics]

@@ -15,6 +15,7 @@ are freed by reference counting; nothing in the loop or its housekeeping forms a
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -38,7 +39,7 @@ from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES, LatencyArb
-from caerus.strategy.orders import FINAL_NAMES
+from caerus.strategy.orders import FINAL_NAMES, OrderTable
 from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         for name in args.segment:
-            r = attach_until(lambda t, n=name: SwmrReader.attach(n, BOOK, timeout=t),
+            r = attach_until(functools.partial(SwmrReader.attach, name, BOOK),
                              f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
@@ -229,12 +230,15 @@ def _loop(ctx: _Ctx) -> None:
     b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
     clock = ctx.clock
     orders = ctx.arb.orders  # None in bench mode: no results read
-    read_exec = ctx.exec_reader.read_next if ctx.exec_reader is not None and orders is not None else None
-    on_exec = ctx.arb.on_exec if read_exec is not None else None
+    exec_reader = ctx.exec_reader
+    read_exec = exec_reader.read_next if exec_reader is not None and orders is not None else None
+    # bench mode reads no results: an empty table (never an order in flight) keeps the loop's test one attribute
+    in_flight_of = orders if orders is not None else OrderTable(sid, capacity=2)
+    on_exec = ctx.arb.on_exec
     passes = 0
     while not sup.stopping:
         worked = False
-        if read_exec is not None and orders.in_flight:
+        if read_exec is not None and in_flight_of.in_flight:
             # An order is out: its result comes back on the EXEC ring (one record per pass; results are rare).
             erec = read_exec()
             if erec is not None:
@@ -285,7 +289,7 @@ def _loop(ctx: _Ctx) -> None:
         if not passes & CHECK_MASK and clock.due(tns()):
             _housekeeping(ctx)
             push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
-            if read_exec is not None:
+            if read_exec is not None and ctx.exec_reader is not None:
                 read_exec = ctx.exec_reader.read_next  # ... and the exec reader to its new ring
 
 
@@ -338,8 +342,8 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["books.hyperliquid"]] = ctx.books[int(Venue.HYPERLIQUID)]
     ints[_I["decisions"]] = arb.decisions
     ints[_I["orders"]] = sum(ctx.by_reason)
-    for r in OrderReason:
-        ints[_I[f"orders.{r.name.lower()}"]] = ctx.by_reason[r]
+    for reason in OrderReason:
+        ints[_I[f"orders.{reason.name.lower()}"]] = ctx.by_reason[reason]
     ints[_I["ring_full"]] = ctx.ring_full
     ints[_I["errors"]] = ctx.sup.errors
     for i, name in enumerate(GUARD_NAMES):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES
+from caerus.strategy.orders import OrderTable
 from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Venue
 
 _BINANCE = int(Venue.BINANCE)
@@ -30,11 +31,14 @@ class BenchFireEveryBook:
         self.side = 1
         self.hl_mid = 0.0
         self.position = 0.0
-        self.orders = None
+        self.orders: OrderTable | None = None  # fires without reading results
         self.halted = False
         self.guards = [0] * len(GUARD_NAMES)
         self.decisions = 0
         self.signal = self.basis = self.ewma = 0.0
+
+    def on_exec(self, rec: tuple) -> None:
+        """Results are not read in bench mode (``orders`` is None, so the loop never calls this)."""
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         venue = book[_VENUE]

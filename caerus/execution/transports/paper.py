@@ -92,6 +92,7 @@ class PaperTransport:
                 keep.append((due, order))
                 continue
             outcome, px, qty = self._match(order, self.books.latest[order[O_VENUE]], due)
+            assert self.on_reply is not None  # checked at construction whenever replies are delayed
             self.on_reply(VenueReply(order[O_ORDER_ID], outcome, px, qty, 0, time.time_ns()))
         pending.extendleft(reversed(keep))
 

@@ -37,6 +37,9 @@ class NullOutput:
     def poll(self) -> None:
         return None
 
+    def counters(self) -> dict[str, int]:
+        return {}
+
 
 def test_capture_flushes_keep_nothing(shm_dir: Path) -> None:
     segs = ["c.book.binance", "c.book.hyperliquid", "c.exec", "c.events.binance"]

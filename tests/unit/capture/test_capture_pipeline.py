@@ -27,6 +27,9 @@ class Recording:
     def poll(self) -> None:
         return None
 
+    def counters(self) -> dict[str, int]:
+        return {}
+
 
 def test_both_book_rings_go_into_one_write_per_flush(shm_dir: Path) -> None:
     wb = SwmrWriter.create("P.book.binance", BOOK, 64)
