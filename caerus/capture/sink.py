@@ -2,9 +2,9 @@
 
 Each pass consumes up to ``batch_max`` messages, groups them by their ``table`` header, inserts one JSONEachRow
 request per table, and commits the consumer's positions only when every insert of the pass succeeded. While the
-server is unreachable the pass retries with capped exponential backoff and commits nothing, so a crash or stop
-during an outage re-reads the same messages next time. Re-inserting rows that did make it is harmless: the tables
-are ReplacingMergeTree keyed on (venue, sequence, time), and readers use FINAL.
+server is unreachable the pass retries with the fleet's one back-off (caerus.net.pacing: capped, jittered) and
+commits nothing, so a crash or stop during an outage re-reads the same messages next time. Re-inserting rows that
+did make it is harmless: the tables are ReplacingMergeTree keyed on (venue, sequence, time), and readers use FINAL.
 
 A message holds one or more JSONEachRow lines of one table (named in its ``table`` header). A message without a
 known table header, and each line that is not a JSON object, is malformed: counted (``malformed``), logged once
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import msgspec
 from confluent_kafka import Consumer, KafkaError, KafkaException
+
+from caerus.net.pacing import Backoff
 
 from . import rows
 from .clickhouse import ClickHouseError, ClickHouseHttp
@@ -150,7 +152,7 @@ class Sink:
         return True
 
     def _insert(self, table: str, lines: list[bytes]) -> bool:
-        delay = 0.05
+        backoff = Backoff(base_s=0.05, cap_s=max(0.05, self.backoff_max_s))  # the fleet's one back-off (jittered)
         answered_errors = 0
         while True:
             try:
@@ -165,9 +167,8 @@ class Sink:
                     self.stats.clickhouse_down = 1
                     self._log_once("down", "%s; retrying (offsets not committed)", e)
                 self.publish_counters()
-                if self.stop_event.wait(delay):
+                if self.stop_event.wait(backoff.next_delay()):
                     return False
-                delay = min(delay * 2, self.backoff_max_s)
                 continue
             if self.stats.clickhouse_down:
                 log.info("ClickHouse at %s is back", self.ch.url)

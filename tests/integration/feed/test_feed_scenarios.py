@@ -132,7 +132,7 @@ def feed_factory(tmp_path: Path, shm_dir: Path) -> Iterator[Callable[..., Feed]]
         f.close()
 
 
-def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, expect: FailureClass | None,  # type: ignore[no-untyped-def]
+def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, expect: FailureClass | None,
                  sim_args: tuple[str, ...] = (), feed_args: tuple[str, ...] = ()) -> Feed:
     """Start emulator + feed, wait for the fault to be classified and for recovery, stop; common checks."""
     sim = venue_sim_factory(scenario=scenario, args=[*SIM_TIMINGS, *sim_args])
@@ -155,7 +155,7 @@ def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, exp
     return feed
 
 
-def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory) -> None:
     sim = venue_sim_factory(scenario="none")
     fb = feed_factory("binance", sim)
     fh = feed_factory("hyperliquid", sim)
@@ -185,20 +185,20 @@ def _artifacts(feed: Feed) -> int:
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, venue, "drop", FailureClass.CLOSED_BY_PEER)
     c = feed.counters()
     assert c["reconnects"] >= 1 and c["connects"] >= 2
     assert any(r[F["flags"]] == BookFlags.STALE for r in feed.records[:-1])  # the gap was marked
 
 
-def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, "binance", "stall", FailureClass.STALE,
                         sim_args=("--scenario-duration", "3"))
     assert feed.counters()["stale"] >= 1
 
 
-def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factory) -> None:
     sim = venue_sim_factory(scenario="slow-drip", args=SIM_TIMINGS)
     feed = feed_factory("binance", sim, "--stale-after", "2.5")
     feed.wait_for("books before the drip", lambda f: len(f.valid()) >= 20)
@@ -212,7 +212,7 @@ def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factor
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, venue: str) -> None:
     sim = venue_sim_factory(scenario="malformed-json", args=SIM_TIMINGS)
     feed = feed_factory(venue, sim)
     feed.wait_for("3 dropped frames", lambda f: f.counters()["frames_dropped"] >= 3)
@@ -226,14 +226,14 @@ def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, 
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_oversized_frame_is_protocol_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+def test_oversized_frame_is_protocol_and_recovers(venue_sim_factory, feed_factory, venue: str) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, venue, "oversized-frame", FailureClass.PROTOCOL)
     ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == FailureClass.PROTOCOL]
     assert ev[0][5] == 1009  # message too big
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, feed_factory, venue: str) -> None:
     sim = venue_sim_factory(scenario="error-frames", args=SIM_TIMINGS)
     feed = feed_factory(venue, sim)
     feed.wait_for("3 venue errors", lambda f: f.counters()["venue_errors"] >= 3)
@@ -246,7 +246,7 @@ def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, fe
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_process(  # type: ignore[no-untyped-def]
+def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_process(
         venue_sim_factory, feed_factory, venue: str) -> None:
     # Issue 12 items 2, 4, 6, 9 through a real feed and emulator over TLS: an id/time past int64 (used to kill the
     # Binance feed with struct.error), another instrument (was published as the BTC book), 100k-deep nesting (was a
@@ -273,13 +273,13 @@ def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_pr
     assert c["untradeable_ns"] > 0
 
 
-def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_factory) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, "binance", "wrong-route", FailureClass.STALE)
     c = feed.counters()
     assert c["acks"] >= 2 and c["stale"] >= 1  # acknowledged, then silent: only the watchdog noticed
 
 
-def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_factory, feed_factory) -> None:
     sim = venue_sim_factory(scenario="none")
     feed = feed_factory("binance", sim, "--route", "market", "--allow-silent-route")
     feed.wait_for("two stale connections", lambda f: f.counters()["fail.stale"] >= 2)
@@ -288,7 +288,7 @@ def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_fa
     assert c["acks"] >= 2 and c["reconnects"] >= 2 and c["books"] == 0 and feed.valid() == []
 
 
-def test_refused_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_refused_then_recovers(venue_sim_factory, feed_factory) -> None:
     # The refusal window starts when the emulator starts; it must outlast the feed's own start-up on a busy machine
     # (a 3 s window was over before a feed started under load, and the feed simply connected).
     run_scenario(venue_sim_factory, feed_factory, "binance", "refused", FailureClass.REFUSED,
@@ -297,25 +297,25 @@ def test_refused_then_recovers(venue_sim_factory, feed_factory) -> None:  # type
 
 @pytest.mark.parametrize(("scenario", "expect", "status"), [("http-429", FailureClass.RATE_LIMITED, 429),
                                                             ("http-503", FailureClass.HANDSHAKE_HTTP, 503)])
-def test_http_rejections_are_classified_with_status(venue_sim_factory, feed_factory, scenario: str,  # type: ignore[no-untyped-def]
+def test_http_rejections_are_classified_with_status(venue_sim_factory, feed_factory, scenario: str,
                                                      expect: FailureClass, status: int) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, "hyperliquid", scenario, expect)
     ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == expect]
     assert len(ev) == 2 and all(e[5] == status for e in ev)  # the scenario rejects two handshakes
 
 
-def test_tls_failure_then_recovers(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_tls_failure_then_recovers(venue_sim_factory, feed_factory) -> None:
     run_scenario(venue_sim_factory, feed_factory, "binance", "tls-failure", FailureClass.TLS)
 
 
-def test_early_close_without_rotation_is_closed_by_peer_1001(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_early_close_without_rotation_is_closed_by_peer_1001(venue_sim_factory, feed_factory) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, "binance", "early-close", FailureClass.CLOSED_BY_PEER,
                         sim_args=("--scenario-after", "1.5"), feed_args=("--rotate-after", "0"))
     ev = [e for e in feed.event_records if e[1] == EventKind.DISCONNECTED and e[2] == FailureClass.CLOSED_BY_PEER]
     assert ev[0][5] == 1001
 
 
-def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory) -> None:
     # The venue closes every connection 2.5 s after it subscribes; the feed rotates after 1.2 s, make-before-break.
     sim = venue_sim_factory(scenario="early-close", args=["--scenario-after", "2.5"])
     feed = feed_factory("binance", sim, "--rotate-after", "1.2", "--rotation-timeout", "1.0")
@@ -333,7 +333,7 @@ def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory
     assert conns == sorted(conns) and len(set(conns)) == c["rotations"] + 1
 
 
-def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:
     sim = venue_sim_factory(scenario="greeting")
     feed = feed_factory("hyperliquid", sim)
     feed.wait_for("books", lambda f: len(f.valid()) >= 20)
@@ -343,7 +343,7 @@ def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:
     check_no_invalid_book(feed)
 
 
-def test_spin_wait_policy_runs_and_is_recorded(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_spin_wait_policy_runs_and_is_recorded(venue_sim_factory, feed_factory) -> None:
     sim = venue_sim_factory(scenario="none")
     feed = feed_factory("binance", sim, "--wait-policy", "hybrid")
     feed.wait_for("books", lambda f: len(f.valid()) >= 50)
@@ -371,7 +371,7 @@ def test_bad_config_exits_2_before_starting_anything(tmp_path: Path, shm_dir: Pa
 
 
 @pytest.mark.parametrize(("venue", "channel", "n"), [("binance", "depth5", 30), ("hyperliquid", "l2Book", 3)])
-def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_factory, venue: str, channel: str,  # type: ignore[no-untyped-def]
+def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_factory, venue: str, channel: str,
                                                    n: int) -> None:
     sim = venue_sim_factory(scenario="none")
     feed = feed_factory(venue, sim, "--channel", channel, "--stale-after", "3")
@@ -382,7 +382,7 @@ def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_fact
     assert feed.counters()["rejects"] == 0
 
 
-def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factory, tmp_path: Path,  # type: ignore[no-untyped-def]
+def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factory, tmp_path: Path,
                                                                 shm_dir: Path) -> None:
     # Two feeds on the same emulator stream: one rotating every 1 s, one never. The emulator broadcasts the same
     # frames to both, so over the span both covered, the rotating feed must have published exactly the same ids.
@@ -434,7 +434,7 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
             stats.close()
 
 
-def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factory) -> None:  # type: ignore[no-untyped-def]
+def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factory) -> None:
     import signal
 
     sim = venue_sim_factory(scenario="none")
@@ -449,7 +449,7 @@ def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factor
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
-def test_venue_restart_is_followed(venue_sim_factory, feed_factory, venue: str) -> None:  # type: ignore[no-untyped-def]
+def test_venue_restart_is_followed(venue_sim_factory, feed_factory, venue: str) -> None:
     # A restarted venue (same ports, same CA, same seed) starts its stream over with older ids / times: the feed
     # reconnects and follows it instead of rejecting every update as going backwards forever.
     from tests.fixtures.common import free_port

@@ -14,7 +14,7 @@ from caerus.wire import FailureClass
 from tests.fixtures.common import free_port
 
 
-def run_session(url: str, ca_file: str | None, *, on_message=None, subscribe=(), open_timeout: float = 5.0,  # type: ignore[no-untyped-def]
+def run_session(url: str, ca_file: str | None, *, on_message=None, subscribe=(), open_timeout: float = 5.0,
                 max_size: int = 1 << 20, end_after: tuple[float, FailureClass] | None = None,
                 on_error=None) -> WsSession:
     got: list[bytes] = []
@@ -64,7 +64,7 @@ async def _echo_forever(ws: ServerConnection) -> None:
         pass
 
 
-def test_untrusted_certificate_is_tls(tls_ws_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_untrusted_certificate_is_tls(tls_ws_server, tmp_path: Path) -> None:
     srv = tls_ws_server(_echo_forever)
     other = tmp_path / "other-ca.pem"
     trustme.CA().cert_pem.write_to_path(str(other))
@@ -74,8 +74,8 @@ def test_untrusted_certificate_is_tls(tls_ws_server, tmp_path: Path) -> None:  #
     assert srv.connections == []
 
 
-def test_http_status_on_upgrade(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
-    def reject(conn, request):  # type: ignore[no-untyped-def]
+def test_http_status_on_upgrade(tls_ws_server) -> None:
+    def reject(conn, request):
         return conn.respond(429 if request.path == "/limited" else 503, "no\n")
 
     srv = tls_ws_server(_echo_forever, process_request=reject)
@@ -85,7 +85,7 @@ def test_http_status_on_upgrade(tls_ws_server) -> None:  # type: ignore[no-untyp
     assert (busy.cls, busy.value) == (FailureClass.HANDSHAKE_HTTP, 503)
 
 
-def test_closed_by_peer_with_code_after_subscribe(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_closed_by_peer_with_code_after_subscribe(tls_ws_server) -> None:
     async def handler(ws: ServerConnection) -> None:
         sub = await ws.recv()
         await ws.send(f'{{"echo":{sub}}}')
@@ -100,7 +100,7 @@ def test_closed_by_peer_with_code_after_subscribe(tls_ws_server) -> None:  # typ
     assert s.data_count == 2 and s.last_data_ns >= s.opened_ns > 0
 
 
-def test_abrupt_drop_is_closed_by_peer_1006(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_abrupt_drop_is_closed_by_peer_1006(tls_ws_server) -> None:
     async def handler(ws: ServerConnection) -> None:
         await ws.send("x")
         ws.transport.abort()
@@ -110,7 +110,7 @@ def test_abrupt_drop_is_closed_by_peer_1006(tls_ws_server) -> None:  # type: ign
     assert (f.cls, f.value) == (FailureClass.CLOSED_BY_PEER, 1006)
 
 
-def test_oversized_message_is_protocol_1009(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_oversized_message_is_protocol_1009(tls_ws_server) -> None:
     async def handler(ws: ServerConnection) -> None:
         await ws.send("y" * 5000)
         await _echo_forever(ws)
@@ -122,13 +122,13 @@ def test_oversized_message_is_protocol_1009(tls_ws_server) -> None:  # type: ign
     assert s.data_count == 0
 
 
-def test_end_with_reason_wins_over_the_close_it_causes(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_end_with_reason_wins_over_the_close_it_causes(tls_ws_server) -> None:
     srv = tls_ws_server(_echo_forever)
     f = failure_of(run_session(srv.url + "/ws", srv.ca_file, end_after=(0.3, FailureClass.STALE)))
     assert f.cls is FailureClass.STALE
 
 
-def test_only_data_messages_feed_the_watchdog(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_only_data_messages_feed_the_watchdog(tls_ws_server) -> None:
     async def handler(ws: ServerConnection) -> None:
         for text in ("ack", "data", "ack", "data", "data"):
             await ws.send(text)
@@ -139,7 +139,7 @@ def test_only_data_messages_feed_the_watchdog(tls_ws_server) -> None:  # type: i
     assert (s.msg_count, s.data_count) == (5, 3)
 
 
-def test_a_frame_whose_handler_raises_costs_nothing_but_that_frame(tls_ws_server) -> None:  # type: ignore[no-untyped-def]
+def test_a_frame_whose_handler_raises_costs_nothing_but_that_frame(tls_ws_server) -> None:
     # Issue 12 item 2: an exception nothing anticipated (here RecursionError) in the handler used to end the
     # connection as OTHER; with an error handler the frame is handed over and the session keeps receiving.
     async def handler(ws: ServerConnection) -> None:

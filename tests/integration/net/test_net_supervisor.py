@@ -70,7 +70,7 @@ def fast(**kw: object) -> SupervisorConfig:
     return SupervisorConfig(**base)
 
 
-def test_silent_subscription_is_declared_stale_and_reconnected(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_silent_subscription_is_declared_stale_and_reconnected(tls_ws_server, shm_dir: Path) -> None:
     market = Market("binance")
     srv = tls_ws_server(lambda ws: market.serve(ws, silent=True))  # acknowledged, then nothing (wrong route)
     c, records, log = run_feed("binance", srv.url, srv.ca_file, fast(), 1.6)
@@ -80,7 +80,7 @@ def test_silent_subscription_is_declared_stale_and_reconnected(tls_ws_server, sh
     assert '"failure": "STALE"' in log
 
 
-def test_rotation_make_before_break_loses_nothing(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rotation_make_before_break_loses_nothing(tls_ws_server, shm_dir: Path) -> None:
     market = Market("binance", rate_hz=300)
     srv = tls_ws_server(market.serve)
     c, records, _ = run_feed("binance", srv.url, srv.ca_file, fast(rotate_after_s=0.5, stale_after_s=0.3), 2.5)
@@ -94,14 +94,14 @@ def test_rotation_make_before_break_loses_nothing(tls_ws_server, shm_dir: Path) 
     assert len({r[BOOK.index("conn")] for r in records}) >= 3
 
 
-def test_hyperliquid_keepalive_pings_are_sent_and_answered(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_hyperliquid_keepalive_pings_are_sent_and_answered(tls_ws_server, shm_dir: Path) -> None:
     market = Market("hyperliquid", rate_hz=50)
     pings: list[str] = []
 
     async def handler(ws: ServerConnection) -> None:
         orig = ws.recv
 
-        async def recv(*a, **k):  # type: ignore[no-untyped-def]
+        async def recv(*a, **k):
             msg = await orig(*a, **k)
             if "ping" in str(msg):
                 pings.append(msg)  # str: a text frame, as the venue requires
@@ -117,7 +117,7 @@ def test_hyperliquid_keepalive_pings_are_sent_and_answered(tls_ws_server, shm_di
     assert c["books"] > 10 and c["connects"] == 1
 
 
-def test_protocol_pings_from_the_venue_are_answered(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_protocol_pings_from_the_venue_are_answered(tls_ws_server, shm_dir: Path) -> None:
     market = Market("binance", rate_hz=100)
     # The server pings every 0.1 s and drops a client that does not pong within 0.2 s (Binance: 3 min / 10 min).
     srv = tls_ws_server(market.serve, ping_interval=0.1, ping_timeout=0.2)
@@ -126,14 +126,14 @@ def test_protocol_pings_from_the_venue_are_answered(tls_ws_server, shm_dir: Path
     assert srv.connections[0].latency > 0  # the server measured a ping round trip: our pong arrived
 
 
-def test_rate_limited_handshake_waits_and_connections_are_bounded(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rate_limited_handshake_waits_and_connections_are_bounded(tls_ws_server, shm_dir: Path) -> None:
     srv = tls_ws_server(Market("binance").serve, process_request=lambda conn, req: conn.respond(429, "slow\n"))
     c, _, log = run_feed("binance", srv.url, srv.ca_file, fast(rate_limited_delay_s=30.0), 1.0)
     assert c["connects"] == 1 and c["fail.rate_limited"] == 1
     assert '"value": 429' in log
 
 
-def test_reconnect_storm_is_bounded_by_the_token_bucket(tls_ws_server, shm_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def test_reconnect_storm_is_bounded_by_the_token_bucket(tls_ws_server, shm_dir: Path) -> None:
     srv = tls_ws_server(Market("binance").serve, process_request=lambda conn, req: conn.respond(503, "down\n"))
     # Back-off alone would allow ~50 attempts in 1.5 s; the bucket allows burst 2 + 60/min * 1.5 s = 3.5.
     c, _, _ = run_feed("binance", srv.url, srv.ca_file, fast(backoff_base_s=0.01, backoff_cap_s=0.02,

@@ -10,7 +10,7 @@ from caerus.config import ConfigError
 from caerus.feed.config import add_arguments, from_args
 
 
-def _cfg(*argv: str):  # type: ignore[no-untyped-def]
+def _cfg(*argv: str):
     p = argparse.ArgumentParser()
     add_arguments(p)
     return from_args(p.parse_args(["--segment", "s.book.x", *argv]))

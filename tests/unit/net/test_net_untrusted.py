@@ -16,7 +16,7 @@ DEEP = [b"[" * 1_000_000, b'{"a":' * 100_000, b"[" * (MAX_DEPTH + 1) + b"]" * (M
 
 
 @pytest.fixture
-def signing_stack_recursion_limit():  # type: ignore[no-untyped-def]
+def signing_stack_recursion_limit():
     """What importing eth-account/py_ecc does to the interpreter: recursion limit 100000."""
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(100_000)
@@ -25,7 +25,7 @@ def signing_stack_recursion_limit():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("frame", DEEP, ids=["list-1M", "object-100k", "just-over-limit"])
-def test_deep_nesting_is_refused_as_a_decode_error(frame: bytes, signing_stack_recursion_limit) -> None:  # type: ignore[no-untyped-def]
+def test_deep_nesting_is_refused_as_a_decode_error(frame: bytes, signing_stack_recursion_limit) -> None:
     with pytest.raises(msgspec.DecodeError, match="nested"):
         decode_untrusted(frame)
 
@@ -41,7 +41,7 @@ def test_ordinary_replies_and_brackets_inside_strings_decode() -> None:
 
 
 @pytest.mark.parametrize("classify", [binance.classify, hyperliquid.classify], ids=["binance", "hyperliquid"])
-def test_control_classifiers_call_a_deep_frame_malformed(classify, signing_stack_recursion_limit) -> None:  # type: ignore[no-untyped-def]
+def test_control_classifiers_call_a_deep_frame_malformed(classify, signing_stack_recursion_limit) -> None:
     for frame in DEEP:
         kind, _ = classify(frame)
         assert kind == FrameKind.MALFORMED

@@ -35,7 +35,7 @@ def bbo(t_ms: int, bid: object = ("100", "1"), ask: object = ("101", "2")) -> by
     return json.dumps({"channel": "bbo", "data": {"coin": "BTC", "time": t_ms, "bbo": [lvl(bid), lvl(ask)]}}).encode()
 
 
-def deliver(sink, raw: bytes, t_recv: int, session: WsSession) -> bool:  # type: ignore[no-untyped-def]
+def deliver(sink, raw: bytes, t_recv: int, session: WsSession) -> bool:
     """What WsSession's receive loop does around on_message (the loops rely on data_count)."""
     session.msg_count += 1
     data = sink.on_message(raw, t_recv, session)
@@ -54,7 +54,7 @@ class StubSupervisor:
 
 
 @pytest.fixture
-def feed(shm_dir: Path, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+def feed(shm_dir: Path, request: pytest.FixtureRequest):
     venue = request.param if hasattr(request, "param") else "binance"
     out = FeedOutputs(venue, f"t.book.{venue}", f"t.events.{venue}", f"t.stats.feed-{venue}", capacity=1024,
                       log_stream=io.StringIO(), venue_code=int(Venue[venue.upper()]))
@@ -84,7 +84,7 @@ def counters(out: FeedOutputs) -> dict[str, int | float]:
     return out.counters.snapshot()
 
 
-def test_binance_valid_update_published_with_timestamps(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_valid_update_published_with_timestamps(feed) -> None:
     out, sink, s1, books, _, _ = feed
     assert deliver(sink, bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
     (rec,) = drain(books)
@@ -95,7 +95,7 @@ def test_binance_valid_update_published_with_timestamps(feed) -> None:  # type: 
     assert counters(out)["books"] == 1
 
 
-def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -> None:
     out, sink, s1, books, events, _ = feed
     frames = [
         bt(10, 1000),  # ok
@@ -136,7 +136,7 @@ def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -
                                       RejectReason.TIME_BACKWARDS]
 
 
-def test_binance_control_frames(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_control_frames(feed) -> None:
     out, sink, s1, books, events, _ = feed
     assert deliver(sink, b'{"result":null,"id":1}', 1, s1) is False
     assert s1.subscribed
@@ -150,7 +150,7 @@ def test_binance_control_frames(feed) -> None:  # type: ignore[no-untyped-def]
     assert [e[1] for e in drain(events)] == [EventKind.FRAME_DROPPED]
 
 
-def test_mostly_garbage_connection_ends_as_parse_error(feed) -> None:  # type: ignore[no-untyped-def]
+def test_mostly_garbage_connection_ends_as_parse_error(feed) -> None:
     _, sink, s1, _, _, _ = feed
     for i in range(4):
         deliver(sink, b"not json", i, s1)
@@ -159,7 +159,7 @@ def test_mostly_garbage_connection_ends_as_parse_error(feed) -> None:  # type: i
     assert e.value.failure is FailureClass.PARSE_ERROR
 
 
-def test_occasional_garbage_is_only_dropped(feed) -> None:  # type: ignore[no-untyped-def]
+def test_occasional_garbage_is_only_dropped(feed) -> None:
     out, sink, s1, books, _, _ = feed
     s1.msg_count = 1000  # garbage is a small share of this connection's messages
     for i in range(10):
@@ -168,7 +168,7 @@ def test_occasional_garbage_is_only_dropped(feed) -> None:  # type: ignore[no-un
     assert len(drain(books)) == 10 and counters(out)["frames_dropped"] == 10
 
 
-def test_rotation_overlap_publishes_every_update_once(feed) -> None:  # type: ignore[no-untyped-def]
+def test_rotation_overlap_publishes_every_update_once(feed) -> None:
     out, sink, s1, books, _, sup = feed
     s2 = WsSession("wss://x/ws", 2, sink.on_message)
     for u in (1, 2, 3):
@@ -191,7 +191,7 @@ def test_rotation_overlap_publishes_every_update_once(feed) -> None:  # type: ig
     assert c["overlap_dropped"] == 4 and c["rejects"] == 0
 
 
-def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:  # type: ignore[no-untyped-def]
+def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:
     out, sink, s1, books, _, _ = feed
     deliver(sink, bt(7, 1000), 1, s1)
     out.connection_lost(1)
@@ -200,7 +200,7 @@ def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:  # ty
 
 
 @pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
-def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
+def test_hyperliquid_loop(feed) -> None:
     out, sink, s1, books, events, _ = feed
     frames = [
         b"Websocket connection established.",
@@ -236,7 +236,7 @@ def test_hyperliquid_loop(feed) -> None:  # type: ignore[no-untyped-def]
     assert e.value.failure is FailureClass.SUBSCRIPTION_REJECTED
 
 
-def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:  # type: ignore[no-untyped-def]
+def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:
     out, sink, s1, books, _, _ = feed
     deliver(sink, bt(500, 5000), 1, s1)
     deliver(sink, bt(400, 5001), 2, s1)  # same connection going backwards: rejected
@@ -253,7 +253,7 @@ def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:
 
 
 @pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
-def test_already_subscribed_between_ack_and_data_keeps_the_connection(feed) -> None:  # type: ignore[no-untyped-def]
+def test_already_subscribed_between_ack_and_data_keeps_the_connection(feed) -> None:
     # Issue 12 item 3: Hyperliquid's benign duplicate-subscription error after the ack but before the first data
     # tore the connection down as SUBSCRIPTION_REJECTED (STALE published, reconnect after a back-off: a gap).
     out, sink, s1, books, _, _ = feed
@@ -271,7 +271,7 @@ def test_already_subscribed_between_ack_and_data_keeps_the_connection(feed) -> N
     assert counters(out)["sub_errors"] == 0
 
 
-def test_binance_update_id_or_time_past_a_record_field_is_malformed_and_the_feed_goes_on(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_update_id_or_time_past_a_record_field_is_malformed_and_the_feed_goes_on(feed) -> None:
     # Issue 12 item 2: u (or E) >= 2^63 made the ring write raise struct.error, then the STALE write on the
     # disconnect failed again and the feed process exited. Now the typed decode refuses it: counted, dropped.
     out, sink, s1, books, _, _ = feed
@@ -287,7 +287,7 @@ def test_binance_update_id_or_time_past_a_record_field_is_malformed_and_the_feed
     assert counters(out)["reject.malformed"] == 3
 
 
-def test_binance_ordering_advances_on_rejected_updates(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_ordering_advances_on_rejected_updates(feed) -> None:
     # Issue 12 item 5: after a newer update is rejected, an older one must not be published VALID.
     out, sink, s1, books, _, _ = feed
     deliver(sink, bt(10, 1000), 1, s1)
@@ -303,7 +303,7 @@ def test_binance_ordering_advances_on_rejected_updates(feed) -> None:  # type: i
 
 
 @pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
-def test_hyperliquid_ordering_advances_on_rejected_updates(feed) -> None:  # type: ignore[no-untyped-def]
+def test_hyperliquid_ordering_advances_on_rejected_updates(feed) -> None:
     out, sink, s1, books, _, _ = feed
     deliver(sink, bbo(1000), 1, s1)
     deliver(sink, bbo(1002, bid=None), 2, s1)  # null side: REJECTED, newest time seen
@@ -315,7 +315,7 @@ def test_hyperliquid_ordering_advances_on_rejected_updates(feed) -> None:  # typ
     assert counters(out)["reject.time_backwards"] == 1
 
 
-def test_binance_frame_for_another_symbol_is_refused(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_frame_for_another_symbol_is_refused(feed) -> None:
     # Issue 12 item 6: an ETHUSDT update must never become the BTC book (and says nothing about it).
     out, sink, s1, books, _, _ = feed
     deliver(sink, bt(10, 1000), 1, s1)
@@ -328,7 +328,7 @@ def test_binance_frame_for_another_symbol_is_refused(feed) -> None:  # type: ign
 
 
 @pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
-def test_hyperliquid_frame_for_another_coin_is_refused(feed) -> None:  # type: ignore[no-untyped-def]
+def test_hyperliquid_frame_for_another_coin_is_refused(feed) -> None:
     out, sink, s1, books, _, _ = feed
     eth = json.loads(bbo(1000, bid=("3000", "1"), ask=("3001", "1")))
     eth["data"]["coin"] = "ETH"
@@ -344,7 +344,7 @@ def _depth(u: int, bids: list[list[str]], asks: list[list[str]]) -> bytes:
                        "pu": u - 4, "b": bids, "a": asks}).encode()
 
 
-def test_binance_depth_diff_is_never_read_as_a_snapshot(feed) -> None:  # type: ignore[no-untyped-def]
+def test_binance_depth_diff_is_never_read_as_a_snapshot(feed) -> None:
     # Issue 12 item 9: a diff-depth update has the depth5 envelope; it must not become a VALID top of book.
     out, sink, s1, books, _, _ = feed
     five_b = [[str(100 - i), "1"] for i in range(5)]
@@ -362,7 +362,7 @@ def test_binance_depth_diff_is_never_read_as_a_snapshot(feed) -> None:  # type: 
     assert counters(out)["reject.not_snapshot"] == 3
 
 
-def test_untradeable_time_is_counted_from_start_stale_and_rejects_until_valid(feed) -> None:  # type: ignore[no-untyped-def]
+def test_untradeable_time_is_counted_from_start_stale_and_rejects_until_valid(feed) -> None:
     out, sink, s1, _, _, _ = feed
     deliver(sink, bt(10, 1000), 1, s1)
     after_first = counters(out)["untradeable_ns"]
@@ -378,7 +378,7 @@ def test_untradeable_time_is_counted_from_start_stale_and_rejects_until_valid(fe
     assert counters(out)["untradeable_ns"] == closed
 
 
-def test_a_frame_whose_handling_raises_is_counted_and_the_session_goes_on(feed) -> None:  # type: ignore[no-untyped-def]
+def test_a_frame_whose_handling_raises_is_counted_and_the_session_goes_on(feed) -> None:
     # Issue 12 item 2: the receive loop hands an unexpected exception to the sink instead of ending the connection.
     out, sink, s1, _, _, _ = feed
     sink.frame_failed(b'{"e":"bookTicker"}', s1, RecursionError("maximum recursion depth exceeded"))
@@ -387,7 +387,7 @@ def test_a_frame_whose_handling_raises_is_counted_and_the_session_goes_on(feed) 
 
 
 @pytest.mark.parametrize("feed", ["binance", "hyperliquid"], indirect=True)
-def test_pathologically_nested_frames_are_dropped_not_raised(feed) -> None:  # type: ignore[no-untyped-def]
+def test_pathologically_nested_frames_are_dropped_not_raised(feed) -> None:
     # Issue 12 item 2: msgspec raises RecursionError (not DecodeError) past its nesting limit, for a skipped unknown
     # field too; the loops treat it as an unreadable frame: classified (bounded depth), counted, dropped.
     # A feed process runs at CPython's default recursion limit (caerus.feed.app caps it); this test process may have
