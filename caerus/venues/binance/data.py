@@ -123,7 +123,8 @@ def classify(raw: bytes | str) -> tuple[FrameKind, str]:
         return FrameKind.MALFORMED, _excerpt(raw)
     if not isinstance(obj, dict):
         return FrameKind.UNKNOWN, _excerpt(raw)
-    if obj.get("e") in DATA_EVENTS:
+    event = obj.get("e")
+    if isinstance(event, str) and event in DATA_EVENTS:  # "e" may be anything, an unhashable list included
         return FrameKind.MALFORMED_DATA, _excerpt(raw)
     err = obj.get("error")
     if isinstance(err, dict) or ("code" in obj and "msg" in obj):
