@@ -173,14 +173,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail_config(str(exc))
 
-    kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
-
     def on_halt(cause: HaltCause) -> None:
         risk.kill = True
 
-    sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
-                     on_halt=on_halt)
-    sup.install_signals()
+    sup = Supervisor.for_process(cfg, args.kill_file, on_halt)
     counters: Counters | None = None
     consumer = exec_writer = log = None
     engine = None

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from enum import IntEnum
 from pathlib import Path
+from typing import Protocol
 
 
 class State(IntEnum):
@@ -38,7 +39,28 @@ class HaltCause(IntEnum):
     ERRORS = 3
 
 
+class ProcessPolicy(Protocol):
+    """What a trading process's config says about halting (strategy and execution configs both carry it)."""
+
+    @property
+    def kill_file(self) -> str | None: ...
+    @property
+    def max_errors(self) -> int: ...
+    @property
+    def error_window_s(self) -> float: ...
+
+
 class Supervisor:
+    @classmethod
+    def for_process(cls, cfg: ProcessPolicy, kill_file: str | None,
+                    on_halt: Callable[[HaltCause], None]) -> Supervisor:
+        """The supervisor of a trading process, signals installed: ``kill_file`` (the command line) overrides the
+        config's; ``on_halt`` flips whatever the process's decision code checks."""
+        sup = cls(kill_file=kill_file if kill_file is not None else cfg.kill_file, max_errors=cfg.max_errors,
+                  error_window_s=cfg.error_window_s, on_halt=on_halt)
+        sup.install_signals()
+        return sup
+
     def __init__(
         self,
         *,

@@ -123,7 +123,6 @@ def run(args: argparse.Namespace) -> int:
     if cfg.mode == "latency_arb" and not args.exec_segment:
         return fail_config("--exec-segment is required in latency_arb mode: the position comes from confirmed "
                            "fills (the EXEC ring the execution engine writes), never from assumed ones")
-    kill_file = args.kill_file if args.kill_file is not None else cfg.kill_file
     if args.metrics_dir:
         try:
             Path(args.metrics_dir).mkdir(parents=True, exist_ok=True)
@@ -139,9 +138,7 @@ def run(args: argparse.Namespace) -> int:
     def on_halt(cause: HaltCause) -> None:
         arb.halted = True
 
-    sup = Supervisor(kill_file=kill_file, max_errors=cfg.max_errors, error_window_s=cfg.error_window_s,
-                     on_halt=on_halt)
-    sup.install_signals()
+    sup = Supervisor.for_process(cfg, args.kill_file, on_halt)
     counters: Counters | None = None
     readers: list[SwmrReader] = []
     readers_extra: list[SwmrReader] = []  # the exec ring reader (closed with the book readers)
