@@ -20,11 +20,12 @@ from caerus.ipc.swmr import SwmrReader, SwmrWriter
 CTX = mp.get_context("fork")
 TORTURE_RECORDS = 1_000_000
 TORTURE_CAPACITY = 8  # tiny: the writer laps readers constantly
+SEQ = wire.BOOK_I.SEQ
 
 
 def checked_book(n: int) -> tuple:
     """A record whose every field is a function of n, so a torn record (fields of two records) is detectable."""
-    return (1, n & 0x7F, n & 0xFFFF, n & 0xFFFFFFFF, n, n * 3 + 1, n * 5 + 2, (n * 7) ^ 0x5A5A5A,
+    return (1, n & 0x7F, n & 0xFFFF, n & 0xFFFF, n & 0xFF, (n >> 8) & 0xFF, n, n * 3 + 1, n * 5 + 2, (n * 7) ^ 0x5A5A5A,
             n * 0.5, n * 0.25 + 1.0, n * 0.5 + 0.5, float(n % 9973))
 
 
@@ -46,7 +47,7 @@ def torture_reader(name: str, mode: str, total: int, ready: mp.Event, out: mp.Qu
             rec = r.read_next()
             if rec is None:
                 continue
-            n = rec[4]
+            n = rec[SEQ]
             if rec != checked_book(n):
                 torn += 1
             if n <= last:
@@ -58,7 +59,7 @@ def torture_reader(name: str, mode: str, total: int, ready: mp.Event, out: mp.Qu
             rec = r.read_latest()
             if rec is None:
                 continue
-            n = rec[4]
+            n = rec[SEQ]
             if rec != checked_book(n):
                 torn += 1
             if n <= last:
@@ -118,10 +119,13 @@ def test_either_start_order_attaches(shm_dir, writer_first: bool) -> None:
                 time.sleep(0.01)
         r = SwmrReader.attach("order", wire.BOOK, timeout=30)
         got = []
-        while len(got) + r.lost < 20:
+        deadline = time.monotonic() + 30  # bounded: a writer that died early must fail this test, not hang it
+        while len(got) + r.lost < 20 and time.monotonic() < deadline:
             rec = r.read_next()
             if rec is not None:
-                got.append(rec[4])
+                got.append(rec[SEQ])
+            elif not p.is_alive() and r.head() < 20:
+                pytest.fail(f"the writer exited ({p.exitcode}) after {r.head()} of 20 records")
         assert got == list(range(1, 21))
     finally:
         p.join(10)
@@ -151,7 +155,7 @@ def test_sigkilled_writer_is_seen_as_stale_and_its_segment_can_be_taken_over(shm
     w = SwmrWriter.create("stale", wire.BOOK, 64)  # dead writer's segment: takeover allowed
     w.publish(*checked_book(7))
     assert r.refresh()
-    assert r.read_next()[4] == 7
+    assert r.read_next()[SEQ] == 7
 
 
 def order_producer(name: str, producer_id: int, count: int, out: mp.Queue) -> None:
