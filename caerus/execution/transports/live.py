@@ -16,14 +16,17 @@ turning on DEBUG logging elsewhere cannot put an API key or signature in a log.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import msgspec
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -130,15 +133,54 @@ class WsOrderSession:
         self.reconnects = 0
 
     def _connect(self) -> ClientConnection:
+        """Open the connection, bounded whatever the venue does (``open_timeout`` plus a second of grace).
+
+        Why not just ``connect(open_timeout=...)``: when the opening handshake fails after TLS (a server that
+        accepts and never answers the HTTP upgrade, a half-open socket), the sync client joins its own receive
+        thread, which can sit in a blocking TLS read for good. So the attempt runs on a helper thread over a socket
+        we opened; if it has not finished in time, shutting that socket down (through a second handle on it)
+        ends the stalled read, and the failure is reported as a handshake timeout.
+        """
+        parts = urlsplit(self.url)
         try:
-            ws = connect(self.url, ssl=self._ssl, open_timeout=self._open_timeout, compression=None,
-                         logger=_WIRE_LOG, max_size=1 << 20)
-        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raw = socket.create_connection((parts.hostname or "", parts.port or 443), timeout=self._open_timeout)
+        except OSError as exc:
             raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(exc).__name__}: {exc}") \
                 from None
+        waker = socket.socket(fileno=os.dup(raw.fileno()))  # same socket, independent of who owns ``raw`` now
+        outcome: list[ClientConnection | BaseException] = []
+
+        def attempt() -> None:
+            try:
+                outcome.append(connect(self.url, sock=raw, ssl=self._ssl, open_timeout=self._open_timeout,
+                                       compression=None, logger=_WIRE_LOG, max_size=1 << 20))
+            except BaseException as exc:  # handed to the caller below
+                outcome.append(exc)
+
+        t = threading.Thread(target=attempt, name=f"{self.name}-connect", daemon=True)
+        t.start()
+        t.join(self._open_timeout + 1.0)
+        if t.is_alive():
+            with contextlib.suppress(OSError):
+                waker.shutdown(socket.SHUT_RDWR)
+            t.join(5.0)
+        waker.close()
+        if not outcome:
+            raw.close()
+            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: HandshakeTimeout: no WebSocket "
+                                     f"handshake within {self._open_timeout:g} s")
+        result = outcome[0]
+        if isinstance(result, BaseException):
+            raw.close()
+            if isinstance(result, OSError | InvalidHandshake | InvalidURI | TimeoutError):
+                raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(result).__name__}: "
+                                         f"{result}") from None
+            raise result
+        if t.is_alive():  # cannot happen (outcome is set last), but never hand out a connection still being built
+            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: connect thread did not finish")
         # The connection outlives any ``with`` block (closed in close()); entering it marks it as managed, which
         # websockets >= 17.1 wants instead of a bare connect() (works the same on older versions).
-        return ws.__enter__()
+        return result.__enter__()
 
     def start(self) -> None:
         self._bucket.try_take()  # the first connection counts against the limit too

@@ -9,6 +9,7 @@ VENUE_REJECTED (``venue_code`` = Binance error code, e.g. -1022 bad signature).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -37,6 +38,65 @@ from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
+#: (outcome, fill price, filled quantity, venue error code, text, reply-counter key) of a reply that parsed
+ParsedReply = tuple[wire.Outcome, float, float, int, str, str]
+
+
+def _number(value: object) -> float | None:
+    """A finite, non-negative number from a JSON value (Binance sends decimals as strings), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x >= 0.0 else None
+
+
+def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
+    """What an ``order.place`` reply says about the order, or None when it cannot be read.
+
+    None means: do not resolve the order from this reply (it stays tracked until a reply that parses, a status
+    query or a disconnect resolves it). A non-200 status is a rejection even when its ``error`` is not the
+    documented object (a string, or absent). Fill price: ``avgPrice``; newer responses may omit it (acks in
+    particular), so ``cumQuote / executedQty`` when a quantity filled. Non-finite or negative numbers, a fill
+    without a price, or a 200 without a ``result`` object do not parse.
+    """
+    status_code = msg.get("status")
+    error = msg.get("error")
+    if error is not None or status_code != 200:
+        if (isinstance(status_code, int) and 200 < status_code < 600) or error is not None:
+            body = error if isinstance(error, dict) else {"msg": error}
+            code = body.get("code", 0)
+            return (wire.Outcome.VENUE_REJECTED, 0.0, 0.0, code if isinstance(code, int) else 0,
+                    str(body.get("msg", ""))[:200], "rejected")
+        return None
+    result = msg.get("result")
+    if not isinstance(result, dict):
+        return None
+    status = result.get("status")
+    qty = _number(result.get("executedQty", 0))
+    if qty is None:
+        return None
+    px = 0.0
+    if qty > 0.0:
+        avg = _number(result.get("avgPrice"))
+        if avg:
+            px = avg
+        else:  # absent, zero or unreadable: derive it from the quote quantity
+            quote = _number(result.get("cumQuote"))
+            if not quote:
+                return None
+            px = quote / qty
+    if status == "FILLED" and qty > 0.0:
+        return wire.Outcome.FILLED, px, qty, 0, str(status), "filled"
+    if status == "PARTIALLY_FILLED" or (status in ("EXPIRED", "CANCELED", "EXPIRED_IN_MATCH") and qty > 0.0):
+        return wire.Outcome.PARTIAL, px, qty, 0, str(status), "partial"
+    if status in ("EXPIRED", "CANCELED", "EXPIRED_IN_MATCH"):
+        return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, str(status), "not_filled"
+    if status == "NEW":  # accepted and resting
+        return wire.Outcome.SENT, 0.0, 0.0, 0, str(status), "acked"
+    return None  # FILLED with nothing filled, or a status we do not know
 _SENT_FAILED = wire.Outcome.SEND_FAILED
 _encode = msgspec.json.Encoder().encode
 
@@ -72,7 +132,7 @@ class BinanceTransport(LiveTransportBase):
         self.send_failed = 0
         # reader-thread counters
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
-                                        "unmatched": 0, "lost_in_flight": 0}
+                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0}
 
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -114,33 +174,25 @@ class BinanceTransport(LiveTransportBase):
                 "counters": self.stats()}
 
     # --- reader side -----------------------------------------------------------------------------------
-    def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
-        req_id = msg.get("id")
-        order_id = self._pending.pop(req_id, None) if isinstance(req_id, int) else None
+    def _on_message(self, msg: Any, t_recv: int) -> None:
+        req_id = msg.get("id") if isinstance(msg, dict) else None
+        if not isinstance(req_id, int):
+            self.reply_counts["unmatched"] += 1
+            return
+        order_id = self._pending.get(req_id)
         if order_id is None:
             self.reply_counts["unmatched"] += 1
             return
-        error = msg.get("error")
-        if error is not None or msg.get("status") != 200:
-            error = error or {}
-            self.reply_counts["rejected"] += 1
-            self._sink.deliver(VenueReply(order_id, wire.Outcome.VENUE_REJECTED, 0.0, 0.0,
-                                          int(error.get("code", 0)), t_recv, str(error.get("msg", ""))))
+        parsed = parse_order_reply(msg)
+        if parsed is None:
+            # The order stays tracked (in_flight counts it): a later reply, a status query or a disconnect
+            # resolves it, never this unreadable one.
+            self.reply_counts["unparsed"] += 1
             return
-        result = msg["result"]
-        status = result.get("status")
-        qty = float(result.get("executedQty") or 0.0)
-        px = float(result.get("avgPrice") or 0.0)
-        if status == "FILLED":
-            outcome, key = wire.Outcome.FILLED, "filled"
-        elif status in ("PARTIALLY_FILLED",) or (status in ("EXPIRED", "CANCELED") and qty > 0):
-            outcome, key = wire.Outcome.PARTIAL, "partial"
-        elif status in ("EXPIRED", "CANCELED", "EXPIRED_IN_MATCH"):
-            outcome, key = wire.Outcome.NOT_FILLED, "not_filled"
-        else:  # NEW: accepted and resting
-            outcome, key = wire.Outcome.SENT, "acked"
+        self._pending.pop(req_id, None)
+        outcome, px, qty, code, text, key = parsed
         self.reply_counts[key] += 1
-        self._sink.deliver(VenueReply(order_id, outcome, px, qty, 0, t_recv, str(status)))
+        self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
     def _on_disconnect(self) -> None:
         t = time.time_ns()

@@ -12,6 +12,7 @@ recovers to an unknown wallet), -3 request refused (``type: error``).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -47,6 +48,78 @@ _NO_MATCH = "could not immediately match"
 _encode = msgspec.json.Encoder().encode
 
 
+#: order statuses that mean "accepted, not yet filled" (a trigger or a fill still to come), never a rejection
+_WAITING = frozenset({"waitingForFill", "waitingForTrigger"})
+#: (outcome, fill price, filled size, code, text, reply-counter key) of a reply that parsed
+ParsedReply = tuple[wire.Outcome, float, float, int, str, str]
+
+
+def _number(value: object) -> float | None:
+    """A finite, non-negative number from a JSON value (Hyperliquid sends decimals as strings), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x >= 0.0 else None
+
+
+def parse_post_response(response: Any, size: float) -> ParsedReply | None:
+    """What the ``response`` of a ``post`` reply says about an order of ``size``, or None when it cannot be read.
+
+    None means: do not resolve the order from this reply (it stays tracked until a reply that parses, a status
+    query or a disconnect resolves it): a string ``response``, no ``statuses``, a fill with a missing, negative or
+    non-finite size or price, a status of unknown shape. ``waitingForFill`` / ``waitingForTrigger`` are accepted
+    orders (SENT), not rejections.
+    """
+    if not isinstance(response, dict):
+        return None
+    if response.get("type") != "action":
+        if response.get("type") == "error":  # the request itself was refused: nothing was placed
+            return wire.Outcome.VENUE_REJECTED, 0.0, 0.0, CODE_REQUEST_ERROR, str(response.get("payload"))[:200], \
+                "rejected"
+        return None
+    payload = response.get("payload")
+    if not isinstance(payload, dict):
+        return None
+    if payload.get("status") != "ok":
+        if payload.get("status") == "err":
+            return wire.Outcome.VENUE_REJECTED, 0.0, 0.0, CODE_ACTION_ERROR, str(payload.get("response"))[:200], \
+                "rejected"
+        return None
+    inner = payload.get("response")
+    data = inner.get("data") if isinstance(inner, dict) else None
+    statuses = data.get("statuses") if isinstance(data, dict) else None
+    if not isinstance(statuses, list) or not statuses:
+        return None
+    status = statuses[0]
+    if isinstance(status, str):
+        return (wire.Outcome.SENT, 0.0, 0.0, 0, status, "acked") if status in _WAITING else None
+    if not isinstance(status, dict):
+        return None
+    if "filled" in status:
+        f = status["filled"]
+        if not isinstance(f, dict):
+            return None
+        qty, px = _number(f.get("totalSz")), _number(f.get("avgPx"))
+        if qty is None or px is None or qty <= 0.0 or px <= 0.0:
+            return None
+        full = qty >= size - 1e-12
+        return (wire.Outcome.FILLED if full else wire.Outcome.PARTIAL, px, qty, 0, f"oid={f.get('oid')}",
+                "filled" if full else "partial")
+    if "resting" in status:
+        resting = status["resting"]
+        oid = resting.get("oid") if isinstance(resting, dict) else None
+        return wire.Outcome.SENT, 0.0, 0.0, 0, f"resting oid={oid}", "acked"
+    if "error" in status:
+        text = str(status["error"])[:200]
+        if _NO_MATCH in text:
+            return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, text, "not_filled"
+        return wire.Outcome.VENUE_REJECTED, 0.0, 0.0, CODE_ORDER_ERROR, text, "rejected"
+    return None
+
+
 def round_price(px: float, sz_decimals: int) -> float:
     """Perp price rule: <= 5 significant figures and <= 6 - szDecimals decimals (integers always allowed)."""
     return round(float(f"{px:.5g}"), 6 - sz_decimals)
@@ -80,7 +153,7 @@ class HyperliquidTransport(LiveTransportBase):
         self.sent = 0
         self.send_failed = 0
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
-                                        "unmatched": 0, "lost_in_flight": 0, "venue_errors": 0}
+                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0}
 
     @property
     def address(self) -> str:
@@ -123,49 +196,31 @@ class HyperliquidTransport(LiveTransportBase):
                 "counters": self.stats()}
 
     # --- reader side -----------------------------------------------------------------------------------
-    def _reject(self, order_id: int, code: int, text: str, t_recv: int) -> None:
-        self.reply_counts["rejected"] += 1
-        self._sink.deliver(VenueReply(order_id, wire.Outcome.VENUE_REJECTED, 0.0, 0.0, code, t_recv, text))
-
-    def _on_message(self, msg: dict[str, Any], t_recv: int) -> None:
+    def _on_message(self, msg: Any, t_recv: int) -> None:
+        if not isinstance(msg, dict):
+            self.reply_counts["unmatched"] += 1
+            return
         channel = msg.get("channel")
         if channel != "post":
             if channel == "error":
                 self.reply_counts["venue_errors"] += 1
             return  # pong, greetings
-        data = msg["data"]
-        entry = self._pending.pop(data.get("id"), None) if isinstance(data.get("id"), int) else None
-        if entry is None:
+        data = msg.get("data")
+        req_id = data.get("id") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(req_id, int) or req_id not in self._pending:
             self.reply_counts["unmatched"] += 1
             return
-        order_id, size = entry
-        response = data["response"]
-        if response.get("type") != "action":
-            self._reject(order_id, CODE_REQUEST_ERROR, str(response.get("payload", "")), t_recv)
+        order_id, size = self._pending[req_id]
+        parsed = parse_post_response(data.get("response"), size)
+        if parsed is None:
+            # The order stays tracked (in_flight counts it): a later reply, a status query or a disconnect
+            # resolves it, never this unreadable one.
+            self.reply_counts["unparsed"] += 1
             return
-        payload = response["payload"]
-        if payload.get("status") != "ok":
-            self._reject(order_id, CODE_ACTION_ERROR, str(payload.get("response", "")), t_recv)
-            return
-        status = payload["response"]["data"]["statuses"][0]
-        if "filled" in status:
-            f = status["filled"]
-            qty = float(f["totalSz"])
-            full = qty >= size - 1e-12
-            self.reply_counts["filled" if full else "partial"] += 1
-            self._sink.deliver(VenueReply(order_id, wire.Outcome.FILLED if full else wire.Outcome.PARTIAL,
-                                          float(f["avgPx"]), qty, 0, t_recv, f"oid={f.get('oid')}"))
-        elif "resting" in status:
-            self.reply_counts["acked"] += 1
-            self._sink.deliver(VenueReply(order_id, wire.Outcome.SENT, 0.0, 0.0, 0, t_recv,
-                                          f"resting oid={status['resting'].get('oid')}"))
-        else:
-            text = str(status.get("error", status))
-            if _NO_MATCH in text:
-                self.reply_counts["not_filled"] += 1
-                self._sink.deliver(VenueReply(order_id, wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, t_recv, text))
-            else:
-                self._reject(order_id, CODE_ORDER_ERROR, text, t_recv)
+        self._pending.pop(req_id, None)
+        outcome, px, qty, code, text, key = parsed
+        self.reply_counts[key] += 1
+        self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
     def _on_disconnect(self) -> None:
         t = time.time_ns()
