@@ -29,7 +29,19 @@ from caerus.sim.scenarios import describe_scenarios, get_scenario
 log = logging.getLogger("caerus.sim")
 
 
+ORDER_ENTRY_HELP = """order entry: the emulator accepts orders only from the credentials named in its environment
+(without them every order is refused, as the venue refuses an unknown key):
+  CAERUS_SIM_BINANCE_API_KEY                  the API key Binance requests must carry
+  CAERUS_SIM_BINANCE_SECRET                   its HMAC secret, and/or
+  CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE  a PEM Ed25519 public key (Ed25519-signed requests)
+  CAERUS_SIM_HL_ADDRESS                       the Hyperliquid wallet (0x...) whose signatures are accepted
+  CAERUS_SIM_HL_NETWORK                       mainnet | testnet | any (default any): the signing domain accepted
+"""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = ORDER_ENTRY_HELP
     p.add_argument("--cert-dir", type=Path, help="folder for ca.pem (what feeds trust) and the server key/cert")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     p.add_argument("--binance-port", type=int, default=0, help="0 = ephemeral")

@@ -126,9 +126,11 @@ class MarketDriver:
             prev = self._depth_prev.get(key)
             if prev == q.update_id:
                 return  # nothing changed since the last snapshot on this stream
-            first = (prev + 1) if prev is not None else q.update_id
+            if prev is None:  # the stream's first snapshot: it still covers a few updates and chains to an older one
+                prev = q.update_id - 4
+            first = prev + 1
             self._depth_prev[key] = q.update_id
-            text = frames.binance_depth(q, t_ns, self.epoch_ns, int(what[5:]), first, prev or q.update_id)
+            text = frames.binance_depth(q, t_ns, self.epoch_ns, int(what[5:]), first, prev)
             self.topics.publish(key, text)
         elif what == "mark":
             if self.last_quote is not None:

@@ -55,12 +55,21 @@ def hyperliquid_post_reply(msg: dict) -> str:
     """Reply frame for one Hyperliquid ``{"method":"post",...}`` message."""
     fn, why = _handler("hyperliquid_post_response")
     if fn is None:
-        return _dumps({"channel": "error", "data": why})
+        return _post_error(msg, why)
     try:
         return _dumps(fn(msg))
     except Exception as exc:
         log.exception("hyperliquid_post_response failed")
-        return _dumps({"channel": "error", "data": f"emulator post handler failed: {exc!r}"})
+        return _post_error(msg, f"emulator post handler failed: {exc!r}")
+
+
+def _post_error(msg: object, text: str) -> str:
+    """Every post gets a reply carrying its id, as the venue does (a client waits on that id); only a frame with no
+    usable id goes to the ``error`` channel."""
+    req_id = msg.get("id") if isinstance(msg, dict) else None
+    if isinstance(req_id, int) and not isinstance(req_id, bool):
+        return _dumps({"channel": "post", "data": {"id": req_id, "response": {"type": "error", "payload": text}}})
+    return _dumps({"channel": "error", "data": text})
 
 
 BookSink = Callable[[str, float, float, float, float], None]

@@ -184,13 +184,25 @@ def _b_error(req_id: Any, code: int, msg: str, status: int = 400) -> dict[str, A
 
 
 def _decimal(v: Any) -> Decimal | None:
-    if not isinstance(v, str | int):
+    """A decimal from a JSON string or number (the venue accepts both for price and quantity)."""
+    if isinstance(v, bool) or not isinstance(v, str | int | float):
         return None
     try:
         d = Decimal(str(v))
     except InvalidOperation:
         return None
     return d if d.is_finite() else None
+
+
+def _integer(v: Any) -> int | None:
+    """An integer from a JSON number or a string of digits, else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.isdigit():
+        return int(v)
+    return None
 
 
 def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
@@ -213,8 +225,11 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     if not binance_signature_ok(params, hmac_secret=DESK.binance_hmac_secret,
                                 ed25519_public_key=DESK.binance_ed25519_public_key):
         return _b_error(req_id, -1022, "Signature for this request is not valid.")
-    ts, window = params.get("timestamp"), params.get("recvWindow", 5000)
-    if not isinstance(ts, int) or not isinstance(window, int) or ts >= now_ms + 1000 or now_ms - ts > window:
+    # The venue takes integers as JSON numbers or strings (the official SDK sends recvWindow as a string).
+    ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
+    if ts is None or window is None:
+        return _b_error(req_id, -1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
+    if ts >= now_ms + 1000 or now_ms - ts > window:
         return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
     spec = BINANCE_SYMBOLS.get(params["symbol"])
     if spec is None:
@@ -277,9 +292,11 @@ def _hl_action_error(req_id: Any, text: str) -> dict[str, Any]:
     return _hl(req_id, {"type": "action", "payload": {"status": "err", "response": text}})
 
 
-def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None) -> list[str]:
+def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None,
+                expires_after: int | None) -> list[str]:
     nets = {"mainnet": (True,), "testnet": (False,), "any": (True, False)}[DESK.hyperliquid_network]
-    return [hyperliquid_signer(action, nonce, sig, is_mainnet=m, vault_address=vault).lower() for m in nets]
+    return [hyperliquid_signer(action, nonce, sig, is_mainnet=m, vault_address=vault,
+                               expires_after=expires_after).lower() for m in nets]
 
 
 def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
@@ -328,13 +345,15 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
     payload = request["payload"]
     action, nonce, sig = payload.get("action"), payload.get("nonce"), payload.get("signature")
     vault = payload.get("vaultAddress")
-    if not isinstance(action, dict) or not isinstance(nonce, int) or not isinstance(sig, dict):
+    expires_after = payload.get("expiresAfter")
+    if not isinstance(action, dict) or not isinstance(nonce, int) or not isinstance(sig, dict) \
+            or not (expires_after is None or isinstance(expires_after, int)):
         return _hl_request_error(req_id, "Failed to deserialize the JSON body into the target type")
     if action.get("type") != "order" or not isinstance(action.get("orders"), list) or not action["orders"]:
         return _hl_action_error(req_id, f"Unsupported action type {action.get('type')!r}.")
     try:
-        signers = _hl_recover(action, nonce, sig, vault)
-    except (ValueError, TypeError, KeyError) as exc:
+        signers = _hl_recover(action, nonce, sig, vault, expires_after)
+    except Exception as exc:  # any malformed signature (eth-keys raises its own types too): answered with the id
         return _hl_request_error(req_id, f"Invalid signature: {type(exc).__name__}")
     if DESK.hyperliquid_address is None or DESK.hyperliquid_address not in signers:
         return _hl_action_error(req_id, f"User or API Wallet {signers[0]} does not exist.")

@@ -67,7 +67,10 @@ def binance_signature_ok(params: dict[str, object], *, hmac_secret: str | None,
 
 
 # -- Hyperliquid -----------------------------------------------------------------------------------------------
-def hyperliquid_connection_id(action: dict[str, Any], nonce: int, vault_address: str | None) -> bytes:
+def hyperliquid_connection_id(action: dict[str, Any], nonce: int, vault_address: str | None,
+                              expires_after: int | None = None) -> bytes:
+    """The published action hash: keccak(msgpack(action) || nonce u64 BE || 0x00 | 0x01 vault[20]
+    [|| 0x00 || expiresAfter u64 BE, when the request sets it])."""
     data = bytearray(msgpack.packb(action))
     data += nonce.to_bytes(8, "big")
     if vault_address is None:
@@ -75,14 +78,17 @@ def hyperliquid_connection_id(action: dict[str, Any], nonce: int, vault_address:
     else:
         data.append(1)
         data += bytes.fromhex(vault_address.removeprefix("0x"))
+    if expires_after is not None:
+        data.append(0)
+        data += expires_after.to_bytes(8, "big")
     return keccak(bytes(data))
 
 
 def hyperliquid_signer(action: dict[str, Any], nonce: int, signature: dict[str, Any], *, is_mainnet: bool,
-                       vault_address: str | None = None) -> str:
+                       vault_address: str | None = None, expires_after: int | None = None) -> str:
     """The (checksummed) address whose key signed ``action`` for the given network."""
     message = {"source": "a" if is_mainnet else "b",
-               "connectionId": hyperliquid_connection_id(action, nonce, vault_address)}
+               "connectionId": hyperliquid_connection_id(action, nonce, vault_address, expires_after)}
     signable = encode_typed_data(_HL_DOMAIN, _HL_TYPES, message)
     vrs = (int(signature["v"]), int(signature["r"], 16), int(signature["s"], 16))
     return Account.recover_message(signable, vrs=vrs)

@@ -47,6 +47,7 @@ def test_binance_combined_stream_wraps_each_stream(tmp_path: Path) -> None:
     assert all(d["e"] == "depthUpdate" and len(d["b"]) == 5 and len(d["a"]) == 5 for d in depth)
     for prev, cur in itertools.pairwise(depth):
         assert cur["pu"] == prev["u"]  # partial depth updates chain like the venue's
+    assert all(d["pu"] < d["U"] <= d["u"] for d in depth)  # the first one too (issue 13: it had U == u == pu)
 
 
 def test_binance_subscribe_ack_list_and_errors(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ def test_missing_orders_module_gives_error_frames(monkeypatch: pytest.MonkeyPatc
     b = json.loads(order_entry.binance_order_reply('{"id":"x","method":"order.place","params":{}}'))
     assert b["id"] == "x" and b["status"] == 503 and "caerus.sim.orders" in b["error"]["msg"]
     h = json.loads(order_entry.hyperliquid_post_reply({"method": "post", "id": 1, "request": {}}))
+    # answered on the post's own id (a client waits on it), never only on the error channel
+    assert h["channel"] == "post" and h["data"]["id"] == 1 and "caerus.sim.orders" in h["data"]["response"]["payload"]
+    h = json.loads(order_entry.hyperliquid_post_reply({"method": "post"}))  # no id to answer on
     assert h["channel"] == "error" and "caerus.sim.orders" in h["data"]
     assert order_entry.book_sink() is None
     assert order_entry.configure_credentials_from_env() is False
@@ -33,7 +36,7 @@ def test_raising_handler_gives_500_and_error_channel(monkeypatch: pytest.MonkeyP
     b = json.loads(order_entry.binance_order_reply('{"id":7,"method":"order.place"}'))
     assert b["id"] == 7 and b["status"] == 500 and "bug" in b["error"]["msg"]
     h = json.loads(order_entry.hyperliquid_post_reply({"method": "post", "id": 1}))
-    assert h["channel"] == "error" and "bug" in h["data"]
+    assert h["channel"] == "post" and h["data"]["id"] == 1 and "bug" in h["data"]["response"]["payload"]
 
 
 def test_answers_come_from_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,89 @@
+"""The emulated order entry accepts what the venues accept (issue 13 items 1-3): Binance integers as JSON strings
+and decimals as JSON numbers, Hyperliquid actions signed with ``expiresAfter``, and a post whose signature cannot
+even be parsed is still answered on its own id."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from eth_account import Account
+
+from caerus.sim import order_entry, orders
+from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
+from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
+
+API_KEY = "k" * 64
+SECRET = "s" * 64
+HL_KEY = "0x" + "11" * 32
+
+
+@pytest.fixture(autouse=True)
+def desk() -> Iterator[None]:
+    orders.reset()
+    orders.configure_test_credentials(binance_api_key=API_KEY, binance_hmac_secret=SECRET,
+                                      hyperliquid_address=Account.from_key(HL_KEY).address)
+    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
+    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
+    yield
+    orders.reset()
+
+
+def _binance(now_ms: int, **overrides: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"apiKey": API_KEY, "symbol": "BTCUSDT", "side": "BUY", "type": "LIMIT",
+                              "timeInForce": "IOC", "price": "100000.0", "quantity": "0.010", "timestamp": now_ms,
+                              "recvWindow": 5000, **overrides}
+    return {"id": 1, "method": "order.place", "params": sign_params(params, BinanceHmacSigner(SECRET))}
+
+
+@pytest.mark.parametrize("overrides", [
+    {"recvWindow": "5000"},  # what the official SDK sends
+    {"timestamp": "STRING_NOW"},
+    {"price": 100000.0, "quantity": 0.01},  # JSON numbers
+], ids=["recvWindow-string", "timestamp-string", "decimals-as-numbers"])
+def test_binance_accepts_what_the_venue_accepts(overrides: dict[str, Any]) -> None:
+    now = time.time_ns() // 1_000_000
+    overrides = {k: (str(now) if v == "STRING_NOW" else v) for k, v in overrides.items()}
+    reply = orders.binance_ws_api_response(_binance(now, **overrides), now_ms=now)
+    assert reply["status"] == 200, reply
+    assert reply["result"]["status"] == "FILLED"
+
+
+def test_binance_still_refuses_a_malformed_timestamp() -> None:
+    now = time.time_ns() // 1_000_000
+    reply = orders.binance_ws_api_response(_binance(now, timestamp="yesterday"), now_ms=now)
+    assert reply["status"] == 400 and reply["error"]["code"] == -1102
+
+
+def _hl_post(nonce: int, expires_after: int | None, signature: Any = None) -> dict[str, Any]:
+    action = order_action([order_wire(0, True, 100_000.0, 0.001, tif="Ioc")])
+    sig = signature if signature is not None else sign_l1_action_reference(
+        HL_KEY, action, None, nonce, is_mainnet=False, expires_after=expires_after)
+    payload: dict[str, Any] = {"action": action, "nonce": nonce, "signature": sig, "vaultAddress": None}
+    if expires_after is not None:
+        payload["expiresAfter"] = expires_after
+    return {"method": "post", "id": 42, "request": {"type": "action", "payload": payload}}
+
+
+def test_hyperliquid_action_signed_with_expires_after_is_recognised() -> None:
+    now = time.time_ns() // 1_000_000
+    reply = orders.hyperliquid_post_response(_hl_post(now, now + 60_000), now_ms=now)
+    status = reply["data"]["response"]["payload"]["response"]["data"]["statuses"][0]
+    assert "filled" in status, reply  # before: "User or API Wallet ... does not exist"
+
+
+@pytest.mark.parametrize("signature", [
+    {"r": "0xzz", "s": "0x1", "v": 27},
+    {"r": hex(secrets.randbits(256)), "s": hex(secrets.randbits(256)), "v": 99},
+    {"r": None, "s": None, "v": None},
+], ids=["not-hex", "v-out-of-range", "nulls"])
+def test_a_malformed_hyperliquid_signature_is_answered_on_the_post_id(signature: dict[str, Any]) -> None:
+    now = time.time_ns() // 1_000_000
+    frame = json.loads(order_entry.hyperliquid_post_reply(_hl_post(now, None, signature)))
+    assert frame["channel"] == "post" and frame["data"]["id"] == 42, frame
+    response = frame["data"]["response"]
+    assert response["type"] == "error" or response["payload"]["status"] == "err", frame  # refused, never placed
