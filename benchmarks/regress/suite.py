@@ -8,6 +8,7 @@ benchmark's own same-run ratios.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import math
@@ -268,21 +269,39 @@ def _find_summary(out_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def _stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """SIGTERM the member's own process group (it was started in a new session), SIGKILL after ``grace_s``.
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still running (zombies waiting for a reaper do not count)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
 
-    A session member starts a whole fleet; killing only its top process would leave the fleet running.
+
+def _stop_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the member's own process group (it was started in a new session), SIGKILL after ``grace_s``;
+    returns once every process of the group is gone (bounded: the SIGKILL pass waits at most 5 s more).
+
+    A session member starts a whole fleet; killing only its top process would leave the fleet running, and
+    returning when the top process exits would leave its children dying (or not) after the caller moved on.
     """
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             pass
-        try:
-            proc.wait(wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if proc.poll() is not None and not _group_alive(proc.pid):
+                return
+            time.sleep(0.05)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(1.0)
 
 
 def run_member(member: Member, *, root: Path, side: str, repetition: int, quick: bool, work: Path,
