@@ -86,7 +86,11 @@ class FeedSink:
 
     def publish_valid(self, flags: int, conn: int, seq: int, t_ex: int, t_recv: int,
                       bp: float, bq: float, ap: float, aq: float) -> bool:
-        """Publish a validated top of book and take its latency samples. Returns True (data)."""
+        """Publish a validated top of book and take its latency samples. Returns True (data).
+
+        The definition of the tail every valid update takes. The built-in venues' loops inline this body (a call
+        costs ~70 ns, ~6% of their path); a unit test feeds the same frames through both and compares records.
+        """
         if self.extra_flags:
             flags |= self.extra_flags
             self.extra_flags = 0
@@ -101,10 +105,13 @@ class FeedSink:
             self.ia_mv[n] = t_recv - t_ex
             self.n_samples = n + 1
         else:
-            self.ints[self._i_samples_full] += 1
+            self.samples_full()
         return True
 
     # -- slow paths --------------------------------------------------------------------------------------------
+
+    def samples_full(self) -> None:
+        self.ints[self._i_samples_full] += 1
 
     def _tradeable_again(self, t_ns: int) -> None:
         self.untradeable_closed_ns += t_ns - self.untradeable_since

@@ -15,6 +15,8 @@ Ids and times out of range (negative, or past what a record holds) fail the type
 
 from __future__ import annotations
 
+import time
+
 import msgspec
 
 from caerus.feed.outputs import FeedOutputs
@@ -79,4 +81,21 @@ class BinanceSink(FeedSink):
         reason = check_levels(bp, bq, ap, aq)
         if reason:
             return self.reject(reason, session, seq, t_ex, t_recv, bp, bq, ap, aq)
-        return self.publish_valid(flags, session.conn_id, seq, t_ex, t_recv, bp, bq, ap, aq)
+        # FeedSink.publish_valid's body, inlined: the call alone costs ~70 ns, ~6% of this whole path
+        # (benchmarks/feed_parse); tests/unit/venues/test_venues_feed_loops.py checks both stay in step.
+        if self.extra_flags:
+            flags |= self.extra_flags
+            self.extra_flags = 0
+        t_pub = time.time_ns()
+        self.publish(_VENUE, flags, 0, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        if self.untradeable_since:
+            self._tradeable_again(t_pub)
+        self.n_books += 1
+        n = self.n_samples
+        if n < self.sample_cap:
+            self.fi_mv[n] = t_pub - t_recv
+            self.ia_mv[n] = t_recv - t_ex
+            self.n_samples = n + 1
+        else:
+            self.samples_full()
+        return True

@@ -403,3 +403,37 @@ def test_pathologically_nested_frames_are_dropped_not_raised(feed) -> None:
         sys.setrecursionlimit(old)
     c = counters(out)
     assert c["frames_dropped"] == 3 and c["frames_failed"] == 0 and drain(books) == []
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_inlined_publish_tail_matches_feed_sink_publish_valid(shm_dir: Path, venue: str) -> None:
+    # The built-in loops inline FeedSink.publish_valid's body (a call is ~6% of their path): both must write the
+    # same record (t_publish aside), take the same samples and close the untradeable interval the same way.
+    code = int(Venue[venue.upper()])
+    sinks = []
+    for tag in ("loop", "base"):
+        out = FeedOutputs(venue, f"{tag}.book", f"{tag}.events", f"{tag}.stats", capacity=64,
+                          log_stream=io.StringIO(), venue_code=code)
+        sink = (BinanceSink if venue == "binance" else HyperliquidSink)(out)
+        out.sink = sink
+        sink.active = WsSession("wss://x/ws", 3, sink.on_message)
+        sink.extra_flags = int(BookFlags.ROTATED)
+        sinks.append((out, sink, SwmrReader.attach(f"{tag}.book", BOOK, timeout=1)))
+    (out_a, loop, books_a), (out_b, base, books_b) = sinks
+    t_recv = 1_796_000_000_500_000_000
+    if venue == "binance":
+        deliver(loop, bt(10, e_ms=1_796_000_000_000, b="100.5", a="100.6", bq="1.5", aq="2.5"), t_recv, loop.active)
+        base.publish_valid(int(BookFlags.VALID), 3, 10, 1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
+    else:
+        deliver(loop, bbo(1_796_000_000_000, bid=("100.5", "1.5"), ask=("100.6", "2.5")), t_recv, loop.active)
+        base.publish_valid(int(BookFlags.VALID), 3, 1, 1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
+    (a,), (b,) = drain(books_a), drain(books_b)
+    t_pub = BOOK.index("t_publish")
+    assert a[:t_pub] + a[t_pub + 1:] == b[:t_pub] + b[t_pub + 1:]
+    assert a[BOOK.index("flags")] == BookFlags.VALID | BookFlags.ROTATED
+    for attr in ("n_books", "n_samples", "extra_flags", "untradeable_since"):
+        assert getattr(loop, attr) == getattr(base, attr), attr
+    assert loop.ia_mv[0] == base.ia_mv[0] and loop.untradeable_closed_ns > 0 and base.untradeable_closed_ns > 0
+    for out, _, books in sinks:
+        books.close()
+        out.close()
