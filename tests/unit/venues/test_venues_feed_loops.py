@@ -419,7 +419,7 @@ def test_inlined_publish_tail_matches_feed_sink_publish_valid(shm_dir: Path, ven
         sink.active = WsSession("wss://x/ws", 3, sink.on_message)
         sink.extra_flags = int(BookFlags.ROTATED)
         sinks.append((out, sink, SwmrReader.attach(f"{tag}.book", BOOK, timeout=1)))
-    (out_a, loop, books_a), (out_b, base, books_b) = sinks
+    (_, loop, books_a), (_, base, books_b) = sinks
     t_recv = 1_796_000_000_500_000_000
     if venue == "binance":
         deliver(loop, bt(10, e_ms=1_796_000_000_000, b="100.5", a="100.6", bq="1.5", aq="2.5"), t_recv, loop.active)
