@@ -12,6 +12,7 @@ This module is a contract shared by several owners: keep it small and stable.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -66,3 +67,20 @@ class Transport(Protocol):
     def send_msg(self, order: tuple) -> SendResult: ...
 
     def close(self) -> None: ...
+
+
+#: What a venue reply says once it parsed: (outcome, fill price, filled quantity, venue error code, text,
+#: reply-counter key). A venue's reply parser returns None instead when the reply cannot be read: the order stays
+#: tracked until a reply that parses, a status query or a disconnect resolves it.
+ParsedReply = tuple[wire.Outcome, float, float, int, str, str]
+
+
+def reply_number(value: object) -> float | None:
+    """A finite, non-negative number from a reply's JSON value (venues send decimals as strings), else None."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x >= 0.0 else None

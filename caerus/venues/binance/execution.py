@@ -9,7 +9,6 @@ VENUE_REJECTED (``venue_code`` = Binance error code, e.g. -1022 bad signature).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -23,9 +22,11 @@ from caerus.execution.transports.base import (
     O_QTY,
     O_SIDE,
     O_TIF,
+    ParsedReply,
     ReplyCallback,
     SendResult,
     VenueReply,
+    reply_number,
 )
 from caerus.execution.transports.live import (
     LiveTransportBase,
@@ -38,19 +39,8 @@ from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
-#: (outcome, fill price, filled quantity, venue error code, text, reply-counter key) of a reply that parsed
-ParsedReply = tuple[wire.Outcome, float, float, int, str, str]
-
-
-def _number(value: object) -> float | None:
-    """A finite, non-negative number from a JSON value (Binance sends decimals as strings), else None."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    try:
-        x = float(value)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) and x >= 0.0 else None
+_SENT_FAILED = wire.Outcome.SEND_FAILED
+_encode = msgspec.json.Encoder().encode
 
 
 def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
@@ -75,16 +65,16 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     if not isinstance(result, dict):
         return None
     status = result.get("status")
-    qty = _number(result.get("executedQty", 0))
+    qty = reply_number(result.get("executedQty", 0))
     if qty is None:
         return None
     px = 0.0
     if qty > 0.0:
-        avg = _number(result.get("avgPrice"))
+        avg = reply_number(result.get("avgPrice"))
         if avg:
             px = avg
         else:  # absent, zero or unreadable: derive it from the quote quantity
-            quote = _number(result.get("cumQuote"))
+            quote = reply_number(result.get("cumQuote"))
             if not quote:
                 return None
             px = quote / qty
@@ -97,8 +87,6 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     if status == "NEW":  # accepted and resting
         return wire.Outcome.SENT, 0.0, 0.0, 0, str(status), "acked"
     return None  # FILLED with nothing filled, or a status we do not know
-_SENT_FAILED = wire.Outcome.SEND_FAILED
-_encode = msgspec.json.Encoder().encode
 
 
 class BinanceTransport(LiveTransportBase):

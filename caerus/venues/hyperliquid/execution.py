@@ -12,7 +12,6 @@ recovers to an unknown wallet), -3 request refused (``type: error``).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -26,9 +25,11 @@ from caerus.execution.transports.base import (
     O_QTY,
     O_SIDE,
     O_TIF,
+    ParsedReply,
     ReplyCallback,
     SendResult,
     VenueReply,
+    reply_number,
 )
 from caerus.execution.transports.live import (
     LiveTransportBase,
@@ -50,19 +51,6 @@ _encode = msgspec.json.Encoder().encode
 
 #: order statuses that mean "accepted, not yet filled" (a trigger or a fill still to come), never a rejection
 _WAITING = frozenset({"waitingForFill", "waitingForTrigger"})
-#: (outcome, fill price, filled size, code, text, reply-counter key) of a reply that parsed
-ParsedReply = tuple[wire.Outcome, float, float, int, str, str]
-
-
-def _number(value: object) -> float | None:
-    """A finite, non-negative number from a JSON value (Hyperliquid sends decimals as strings), else None."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return None
-    try:
-        x = float(value)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) and x >= 0.0 else None
 
 
 def parse_post_response(response: Any, size: float) -> ParsedReply | None:
@@ -102,7 +90,7 @@ def parse_post_response(response: Any, size: float) -> ParsedReply | None:
         f = status["filled"]
         if not isinstance(f, dict):
             return None
-        qty, px = _number(f.get("totalSz")), _number(f.get("avgPx"))
+        qty, px = reply_number(f.get("totalSz")), reply_number(f.get("avgPx"))
         if qty is None or px is None or qty <= 0.0 or px <= 0.0:
             return None
         full = qty >= size - 1e-12
