@@ -40,6 +40,9 @@ from caerus.venues.binance.signing import query_string
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
 _SENT_FAILED = wire.Outcome.SEND_FAILED
+# -1006 "unexpected response from the message bus, execution status unknown"; -1007 "timeout waiting for response
+# from backend server, send status unknown; execution status unknown"
+_STATUS_UNKNOWN_CODES = frozenset({-1006, -1007})
 _encode = msgspec.json.Encoder().encode
 
 
@@ -54,6 +57,11 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     """
     status_code = msg.get("status")
     error = msg.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if (isinstance(status_code, int) and status_code >= 500) or code in _STATUS_UNKNOWN_CODES:
+        # The venue says it does not know whether the order executed: never a rejection (that would free the
+        # position while the order may have filled). Tracked until a status query or a disconnect resolves it.
+        return None
     if error is not None or status_code != 200:
         if (isinstance(status_code, int) and 200 < status_code < 600) or error is not None:
             body = error if isinstance(error, dict) else {"msg": error}

@@ -155,6 +155,26 @@ def test_binance_unreadable_reply_keeps_the_order_until_a_reply_resolves_it(orde
         t.close()
 
 
+@pytest.mark.parametrize("reply", [
+    {"status": 503, "error": {"code": -1007, "msg": "Timeout waiting for response from backend server. Send status "
+                                                      "unknown; execution status unknown."}},
+    {"status": 400, "error": {"code": -1006, "msg": "An unexpected response was received from the message bus. "
+                                                      "Execution status unknown."}},
+    {"status": 502, "error": "Bad Gateway"},
+], ids=["-1007", "-1006", "5xx"])
+def test_binance_execution_status_unknown_is_never_a_rejection(order_server: OrderServer,
+                                                               reply: dict[str, Any]) -> None:
+    # A rejection frees the position; these say the order may have executed: it stays tracked (UNKNOWN by deadline).
+    order_server.scripted.append(lambda msg: {"id": msg["id"], **reply})
+    t = _start(order_server, "binance")
+    try:
+        t.send_msg(_order(10))
+        _wait(t, "the reply counted as unparsed", lambda: t.stats()["unparsed"] == 1)
+        assert t.poll_reply() is None and t.stats()["in_flight"] == 1 and t.stats()["rejected"] == 0
+    finally:
+        t.close()
+
+
 def test_binance_error_status_with_a_string_error_is_a_rejection(order_server: OrderServer) -> None:
     order_server.scripted.append(lambda msg: {"id": msg["id"], "status": 400, "error": "Malformed request."})
     t = _start(order_server, "binance")
