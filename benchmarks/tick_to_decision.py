@@ -43,6 +43,7 @@ from benchmarks.common import add_common_args, at_least, at_most, emit, summariz
 from caerus.execution.config import ExecutionConfig
 from caerus.plan import format_cpu_list, plan_fleet
 from caerus.strategy.config import StrategyConfig
+from caerus.wire import BOOK_I
 
 BOOK_INTERVAL_S = 500e-6  # one Binance book every 0.5 ms (+ a Hyperliquid book every 10th)
 HL_EVERY = 10
@@ -65,12 +66,17 @@ def _pin(cpus: tuple[int, ...]) -> None:
         os.sched_setaffinity(0, set(cpus))
 
 
+# BOOK positions from the one table, bound to globals for the timed loops
+_B_VENUE, _B_SEQ, _B_T_RECV, _B_T_PUBLISH = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
+
+
 def _book_fields(i: int, venue: int, t_recv: int, t_publish: int) -> tuple:
     px = 95_000.0 + (i % 50) * 0.1
     if venue == 2:
         px = float(round(px))
-    return (venue, 1, 0, 1, i, t_recv - 1_000_000, t_recv, t_publish, px, 1.0, px + (0.1 if venue == 1 else 1.0),
-            1.0)
+    # wire.BOOK order: venue, flags, symbol, conn, reason, _pad, seq, t_exchange, t_recv, t_publish, prices/sizes
+    return (venue, 1, 0, 1, 0, 0, i, t_recv - 1_000_000, t_recv, t_publish, px, 1.0,
+            px + (0.1 if venue == 1 else 1.0), 1.0)
 
 
 def ring_feed(shm: str, seg_bn: str, seg_hl: str, n: int, cpus: tuple[int, ...], go: mp.Event, ready: mp.Event
@@ -96,9 +102,9 @@ def ring_feed(shm: str, seg_bn: str, seg_hl: str, n: int, cpus: tuple[int, ...],
     for i in range(1, n + 1):
         if i % HL_EVERY == 0:
             t = tns()
-            pub_h(2, 1, 0, 1, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0)
+            pub_h(2, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0)
         t = tns()
-        pub_b(1, 1, 0, 1, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0)
+        pub_b(1, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0)
         if i % 256 == 0:
             wb.beat()
             wh.beat()
@@ -119,9 +125,9 @@ def queue_feed(q: mp.Queue, n: int, cpus: tuple[int, ...], go: mp.Event) -> None
     for i in range(1, n + 1):
         if i % HL_EVERY == 0:
             t = tns()
-            put((2, 1, 0, 1, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0))
+            put((2, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0))
         t = tns()
-        put((1, 1, 0, 1, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0))
+        put((1, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0))
         time.sleep(BOOK_INTERVAL_S)
     put(None)
 
@@ -150,7 +156,8 @@ def queue_strategy(qin: mp.Queue, qout: mp.Queue, cpus: tuple[int, ...]) -> None
             continue
         oid += 1
         t_decision = tns()
-        put((oid, 1, 2, d[0], 1, d[1], rec[0], 0, d[2], d[3], rec[4], rec[6], rec[7], t_seen, t_decision))
+        put((oid, 1, 2, d[0], 1, d[1], rec[_B_VENUE], 0, d[2], d[3], rec[_B_SEQ], rec[_B_T_RECV], rec[_B_T_PUBLISH],
+             t_seen, t_decision))
         arb.fired(d, t_decision)
 
 
@@ -321,7 +328,7 @@ def run_floor(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> 
                 if not spins & 0xFFFF and (not feed.is_alive() or time.monotonic() > deadline):
                     break
                 continue
-            out[k] = tns() - rec[7]
+            out[k] = tns() - rec[_B_T_PUBLISH]
             k += 1
         gc.enable()
         reader.close()
