@@ -1,10 +1,20 @@
-"""What every venue module shares about frames: the kind of a non-data frame, and decimal text for encoding."""
+"""What every venue module shares about frames: the kind of a non-data frame, the bounded integer types of the
+typed decoders, and decimal text for encoding."""
 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Annotated
 
+import msgspec
 import numpy as np
+
+_INT64_MAX = (1 << 63) - 1
+#: A venue's millisecond time that still fits the records' signed 64-bit nanoseconds after scaling (ms -> ns):
+#: anything larger, or negative, fails the typed decode (a MALFORMED reject) instead of failing the ring write.
+EpochMs = Annotated[int, msgspec.Meta(ge=0, le=_INT64_MAX // 1_000_000)]
+#: A venue's sequence number (Binance ``u``) that fits the records' signed 64-bit ``seq``.
+SeqId = Annotated[int, msgspec.Meta(ge=0, le=_INT64_MAX)]
 
 
 class FrameKind(IntEnum):

@@ -14,12 +14,12 @@ allocation does not count towards triggering the garbage collector. Anything the
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from caerus.net.untrusted import decode_untrusted
-from caerus.venues.frames import FrameKind, decimal_text
+from caerus.venues.frames import EpochMs, FrameKind, SeqId, decimal_text
 
 DEFAULT_BASE_URL = "wss://fstream.binance.com"
 TESTNET_BASE_URL = "wss://fstream.binancefuture.com"
@@ -39,17 +39,13 @@ DEFAULT_STALE_AFTER_S = 10.0
 DATA_EVENTS = frozenset({"bookTicker", "depthUpdate"})
 #: levels a side in every depth5 message (the venue always fills all five for a listed perpetual)
 DEPTH_LEVELS = 5
-# Ids and times must fit the record's signed 64-bit fields after scaling (E ms -> ns): anything larger, or
-# negative, fails the typed decode (MALFORMED) instead of failing the ring write.
-UpdateId = Annotated[int, msgspec.Meta(ge=0, le=(1 << 63) - 1)]
-EventMs = Annotated[int, msgspec.Meta(ge=0, le=((1 << 63) - 1) // 1_000_000)]
 
 
 class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker", gc=False):
     """``<symbol>@bookTicker``: best bid/ask with the order-book update id ``u`` and event time ``E`` (ms)."""
 
-    u: UpdateId
-    E: EventMs
+    u: SeqId
+    E: EpochMs
     s: str
     b: float
     B: float
@@ -60,8 +56,8 @@ class BookTicker(msgspec.Struct, tag_field="e", tag="bookTicker", gc=False):
 class Depth(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
     """``<symbol>@depth5@100ms``: a full top-5 snapshot per message (levels are [price, qty] pairs)."""
 
-    u: UpdateId
-    E: EventMs
+    u: SeqId
+    E: EpochMs
     s: str
     b: list[tuple[float, float]]
     a: list[tuple[float, float]]

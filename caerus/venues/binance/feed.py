@@ -8,7 +8,7 @@ No logging, no dict/list allocation, no syscalls beyond the clock read. Everythi
 Ordering: ``u`` is the order-book update id. ``u`` equal to the newest seen one is a DUPLICATE (dropped, counted),
 lower is SEQ_NOT_INCREASING; exchange time ``E`` going backwards is TIME_BACKWARDS. The ordering state advances on
 every parsed update of our symbol, valid or not, so an older update never follows a newer rejected one. A frame for
-another symbol is WRONG_INSTRUMENT. A depth5 frame must look like a snapshot (1..5 levels a side, every size
+another symbol is WRONG_INSTRUMENT. A depth5 frame must look like a snapshot (exactly 5 levels a side, every size
 positive, bids descending, asks ascending); anything else (a diff) is NOT_SNAPSHOT, never read as a top of book.
 Ids and times out of range (negative, or past what a record holds) fail the typed decode: MALFORMED.
 """

@@ -12,12 +12,12 @@ inside that (default every 20 s).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from caerus.net.untrusted import decode_untrusted
-from caerus.venues.frames import FrameKind, decimal_text
+from caerus.venues.frames import EpochMs, FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://api.hyperliquid.xyz"
 TESTNET_BASE_URL = "wss://api.hyperliquid-testnet.xyz"
@@ -29,9 +29,6 @@ DEFAULT_KEEPALIVE_S = 20.0  # server idle limit is 60 s
 #: bbo is sent only when the top changes (~0.1 s median gap, quiet spells of seconds); 30 s means dead
 DEFAULT_STALE_AFTER_S = 30.0
 GREETING = b"Websocket connection established."
-# Block times must fit the record's signed 64-bit nanoseconds after scaling (ms -> ns): anything larger, or
-# negative, fails the typed decode (MALFORMED) instead of failing the ring write.
-BlockMs = Annotated[int, msgspec.Meta(ge=0, le=((1 << 63) - 1) // 1_000_000)]
 
 
 class Level(msgspec.Struct, gc=False):
@@ -42,13 +39,13 @@ class Level(msgspec.Struct, gc=False):
 
 class BboData(msgspec.Struct, gc=False):
     coin: str
-    time: BlockMs
+    time: EpochMs
     bbo: tuple[Level | None, Level | None]
 
 
 class L2Data(msgspec.Struct, gc=False):
     coin: str
-    time: BlockMs
+    time: EpochMs
     levels: tuple[list[Level], list[Level]]
 
 
