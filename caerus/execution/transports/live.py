@@ -172,24 +172,27 @@ class WsOrderSession:
         t = threading.Thread(target=attempt, name=f"{self.name}-connect", daemon=True)
         t.start()
         t.join(self._open_timeout + 1.0)
-        if t.is_alive():
+        timed_out = t.is_alive()
+        if timed_out:
             with contextlib.suppress(OSError):
                 waker.shutdown(socket.SHUT_RDWR)
             t.join(5.0)
         waker.close()
-        if not outcome:
+        result = outcome[0] if outcome else None
+        if timed_out or result is None:
+            # Whatever the attempt ended with after our shutdown (an error it caused, or a connection that just
+            # made it), the venue did not complete the handshake in time: close what exists, report that.
+            if isinstance(result, ClientConnection):
+                result.close()
             raw.close()
             raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: HandshakeTimeout: no WebSocket "
                                      f"handshake within {self._open_timeout:g} s")
-        result = outcome[0]
         if isinstance(result, BaseException):
             raw.close()
             if isinstance(result, OSError | InvalidHandshake | InvalidURI | TimeoutError):
                 raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(result).__name__}: "
                                          f"{result}") from None
             raise result
-        if t.is_alive():  # cannot happen (outcome is set last), but never hand out a connection still being built
-            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: connect thread did not finish")
         # The connection outlives any ``with`` block (closed in close()); entering it marks it as managed, which
         # websockets >= 17.1 wants instead of a bare connect() (works the same on older versions).
         return result.__enter__()
