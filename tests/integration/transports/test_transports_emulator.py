@@ -18,6 +18,7 @@ from caerus.execution.transports.base import VenueReply
 from caerus.execution.transports.live import make_live_transport
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
 
 pytestmark = pytest.mark.integration
@@ -29,14 +30,8 @@ def _order(order_id: int, venue: int, px: float, qty: float) -> tuple:
                          trigger_t_recv=now, trigger_t_publish=now, t_seen=now, t_decision=now, seq=order_id)
 
 
-def _reply(transport, timeout: float = 15.0) -> VenueReply:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = transport.poll_reply()
-        if r is not None:
-            return r
-        time.sleep(0.005)
-    pytest.fail(f"no venue reply within {timeout} s; stats={transport.stats()}")
+def _reply(transport) -> VenueReply:  # the emulator answers through its market model: longer bound
+    return next_reply(transport, timeout=15.0)
 
 
 def _until_filled(t, venue: int, first_id: int) -> VenueReply:

@@ -14,13 +14,13 @@ from eth_account import Account
 
 from caerus import wire
 from caerus.execution.credentials import CredentialsError, Secret, load_credentials
-from caerus.execution.transports.base import Transport, VenueReply
+from caerus.execution.transports.base import Transport
 from caerus.execution.transports.live import LiveConfigError, LiveTransportError, make_live_transport
 from caerus.sim import orders
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import CODE_ACTION_ERROR, CODE_ORDER_ERROR
-from tests.fixtures.transports_orders import OrderServer
+from tests.fixtures.transports_orders import OrderServer, next_reply
 from tests.kit import records
 
 pytestmark = pytest.mark.integration
@@ -34,14 +34,6 @@ def _order(order_id: int, *, side: int = 1, px: float = 100_000.0, qty: float = 
                          seq=order_id)
 
 
-def _reply(transport, timeout: float = 10.0) -> VenueReply:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = transport.poll_reply()
-        if r is not None:
-            return r
-        time.sleep(0.005)
-    pytest.fail(f"no venue reply within {timeout} s; stats={transport.stats()}")
 
 
 def _binance(server: OrderServer, creds=None, **kw):
@@ -68,14 +60,14 @@ def test_binance_hmac_order_place_accepted(order_server: OrderServer) -> None:
         assert isinstance(t, Transport)
         res = t.send_msg(_order(11))
         assert res.outcome == wire.Outcome.SENT and res.t_sent > 0
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.fill_qty, r.fill_px, r.venue_code) == (11, wire.Outcome.FILLED, 0.01,
                                                                                 100_000.0, 0)
         orders.update_book("binance", 99_000.0, 1.0, 101_000.0, 1.0)
         t.send_msg(_order(12))  # buy 100000 < ask 101000: IOC expires
-        assert _reply(t).outcome == wire.Outcome.NOT_FILLED
+        assert next_reply(t).outcome == wire.Outcome.NOT_FILLED
         t.send_msg(_order(13, tif=wire.Tif.GTC))
-        assert _reply(t).outcome == wire.Outcome.SENT  # resting, acknowledged
+        assert next_reply(t).outcome == wire.Outcome.SENT  # resting, acknowledged
         st = t.stats()
         assert st["sent"] == 3 and st["filled"] == 1 and st["not_filled"] == 1 and st["acked"] == 1
         assert st["in_flight"] == 0 and st["rejected"] == 0
@@ -93,7 +85,7 @@ def test_binance_ed25519_order_place_accepted(order_server: OrderServer) -> None
     t = _binance(order_server, creds)
     try:
         t.send_msg(_order(21, side=-1, px=99_000.0))
-        r = _reply(t)
+        r = next_reply(t)
         assert r.outcome == wire.Outcome.FILLED and r.order_id == 21
     finally:
         t.close()
@@ -104,7 +96,7 @@ def test_binance_bad_signature_rejected(order_server: OrderServer) -> None:
     t = _binance(order_server, wrong)
     try:
         assert t.send_msg(_order(31)).outcome == wire.Outcome.SENT
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.venue_code) == (31, wire.Outcome.VENUE_REJECTED, -1022)
         assert "Signature" in r.message and t.stats()["rejected"] == 1
     finally:
@@ -115,13 +107,13 @@ def test_binance_venue_rules_rejected(order_server: OrderServer) -> None:
     t = _binance(order_server, symbol="ETHUSDT")
     try:
         t.send_msg(_order(41))
-        assert _reply(t).venue_code == -1121
+        assert next_reply(t).venue_code == -1121
     finally:
         t.close()
     t = _binance(order_server, qty_decimals=4)
     try:
         t.send_msg(_order(42, qty=0.0105))
-        assert _reply(t).venue_code == -1111
+        assert next_reply(t).venue_code == -1111
     finally:
         t.close()
 
@@ -134,13 +126,13 @@ def test_hyperliquid_post_accepted(order_server: OrderServer) -> None:
         assert isinstance(t, Transport)
         assert t.address == Account.from_key(order_server.hl_private_key).address
         assert t.send_msg(_order(51, venue=wire.Venue.HYPERLIQUID, qty=0.001)).outcome == wire.Outcome.SENT
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.fill_qty, r.fill_px) == (51, wire.Outcome.FILLED, 0.001, 100_000.0)
         orders.update_book("hyperliquid", 99_000.0, 1.0, 101_000.0, 0.0005)
         t.send_msg(_order(52, venue=wire.Venue.HYPERLIQUID, qty=0.001))
-        assert _reply(t).outcome == wire.Outcome.NOT_FILLED
+        assert next_reply(t).outcome == wire.Outcome.NOT_FILLED
         t.send_msg(_order(53, venue=wire.Venue.HYPERLIQUID, px=101_500.0, qty=0.001))
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.outcome, r.fill_qty, r.fill_px) == (wire.Outcome.PARTIAL, 0.0005, 101_000.0)
         st = t.stats()
         assert (st["sent"], st["filled"], st["not_filled"], st["partial"]) == (3, 1, 1, 1)
@@ -153,7 +145,7 @@ def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: O
     t = _hl(order_server, network="mainnet")
     try:
         t.send_msg(_order(55, venue=wire.Venue.HYPERLIQUID, qty=0.001))
-        assert _reply(t).outcome == wire.Outcome.FILLED
+        assert next_reply(t).outcome == wire.Outcome.FILLED
     finally:
         t.close()
 
@@ -163,7 +155,7 @@ def test_hyperliquid_post_rejected(order_server: OrderServer) -> None:
     t = _hl(order_server, stranger)
     try:
         t.send_msg(_order(61, venue=wire.Venue.HYPERLIQUID, qty=0.001))
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.venue_code) == (61, wire.Outcome.VENUE_REJECTED, CODE_ACTION_ERROR)
         assert "does not exist" in r.message
     finally:
@@ -171,7 +163,7 @@ def test_hyperliquid_post_rejected(order_server: OrderServer) -> None:
     t = _hl(order_server)
     try:
         t.send_msg(_order(62, venue=wire.Venue.HYPERLIQUID, qty=0.00001))  # $1 order: below the minimum value
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.outcome, r.venue_code) == (wire.Outcome.VENUE_REJECTED, CODE_ORDER_ERROR)
         assert "minimum value" in r.message
     finally:
@@ -221,7 +213,7 @@ def test_lost_connection_reports_in_flight_and_reconnects(order_server: OrderSer
     try:
         order_server.drop_next.set()
         assert t.send_msg(_order(71)).outcome == wire.Outcome.SENT
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome) == (71, wire.Outcome.SEND_FAILED) and "state unknown" in r.message
         deadline = time.monotonic() + 10
         while t.stats()["reconnects"] < 1 and time.monotonic() < deadline:
@@ -229,7 +221,7 @@ def test_lost_connection_reports_in_flight_and_reconnects(order_server: OrderSer
         st = t.stats()
         assert st["disconnects"] == 1 and st["reconnects"] == 1 and st["lost_in_flight"] == 1
         t.send_msg(_order(72))
-        assert _reply(t).outcome == wire.Outcome.FILLED
+        assert next_reply(t).outcome == wire.Outcome.FILLED
     finally:
         t.close()
     assert t.send_msg(_order(73)).outcome == wire.Outcome.SEND_FAILED  # closed: fails at once, counted
@@ -249,7 +241,7 @@ def test_secrets_never_in_logs(order_server: OrderServer, caplog: pytest.LogCapt
             b.send_msg(_order(81))
             h.send_msg(_order(82, venue=wire.Venue.HYPERLIQUID, qty=0.001))
             wrong.send_msg(_order(83))
-            got = {_reply(b).order_id, _reply(h).order_id, _reply(wrong).order_id}
+            got = {next_reply(b).order_id, next_reply(h).order_id, next_reply(wrong).order_id}
             assert got == {81, 82, 83}
             shown = " ".join(repr(x) for x in (b, h, wrong, load_credentials("binance", order_server.creds_file),
                                                 load_credentials("hyperliquid", order_server.creds_file)))
@@ -276,7 +268,7 @@ def test_factory_takes_a_credentials_path_or_the_environment(order_server: Order
     t.start()
     try:
         t.send_msg(_order(91))
-        assert _reply(t).outcome == wire.Outcome.FILLED
+        assert next_reply(t).outcome == wire.Outcome.FILLED
     finally:
         t.close()
     monkeypatch.setenv("CAERUS_HL_PRIVATE_KEY", order_server.hl_private_key)

@@ -12,9 +12,8 @@ import pytest
 
 from caerus import wire
 from caerus.execution.credentials import load_credentials
-from caerus.execution.transports.base import VenueReply
 from caerus.execution.transports.live import LiveTransportError, make_live_transport
-from tests.fixtures.transports_orders import OrderServer
+from tests.fixtures.transports_orders import OrderServer, next_reply
 from tests.kit import records
 
 pytestmark = pytest.mark.integration
@@ -43,14 +42,6 @@ def _wait(transport: Any, what: str, pred: Any, timeout: float = 10.0) -> None:
     pytest.fail(f"{what} within {timeout} s; stats={transport.stats()}")
 
 
-def _reply(transport: Any, timeout: float = 10.0) -> VenueReply:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = transport.poll_reply()
-        if r is not None:
-            return r
-        time.sleep(0.005)
-    pytest.fail(f"no venue reply within {timeout} s; stats={transport.stats()}")
 
 
 def _binance_reply(result: Any = None, **top: Any) -> Any:
@@ -73,7 +64,7 @@ def test_binance_fill_without_avg_price_takes_it_from_cum_quote(order_server: Or
     t = _start(order_server, "binance")
     try:
         t.send_msg(_order(1))
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome) == (1, wire.Outcome.FILLED)
         assert r.fill_qty == pytest.approx(0.01) and r.fill_px == pytest.approx(100_050.0)  # never 0
     finally:
@@ -105,7 +96,7 @@ def test_hyperliquid_waiting_statuses_are_accepted_orders_not_rejections(order_s
     t = _start(order_server, "hyperliquid")
     try:
         t.send_msg(_order(3, venue=wire.Venue.HYPERLIQUID))
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.message) == (3, wire.Outcome.SENT, status)
         assert t.stats()["rejected"] == 0
     finally:
@@ -147,7 +138,7 @@ def test_binance_unreadable_reply_keeps_the_order_until_a_reply_resolves_it(orde
         order_server.scripted.clear()
         order_server.drop_next.set()
         t.send_msg(_order(6))
-        first, second = _reply(t), _reply(t)
+        first, second = next_reply(t), next_reply(t)
         assert {first.order_id, second.order_id} == {5, 6}
         assert first.outcome == second.outcome == wire.Outcome.SEND_FAILED
         assert t.stats()["in_flight"] == 0
@@ -180,7 +171,7 @@ def test_binance_error_status_with_a_string_error_is_a_rejection(order_server: O
     t = _start(order_server, "binance")
     try:
         t.send_msg(_order(7))
-        r = _reply(t)
+        r = next_reply(t)
         assert (r.order_id, r.outcome, r.message) == (7, wire.Outcome.VENUE_REJECTED, "Malformed request.")
         assert t.stats()["in_flight"] == 0
     finally:
@@ -206,7 +197,7 @@ def test_hyperliquid_unreadable_reply_keeps_the_order_tracked(order_server: Orde
         # the next reply for the order resolves it normally
         order_server.scripted.clear()
         t.send_msg(_order(9, venue=wire.Venue.HYPERLIQUID))
-        r = _reply(t)
+        r = next_reply(t)
         assert r.order_id == 9 and t.stats()["in_flight"] == 1  # order 8 still tracked
     finally:
         t.close()
