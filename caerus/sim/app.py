@@ -36,6 +36,7 @@ ORDER_ENTRY_HELP = """order entry: the emulator accepts orders only from the cre
   CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE  a PEM Ed25519 public key (Ed25519-signed requests)
   CAERUS_SIM_HL_ADDRESS                       the Hyperliquid wallet (0x...) whose signatures are accepted
   CAERUS_SIM_HL_NETWORK                       mainnet | testnet | any (default any): the signing domain accepted
+  CAERUS_SIM_HL_VAULTS                        comma-separated vault addresses the wallet may trade for (default none)
 """
 
 

@@ -1,15 +1,22 @@
 """Binance USD-M futures emulator server: market streams at their 2026 routed paths plus WebSocket API orders.
 
 Paths (anything else is refused with HTTP 404 at the handshake):
-* ``/public/ws/<stream>[/<stream>..]`` raw frames; ``/public/ws`` + ``SUBSCRIBE`` frames.
+* ``/public/ws/<stream>[/<stream>..]`` raw frames; ``/public/ws`` + ``SUBSCRIBE`` frames: bookTicker, partial depth
+  ``@depth5|10|20[@100ms|@250ms|@500ms|@0ms]``, diff depth ``@depth[@100ms|@250ms|@500ms]`` and trade.
 * ``/public/stream?streams=a/b`` combined frames ``{"stream":..,"data":..}``; ``/public/stream`` + ``SUBSCRIBE``.
-* ``/market/ws..`` and ``/market/stream..`` the same for aggTrade / markPrice / kline.
+* ``/market/ws..`` and ``/market/stream..`` the same for aggTrade / markPrice / miniTicker / ticker / kline.
+* ``/private/ws[/<listenKey>]`` and ``/private/stream[?streams=<listenKey>]``: the user-data route; a listen key
+  comes from ``POST /fapi/v1/listenKey`` (caerus.sim.binance_rest).
 * ``/ws-fapi/v1`` order entry, answered by ``caerus.sim.orders.binance_ws_api_response``.
+* Any other request on the port (no WebSocket upgrade) is REST: caerus.sim.binance_rest.
 
 A stream on the wrong route (bookTicker on ``/market``, aggTrade on ``/public``) is acknowledged and then stays
-silent, like the real venue: only a data watchdog notices. The server sends protocol pings every
-``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s`` (24 h) with 1001 and
-disconnects (1008) a client sending more than 10 messages per second.
+silent, like the real venue: only a data watchdog notices. A ``SUBSCRIBE`` to a stream this emulator does not
+model is refused (error code 2 naming it), never acknowledged and left silent; a name in the URL path that is not
+a stream is ignored, as the venue ignores it (ccxt puts a connection number there).
+``SET_PROPERTY ["combined", true|false]`` switches the wrapper for every stream of the connection. The server
+sends protocol pings every ``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s``
+(24 h) with 1001 and disconnects (1008) a client sending more than 10 messages per second.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import collections
 import json
 import logging
 import re
+from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import ServerConnection
@@ -26,14 +34,16 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from caerus.sim import frames
+from caerus.sim.binance_rest import BinanceRest
 from caerus.sim.config import SharedState
+from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
 from caerus.sim.order_entry import binance_order_reply
 
 log = logging.getLogger("caerus.sim")
 
 ORDER_PATH = "/ws-fapi/v1"
-ROUTES = ("public", "market")
+ROUTES = ("public", "market", "private")
 METHODS = ("SUBSCRIBE", "UNSUBSCRIBE", "LIST_SUBSCRIPTIONS", "SET_PROPERTY", "GET_PROPERTY")
 _DEPTH = re.compile(r"^depth(5|10|20)?(?:@(0|100|250|500)ms)?$", re.IGNORECASE)
 _KLINE = re.compile(r"^kline_(1m|3m|5m|15m|30m|1h|2h|4h|6h|8h|12h|1d|3d|1w|1M)$")
@@ -47,13 +57,15 @@ def classify_stream(stream: str) -> tuple[str | None, str | None]:
     sym = sym.lower()
     if kind.lower() == "bookticker":
         return "public", f"binance:{sym}@bookTicker"
+    if kind == "trade":
+        return "public", f"binance:{sym}@trade"
     m = _DEPTH.match(kind)
     if m:
-        levels, speed = m.group(1), m.group(2) or ("250" if m.group(1) else "100")
+        levels, speed = m.group(1), m.group(2) or "250"
+        if not levels and speed == "0":
+            return None, None  # diff depth has no 0 ms variant
         return "public", f"binance:{sym}@depth{levels or ''}@{speed}ms"
-    if kind == "aggTrade":
-        return "market", f"binance:{sym}@aggTrade"
-    if kind in ("markPrice", "markPrice@1s"):
+    if kind in ("aggTrade", "miniTicker", "ticker", "markPrice", "markPrice@1s"):
         return "market", f"binance:{sym}@{kind}"
     if _KLINE.match(kind):
         return "market", f"binance:{sym}@{kind}"
@@ -61,18 +73,33 @@ def classify_stream(stream: str) -> tuple[str | None, str | None]:
 
 
 def parse_path(path: str) -> tuple[str, bool, list[str]] | None:
-    """(route, combined, initial streams) for a market-data request path, or None when it is not one."""
+    """(route, combined, initial streams) for a stream request path, or None when it is not one."""
     url = urlsplit(path)
     parts = url.path.strip("/").split("/")
     if len(parts) < 2 or parts[0] not in ROUTES:
         return None
     route, kind = parts[0], parts[1]
+    query = parse_qs(url.query)
     if kind == "ws":
-        return route, False, [p for p in parts[2:] if p]
+        return route, False, [p for p in parts[2:] if p] + query.get("listenKey", [])[:1]
     if kind == "stream" and len(parts) == 2:
-        streams = parse_qs(url.query).get("streams", [""])[0]
+        streams = query.get("streams", [""])[0]
         return route, True, [s for s in streams.split("/") if s]
     return None
+
+
+def _unknown_stream(stream: str) -> str:
+    return (f"Invalid request: stream `{stream}` is not served by this emulator (see the fidelity table in "
+            "docs/emulator.md)")
+
+
+@dataclass
+class _StreamConn:
+    """One stream connection's subscriptions: stream name as subscribed -> topic key (None: acknowledged, silent)."""
+
+    route: str
+    combined: bool
+    subscribed: dict[str, str | None] = field(default_factory=dict)
 
 
 class BinanceServer:
@@ -81,11 +108,18 @@ class BinanceServer:
     def __init__(self, state: SharedState) -> None:
         self.state = state
         self.counters = state.counters[self.venue]
+        self.rest = BinanceRest(lambda: state.market)
+
+    def http(self, request: HttpRequest) -> HttpReply:
+        """A plain HTTP request on this port (REST)."""
+        self.counters.http_requests += 1
+        return self.rest(request)
 
     # -- handshake -------------------------------------------------------------------------------------------
     def process_request(self, conn: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
-        if path != ORDER_PATH and parse_path(request.path) is None:
+        parsed = parse_path(request.path) if path != ORDER_PATH else None
+        if path != ORDER_PATH and parsed is None:
             self.counters.rejected += 1
             return conn.respond(404, f"no WebSocket endpoint at {path}\n")
         scenario = self.state.config.scenario
@@ -97,6 +131,16 @@ class BinanceServer:
             resp.headers["Retry-After"] = "1"
             return resp
         return None
+
+    def _refusal(self, route: str, stream: str) -> str | None:
+        """Why a subscription is refused, or None when it is served (or acknowledged and silent, as the venue
+        does for a known stream on the wrong route)."""
+        if route == "private":
+            return None if stream in self.rest.listen_keys else f"Invalid request: unknown listenKey `{stream}`"
+        if stream in self.rest.listen_keys:
+            return None  # a listen key on a market route: acknowledged, silent
+        _, key = classify_stream(stream)
+        return _unknown_stream(stream) if key is None else None
 
     # -- connections -----------------------------------------------------------------------------------------
     async def handler(self, conn: ServerConnection) -> None:
@@ -124,8 +168,8 @@ class BinanceServer:
         parsed = parse_path(conn.request.path)
         assert parsed is not None  # process_request refused everything else
         route, combined, initial = parsed
+        sc = _StreamConn(route, combined)
         sub = Subscriber(conn, self.venue, cfg.scenario, state.budget)
-        subscribed: dict[str, str | None] = {}  # stream name as subscribed -> topic key (None: silent)
         lifetime = cfg.binance_max_lifetime_s
         if cfg.scenario.name == "early-close" and state.budget.claim(self.venue):
             lifetime = cfg.scenario.after_s
@@ -133,7 +177,7 @@ class BinanceServer:
         expiry = loop.call_later(lifetime, lambda: spawn(conn.close(1001, "connection lifetime")))
         try:
             for stream in initial:
-                self._subscribe(sub, route, combined, stream, subscribed)
+                self._subscribe(sub, sc, stream, from_path=True)
             recent: collections.deque[float] = collections.deque(maxlen=cfg.binance_max_incoming_per_s + 1)
             async for msg in conn:
                 recent.append(loop.time())
@@ -142,7 +186,7 @@ class BinanceServer:
                              cfg.binance_max_incoming_per_s)
                     await conn.close(1008, "Too many requests")
                     return
-                reply = self._request(msg, sub, route, combined, subscribed)
+                reply = self._request(msg, sub, sc)
                 if reply is not None:
                     await conn.send(reply)
         finally:
@@ -150,18 +194,20 @@ class BinanceServer:
             state.topics.remove_all(sub)
             sub.close()
 
-    def _subscribe(self, sub: Subscriber, route: str, combined: bool, stream: str,
-                   subscribed: dict[str, str | None]) -> None:
+    def _subscribe(self, sub: Subscriber, sc: _StreamConn, stream: str, from_path: bool = False) -> None:
+        if from_path and self._refusal(sc.route, stream) is not None:
+            return  # not a stream (ccxt puts a connection number in the path): ignored, as the venue does
         stream_route, key = classify_stream(stream)
+        if sc.route == "private":
+            key, stream_route = f"binance:user:{stream}", "private"  # user-data events for this listen key
         sub.arm()
-        if key is not None and stream_route == route:
-            subscribed[stream] = key
-            self.state.topics.add(key, sub, stream if combined else None)
+        if key is not None and stream_route == sc.route:
+            sc.subscribed[stream] = key
+            self.state.topics.add(key, sub, stream if sc.combined else None)
         else:
-            subscribed[stream] = None  # acknowledged, never fed: the silent wrong route
+            sc.subscribed[stream] = None  # acknowledged, never fed: the silent wrong route
 
-    def _request(self, msg: str | bytes, sub: Subscriber, route: str, combined: bool,
-                 subscribed: dict[str, str | None]) -> str | None:
+    def _request(self, msg: str | bytes, sub: Subscriber, sc: _StreamConn) -> str | None:
         try:
             req = json.loads(msg)
         except ValueError as exc:
@@ -183,18 +229,31 @@ class BinanceServer:
             if not isinstance(params, list) or not params or not all(isinstance(p, str) for p in params):
                 return frames.binance_error(2, "Invalid request: params must be a non-empty list of stream names",
                                             req_id)
+            if method == "SUBSCRIBE":
+                for stream in params:
+                    why = self._refusal(sc.route, stream)
+                    if why is not None:
+                        return frames.binance_error(2, why, req_id)
             for stream in params:
                 if method == "SUBSCRIBE":
-                    self._subscribe(sub, route, combined, stream, subscribed)
+                    self._subscribe(sub, sc, stream)
                 else:
-                    key = subscribed.pop(stream, None)
+                    key = sc.subscribed.pop(stream, None)
                     if key is not None:
                         self.state.topics.remove(key, sub)
             return frames.binance_result(req_id)
         if method == "LIST_SUBSCRIPTIONS":
-            return frames.binance_result(req_id, list(subscribed))
+            return frames.binance_result(req_id, list(sc.subscribed))
         if method == "SET_PROPERTY":
+            if not (isinstance(params, list) and len(params) == 2 and params[0] == "combined"
+                    and isinstance(params[1], bool)):
+                return frames.binance_error(2, "Invalid request: SET_PROPERTY takes [\"combined\", true|false]",
+                                            req_id)
+            sc.combined = params[1]
+            for stream, key in sc.subscribed.items():  # every stream of the connection switches wrapper
+                if key is not None:
+                    self.state.topics.add(key, sub, stream if sc.combined else None)
             return frames.binance_result(req_id)
-        return frames.binance_result(req_id, combined)  # GET_PROPERTY: the only property is "combined"
-
-
+        if not (isinstance(params, list) and params == ["combined"]):
+            return frames.binance_error(2, "Invalid request: GET_PROPERTY takes [\"combined\"]", req_id)
+        return frames.binance_result(req_id, sc.combined)

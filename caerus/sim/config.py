@@ -7,6 +7,7 @@ import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from caerus.sim.hub import Topics
 from caerus.sim.market import MarketConfig
@@ -71,6 +72,7 @@ class VenueCounters:
     closed: int = 0
     rejected: int = 0  # handshakes refused with an HTTP status (scenario or bad path)
     tls_failed: int = 0  # handshakes served the rogue certificate
+    http_requests: int = 0  # plain HTTP (REST) requests answered on the venue's port
 
     @property
     def active(self) -> int:
@@ -87,6 +89,8 @@ class SharedState:
     counters: dict[str, VenueCounters] = field(default_factory=lambda: {v: VenueCounters() for v in VENUES})
     # topic key -> current frame, sent to a new subscriber right after its ack (None: nothing yet / replay)
     snapshot: Callable[[str], str | None] = field(default=lambda key: None)
+    # the live market model's driver (REST snapshots read its book and tape); None while replaying frames
+    market: Any = None
 
     def __post_init__(self) -> None:
         self.budget = FaultBudget(self.config.scenario)

@@ -13,29 +13,39 @@ import heapq
 import time
 
 from caerus.sim import frames
+from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.hub import Topics
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
 from caerus.sim.order_entry import BookSink
+from caerus.sim.tape import Tape
 
 BOOK_TICKER = "binance:btcusdt@bookTicker"
 AGG_TRADE = "binance:btcusdt@aggTrade"
+TRADE = "binance:btcusdt@trade"
 HL_BBO = "hyperliquid:bbo:BTC"
 HL_L2 = "hyperliquid:l2Book:BTC"
 HL_L2_FAST = "hyperliquid:l2Book:BTC:fast"
+HL_TRADES = "hyperliquid:trades:BTC"
+HL_ALL_MIDS = "hyperliquid:allMids"
+HL_ASSET_CTX = "hyperliquid:activeAssetCtx:BTC"
 
-# (topic key, period ms, what) for periodic snapshot streams
+# (topic key, period ms, what) for periodic streams: "depthN" partial book, "depth" diff, tickers, marks, l2Book
 PERIODIC: tuple[tuple[str, int, str], ...] = (
     *(
         (f"binance:btcusdt@depth{n}@{speed}ms", speed, f"depth{n}")
-        for n in (5, 10, 20)
+        for n in ("5", "10", "20", "")
         for speed in (100, 250, 500)
     ),
     ("binance:btcusdt@markPrice", 3000, "mark"),
     ("binance:btcusdt@markPrice@1s", 1000, "mark"),
+    ("binance:btcusdt@miniTicker", 500, "miniTicker"),
+    ("binance:btcusdt@ticker", 500, "ticker"),
     (HL_L2_FAST, 500, "l2fast"),
     (HL_L2, 5000, "l2"),
 )
-DEPTH_0MS = tuple(f"binance:btcusdt@depth{n}@0ms" for n in (5, 10, 20))
+DEPTH_PREFIX = "binance:btcusdt@depth"
+DEPTH_IDLE_S = 10.0  # keep the book this long after the last REST snapshot with no depth subscriber
+DEPTH_0MS = tuple((f"binance:btcusdt@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
 
 
 class MarketDriver:
@@ -50,8 +60,15 @@ class MarketDriver:
         self.last_block: HlBlock | None = None
         self.published = 0
         self.late_max_ns = 0
-        self._trade_id = 1_000_000
-        self._depth_prev: dict[str, int] = {}
+        self.depth = DepthBook(model.cfg.seed)  # the Binance book every depth stream and REST snapshot reads
+        self.binance_tape = Tape(first_id=1_000_001)
+        self.hl_tape = Tape(first_id=500_000_001)
+        self._depth_prev: dict[str, int] = {}  # depth topic -> ``u`` of its last event (only while subscribed)
+        # The book costs ~100 us a quote to keep, so it is kept only while read: a depth stream is subscribed or
+        # a REST snapshot was asked for in the last DEPTH_IDLE_S (the fleet's bookTicker path never pays for it).
+        self._depth_live = False
+        self._depth_asked = 0.0
+        topics.on_subscribe = self._on_subscribe
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -79,6 +96,10 @@ class MarketDriver:
                 heapq.heappush(timers, (due + period, period, key, what))
                 if self.topics.has(key):
                     self._snapshot(key, what, due)
+                else:
+                    self._depth_prev.pop(key, None)  # a later subscriber starts a fresh chain
+                    if self._depth_live and what.startswith("depth"):
+                        self._depth_maybe_idle()
                 continue
             if isinstance(ev, BinanceQuote):
                 self._binance(ev)
@@ -92,20 +113,57 @@ class MarketDriver:
             self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty)
         self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
         self.published += 1
-        for key in DEPTH_0MS:
+        if self._depth_live:
+            self.depth.apply(q)
+        for key, what in DEPTH_0MS:
             if self.topics.has(key):
-                self._snapshot(key, key.split("@")[1], q.t_ns)
-        if prev is not None and (q.bid != prev.bid or q.ask != prev.ask) and self.topics.has(AGG_TRADE):
-            self._trade_id += 1
-            self.topics.publish(AGG_TRADE, frames.binance_agg_trade(q, prev, self._trade_id, self.epoch_ns))
+                self._snapshot(key, what, q.t_ns)
+        if prev is not None:
+            trade = self.binance_tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid,
+                                             q.ask)
+            if trade is not None:
+                if self.topics.has(AGG_TRADE):
+                    self.topics.publish(AGG_TRADE, frames.binance_agg_trade(trade, self.epoch_ns))
+                if self.topics.has(TRADE):
+                    self.topics.publish(TRADE, frames.binance_trade(trade, self.epoch_ns))
 
     def _hyperliquid(self, b: HlBlock) -> None:
-        self.last_block = b
+        prev, self.last_block = self.last_block, b
         if b.changed:
             if self.book_sink is not None and b.bid is not None and b.ask is not None:
                 self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz)
             self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
             self.published += 1
+            if prev is not None and None not in (prev.bid, prev.ask, b.bid, b.ask):
+                assert prev.bid is not None and prev.ask is not None and b.bid is not None and b.ask is not None
+                trade = self.hl_tape.on_top(b.t_ns, (prev.bid.px, prev.bid.sz), (prev.ask.px, prev.ask.sz),
+                                            b.bid.px, b.ask.px)
+                if trade is not None and self.topics.has(HL_TRADES):
+                    self.topics.publish(HL_TRADES, frames.hl_trades([trade], self.epoch_ns))
+            if self.topics.has(HL_ALL_MIDS):
+                mids = frames.hl_all_mids(b)
+                if mids is not None:
+                    self.topics.publish(HL_ALL_MIDS, mids)
+            if self.topics.has(HL_ASSET_CTX):
+                self.topics.publish(HL_ASSET_CTX, frames.hl_active_asset_ctx(b, self.hl_tape.stats))
+
+    # -- the Binance book, kept while read -----------------------------------------------------------------------
+    def _on_subscribe(self, key: str, sub: object) -> None:
+        if key.startswith(DEPTH_PREFIX):
+            self.book()
+
+    def book(self) -> DepthBook:
+        """The Binance book, brought up to the newest quote (rebuilt there if it was not kept while unread)."""
+        self._depth_asked = time.monotonic()
+        if not self._depth_live:
+            self._depth_live = True
+            if self.last_quote is not None:
+                self.depth.apply(self.last_quote, rebuild=True)
+        return self.depth
+
+    def _depth_maybe_idle(self) -> None:
+        if time.monotonic() - self._depth_asked > DEPTH_IDLE_S and not self.topics.keys_with_prefix(DEPTH_PREFIX):
+            self._depth_live = False
 
     def current(self, key: str) -> str | None:
         """The current Hyperliquid bbo / l2Book frame for ``key`` (what the venue sends right after subscribing)."""
@@ -116,25 +174,44 @@ class MarketDriver:
             return frames.hl_bbo(b, self.epoch_ns)
         if key in (HL_L2, HL_L2_FAST):
             return frames.hl_l2_book(b, b.t_ns, self.epoch_ns, 5 if key == HL_L2_FAST else 20)
+        if key == HL_ALL_MIDS:
+            return frames.hl_all_mids(b)
+        if key == HL_ASSET_CTX:
+            return frames.hl_active_asset_ctx(b, self.hl_tape.stats)
+        if key == HL_TRADES and self.hl_tape.last is not None:  # the venue answers with the latest trades
+            return frames.hl_trades([self.hl_tape.last], self.epoch_ns)
         return None
 
     def _snapshot(self, key: str, what: str, t_ns: int) -> None:
         if what.startswith("depth"):
-            q = self.last_quote
-            if q is None:
-                return
-            prev = self._depth_prev.get(key)
-            if prev == q.update_id:
-                return  # nothing changed since the last snapshot on this stream
-            if prev is None:  # the stream's first snapshot: it still covers a few updates and chains to an older one
-                prev = q.update_id - 4
-            first = prev + 1
-            self._depth_prev[key] = q.update_id
-            text = frames.binance_depth(q, t_ns, self.epoch_ns, int(what[5:]), first, prev)
-            self.topics.publish(key, text)
+            self._depth(key, what[5:], t_ns)
         elif what == "mark":
             if self.last_quote is not None:
                 self.topics.publish(key, frames.binance_mark_price(self.last_quote, t_ns, self.epoch_ns))
+        elif what == "miniTicker":
+            if self.binance_tape.stats.count:
+                self.topics.publish(key, frames.binance_mini_ticker(self.binance_tape.stats, t_ns, self.epoch_ns))
+        elif what == "ticker":
+            if self.binance_tape.stats.count:
+                self.topics.publish(key, frames.binance_ticker(self.binance_tape.stats, t_ns, self.epoch_ns))
         elif self.last_block is not None:
             depth = 5 if what == "l2fast" else 20
             self.topics.publish(key, frames.hl_l2_book(self.last_block, t_ns, self.epoch_ns, depth))
+
+    def _depth(self, key: str, levels: str, t_ns: int) -> None:
+        """One event on depth stream ``key``: the merged diff since its last event (``levels`` empty), or the top
+        ``levels`` of the book; nothing when the book has not changed since. ``pu`` chains to the last event."""
+        book = self.book()
+        last = self._depth_prev.get(key)
+        if not book.log or last == book.update_id:
+            return
+        if levels:
+            prev = last if last is not None else book.log[-1].prev_id
+            bids, asks = book.top(int(levels))
+            ev: DepthEvent | None = DepthEvent(prev + 1, book.update_id, prev, book.t_ns, tuple(bids), tuple(asks))
+        else:
+            ev = book.changes_since(last)
+        if ev is None:
+            return
+        self._depth_prev[key] = ev.last_id
+        self.topics.publish(key, frames.binance_depth(ev, t_ns, self.epoch_ns))

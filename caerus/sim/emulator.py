@@ -25,6 +25,7 @@ from caerus.sim import protocols
 from caerus.sim.binance import ORDER_PATH, BinanceServer
 from caerus.sim.config import EmulatorConfig, SharedState, VenueCounters
 from caerus.sim.driver import MarketDriver
+from caerus.sim.http import connection_class
 from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
 from caerus.sim.order_entry import book_sink
@@ -89,16 +90,21 @@ class VenueEmulator:
         else:
             self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink())
             self.state.snapshot = self.driver.current
+            self.state.market = self.driver
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
         self._socks = {"binance": _bind(cfg.host, cfg.binance_port),
                        "hyperliquid": _bind(cfg.host, cfg.hyperliquid_port)}
         ports = {v: s.getsockname()[1] for v, s in self._socks.items()}
         common: dict[str, Any] = {"max_size": cfg.max_message_bytes, "compression": None, "close_timeout": 2,
                                    "logger": logging.getLogger("caerus.sim.ws")}
+        # Each venue port also answers plain HTTP (REST), as the venues serve REST and WebSocket on one host.
         specs: dict[str, tuple[Any, Any, dict[str, Any]]] = {
             "binance": (bn.handler, bn.process_request,
-                        {"ping_interval": cfg.binance_ping_interval_s, "ping_timeout": cfg.binance_pong_timeout_s}),
-            "hyperliquid": (hl.handler, hl.process_request, {"ping_interval": None, "ping_timeout": None}),
+                        {"ping_interval": cfg.binance_ping_interval_s, "ping_timeout": cfg.binance_pong_timeout_s,
+                         "create_connection": connection_class(bn.http)}),
+            "hyperliquid": (hl.handler, hl.process_request,
+                            {"ping_interval": None, "ping_timeout": None,
+                             "create_connection": connection_class(hl.http)}),
         }
         # Registered extra protocols (caerus.sim.protocols): ephemeral ports next to the built-in venues.
         for proto in protocols.registered():
@@ -160,7 +166,7 @@ class VenueEmulator:
     def connection_counts(self) -> dict[str, dict[str, int]]:
         return {
             v: {"opened": c.opened, "closed": c.closed, "active": c.active, "rejected": c.rejected,
-                "tls_failed": c.tls_failed}
+                "tls_failed": c.tls_failed, "http_requests": c.http_requests}
             for v, c in self.state.counters.items()
         }
 

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from caerus.sim.market import BINANCE_QTY_STEP, BINANCE_TICK, BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
+from caerus.sim.depth import DepthEvent, Level
+from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
+from caerus.sim.tape import TickerStats, Trade
 
 SYMBOL = "BTCUSDT"
 COIN = "BTC"
@@ -22,7 +24,7 @@ def ms(epoch_ns: int, t_ns: int) -> int:
     return (epoch_ns + t_ns) // 1_000_000
 
 
-def _hl_num(x: float, decimals: int) -> str:
+def hl_num(x: float, decimals: int) -> str:
     text = f"{x:.{decimals}f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
 
@@ -36,42 +38,75 @@ def binance_book_ticker(q: BinanceQuote, epoch_ns: int) -> str:
     )
 
 
-def binance_depth(q: BinanceQuote, t_ns: int, epoch_ns: int, levels: int, first_id: int, prev_id: int) -> str:
-    """A depth<N> partial-book snapshot around quote ``q`` (``U``/``u``/``pu`` chained by the caller)."""
+def _levels(levels: tuple[Level, ...] | list[Level]) -> str:
+    return ",".join(f'["{p:.1f}","{s:.3f}"]' for p, s in levels)
+
+
+def binance_depth(ev: DepthEvent, t_ns: int, epoch_ns: int) -> str:
+    """A ``depthUpdate`` event: a diff (changed levels, size 0 = removed) or a partial-book snapshot (top N)."""
     e = ms(epoch_ns, t_ns)
-    seed = q.update_id
-    bids = depth_levels(q.bid, BINANCE_TICK, -1, levels, seed)
-    asks = depth_levels(q.ask, BINANCE_TICK, +1, levels, seed + 1)
-    bids[0] = (q.bid, q.bid_qty)
-    asks[0] = (q.ask, q.ask_qty)
-    b = ",".join(f'["{p:.1f}","{s:.3f}"]' for p, s in bids)
-    a = ",".join(f'["{p:.1f}","{s:.3f}"]' for p, s in asks)
     return (
-        f'{{"e":"depthUpdate","E":{e},"T":{e - 1},"s":"{SYMBOL}","U":{first_id},"u":{q.update_id},'
-        f'"pu":{prev_id},"b":[{b}],"a":[{a}]}}'
+        f'{{"e":"depthUpdate","E":{e},"T":{e - 1},"s":"{SYMBOL}","U":{ev.first_id},"u":{ev.last_id},'
+        f'"pu":{ev.prev_id},"b":[{_levels(ev.bids)}],"a":[{_levels(ev.asks)}]}}'
     )
+
+
+def binance_depth_snapshot(bids: list[Level], asks: list[Level], update_id: int, t_ns: int, epoch_ns: int
+                           ) -> dict[str, Any]:
+    """``GET /fapi/v1/depth`` body."""
+    e = ms(epoch_ns, t_ns)
+    return {"lastUpdateId": update_id, "E": e, "T": e - 1,
+            "bids": [[f"{p:.1f}", f"{s:.3f}"] for p, s in bids], "asks": [[f"{p:.1f}", f"{s:.3f}"] for p, s in asks]}
+
+
+def binance_agg_trade(t: Trade, epoch_ns: int) -> str:
+    e = ms(epoch_ns, t.t_ns)
+    return (
+        f'{{"e":"aggTrade","E":{e},"a":{t.trade_id},"s":"{SYMBOL}","p":"{t.px:.1f}","q":"{t.qty:.3f}",'
+        f'"f":{t.trade_id * 3},"l":{t.trade_id * 3 + 2},"T":{e - 1},"m":{"true" if t.buyer_is_maker else "false"}}}'
+    )
+
+
+def binance_trade(t: Trade, epoch_ns: int) -> str:
+    e = ms(epoch_ns, t.t_ns)
+    return (
+        f'{{"e":"trade","E":{e},"T":{e - 1},"s":"{SYMBOL}","t":{t.trade_id},"p":"{t.px:.1f}","q":"{t.qty:.3f}",'
+        f'"X":"MARKET","m":{"true" if t.buyer_is_maker else "false"}}}'
+    )
+
+
+def binance_mini_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
+    return (
+        f'{{"e":"24hrMiniTicker","E":{ms(epoch_ns, t_ns)},"s":"{SYMBOL}","c":"{st.last:.1f}","o":"{st.open:.1f}",'
+        f'"h":"{st.high:.1f}","l":"{st.low:.1f}","v":"{st.volume:.3f}","q":"{st.quote_volume:.2f}"}}'
+    )
+
+
+def binance_ticker_fields(st: TickerStats, t_ns: int, epoch_ns: int) -> dict[str, Any]:
+    """The 24 h statistics both the ``@ticker`` stream and ``GET /fapi/v1/ticker/24hr`` carry (stream letters)."""
+    change = st.last - st.open
+    return {"s": SYMBOL, "p": f"{change:.1f}", "P": f"{(change / st.open * 100) if st.open else 0:.3f}",
+            "w": f"{st.vwap:.2f}", "c": f"{st.last:.1f}", "Q": f"{st.last_qty:.3f}", "o": f"{st.open:.1f}",
+            "h": f"{st.high:.1f}", "l": f"{st.low:.1f}", "v": f"{st.volume:.3f}", "q": f"{st.quote_volume:.2f}",
+            "O": ms(epoch_ns, st.first_t_ns), "C": ms(epoch_ns, t_ns), "F": st.first_id, "L": st.last_id,
+            "n": st.count}
+
+
+def binance_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
+    body = {"e": "24hrTicker", "E": ms(epoch_ns, t_ns), **binance_ticker_fields(st, t_ns, epoch_ns)}
+    return json.dumps(body, separators=(",", ":"))
+
+
+def binance_mark_fields(q: BinanceQuote, t_ns: int, epoch_ns: int) -> dict[str, Any]:
+    """Mark price event fields (the ``@markPrice`` stream and ``GET /fapi/v1/premiumIndex``)."""
+    e = ms(epoch_ns, t_ns)
+    mid = (q.bid + q.ask) / 2
+    return {"e": "markPriceUpdate", "E": e, "s": SYMBOL, "p": f"{mid:.8f}", "ap": f"{mid:.8f}", "P": f"{mid:.8f}",
+            "i": f"{mid - 15:.8f}", "r": "0.00010000", "T": (e // 28_800_000 + 1) * 28_800_000}
 
 
 def binance_mark_price(q: BinanceQuote, t_ns: int, epoch_ns: int) -> str:
-    e = ms(epoch_ns, t_ns)
-    mid = (q.bid + q.ask) / 2
-    next_funding = (e // 28_800_000 + 1) * 28_800_000
-    return (
-        f'{{"e":"markPriceUpdate","E":{e},"s":"{SYMBOL}","p":"{mid:.8f}","ap":"{mid:.8f}","P":"{mid:.8f}",'
-        f'"i":"{mid - 15:.8f}","r":"0.00010000","T":{next_funding}}}'
-    )
-
-
-def binance_agg_trade(q: BinanceQuote, prev: BinanceQuote, trade_id: int, epoch_ns: int) -> str:
-    """A trade at the level the market just moved through (buyer-maker when the bid was hit)."""
-    e = ms(epoch_ns, q.t_ns)
-    seller_hit_bid = q.bid < prev.bid
-    px = prev.bid if seller_hit_bid else prev.ask
-    qty = max(BINANCE_QTY_STEP, round(prev.bid_qty if seller_hit_bid else prev.ask_qty, 3))
-    return (
-        f'{{"e":"aggTrade","E":{e},"a":{trade_id},"s":"{SYMBOL}","p":"{px:.1f}","q":"{qty:.3f}",'
-        f'"f":{trade_id * 3},"l":{trade_id * 3 + 2},"T":{e - 1},"m":{"true" if seller_hit_bid else "false"}}}'
-    )
+    return json.dumps(binance_mark_fields(q, t_ns, epoch_ns), separators=(",", ":"))
 
 
 def binance_combined(stream: str, raw: str) -> str:
@@ -90,7 +125,7 @@ def binance_error(code: int, msg: str, req_id: object) -> str:
 def _hl_level(level: HlLevel | None, tick: float) -> str:
     if level is None:
         return "null"
-    return f'{{"px":"{_hl_num(level.px, 1)}","sz":"{_hl_num(level.sz, 5)}","n":{level.n}}}'
+    return f'{{"px":"{hl_num(level.px, 1)}","sz":"{hl_num(level.sz, 5)}","n":{level.n}}}'
 
 
 def hl_bbo(block: HlBlock, epoch_ns: int) -> str:
@@ -114,12 +149,48 @@ def hl_l2_book(block: HlBlock, t_ns: int, epoch_ns: int, depth: int) -> str:
             if i == 0 and lvl0 is not None:
                 parts.append(_hl_level(lvl0, tick))
             else:
-                parts.append(f'{{"px":"{_hl_num(px, 1)}","sz":"{_hl_num(sz, 5)}","n":{1 + (i * 7 + 3) % 11}}}')
+                parts.append(f'{{"px":"{hl_num(px, 1)}","sz":"{hl_num(sz, 5)}","n":{1 + (i * 7 + 3) % 11}}}')
         sides.append("[" + ",".join(parts) + "]")
     return (
         f'{{"channel":"l2Book","data":{{"coin":"{COIN}","time":{ms(epoch_ns, block.t_ns)},'
         f'"levels":[{sides[0]},{sides[1]}]}}}}'
     )
+
+
+def hl_trades(trades: list[Trade], epoch_ns: int) -> str:
+    """A ``trades`` frame: side ``A`` when the seller was the taker (the bid was hit), ``B`` when the buyer was."""
+    items = [{"coin": COIN, "side": "A" if t.buyer_is_maker else "B", "px": hl_num(t.px, 1),
+              "sz": hl_num(t.qty, 5), "time": ms(epoch_ns, t.t_ns), "hash": f"0x{t.trade_id:064x}",
+              "tid": t.trade_id, "users": [HL_MAKER, HL_TAKER]} for t in trades]
+    return json.dumps({"channel": "trades", "data": items}, separators=(",", ":"))
+
+
+def hl_mid(block: HlBlock) -> str | None:
+    if block.bid is None or block.ask is None:
+        return None
+    return hl_num((block.bid.px + block.ask.px) / 2, 1)
+
+
+def hl_all_mids(block: HlBlock) -> str | None:
+    mid = hl_mid(block)
+    if mid is None:
+        return None
+    return f'{{"channel":"allMids","data":{{"mids":{{"{COIN}":"{mid}"}}}}}}'
+
+
+def hl_asset_ctx(block: HlBlock, day: TickerStats) -> dict[str, Any]:
+    """The perp's asset context (``metaAndAssetCtxs`` and the ``activeAssetCtx`` channel), session as the day."""
+    mid = hl_mid(block) or "0"
+    bid = hl_num(block.bid.px, 1) if block.bid else mid
+    ask = hl_num(block.ask.px, 1) if block.ask else mid
+    return {"funding": "0.0000125", "openInterest": "10000.0", "prevDayPx": hl_num(day.open, 1) if day.count else mid,
+            "dayNtlVlm": hl_num(day.quote_volume, 2), "premium": "0.0", "oraclePx": mid, "markPx": mid,
+            "midPx": mid, "impactPxs": [bid, ask], "dayBaseVlm": hl_num(day.volume, 5)}
+
+
+def hl_active_asset_ctx(block: HlBlock, day: TickerStats) -> str:
+    return json.dumps({"channel": "activeAssetCtx", "data": {"coin": COIN, "ctx": hl_asset_ctx(block, day)}},
+                      separators=(",", ":"))
 
 
 def hl_subscription_response(method: str, subscription: object) -> str:
@@ -134,6 +205,8 @@ def hl_error(text: str) -> str:
 
 
 HL_PONG = '{"channel":"pong"}'
+HL_MAKER = "0x0000000000000000000000000000000000000001"  # counterparties shown on emulated trades
+HL_TAKER = "0x0000000000000000000000000000000000000002"
 HL_GREETING = "Websocket connection established."
 
 

@@ -2,10 +2,16 @@
 
 * ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo, the
   current bbo, then a ``bbo`` frame per block whose top changed; ``l2Book`` (current book first) every 5 s
-  (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels). Other known subscription types and other coins
-  are acknowledged and stay silent.
+  (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels); ``trades`` (the latest trade first, then each
+  trade as the top moves through a level), ``allMids`` and ``activeAssetCtx`` (per block whose top changed).
+  User channels (``orderUpdates``, ``userFills``, ``userEvents``, ``notification``, ``webData2``...) are
+  acknowledged: they carry account events only. Market channels this emulator does not model (``candle``,
+  ``activeAssetData``) and other coins are refused with an ``error`` frame naming the subscription, never
+  acknowledged and left silent.
 * ``{"method":"ping"}`` -> ``{"channel":"pong"}``; bad requests -> ``{"channel":"error","data":"..."}``.
 * ``{"method":"post","id":N,"request":{...}}`` -> ``caerus.sim.orders.hyperliquid_post_response``.
+* Any other request on the port (no WebSocket upgrade) is HTTP: ``POST /info`` and ``POST /exchange``
+  (caerus.sim.hyperliquid_rest).
 * A connection with no client message for ``hl_idle_timeout_s`` (60 s) is closed; the optional non-JSON greeting
   "Websocket connection established." is sent on connect when configured.
 """
@@ -23,27 +29,44 @@ from websockets.http11 import Request, Response
 
 from caerus.sim import frames
 from caerus.sim.config import SharedState
+from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
+from caerus.sim.hyperliquid_rest import HyperliquidRest
 from caerus.sim.order_entry import hyperliquid_post_reply
 
 log = logging.getLogger("caerus.sim")
 
 PATH = "/ws"
-KNOWN_TYPES = frozenset({
-    "bbo", "l2Book", "trades", "allMids", "candle", "notification", "webData2", "orderUpdates", "userEvents",
-    "userFills", "userFundings", "userNonFundingLedgerUpdates", "activeAssetCtx", "activeAssetData",
-})
+MARKET_TYPES = frozenset({"bbo", "l2Book", "trades", "allMids", "activeAssetCtx"})  # from the market model
+USER_TYPES = frozenset({"notification", "webData2", "orderUpdates", "userEvents", "userFills", "userFundings",
+                        "userNonFundingLedgerUpdates"})  # account events only: acknowledged
+UNMODELLED_TYPES = frozenset({"candle", "activeAssetData"})  # refused, never left silent
+KNOWN_TYPES = MARKET_TYPES | USER_TYPES | UNMODELLED_TYPES
 
 
 def topic_for(subscription: dict) -> str | None:
-    """Topic key carrying data for a subscription, or None when it is valid but never fed here."""
+    """Topic key carrying data for a subscription, or None for a user channel (valid, event-driven)."""
     kind, coin = subscription.get("type"), subscription.get("coin")
-    if coin != frames.COIN:
-        return None
+    if kind == "allMids":
+        return "hyperliquid:allMids"
     if kind == "bbo":
         return f"hyperliquid:bbo:{coin}"
     if kind == "l2Book":
         return f"hyperliquid:l2Book:{coin}" + (":fast" if subscription.get("fast") is True else "")
+    if kind == "trades":
+        return f"hyperliquid:trades:{coin}"
+    if kind == "activeAssetCtx":
+        return f"hyperliquid:activeAssetCtx:{coin}"
+    return None
+
+
+def refusal(subscription: dict) -> str | None:
+    """Why a known subscription is refused here (a market channel not modelled, another coin), else None."""
+    kind = subscription.get("type")
+    if kind in UNMODELLED_TYPES:
+        return f"{kind} is not served by this emulator (see the fidelity table in docs/emulator.md)"
+    if kind in ("bbo", "l2Book", "trades", "activeAssetCtx") and subscription.get("coin") != frames.COIN:
+        return f"coin {subscription.get('coin')!r} is not listed by this emulator (only {frames.COIN})"
     return None
 
 
@@ -57,6 +80,12 @@ class HyperliquidServer:
     def __init__(self, state: SharedState) -> None:
         self.state = state
         self.counters = state.counters[self.venue]
+        self.rest = HyperliquidRest(lambda: state.market)
+
+    def http(self, request: HttpRequest) -> HttpReply:
+        """A plain HTTP request on this port (``POST /info``, ``POST /exchange``)."""
+        self.counters.http_requests += 1
+        return self.rest(request)
 
     def process_request(self, conn: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
@@ -125,10 +154,14 @@ class HyperliquidServer:
             subscription = req.get("subscription")
             if not isinstance(subscription, dict) or subscription.get("type") not in KNOWN_TYPES:
                 return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}")
-            if subscription.get("type") in ("bbo", "l2Book") and not isinstance(subscription.get("coin"), str):
+            if subscription.get("type") in ("bbo", "l2Book", "trades", "activeAssetCtx") \
+                    and not isinstance(subscription.get("coin"), str):
                 return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: missing coin")
             sid = _sub_id(subscription)
             if method == "subscribe":
+                why = refusal(subscription)
+                if why is not None:
+                    return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: {why}")
                 if sid in subscribed:
                     return frames.hl_error(f"Already subscribed: {json.dumps(subscription)}")
                 key = topic_for(subscription)

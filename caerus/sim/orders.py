@@ -22,8 +22,10 @@ emulator's own verifier (caerus.sim.verify), never by the production signing cod
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
+import re
 import time
 import tomllib
 from collections.abc import Mapping
@@ -43,17 +45,20 @@ ENV_SECRET = "CAERUS_SIM_BINANCE_SECRET"
 ENV_ED25519_PUBLIC_KEY_FILE = "CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE"
 ENV_HL_ADDRESS = "CAERUS_SIM_HL_ADDRESS"
 ENV_HL_NETWORK = "CAERUS_SIM_HL_NETWORK"
+ENV_HL_VAULTS = "CAERUS_SIM_HL_VAULTS"  # comma-separated vault addresses the wallet may trade for
 
 BINANCE_SYMBOLS = {"BTCUSDT": {"tick": Decimal("0.1"), "step": Decimal("0.001"), "max_qty": Decimal("1000")}}
 HL_ASSETS = {0: {"coin": "BTC", "sz_decimals": 5}}
 HL_MIN_NOTIONAL = 10.0
 HL_NONCE_PAST_MS = 2 * 24 * 3600 * 1000
 HL_NONCE_FUTURE_MS = 24 * 3600 * 1000
-_RATE_LIMITS = [
-    {"rateLimitType": "REQUEST_WEIGHT", "interval": "MINUTE", "intervalNum": 1, "limit": 2400, "count": 1},
-    {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": 300, "count": 1},
-    {"rateLimitType": "ORDERS", "interval": "MINUTE", "intervalNum": 1, "limit": 1200, "count": 1},
+#: Binance USD-M rate limits (also in GET /fapi/v1/exchangeInfo); ``count`` is filled per reply from the desk's log
+RATE_LIMITS = [
+    {"rateLimitType": "REQUEST_WEIGHT", "interval": "MINUTE", "intervalNum": 1, "limit": 2400},
+    {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": 300},
+    {"rateLimitType": "ORDERS", "interval": "MINUTE", "intervalNum": 1, "limit": 1200},
 ]
+_INTERVAL_MS = {"SECOND": 1000, "MINUTE": 60_000}
 
 
 @dataclass
@@ -73,9 +78,12 @@ class OrderDesk:
     binance_ed25519_public_key: Ed25519PublicKey | None = None
     hyperliquid_address: str | None = None
     hyperliquid_network: str = "any"  # "mainnet" | "testnet" | "any" (which phantom-agent source is accepted)
+    hyperliquid_vaults: set[str] = field(default_factory=set)  # vault addresses the wallet may trade for
+    hl_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # oid -> order record (POST /info queries)
     books: dict[str, Book] = field(default_factory=dict)
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
+    requests_ms: collections.deque[tuple[int, bool]] = field(default_factory=collections.deque)  # (ms, is order)
 
 
 DESK = OrderDesk()
@@ -85,7 +93,8 @@ DESK = OrderDesk()
 
 def configure_test_credentials(*, binance_api_key: str | None = None, binance_hmac_secret: str | None = None,
                                binance_ed25519_public_key: Ed25519PublicKey | bytes | None = None,
-                               hyperliquid_address: str | None = None, hyperliquid_network: str = "any") -> None:
+                               hyperliquid_address: str | None = None, hyperliquid_network: str = "any",
+                               hyperliquid_vaults: tuple[str, ...] = ()) -> None:
     """Which credentials the emulator accepts. ``binance_ed25519_public_key`` may be PEM bytes."""
     if isinstance(binance_ed25519_public_key, bytes):
         key = load_pem_public_key(binance_ed25519_public_key)
@@ -99,6 +108,7 @@ def configure_test_credentials(*, binance_api_key: str | None = None, binance_hm
     DESK.binance_ed25519_public_key = binance_ed25519_public_key
     DESK.hyperliquid_address = hyperliquid_address.lower() if hyperliquid_address else None
     DESK.hyperliquid_network = hyperliquid_network
+    DESK.hyperliquid_vaults = {v.lower() for v in hyperliquid_vaults}
 
 
 def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
@@ -113,7 +123,9 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
     configure_test_credentials(binance_api_key=env.get(ENV_API_KEY) or None,
                                binance_hmac_secret=env.get(ENV_SECRET) or None, binance_ed25519_public_key=pub,
                                hyperliquid_address=env.get(ENV_HL_ADDRESS) or None,
-                               hyperliquid_network=env.get(ENV_HL_NETWORK) or "any")
+                               hyperliquid_network=env.get(ENV_HL_NETWORK) or "any",
+                               hyperliquid_vaults=tuple(v.strip() for v in env.get(ENV_HL_VAULTS, "").split(",")
+                                                        if v.strip()))
     return True
 
 
@@ -179,8 +191,22 @@ def _cross(venue: str, is_buy: bool, px: float, qty: float) -> tuple[float, floa
 
 # --- Binance ---------------------------------------------------------------------------------------------------
 
+def _rate_limits(now_ms: int) -> list[dict[str, Any]]:
+    """The limits with this connection's usage: requests in the last minute, orders in each order window."""
+    log = DESK.requests_ms
+    while log and log[0][0] <= now_ms - 60_000:
+        log.popleft()
+    out = []
+    for lim in RATE_LIMITS:
+        window = _INTERVAL_MS[str(lim["interval"])] * int(lim["intervalNum"])  # type: ignore[call-overload]
+        orders_only = lim["rateLimitType"] == "ORDERS"
+        count = sum(1 for t, is_order in log if t > now_ms - window and (is_order or not orders_only))
+        out.append({**lim, "count": count})
+    return out
+
+
 def _b_error(req_id: Any, code: int, msg: str, status: int = 400) -> dict[str, Any]:
-    return {"id": req_id, "status": status, "error": {"code": code, "msg": msg}, "rateLimits": _RATE_LIMITS}
+    return {"id": req_id, "status": status, "error": {"code": code, "msg": msg}}
 
 
 def _decimal(v: Any) -> Decimal | None:
@@ -206,7 +232,18 @@ def _integer(v: Any) -> int | None:
 
 
 def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
-    """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded)."""
+    """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded), with the
+    ``rateLimits`` usage unless the request set ``returnRateLimits: false``."""
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    reply = _binance_answer(msg, now_ms)
+    DESK.requests_ms.append((now_ms, "result" in reply))  # an accepted order counts against the order limits
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
+        reply["rateLimits"] = _rate_limits(now_ms)
+    return reply
+
+
+def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     req_id = msg.get("id") if isinstance(msg, dict) else None
     if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
         method = msg.get("method") if isinstance(msg, dict) else None
@@ -214,7 +251,6 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
-    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     api_key = params.get("apiKey")
     if not api_key or api_key != DESK.binance_api_key:
         return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
@@ -275,7 +311,7 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
         "origType": otype, "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": 0,
         "updateTime": now_ms,
     }
-    return {"id": req_id, "status": 200, "result": result, "rateLimits": _RATE_LIMITS}
+    return {"id": req_id, "status": 200, "result": result}
 
 
 # --- Hyperliquid -----------------------------------------------------------------------------------------------
@@ -286,10 +322,6 @@ def _hl(req_id: Any, response: dict[str, Any]) -> dict[str, Any]:
 
 def _hl_request_error(req_id: Any, text: str) -> dict[str, Any]:
     return _hl(req_id, {"type": "error", "payload": text})
-
-
-def _hl_action_error(req_id: Any, text: str) -> dict[str, Any]:
-    return _hl(req_id, {"type": "action", "payload": {"status": "err", "response": text}})
 
 
 def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None,
@@ -320,6 +352,8 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     is_buy = bool(o["b"])
     fill = _cross("hyperliquid", is_buy, float(px), float(sz))
     oid = next(DESK.ids)
+    record = {"coin": spec["coin"], "side": "B" if is_buy else "A", "limitPx": o["p"], "sz": o["s"], "oid": oid,
+              "timestamp": now_ms, "origSz": o["s"], "cloid": o.get("c")}
     if tif == "Alo" and fill is not None:
         book = DESK.books.get("hyperliquid")
         bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
@@ -327,8 +361,13 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     if fill is None:
         if tif == "Ioc":
             return {"error": f"Order could not immediately match against any resting orders. asset={o['a']}"}
+        DESK.hl_orders[oid] = {"order": record, "status": "open", "statusTimestamp": now_ms}
         return {"resting": {"oid": oid}}
     fpx, fqty = fill
+    # A partial fill: the rest of a Gtc order rests (open), an Ioc remainder is canceled.
+    status = "filled" if fqty >= float(sz) else ("open" if tif == "Gtc" else "canceled")
+    DESK.hl_orders[oid] = {"order": {**record, "sz": str(float(sz) - fqty)}, "status": status,
+                           "statusTimestamp": now_ms}
     return {"filled": {"totalSz": f"{fqty:.{spec['sz_decimals']}f}".rstrip("0").rstrip("."),
                        "avgPx": f"{fpx:.1f}", "oid": oid}}
 
@@ -342,27 +381,46 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
     if not isinstance(request, dict) or request.get("type") != "action" or not isinstance(request.get("payload"),
                                                                                          dict):
         return _hl_request_error(req_id, "Only action requests are supported by this emulator.")
-    payload = request["payload"]
+    answer = hyperliquid_action(request["payload"], now_ms=now_ms)
+    if isinstance(answer, str):
+        return _hl_request_error(req_id, answer)
+    return _hl(req_id, {"type": "action", "payload": answer})
+
+
+_HL_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, Any] | str:
+    """The venue's answer to one signed action (the ``POST /exchange`` body, the WebSocket post's payload):
+    ``{"status": "ok" | "err", "response": ...}``, or a str when the payload does not deserialize (HTTP 422)."""
+    if not isinstance(payload, dict):
+        return "Failed to deserialize the JSON body into the target type"
     action, nonce, sig = payload.get("action"), payload.get("nonce"), payload.get("signature")
     vault = payload.get("vaultAddress")
     expires_after = payload.get("expiresAfter")
-    if not isinstance(action, dict) or not isinstance(nonce, int) or not isinstance(sig, dict) \
-            or not (expires_after is None or isinstance(expires_after, int)):
-        return _hl_request_error(req_id, "Failed to deserialize the JSON body into the target type")
+    vault_ok = vault is None or (isinstance(vault, str) and _HL_ADDRESS.match(vault) is not None)
+    expires_ok = expires_after is None or (isinstance(expires_after, int) and not isinstance(expires_after, bool))
+    if not isinstance(action, dict) or isinstance(nonce, bool) or not isinstance(nonce, int) \
+            or not isinstance(sig, dict) or not vault_ok or not expires_ok:
+        return "Failed to deserialize the JSON body into the target type"
     if action.get("type") != "order" or not isinstance(action.get("orders"), list) or not action["orders"]:
-        return _hl_action_error(req_id, f"Unsupported action type {action.get('type')!r}.")
+        return {"status": "err", "response": f"Unsupported action type {action.get('type')!r}."}
     try:
         signers = _hl_recover(action, nonce, sig, vault, expires_after)
-    except Exception as exc:  # any malformed signature (eth-keys raises its own types too): answered with the id
-        return _hl_request_error(req_id, f"Invalid signature: {type(exc).__name__}")
+    except Exception as exc:  # any malformed signature (eth-keys raises its own types too): answered, not raised
+        return f"Invalid signature: {type(exc).__name__}"
     if DESK.hyperliquid_address is None or DESK.hyperliquid_address not in signers:
-        return _hl_action_error(req_id, f"User or API Wallet {signers[0]} does not exist.")
+        return {"status": "err", "response": f"User or API Wallet {signers[0]} does not exist."}
+    if vault is not None and vault.lower() not in DESK.hyperliquid_vaults:
+        return {"status": "err", "response": f"Vault not registered: {vault.lower()}"}
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    if expires_after is not None and expires_after < now_ms:
+        return {"status": "err", "response": f"Action expired: expiresAfter {expires_after} is before the "
+                                             f"current time {now_ms}."}
     if not (now_ms - HL_NONCE_PAST_MS < nonce < now_ms + HL_NONCE_FUTURE_MS):
-        return _hl_action_error(req_id, f"Invalid nonce: {nonce} is outside the allowed window.")
+        return {"status": "err", "response": f"Invalid nonce: {nonce} is outside the allowed window."}
     if nonce in DESK.seen_nonces:
-        return _hl_action_error(req_id, f"Invalid nonce: duplicate nonce {nonce}.")
+        return {"status": "err", "response": f"Invalid nonce: duplicate nonce {nonce}."}
     DESK.seen_nonces.add(nonce)
     statuses = [_hl_order_status(o, now_ms) for o in action["orders"]]
-    return _hl(req_id, {"type": "action", "payload": {"status": "ok", "response": {"type": "order",
-                                                                                   "data": {"statuses": statuses}}}})
+    return {"status": "ok", "response": {"type": "order", "data": {"statuses": statuses}}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from caerus.sim import frames
+from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.market import BinanceQuote, HlBlock, HlLevel
 
 EPOCH = 1_790_000_000_000_000_000
@@ -18,7 +19,11 @@ def test_book_ticker_shape() -> None:
 
 
 def test_combined_wrapper_and_depth_chain() -> None:
-    raw = frames.binance_depth(Q, Q.t_ns, EPOCH, 5, first_id=5_000_000_100, prev_id=5_000_000_099)
+    book = DepthBook(seed=1)
+    book.apply(Q)
+    bids, asks = book.top(5)
+    raw = frames.binance_depth(DepthEvent(5_000_000_100, Q.update_id, 5_000_000_099, Q.t_ns, tuple(bids),
+                                          tuple(asks)), Q.t_ns, EPOCH)
     d = json.loads(frames.binance_combined("btcusdt@depth5@100ms", raw))
     assert d["stream"] == "btcusdt@depth5@100ms"
     data = d["data"]

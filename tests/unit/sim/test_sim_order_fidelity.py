@@ -87,3 +87,59 @@ def test_a_malformed_hyperliquid_signature_is_answered_on_the_post_id(signature:
     assert frame["channel"] == "post" and frame["data"]["id"] == 42, frame
     response = frame["data"]["response"]
     assert response["type"] == "error" or response["payload"]["status"] == "err", frame  # refused, never placed
+
+
+def test_hyperliquid_expires_after_in_the_past_is_refused_by_name() -> None:
+    now = time.time_ns() // 1_000_000
+    reply = orders.hyperliquid_post_response(_hl_post(now, now - 1), now_ms=now)
+    payload = reply["data"]["response"]["payload"]
+    assert payload["status"] == "err" and "expired" in payload["response"].lower(), reply
+
+
+def _hl_vault_post(now: int, vault: str) -> dict[str, Any]:
+    action = order_action([order_wire(0, True, 100_000.0, 0.001, tif="Ioc")])
+    sig = sign_l1_action_reference(HL_KEY, action, vault, now, is_mainnet=False)
+    return {"method": "post", "id": 43, "request": {"type": "action", "payload": {
+        "action": action, "nonce": now, "signature": sig, "vaultAddress": vault}}}
+
+
+def test_hyperliquid_vault_address_must_be_one_the_wallet_trades_for() -> None:
+    now = time.time_ns() // 1_000_000
+    vault = "0x" + "ab" * 20
+    refused = orders.hyperliquid_post_response(_hl_vault_post(now, vault), now_ms=now)
+    assert refused["data"]["response"]["payload"] == {"status": "err", "response": f"Vault not registered: {vault}"}
+    orders.DESK.hyperliquid_vaults = {vault}
+    accepted = orders.hyperliquid_post_response(_hl_vault_post(now + 1, vault), now_ms=now)
+    assert "filled" in accepted["data"]["response"]["payload"]["response"]["data"]["statuses"][0], accepted
+    garbage = _hl_vault_post(now + 2, vault)
+    garbage["request"]["payload"]["vaultAddress"] = "0xnot-an-address"
+    reply = orders.hyperliquid_post_response(garbage, now_ms=now)
+    assert reply["data"]["response"]["type"] == "error", reply  # does not deserialize: never reaches the signer
+
+
+def test_hyperliquid_orders_are_queryable_after_the_reply() -> None:
+    now = time.time_ns() // 1_000_000
+    action = order_action([order_wire(0, True, 90_000.0, 0.001, tif="Gtc")])  # below the bid: rests
+    sig = sign_l1_action_reference(HL_KEY, action, None, now, is_mainnet=False)
+    reply = orders.hyperliquid_action({"action": action, "nonce": now, "signature": sig}, now_ms=now)
+    assert isinstance(reply, dict)
+    oid = reply["response"]["data"]["statuses"][0]["resting"]["oid"]
+    assert orders.DESK.hl_orders[oid]["status"] == "open"
+    assert orders.DESK.hl_orders[oid]["order"]["side"] == "B"
+
+
+def test_binance_rate_limits_count_this_desks_requests_and_can_be_turned_off() -> None:
+    now = time.time_ns() // 1_000_000
+    counts = []
+    for i in range(3):
+        reply = orders.binance_ws_api_response(_binance(now + i), now_ms=now + i)
+        counts.append({(r["rateLimitType"], r["interval"]): r["count"] for r in reply["rateLimits"]})
+    assert [c[("ORDERS", "MINUTE")] for c in counts] == [1, 2, 3]
+    assert [c[("REQUEST_WEIGHT", "MINUTE")] for c in counts] == [1, 2, 3]
+    refused = orders.binance_ws_api_response(_binance(now + 3, symbol="ETHUSDT"), now_ms=now + 3)
+    limits = {(r["rateLimitType"], r["interval"]): r["count"] for r in refused["rateLimits"]}
+    assert limits[("ORDERS", "MINUTE")] == 3 and limits[("REQUEST_WEIGHT", "MINUTE")] == 4  # a refusal is no order
+    quiet = orders.binance_ws_api_response(_binance(now + 4, returnRateLimits=False), now_ms=now + 4)
+    assert quiet["status"] == 200 and "rateLimits" not in quiet
+    later = orders.binance_ws_api_response(_binance(now + 61_000), now_ms=now + 61_000)
+    assert {(r["rateLimitType"], r["interval"]): r["count"] for r in later["rateLimits"]}[("ORDERS", "MINUTE")] == 1

@@ -1,0 +1,197 @@
+"""Binance USD-M REST endpoints the emulator serves on its stream port (public market data and listen keys).
+
+``GET /fapi/v1/ping | time | exchangeInfo | depth | ticker/bookTicker | ticker/price | ticker/24hr |
+premiumIndex`` in the documented shapes, from the same book and tape the streams publish; ``POST | PUT | DELETE
+/fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the configured key: -2015 otherwise).
+Errors carry Binance's ``{"code":..,"msg":..}`` body: unknown symbol -1121, bad parameter -1100 / -1102, unknown
+path 404. Everything else in the REST API is refused with 404 (see the fidelity table in docs/emulator.md).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from caerus.sim import frames, orders
+from caerus.sim.http import HttpReply, HttpRequest
+from caerus.sim.orders import BINANCE_SYMBOLS, RATE_LIMITS
+
+if TYPE_CHECKING:
+    from caerus.sim.driver import MarketDriver
+
+PREFIX = "/fapi/v1"
+DEPTH_LIMITS = (5, 10, 20, 50, 100, 500, 1000)
+ONBOARD_MS = 1_569_398_400_000  # BTCUSDT perpetual listing date (2019-09-25)
+PERPETUAL_DELIVERY_MS = 4_133_404_800_000  # what the venue shows as a perpetual's delivery date (2100-12-25)
+
+
+def _err(status: int, code: int, msg: str) -> HttpReply:
+    return HttpReply(status, {"code": code, "msg": msg})
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def exchange_info() -> dict[str, Any]:
+    symbols = []
+    for name, spec in BINANCE_SYMBOLS.items():
+        tick, step, max_qty = str(spec["tick"]), str(spec["step"]), str(spec["max_qty"])
+        symbols.append({
+            "symbol": name, "pair": name, "contractType": "PERPETUAL", "deliveryDate": PERPETUAL_DELIVERY_MS,
+            "onboardDate": ONBOARD_MS, "status": "TRADING", "maintMarginPercent": "2.5000",
+            "requiredMarginPercent": "5.0000", "baseAsset": name.removesuffix("USDT"), "quoteAsset": "USDT",
+            "marginAsset": "USDT", "pricePrecision": 2, "quantityPrecision": 3, "baseAssetPrecision": 8,
+            "quotePrecision": 8, "underlyingType": "COIN", "underlyingSubType": ["PoW"], "settlePlan": 0,
+            "triggerProtect": "0.0500", "liquidationFee": "0.012500", "marketTakeBound": "0.05",
+            "maxMoveOrderLimit": 10000,
+            "filters": [
+                {"filterType": "PRICE_FILTER", "minPrice": "556.80", "maxPrice": "4529764", "tickSize": tick},
+                {"filterType": "LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
+                {"filterType": "MARKET_LOT_SIZE", "minQty": step, "maxQty": "120", "stepSize": step},
+                {"filterType": "MAX_NUM_ORDERS", "limit": 200},
+                {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
+                {"filterType": "MIN_NOTIONAL", "notional": "100"},
+                {"filterType": "PERCENT_PRICE", "multiplierUp": "1.0500", "multiplierDown": "0.9500",
+                 "multiplierDecimal": "4"},
+            ],
+            "orderTypes": ["LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET",
+                           "TRAILING_STOP_MARKET"],
+            "timeInForce": ["GTC", "IOC", "FOK", "GTX", "GTD"],
+            "permissionSets": ["GRID", "COPY"],
+        })
+    return {"timezone": "UTC", "serverTime": _now_ms(), "futuresType": "U_MARGINED",
+            "rateLimits": [{k: v for k, v in r.items() if k != "count"} for r in RATE_LIMITS],
+            "exchangeFilters": [],
+            "assets": [{"asset": "USDT", "marginAvailable": True, "autoAssetExchange": "-10000"}],
+            "symbols": symbols}
+
+
+class BinanceRest:
+    """The REST routes over one emulator's market (``market`` is None when replaying recorded frames)."""
+
+    def __init__(self, market: Callable[[], MarketDriver | None]) -> None:
+        self._market = market
+        self.listen_keys: set[str] = set()
+        self._routes: dict[tuple[str, str], Callable[[HttpRequest], HttpReply]] = {
+            ("GET", "/ping"): lambda r: HttpReply(200, {}),
+            ("GET", "/time"): lambda r: HttpReply(200, {"serverTime": _now_ms()}),
+            ("GET", "/exchangeInfo"): lambda r: HttpReply(200, exchange_info()),
+            ("GET", "/depth"): self._depth,
+            ("GET", "/ticker/bookTicker"): self._book_ticker,
+            ("GET", "/ticker/price"): self._price,
+            ("GET", "/ticker/24hr"): self._ticker_24hr,
+            ("GET", "/premiumIndex"): self._premium_index,
+            ("POST", "/listenKey"): self._listen_key,
+            ("PUT", "/listenKey"): self._listen_key,
+            ("DELETE", "/listenKey"): self._listen_key,
+        }
+
+    def __call__(self, req: HttpRequest) -> HttpReply:
+        if not req.path.startswith(PREFIX + "/"):
+            return HttpReply(404, f"no endpoint at {req.path}\n", "text/plain")
+        route = self._routes.get((req.method, req.path[len(PREFIX):]))
+        if route is None:
+            return HttpReply(404, f"no endpoint {req.method} {req.path}\n", "text/plain")
+        return route(req)
+
+    # -- market data ------------------------------------------------------------------------------------------
+    def _symbol(self, req: HttpRequest, required: bool) -> tuple[str | None, HttpReply | None]:
+        sym = req.query.get("symbol")
+        if sym is None:
+            if required:
+                return None, _err(400, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or "
+                                              "malformed.")
+            return None, None
+        if sym.upper() not in BINANCE_SYMBOLS:
+            return None, _err(400, -1121, "Invalid symbol.")
+        return sym.upper(), None
+
+    def _driver(self) -> tuple[MarketDriver | None, HttpReply | None]:
+        drv = self._market()
+        if drv is None or drv.last_quote is None:
+            return None, _err(503, -1001, "Internal error; unable to process your request. Please try again.")
+        return drv, None
+
+    def _depth(self, req: HttpRequest) -> HttpReply:
+        _, bad = self._symbol(req, required=True)
+        if bad is not None:
+            return bad
+        try:
+            limit = int(req.query.get("limit", "500"))
+        except ValueError:
+            return _err(400, -1100, "Illegal characters found in parameter 'limit'; legal range is '^[0-9]+$'.")
+        if limit not in DEPTH_LIMITS:
+            return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal values are "
+                                    f"{', '.join(map(str, DEPTH_LIMITS))}.")
+        drv, bad = self._driver()
+        if bad is not None or drv is None:
+            return bad or _err(503, -1001, "no market")
+        book = drv.book()
+        bids, asks = book.top(limit)
+        return HttpReply(200, frames.binance_depth_snapshot(bids, asks, book.update_id, book.t_ns, drv.epoch_ns))
+
+    def _each(self, req: HttpRequest, one: Callable[[MarketDriver, str], dict[str, Any]]) -> HttpReply:
+        sym, bad = self._symbol(req, required=False)
+        if bad is not None:
+            return bad
+        drv, bad = self._driver()
+        if bad is not None or drv is None:
+            return bad or _err(503, -1001, "no market")
+        if sym is not None:
+            return HttpReply(200, one(drv, sym))
+        return HttpReply(200, [one(drv, s) for s in BINANCE_SYMBOLS])
+
+    def _book_ticker(self, req: HttpRequest) -> HttpReply:
+        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
+            q = drv.last_quote
+            assert q is not None
+            return {"symbol": sym, "bidPrice": f"{q.bid:.1f}", "bidQty": f"{q.bid_qty:.3f}",
+                    "askPrice": f"{q.ask:.1f}", "askQty": f"{q.ask_qty:.3f}",
+                    "time": frames.ms(drv.epoch_ns, q.t_ns), "lastUpdateId": q.update_id}
+        return self._each(req, one)
+
+    def _price(self, req: HttpRequest) -> HttpReply:
+        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
+            st, q = drv.binance_tape.stats, drv.last_quote
+            assert q is not None
+            px = st.last if st.count else (q.bid + q.ask) / 2
+            return {"symbol": sym, "price": f"{px:.1f}", "time": frames.ms(drv.epoch_ns, q.t_ns)}
+        return self._each(req, one)
+
+    def _ticker_24hr(self, req: HttpRequest) -> HttpReply:
+        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
+            q = drv.last_quote
+            assert q is not None
+            f = frames.binance_ticker_fields(drv.binance_tape.stats, q.t_ns, drv.epoch_ns)
+            names = {"s": "symbol", "p": "priceChange", "P": "priceChangePercent", "w": "weightedAvgPrice",
+                     "c": "lastPrice", "Q": "lastQty", "o": "openPrice", "h": "highPrice", "l": "lowPrice",
+                     "v": "volume", "q": "quoteVolume", "O": "openTime", "C": "closeTime", "F": "firstId",
+                     "L": "lastId", "n": "count"}
+            return {names[k]: v for k, v in f.items()}
+        return self._each(req, one)
+
+    def _premium_index(self, req: HttpRequest) -> HttpReply:
+        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
+            q = drv.last_quote
+            assert q is not None
+            mark = frames.binance_mark_fields(q, q.t_ns, drv.epoch_ns)
+            return {"symbol": sym, "markPrice": mark["p"], "indexPrice": mark["i"],
+                    "estimatedSettlePrice": mark["P"], "lastFundingRate": mark["r"], "interestRate": "0.00010000",
+                    "nextFundingTime": mark["T"], "time": mark["E"]}
+        return self._each(req, one)
+
+    # -- user data stream -------------------------------------------------------------------------------------
+    def _listen_key(self, req: HttpRequest) -> HttpReply:
+        key = req.headers.get("X-MBX-APIKEY")
+        if orders.DESK.binance_api_key is None or key != orders.DESK.binance_api_key:
+            return _err(401, -2015, "Invalid API-key, IP, or permissions for action.")
+        if req.method == "POST":  # one key per account: the existing key while it is valid
+            if not self.listen_keys:
+                self.listen_keys.add(secrets.token_urlsafe(48)[:64])
+            return HttpReply(200, {"listenKey": next(iter(self.listen_keys))})
+        if req.method == "DELETE":
+            self.listen_keys.discard(req.form().get("listenKey", ""))
+        return HttpReply(200, {})

@@ -1,0 +1,127 @@
+"""Hyperliquid HTTP API the emulator serves next to ``/ws``: ``POST /info`` and ``POST /exchange``.
+
+``/info`` answers ``meta``, ``metaAndAssetCtxs``, ``spotMeta``, ``spotMetaAndAssetCtxs``, ``perpDexs``,
+``allMids``, ``l2Book``, ``clearinghouseState``, ``openOrders``, ``frontendOpenOrders``, ``orderStatus`` and
+``userFills`` in the documented shapes, from the same market the WebSocket publishes and the same order desk
+that answered the orders. ``/exchange`` takes the signed action body the SDK posts and answers exactly what a
+WebSocket ``post`` carries as its payload (caerus.sim.orders.hyperliquid_action). A body that does not
+deserialize, or an unknown ``type``, is answered 422 as the venue does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from caerus.sim import frames, orders
+from caerus.sim.http import HttpReply, HttpRequest
+from caerus.sim.orders import HL_ASSETS, hyperliquid_action
+
+if TYPE_CHECKING:
+    from caerus.sim.driver import MarketDriver
+
+DESERIALIZE = "Failed to deserialize the JSON body into the target type"
+MAX_LEVERAGE = 40
+USDC_TOKEN_ID = "0x6d1e7cde53ba9467b783cb7c530ce054"  # USDC's token id on Hyperliquid
+
+
+def _unprocessable(why: str = "") -> HttpReply:
+    return HttpReply(422, DESERIALIZE + (f": {why}" if why else ""), "text/plain")
+
+
+def meta() -> dict[str, Any]:
+    return {"universe": [{"name": a["coin"], "szDecimals": a["sz_decimals"], "maxLeverage": MAX_LEVERAGE,
+                          "marginTableId": MAX_LEVERAGE} for a in HL_ASSETS.values()],
+            "marginTables": [[MAX_LEVERAGE, {"description": "", "marginTiers": [
+                {"lowerBound": "0.0", "maxLeverage": MAX_LEVERAGE}]}]],
+            "collateralToken": 0}
+
+
+def spot_meta() -> dict[str, Any]:
+    """No spot pairs are emulated; USDC (the perps' collateral) is the one token."""
+    return {"universe": [], "tokens": [{"name": "USDC", "szDecimals": 8, "weiDecimals": 8, "index": 0,
+                                        "tokenId": USDC_TOKEN_ID, "isCanonical": True, "evmContract": None,
+                                        "fullName": None}]}
+
+
+def _summary() -> dict[str, str]:
+    return {"accountValue": "0.0", "totalNtlPos": "0.0", "totalRawUsd": "0.0", "totalMarginUsed": "0.0"}
+
+
+class HyperliquidRest:
+    def __init__(self, market: Callable[[], MarketDriver | None]) -> None:
+        self._market = market
+        self._info: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "meta": lambda r: meta(),
+            "spotMeta": lambda r: spot_meta(),
+            "metaAndAssetCtxs": lambda r: [meta(), [self._asset_ctx()]],
+            "spotMetaAndAssetCtxs": lambda r: [spot_meta(), []],
+            "perpDexs": lambda r: [None],
+            "allMids": lambda r: self._all_mids(),
+            "l2Book": self._l2_book,
+            "clearinghouseState": lambda r: {"marginSummary": _summary(), "crossMarginSummary": _summary(),
+                                             "crossMaintenanceMarginUsed": "0.0", "withdrawable": "0.0",
+                                             "assetPositions": [], "time": time.time_ns() // 1_000_000},
+            "openOrders": lambda r: [o["order"] for o in orders.DESK.hl_orders.values() if o["status"] == "open"],
+            "frontendOpenOrders": lambda r: [o["order"] | {"orderType": "Limit", "reduceOnly": False,
+                                                           "isTrigger": False, "triggerPx": "0.0",
+                                                           "triggerCondition": "N/A", "isPositionTpsl": False}
+                                             for o in orders.DESK.hl_orders.values() if o["status"] == "open"],
+            "orderStatus": self._order_status,
+            "userFills": lambda r: [],
+        }
+
+    def __call__(self, req: HttpRequest) -> HttpReply:
+        if req.method != "POST" or req.path not in ("/info", "/exchange"):
+            return HttpReply(404, f"no endpoint {req.method} {req.path}\n", "text/plain")
+        try:
+            body = req.json()
+        except ValueError as exc:
+            return _unprocessable(f"invalid JSON ({exc})")
+        if req.path == "/exchange":
+            answer = hyperliquid_action(body)
+            return _unprocessable(answer) if isinstance(answer, str) else HttpReply(200, answer)
+        if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+            return _unprocessable("missing field `type`")
+        handler = self._info.get(body["type"])
+        if handler is None:
+            return _unprocessable(f"unknown variant `{body['type']}`")
+        try:
+            return HttpReply(200, handler(body))
+        except _BadRequest as exc:
+            return _unprocessable(str(exc))
+
+    def _block(self) -> Any:
+        drv = self._market()
+        block = drv.last_block if drv is not None else None
+        if block is None or block.bid is None or block.ask is None:
+            raise _BadRequest("no market yet")
+        return drv, block
+
+    def _all_mids(self) -> dict[str, str]:
+        _, block = self._block()
+        mid = frames.hl_mid(block)
+        return {frames.COIN: mid} if mid is not None else {}
+
+    def _asset_ctx(self) -> dict[str, Any]:
+        drv, block = self._block()
+        return frames.hl_asset_ctx(block, drv.hl_tape.stats)
+
+    def _l2_book(self, req: dict[str, Any]) -> Any:
+        if req.get("coin") != frames.COIN:
+            return None  # the venue answers null for a coin it does not list
+        drv, block = self._block()
+        return json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
+
+    def _order_status(self, req: dict[str, Any]) -> dict[str, Any]:
+        oid = req.get("oid")
+        rec = orders.DESK.hl_orders.get(oid) if isinstance(oid, int) else None
+        if rec is None:
+            return {"status": "unknownOid"}
+        return {"status": "order", "order": rec}
+
+
+class _BadRequest(ValueError):
+    pass

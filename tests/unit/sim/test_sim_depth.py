@@ -1,0 +1,90 @@
+"""The emulated Binance book (caerus.sim.depth) and trade tape (caerus.sim.tape): a client applying the diff
+events to a snapshot holds exactly the emulator's book, and trades happen only where the top moved through."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from caerus.sim.depth import DepthBook
+from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.tape import Tape
+
+
+def quotes(seed: int, n: int) -> list[BinanceQuote]:
+    events = MarketModel(MarketConfig(seed=seed, jumps_per_min=60.0)).events()  # many jumps: big moves
+    return list(itertools.islice((e for e in events if isinstance(e, BinanceQuote)), n))
+
+
+@pytest.mark.parametrize("seed", [1, 7, 42])
+@pytest.mark.parametrize("batch", [1, 3, 25])
+def test_a_client_applying_diffs_to_a_snapshot_holds_the_emulators_book(seed: int, batch: int) -> None:
+    book = DepthBook(seed)
+    qs = quotes(seed, 3000)
+    for q in qs[:50]:
+        book.apply(q)
+    bids, asks = book.top(book.levels)
+    client_b, client_a, last = dict(bids), dict(asks), book.update_id  # the REST snapshot
+    for i, q in enumerate(qs[50:], 1):
+        book.apply(q)
+        if i % batch:
+            continue
+        ev = book.changes_since(last)
+        assert ev is not None and ev.prev_id == last and ev.first_id == last + 1 and ev.last_id == q.update_id
+        for side, changes in ((client_b, ev.bids), (client_a, ev.asks)):
+            for px, qty in changes:
+                if qty == 0:
+                    side.pop(px, None)
+                else:
+                    side[px] = qty
+        last = ev.last_id
+        assert client_b == book.bids and client_a == book.asks
+        # The top of the book is the quote, never crossed, and the book is full.
+        assert max(book.bids) == q.bid and min(book.asks) == q.ask and max(book.bids) < min(book.asks)
+        assert len(book.bids) == len(book.asks) == book.levels
+    if last != book.update_id:
+        ev = book.changes_since(last)
+        assert ev is not None and ev.last_id == book.update_id
+        last = ev.last_id
+    assert book.changes_since(last) is None  # nothing new: no event
+
+
+def test_partial_depth_is_the_top_of_the_same_book_sorted() -> None:
+    book = DepthBook(3)
+    for q in quotes(3, 500):
+        book.apply(q)
+        bids, asks = book.top(5)
+        assert [p for p, _ in bids] == sorted((p for p, _ in bids), reverse=True)
+        assert [p for p, _ in asks] == sorted(p for p, _ in asks)
+        assert bids[0] == (q.bid, q.bid_qty) and asks[0] == (q.ask, q.ask_qty)
+        assert all(qty > 0 for _, qty in bids + asks)
+
+
+def test_trades_only_where_the_top_moved_through_a_level() -> None:
+    tape = Tape(first_id=10)
+    assert tape.on_top(1, (100.0, 2.0), (100.1, 3.0), 100.0, 100.1) is None  # nothing moved
+    assert tape.on_top(2, (100.0, 2.0), (100.1, 3.0), 100.05, 100.1) is None  # the bid improved: no trade
+    hit = tape.on_top(3, (100.0, 2.0), (100.1, 3.0), 99.9, 100.0)
+    assert hit is not None and (hit.trade_id, hit.px, hit.qty, hit.buyer_is_maker) == (10, 100.0, 2.0, True)
+    lift = tape.on_top(4, (99.9, 1.0), (100.0, 4.0), 100.0, 100.2)
+    assert lift is not None and (lift.trade_id, lift.px, lift.qty, lift.buyer_is_maker) == (11, 100.0, 4.0, False)
+    st = tape.stats
+    assert (st.count, st.open, st.high, st.low, st.last, st.volume) == (2, 100.0, 100.0, 100.0, 100.0, 6.0)
+    assert (st.first_id, st.last_id) == (10, 11)
+
+
+def test_the_driver_keeps_the_book_only_while_it_is_read() -> None:
+    from caerus.sim.driver import MarketDriver
+    from caerus.sim.hub import Topics
+
+    drv = MarketDriver(MarketModel(), Topics())
+    qs = quotes(1, 300)
+    for q in qs[:100]:
+        drv._binance(q)
+    assert drv.depth.update_id == 0 and not drv.depth.bids  # nobody read it: the quotes cost nothing
+    book = drv.book()  # a REST snapshot or a depth subscription: rebuilt at the newest quote
+    assert book.update_id == qs[99].update_id and max(book.bids) == qs[99].bid and min(book.asks) == qs[99].ask
+    for q in qs[100:]:
+        drv._binance(q)
+    assert drv.depth.update_id == qs[-1].update_id and max(drv.depth.bids) == qs[-1].bid
