@@ -58,6 +58,7 @@ INT_COUNTERS = (
     "orders.resolved_by_query",  # UNKNOWN orders settled by a status query (Engine.resolve)
     "orders.resolved_late",  # UNKNOWN orders settled by a late reply
     "orders.unresolved",  # UNKNOWN now
+    "orders.status_queries",  # status queries asked for UNKNOWN orders (repeated every reply timeout)
     "exec_records",
     "books",
     "order_lanes.full",  # pushes the order ring refused (the strategies count the same as ring_full)
@@ -297,6 +298,7 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["orders.resolved_by_query"]] = engine.resolved_by_query
     ints[_I["orders.resolved_late"]] = engine.resolved_late
     ints[_I["orders.unresolved"]] = len(engine.unknown)
+    ints[_I["orders.status_queries"]] = engine.status_queries
     ints[_I["exec_records"]] = engine.exec_records
     ints[_I["books"]] = engine.books.seen
     ints[_I["order_lanes.full"]] = consumer.full_count() if consumer is not None else 0
@@ -336,6 +338,7 @@ def _write_summary(path: Path, engine: Engine, transport: object) -> None:
         "resolved_by_query": engine.resolved_by_query,
         "resolved_late": engine.resolved_late,
         "unresolved": len(engine.unknown),
+        "status_queries": engine.status_queries,
     }
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False, default=str))

@@ -83,6 +83,8 @@ class Engine:
         self.orders_timed_out = 0  # ... of which by their reply deadline
         self.resolved_by_query = 0  # UNKNOWN orders settled by ``resolve`` (a status query)
         self.resolved_late = 0  # UNKNOWN orders settled by a late reply
+        self.status_queries = 0  # status queries asked (an UNKNOWN order is asked again every reply timeout)
+        self._ask_due: dict[int, int] = {}  # UNKNOWN order id -> when to ask the venue again
         # The transport's status query, when it has one: ``query_status(order_id)`` asks the venue and later
         # calls ``engine.resolve`` (through its reply path). Transports without one leave UNKNOWN orders to the
         # reconciliation of positions.
@@ -152,20 +154,33 @@ class Engine:
         deadlines = self._deadlines
         while deadlines and deadlines[0][0] <= now:
             _, oid = deadlines.popleft()
-            if oid in self.pending and oid not in self.unknown and oid not in self._acked:
-                self.orders_timed_out += 1
-                self._to_unknown(oid)
-                n += 1
+            if oid not in self.pending or oid in self._acked:
+                continue
+            if oid in self.unknown:  # still unresolved a reply timeout after its last query: ask again
+                if self._ask_due.get(oid, 0) <= now:
+                    self._ask(oid, now)
+                continue
+            self.orders_timed_out += 1
+            self._to_unknown(oid, now)
+            n += 1
         return n
 
-    def _to_unknown(self, oid: int) -> None:
+    def _ask(self, oid: int, now: int) -> None:
+        """A status query for an UNKNOWN order, repeated every reply timeout until it is resolved."""
+        if self._query is None:
+            return
+        self.status_queries += 1
+        self._query(oid)  # a status query, never a resend
+        self._ask_due[oid] = due = now + self.reply_timeout_ns
+        self._deadlines.append((due, oid))
+
+    def _to_unknown(self, oid: int, now: int) -> None:
         order, t_pickup, t_sent = self.pending[oid]
         self.unknown.add(oid)
         self.orders_unknown += 1
         # No on_result: the whole order keeps counting toward the position (worst case) until resolved.
         self._publish_reply(order, t_pickup, t_sent, _UNKNOWN, 0, 0.0, 0.0)
-        if self._query is not None:
-            self._query(oid)  # a status query, never a resend
+        self._ask(oid, now)
 
     def resolve(self, order_id: int, outcome: Outcome | int, fill_px: float, fill_qty: float,
                 venue_code: int = 0) -> bool:
@@ -174,9 +189,12 @@ class Engine:
         if order_id not in self.pending:
             self.unknown_replies += 1
             return False
+        outcome = int(outcome)
+        if outcome in (_SEND_FAILED, _UNKNOWN):
+            return False  # the query itself found nothing: the order stays UNKNOWN and is asked about again
         if order_id in self.unknown:
             self.resolved_by_query += 1
-        self._settle(order_id, int(outcome), fill_px, fill_qty, venue_code, by_query=True)
+        self._settle(order_id, outcome, fill_px, fill_qty, venue_code, by_query=True)
         return True
 
     def drain_replies(self) -> int:
@@ -186,6 +204,9 @@ class Engine:
             reply = replies.get_nowait()
             n += 1
             self.replies_seen += 1
+            if reply.by_query:
+                self.resolve(reply.order_id, reply.outcome, reply.fill_px, reply.fill_qty, reply.venue_code)
+                continue
             if reply.order_id not in self.pending:
                 self.unknown_replies += 1
                 continue
@@ -198,7 +219,7 @@ class Engine:
         if outcome in (_SEND_FAILED, _UNKNOWN):
             # The transport lost the order after it went out (disconnect): it may have filled. UNKNOWN, worst case.
             if oid not in self.unknown:
-                self._to_unknown(oid)
+                self._to_unknown(oid, time.time_ns())
             return
         if oid in self.unknown and not by_query:
             self.resolved_late += 1
@@ -208,9 +229,12 @@ class Engine:
             del self.pending[oid]
             self.unknown.discard(oid)
             self._acked.discard(oid)
+            self._ask_due.pop(oid, None)
             self.risk.on_result(order, fill_qty)  # fill_qty: the order's cumulative fill
         else:
             self._acked.add(oid)
+            self.unknown.discard(oid)  # known again: resting on the book (it still counts toward the position)
+            self._ask_due.pop(oid, None)
         self._publish_reply(order, t_pickup, t_sent, outcome, venue_code, fill_px, fill_qty)
 
     def _publish_reply(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, venue_code: int,

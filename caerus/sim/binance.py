@@ -38,7 +38,7 @@ from caerus.sim.binance_rest import BinanceRest
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
-from caerus.sim.order_entry import binance_order_reply
+from caerus.sim.order_entry import binance_order_reply, is_order_place
 
 log = logging.getLogger("caerus.sim")
 
@@ -159,8 +159,13 @@ class BinanceServer:
             log.info("binance connection closed (active %d)", self.counters.active)
 
     async def _order_entry(self, conn: ServerConnection) -> None:
+        lose = self.state.config.scenario.name == "lost-reply"
         async for msg in conn:
-            await conn.send(binance_order_reply(msg))
+            reply = binance_order_reply(msg)
+            if lose and is_order_place(msg) and self.state.budget.claim(self.venue):
+                log.info("binance order executed and its reply dropped (scenario lost-reply)")
+                continue
+            await conn.send(reply)
 
     async def _market(self, conn: ServerConnection) -> None:
         cfg, state = self.state.config, self.state

@@ -149,7 +149,12 @@ class HyperliquidServer:
         if method == "ping":
             return frames.HL_PONG
         if method == "post":
-            return hyperliquid_post_reply(req)
+            reply = hyperliquid_post_reply(req)
+            if self.state.config.scenario.name == "lost-reply" and isinstance(req.get("request"), dict) \
+                    and req["request"].get("type") == "action" and self.state.budget.claim(self.venue):
+                log.info("hyperliquid action executed and its reply dropped (scenario lost-reply)")
+                return None
+            return reply
         if method in ("subscribe", "unsubscribe"):
             subscription = req.get("subscription")
             if not isinstance(subscription, dict) or subscription.get("type") not in KNOWN_TYPES:

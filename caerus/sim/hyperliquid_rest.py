@@ -116,11 +116,9 @@ class HyperliquidRest:
         return json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
 
     def _order_status(self, req: dict[str, Any]) -> dict[str, Any]:
-        oid = req.get("oid")
-        rec = orders.DESK.hl_orders.get(oid) if isinstance(oid, int) else None
-        if rec is None:
-            return {"status": "unknownOid"}
-        return {"status": "order", "order": rec}
+        answer = orders.hyperliquid_info_order(req)
+        assert answer is not None  # routed here by its type
+        return answer
 
 
 class _BadRequest(ValueError):

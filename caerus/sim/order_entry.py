@@ -51,6 +51,15 @@ def binance_order_reply(text: str | bytes) -> str:
                        "error": {"code": -1000, "msg": f"emulator order handler failed: {exc!r}"}})
 
 
+def is_order_place(text: str | bytes) -> bool:
+    """The frame is an ``order.place`` request (what the ``lost-reply`` scenario drops the answer of)."""
+    try:
+        msg = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(msg, dict) and msg.get("method") in ("order.place", "v1/order.place")
+
+
 def hyperliquid_post_reply(msg: dict) -> str:
     """Reply frame for one Hyperliquid ``{"method":"post",...}`` message."""
     fn, why = _handler("hyperliquid_post_response")

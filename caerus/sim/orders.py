@@ -80,6 +80,9 @@ class OrderDesk:
     hyperliquid_network: str = "any"  # "mainnet" | "testnet" | "any" (which phantom-agent source is accepted)
     hyperliquid_vaults: set[str] = field(default_factory=set)  # vault addresses the wallet may trade for
     hl_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # oid -> order record (POST /info queries)
+    hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
+    binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
+    binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
     books: dict[str, Book] = field(default_factory=dict)
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
@@ -235,7 +238,8 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded), with the
     ``rateLimits`` usage unless the request set ``returnRateLimits: false``."""
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-    reply = _binance_answer(msg, now_ms)
+    method = msg.get("method") if isinstance(msg, dict) else None
+    reply = _binance_order_status(msg, now_ms) if method == "order.status" else _binance_answer(msg, now_ms)
     DESK.requests_ms.append((now_ms, "result" in reply))  # an accepted order counts against the order limits
     params = msg.get("params") if isinstance(msg, dict) else None
     if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
@@ -247,7 +251,8 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     req_id = msg.get("id") if isinstance(msg, dict) else None
     if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
         method = msg.get("method") if isinstance(msg, dict) else None
-        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place only.")
+        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place and "
+                                       "order.status only.")
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
@@ -311,7 +316,39 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "origType": otype, "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": 0,
         "updateTime": now_ms,
     }
+    DESK.binance_orders[result["orderId"]] = result
+    DESK.binance_client_ids[result["clientOrderId"]] = result["orderId"]
     return {"id": req_id, "status": 200, "result": result}
+
+
+def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``order.status`` (USER_DATA, signed): the order as last answered, by ``orderId`` or ``origClientOrderId``;
+    -2013 when this desk never took it."""
+    req_id = msg.get("id")
+    params = msg.get("params")
+    if not isinstance(params, dict):
+        return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
+    if not params.get("apiKey") or params.get("apiKey") != DESK.binance_api_key:
+        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
+    for name in ("symbol", "timestamp", "signature"):
+        if params.get(name) in (None, ""):
+            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
+                                           "malformed.")
+    if not binance_signature_ok(params, hmac_secret=DESK.binance_hmac_secret,
+                                ed25519_public_key=DESK.binance_ed25519_public_key):
+        return _b_error(req_id, -1022, "Signature for this request is not valid.")
+    ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
+    if ts is None or window is None or ts >= now_ms + 1000 or now_ms - ts > window:
+        return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
+    order_id = _integer(params.get("orderId"))
+    if order_id is None and isinstance(params.get("origClientOrderId"), str):
+        order_id = DESK.binance_client_ids.get(params["origClientOrderId"])
+    if order_id is None and "orderId" not in params and "origClientOrderId" not in params:
+        return _b_error(req_id, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!")
+    result = DESK.binance_orders.get(order_id) if order_id is not None else None
+    if result is None or result["symbol"] != params["symbol"]:
+        return _b_error(req_id, -2013, "Order does not exist.")
+    return {"id": req_id, "status": 200, "result": {**result, "time": result["updateTime"]}}
 
 
 # --- Hyperliquid -----------------------------------------------------------------------------------------------
@@ -352,8 +389,11 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     is_buy = bool(o["b"])
     fill = _cross("hyperliquid", is_buy, float(px), float(sz))
     oid = next(DESK.ids)
+    cloid = o.get("c") if isinstance(o.get("c"), str) else None
     record = {"coin": spec["coin"], "side": "B" if is_buy else "A", "limitPx": o["p"], "sz": o["s"], "oid": oid,
-              "timestamp": now_ms, "origSz": o["s"], "cloid": o.get("c")}
+              "timestamp": now_ms, "origSz": o["s"], "cloid": cloid}
+    if cloid is not None:
+        DESK.hl_cloids[cloid.lower()] = oid
     if tif == "Alo" and fill is not None:
         book = DESK.books.get("hyperliquid")
         bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
@@ -378,9 +418,14 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
     if not isinstance(msg, dict) or msg.get("method") != "post" or not isinstance(req_id, int):
         return _hl_request_error(req_id, "Invalid post request: expected {method: post, id: int, request}.")
     request = msg.get("request")
+    if isinstance(request, dict) and request.get("type") == "info" and isinstance(request.get("payload"), dict):
+        info = hyperliquid_info_order(request["payload"])
+        if info is None:
+            return _hl_request_error(req_id, "Only orderStatus info requests are served over post by this emulator.")
+        return _hl(req_id, {"type": "info", "payload": {"type": "orderStatus", "data": info}})
     if not isinstance(request, dict) or request.get("type") != "action" or not isinstance(request.get("payload"),
                                                                                          dict):
-        return _hl_request_error(req_id, "Only action requests are supported by this emulator.")
+        return _hl_request_error(req_id, "Only action and info requests are supported by this emulator.")
     answer = hyperliquid_action(request["payload"], now_ms=now_ms)
     if isinstance(answer, str):
         return _hl_request_error(req_id, answer)
@@ -388,6 +433,20 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
 
 
 _HL_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def hyperliquid_info_order(req: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``orderStatus`` info answer for ``{"type": "orderStatus", "user", "oid": int | cloid}`` (None when the
+    request is not an orderStatus one): ``{"status": "order", "order": {...}}`` or ``{"status": "unknownOid"}``."""
+    if req.get("type") != "orderStatus":
+        return None
+    oid = req.get("oid")
+    if isinstance(oid, str):
+        oid = DESK.hl_cloids.get(oid.lower())
+    rec = DESK.hl_orders.get(oid) if isinstance(oid, int) and not isinstance(oid, bool) else None
+    if rec is None:
+        return {"status": "unknownOid"}
+    return {"status": "order", "order": rec}
 
 
 def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, Any] | str:

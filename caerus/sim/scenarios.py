@@ -8,6 +8,7 @@ reconnecting.
 Handshake faults (http-429, http-503, tls-failure) hit the first ``times`` handshakes per venue. ``refused``
 keeps the ports bound but not listening for ``duration_s`` from start-up. ``early-close`` compresses Binance's
 24 h connection limit to ``after_s`` seconds for every connection (``times`` = 0 means all).
+``lost-reply`` hits order entry instead: the first ``times`` orders per venue are executed and never answered.
 Binance order entry (``/ws-fapi/v1``) is exempt from connection and HTTP faults; a Hyperliquid connection is
 armed by its first subscription, so a post-only connection escapes connection faults.
 """
@@ -83,6 +84,8 @@ SCENARIOS: dict[str, Scenario] = {
                  venues=("binance",), after_s=5.0, times=0),
         Scenario("greeting", "Hyperliquid sends the non-JSON text 'Websocket connection established.' on connect",
                  venues=("hyperliquid",), times=0),
+        Scenario("lost-reply", "order entry executes the first `times` orders per venue and never answers them "
+                 "(the client must find out with a status query, without sending the order again)"),
     )
 }
 

@@ -51,6 +51,7 @@ class VenueReply:
     venue_code: int  # venue error code on rejection, else 0
     t_recv: int  # time.time_ns() when the reply was read
     message: str = ""  # venue's error text (never contains credentials)
+    by_query: bool = False  # the answer to a status query (``query_status``), not to the order itself
 
 
 ReplyCallback = Callable[[VenueReply], None]
@@ -67,6 +68,16 @@ class Transport(Protocol):
     def send_msg(self, order: tuple) -> SendResult: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class StatusQuery(Protocol):
+    """A live transport that can ask the venue what became of an order (Binance ``order.status``, Hyperliquid
+    ``orderStatus``). The engine calls ``query_status`` for an order past its reply deadline or lost in a
+    disconnect; the answer comes back through the reply callback as a VenueReply with ``by_query`` set. A query
+    never resends the order. False when the query could not be sent (asked again later)."""
+
+    def query_status(self, order_id: int) -> bool: ...
 
 
 #: What a venue reply says once it parsed: (outcome, fill price, filled quantity, venue error code, text,

@@ -5,6 +5,10 @@ Ed25519) with the params sorted by name.
 answer (``{"id", "status", "result"|"error"}``) is correlated by request id on the reader thread and reported as
 a :class:`VenueReply`: FILLED / PARTIAL / NOT_FILLED (IOC expired) / SENT (resting, acknowledged) /
 VENUE_REJECTED (``venue_code`` = Binance error code, e.g. -1022 bad signature).
+
+``query_status(order_id)`` asks ``order.status`` by the client order id every order carries (``caerus-<id>``);
+the answer has the order's shape and is read by the same parser, delivered with ``by_query`` set. -2013 "Order
+does not exist" means the venue never took the order: a rejection with nothing filled.
 """
 
 from __future__ import annotations
@@ -120,6 +124,7 @@ class BinanceTransport(LiveTransportBase):
         self._recv_window = recv_window_ms
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, int] = {}  # request id -> order_id (engine thread inserts, reader pops)
+        self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="binance-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect)
@@ -128,7 +133,8 @@ class BinanceTransport(LiveTransportBase):
         self.send_failed = 0
         # reader-thread counters
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
-                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0}
+                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "queries": 0,
+                                        "query_answers": 0, "query_unparsed": 0, "query_send_failed": 0}
 
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -164,6 +170,22 @@ class BinanceTransport(LiveTransportBase):
         self.send_failed += 1
         return SendResult(_SENT_FAILED, t_sent=time.time_ns())
 
+    def query_status(self, order_id: int) -> bool:
+        """Ask the venue what became of ``order_id`` (engine thread). Never resends the order."""
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        params: dict[str, Any] = {"apiKey": self._api_key, "origClientOrderId": f"caerus-{order_id}",
+                                  "recvWindow": self._recv_window, "symbol": self._symbol,
+                                  "timestamp": time.time_ns() // 1_000_000}
+        params["signature"] = self._signer.sign(query_string(params))
+        self._queries[req_id] = order_id
+        if self._session.send(_encode({"id": req_id, "method": "order.status", "params": params})):
+            self.reply_counts["queries"] += 1
+            return True
+        self._queries.pop(req_id, None)
+        self.reply_counts["query_send_failed"] += 1
+        return False
+
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "signer": self._signer.kind,
@@ -177,7 +199,7 @@ class BinanceTransport(LiveTransportBase):
             return
         order_id = self._pending.get(req_id)
         if order_id is None:
-            self.reply_counts["unmatched"] += 1
+            self._on_query_answer(req_id, msg, t_recv)
             return
         parsed = parse_order_reply(msg)
         if parsed is None:
@@ -190,7 +212,21 @@ class BinanceTransport(LiveTransportBase):
         self.reply_counts[key] += 1
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
+    def _on_query_answer(self, req_id: int, msg: dict[str, Any], t_recv: int) -> None:
+        order_id = self._queries.pop(req_id, None)
+        if order_id is None:
+            self.reply_counts["unmatched"] += 1
+            return
+        parsed = parse_order_reply(msg)  # order.status answers with the order itself
+        if parsed is None:
+            self.reply_counts["query_unparsed"] += 1  # the order stays UNKNOWN; the engine asks again
+            return
+        outcome, px, qty, code, text, _key = parsed
+        self.reply_counts["query_answers"] += 1
+        self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text, by_query=True))
+
     def _on_disconnect(self) -> None:
+        self._queries.clear()  # unanswered queries: the engine asks again after the next reply timeout
         t = time.time_ns()
         while self._pending:
             try:

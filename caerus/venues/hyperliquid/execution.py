@@ -8,6 +8,10 @@ VenueReplies: ``filled`` -> FILLED/PARTIAL, ``resting`` -> SENT (acknowledged), 
 -> NOT_FILLED, any other error -> VENUE_REJECTED. Hyperliquid has no numeric error codes, so ``venue_code`` says
 where the rejection came from: -1 order status error, -2 action refused (``status: err``, e.g. a signature that
 recovers to an unknown wallet), -3 request refused (``type: error``).
+
+Every order carries a client order id (``cloid``, 0x + the order id as 32 hex digits), so ``query_status``
+can ask ``orderStatus`` over the same connection (an ``info`` post) for an order whose reply never came; the
+answer is read by :func:`parse_order_status` and delivered with ``by_query`` set. Never a resend.
 """
 
 from __future__ import annotations
@@ -108,6 +112,57 @@ def parse_post_response(response: Any, size: float) -> ParsedReply | None:
     return None
 
 
+_CLOSED = frozenset({"filled", "canceled", "marginCanceled", "vaultWithdrawalCanceled", "openInterestCapCanceled",
+                     "selfTradeCanceled", "reduceOnlyCanceled", "siblingFilledCanceled", "delistedCanceled",
+                     "liquidatedCanceled", "scheduledCancel", "rejected", "tickRejected", "minTradeNtlRejected",
+                     "perpMarginRejected", "reduceOnlyRejected", "badAloPxRejected", "iocCancelRejected",
+                     "badTriggerPxRejected", "marketOrderNoLiquidityRejected"})
+
+
+def cloid(order_id: int) -> str:
+    """The client order id an order carries: 0x + the order id as 32 hex digits (128 bits)."""
+    return f"0x{order_id & ((1 << 128) - 1):032x}"
+
+
+def parse_order_status(response: Any) -> ParsedReply | None:
+    """What an ``orderStatus`` info answer (the ``response`` of an info post) says, or None when unreadable.
+
+    ``unknownOid``: the venue never took the order (nothing filled). ``open``: resting (SENT), or PARTIAL when
+    part of it filled. ``filled``: FILLED. Any cancel or reject: NOT_FILLED, or PARTIAL for what filled first.
+    The answer has no average fill price: the order's limit price is reported, the worst price it could have
+    filled at.
+    """
+    if not isinstance(response, dict) or response.get("type") != "info":
+        return None
+    payload = response.get("payload")
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, dict):
+        return None
+    if data.get("status") == "unknownOid":
+        return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, "unknownOid: the venue never took the order", "query_unknown"
+    rec = data.get("order")
+    order = rec.get("order") if isinstance(rec, dict) else None
+    status = rec.get("status") if isinstance(rec, dict) else None
+    if data.get("status") != "order" or not isinstance(order, dict) or not isinstance(status, str):
+        return None
+    orig, left = reply_number(order.get("origSz")), reply_number(order.get("sz"))
+    px = reply_number(order.get("limitPx"))
+    if orig is None or left is None or px is None or left > orig or px <= 0.0 or orig <= 0.0:
+        return None
+    filled = orig - left
+    if status == "filled":
+        return wire.Outcome.FILLED, px, orig, 0, status, "query_filled"
+    if status in ("open", "triggered"):
+        if filled > 1e-12:
+            return wire.Outcome.PARTIAL, px, filled, 0, status, "query_partial"
+        return wire.Outcome.SENT, 0.0, 0.0, 0, status, "query_open"
+    if status in _CLOSED or status.endswith(("Canceled", "Rejected")):
+        if filled > 1e-12:
+            return wire.Outcome.PARTIAL, px, filled, 0, status, "query_partial"
+        return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, status, "query_not_filled"
+    return None
+
+
 def round_price(px: float, sz_decimals: int) -> float:
     """Perp price rule: <= 5 significant figures and <= 6 - szDecimals decimals (integers always allowed)."""
     return round(float(f"{px:.5g}"), 6 - sz_decimals)
@@ -134,6 +189,7 @@ class HyperliquidTransport(LiveTransportBase):
         self._sz_decimals = sz_decimals
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
+        self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect,
@@ -141,7 +197,9 @@ class HyperliquidTransport(LiveTransportBase):
         self.sent = 0
         self.send_failed = 0
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
-                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0}
+                                        "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0,
+                                        "queries": 0, "query_answers": 0, "query_unparsed": 0,
+                                        "query_send_failed": 0}
 
     @property
     def address(self) -> str:
@@ -156,7 +214,7 @@ class HyperliquidTransport(LiveTransportBase):
         sz = round(order[O_QTY], self._sz_decimals)
         action = order_action([order_wire(self._asset, order[O_SIDE] > 0,
                                           round_price(order[O_PX], self._sz_decimals), sz,
-                                          tif=_TIF.get(order[O_TIF], "Ioc"))])
+                                          tif=_TIF.get(order[O_TIF], "Ioc"), cloid=cloid(order[O_ORDER_ID]))])
         nonce = self._signer.next_nonce(now_ms)
         payload = {"action": action, "nonce": nonce, "signature": self._signer.sign_action(action, nonce),
                    "vaultAddress": self._vault}
@@ -178,6 +236,21 @@ class HyperliquidTransport(LiveTransportBase):
         self.send_failed += 1
         return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
 
+    def query_status(self, order_id: int) -> bool:
+        """Ask the venue what became of ``order_id`` by its cloid (engine thread). Never resends the order."""
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        user = self._vault or self.address
+        frame = _encode({"method": "post", "id": req_id, "request": {"type": "info", "payload": {
+            "type": "orderStatus", "user": user, "oid": cloid(order_id)}}})
+        self._queries[req_id] = order_id
+        if self._session.send(frame):
+            self.reply_counts["queries"] += 1
+            return True
+        self._queries.pop(req_id, None)
+        self.reply_counts["query_send_failed"] += 1
+        return False
+
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "address": self.address,
@@ -195,6 +268,9 @@ class HyperliquidTransport(LiveTransportBase):
             return  # pong, greetings
         data = msg.get("data")
         req_id = data.get("id") if isinstance(data, dict) else None
+        if isinstance(data, dict) and isinstance(req_id, int) and req_id in self._queries:
+            self._on_query_answer(req_id, data.get("response"), t_recv)
+            return
         if not isinstance(data, dict) or not isinstance(req_id, int) or req_id not in self._pending:
             self.reply_counts["unmatched"] += 1
             return
@@ -210,7 +286,18 @@ class HyperliquidTransport(LiveTransportBase):
         self.reply_counts[key] += 1
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
+    def _on_query_answer(self, req_id: int, response: Any, t_recv: int) -> None:
+        order_id = self._queries.pop(req_id)
+        parsed = parse_order_status(response)
+        if parsed is None:
+            self.reply_counts["query_unparsed"] += 1  # the order stays UNKNOWN; the engine asks again
+            return
+        outcome, px, qty, code, text, _key = parsed
+        self.reply_counts["query_answers"] += 1
+        self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text, by_query=True))
+
     def _on_disconnect(self) -> None:
+        self._queries.clear()  # unanswered queries: the engine asks again after the next reply timeout
         t = time.time_ns()
         while self._pending:
             try:

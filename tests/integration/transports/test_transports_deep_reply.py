@@ -10,8 +10,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 PROGRAM = """
 import sys
-import caerus.venues.hyperliquid.signing  # eth-account -> py_ecc: raises the recursion limit
-assert sys.getrecursionlimit() >= 10_000, sys.getrecursionlimit()
+import caerus.venues.hyperliquid.signing  # the signing stack: some eth-account / py_ecc versions raise the limit
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 100_000))  # as high as those versions set it, whichever is here
 import msgspec
 from caerus.net.untrusted import decode_untrusted
 try:

@@ -511,10 +511,13 @@ def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) ->
         engine.on_reply(VenueReply(2, Outcome.SEND_FAILED, 0.0, 0.0, 0, time.time_ns()))
         engine.drain_replies()
         assert engine.unknown == {2} and risk.position == pytest.approx(0.003)
-        # Order 1 passes its deadline: UNKNOWN, still counted in full, the venue is asked (once), nothing resent.
+        # Order 1 passes its deadline: UNKNOWN, still counted in full, the venue is asked, nothing resent. Order 2,
+        # still unresolved a reply timeout after its query, is asked again (once per timeout, never resent).
         assert engine.check_deadlines(t_sent + 10_000 * MS) == 1
         assert engine.unknown == {1, 2} and risk.position == pytest.approx(0.003)
-        assert transport.queried == [2, 1] and transport.sent == [1, 2]
+        assert transport.queried == [2, 1, 2] and transport.sent == [1, 2]
+        assert engine.check_deadlines(t_sent + 10_000 * MS) == 0 and transport.queried == [2, 1, 2]
+        assert engine.status_queries == 3
         assert (engine.orders_unknown, engine.orders_timed_out) == (2, 1)
         # The status query's answer resolves order 1 (partly filled); a late reply resolves order 2 (not filled).
         assert engine.resolve(1, Outcome.PARTIAL, 95_001.0, 0.0005)

@@ -143,3 +143,41 @@ def test_binance_rate_limits_count_this_desks_requests_and_can_be_turned_off() -
     assert quiet["status"] == 200 and "rateLimits" not in quiet
     later = orders.binance_ws_api_response(_binance(now + 61_000), now_ms=now + 61_000)
     assert {(r["rateLimitType"], r["interval"]): r["count"] for r in later["rateLimits"]}[("ORDERS", "MINUTE")] == 1
+
+
+def _status(now: int, **ident: Any) -> dict[str, Any]:
+    params = {"apiKey": API_KEY, "symbol": "BTCUSDT", "timestamp": now, **ident}
+    return {"id": 9, "method": "order.status", "params": sign_params(params, BinanceHmacSigner(SECRET))}
+
+
+def test_binance_order_status_answers_from_the_desks_record() -> None:
+    now = time.time_ns() // 1_000_000
+    placed = orders.binance_ws_api_response(_binance(now, newClientOrderId="caerus-7"), now_ms=now)
+    assert placed["status"] == 200
+    by_client = orders.binance_ws_api_response(_status(now, origClientOrderId="caerus-7"), now_ms=now)
+    by_id = orders.binance_ws_api_response(_status(now, orderId=placed["result"]["orderId"]), now_ms=now)
+    for reply in (by_client, by_id):
+        assert reply["status"] == 200 and reply["result"]["status"] == placed["result"]["status"]
+        assert reply["result"]["executedQty"] == placed["result"]["executedQty"]
+    missing = orders.binance_ws_api_response(_status(now, origClientOrderId="caerus-8"), now_ms=now)
+    assert missing["status"] == 400 and missing["error"]["code"] == -2013
+    forged = _status(now, origClientOrderId="caerus-7")
+    forged["params"]["signature"] = "0" * 64
+    assert orders.binance_ws_api_response(forged, now_ms=now)["error"]["code"] == -1022
+
+
+def test_hyperliquid_order_status_by_cloid_over_an_info_post() -> None:
+    now = time.time_ns() // 1_000_000
+    cloid = "0x" + "0" * 31 + "7"
+    action = order_action([order_wire(0, True, 100_000.0, 0.001, tif="Ioc", cloid=cloid)])
+    sig = sign_l1_action_reference(HL_KEY, action, None, now, is_mainnet=False)
+    placed = orders.hyperliquid_action({"action": action, "nonce": now, "signature": sig}, now_ms=now)
+    assert isinstance(placed, dict) and "filled" in placed["response"]["data"]["statuses"][0]
+    post = {"method": "post", "id": 5, "request": {"type": "info", "payload": {
+        "type": "orderStatus", "user": Account.from_key(HL_KEY).address, "oid": cloid}}}
+    reply = orders.hyperliquid_post_response(post, now_ms=now)
+    data = reply["data"]["response"]["payload"]["data"]
+    assert reply["data"]["id"] == 5 and data["status"] == "order" and data["order"]["status"] == "filled"
+    post["request"]["payload"]["oid"] = "0x" + "f" * 32
+    unknown = orders.hyperliquid_post_response(post, now_ms=now)
+    assert unknown["data"]["response"]["payload"]["data"] == {"status": "unknownOid"}
