@@ -26,6 +26,7 @@ from caerus.execution.config import ExecutionConfig
 from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
+from caerus.execution.transports.base import Reconciles, VenueState
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
@@ -183,11 +184,15 @@ def run(args: argparse.Namespace) -> int:
     engine = None
     ctx: _Ctx | None = None
     memwatch = MemWatch(PROCESS)
+    reconciled: VenueState | bool | None = False
     try:
         try:
             transport.start()  # before creating any segment: a transport that cannot start leaves nothing behind
         except RuntimeError as exc:  # e.g. a live transport that cannot connect (message names URL, never secrets)
             print(f"error: --transport {args.transport}: {exc}", file=sys.stderr)
+            return 1
+        reconciled = _reconcile(transport, risk, cfg)
+        if reconciled is None:
             return 1
         counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
@@ -228,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
             _housekeeping(ctx)
             memwatch.report()
         if engine is not None and args.metrics_dir and hasattr(transport, "summary"):
-            _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport)
+            _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport, reconciled)
         if log is not None:
             log.close()
         books.close()
@@ -238,6 +243,27 @@ def run(args: argparse.Namespace) -> int:
             consumer.close()
         if counters is not None and args.stats_segment:
             counters.close()
+
+
+def _reconcile(transport: object, risk: RiskChecker, cfg: ExecutionConfig) -> VenueState | bool | None:
+    """Start-up reconciliation: a live transport reads the account's position and open orders before the first
+    order, and the engine trades from that state (its projected position starts there, so max_position counts
+    what the venue already holds). None when the venue cannot be read: the process refuses to trade.
+    False for transports with nothing to read (null, paper)."""
+    if not isinstance(transport, Reconciles):
+        return False
+    timeout_s = max(5.0, cfg.reply_timeout_ms / 1e3)
+    try:
+        state = transport.venue_state(timeout_s)
+    except RuntimeError as exc:
+        print(f"error: {PROCESS}: cannot reconcile with the venue before trading, refusing to start: {exc}",
+              file=sys.stderr)
+        return None
+    risk.position = state.position + state.resting
+    print(f"{PROCESS}: reconciled with {transport.name}: venue position {state.position:+g} BTC, resting orders "  # type: ignore[attr-defined]
+          f"{state.resting:+g} BTC; trading starts from a projected position of {risk.position:+g} BTC",
+          file=sys.stderr)
+    return state
 
 
 def _loop(ctx: _Ctx) -> None:
@@ -323,8 +349,10 @@ def _housekeeping(ctx: _Ctx) -> None:
         exec_writer.beat()
 
 
-def _write_summary(path: Path, engine: Engine, transport: object) -> None:
+def _write_summary(path: Path, engine: Engine, transport: object, reconciled: VenueState | bool | None) -> None:
     doc = transport.summary()  # type: ignore[attr-defined]
+    if isinstance(reconciled, VenueState):  # what the venue held when trading started
+        doc["reconciled"] = {"position": reconciled.position, "resting": reconciled.resting}
     doc["engine"] = {
         "orders": engine.orders,
         "outcomes": {o.name.lower(): engine.outcomes[o] for o in Outcome},

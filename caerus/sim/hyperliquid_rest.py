@@ -46,10 +46,6 @@ def spot_meta() -> dict[str, Any]:
                                         "fullName": None}]}
 
 
-def _summary() -> dict[str, str]:
-    return {"accountValue": "0.0", "totalNtlPos": "0.0", "totalRawUsd": "0.0", "totalMarginUsed": "0.0"}
-
-
 class HyperliquidRest:
     def __init__(self, market: Callable[[], MarketDriver | None]) -> None:
         self._market = market
@@ -61,14 +57,12 @@ class HyperliquidRest:
             "perpDexs": lambda r: [None],
             "allMids": lambda r: self._all_mids(),
             "l2Book": self._l2_book,
-            "clearinghouseState": lambda r: {"marginSummary": _summary(), "crossMarginSummary": _summary(),
-                                             "crossMaintenanceMarginUsed": "0.0", "withdrawable": "0.0",
-                                             "assetPositions": [], "time": time.time_ns() // 1_000_000},
-            "openOrders": lambda r: [o["order"] for o in orders.DESK.hl_orders.values() if o["status"] == "open"],
-            "frontendOpenOrders": lambda r: [o["order"] | {"orderType": "Limit", "reduceOnly": False,
-                                                           "isTrigger": False, "triggerPx": "0.0",
-                                                           "triggerCondition": "N/A", "isPositionTpsl": False}
-                                             for o in orders.DESK.hl_orders.values() if o["status"] == "open"],
+            "clearinghouseState": lambda r: orders.hyperliquid_clearinghouse_state(time.time_ns() // 1_000_000),
+            "openOrders": lambda r: orders.hyperliquid_open_orders(),
+            "frontendOpenOrders": lambda r: [o | {"orderType": "Limit", "reduceOnly": False, "isTrigger": False,
+                                                  "triggerPx": "0.0", "triggerCondition": "N/A",
+                                                  "isPositionTpsl": False}
+                                             for o in orders.hyperliquid_open_orders()],
             "orderStatus": self._order_status,
             "userFills": lambda r: [],
         }

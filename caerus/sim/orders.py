@@ -83,6 +83,8 @@ class OrderDesk:
     hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
     binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
     binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
+    # venue -> (position in BTC, signed; average entry price): what fills built, what position queries answer
+    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     books: dict[str, Book] = field(default_factory=dict)
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
@@ -180,6 +182,25 @@ def reset() -> None:
     DESK = OrderDesk()
 
 
+def _fill(venue: str, is_buy: bool, px: float, qty: float) -> None:
+    """Book a fill into the venue's position (average entry price kept for the position queries)."""
+    pos, entry = DESK.positions.get(venue, (0.0, 0.0))
+    signed = qty if is_buy else -qty
+    new = round(pos + signed, 8)
+    if new == 0.0:
+        entry = 0.0
+    elif pos == 0.0 or (pos > 0) != (new > 0):
+        entry = px  # opened, or flipped through zero: the fill's price
+    elif (pos > 0) == (signed > 0):
+        entry = (entry * abs(pos) + px * qty) / abs(new)  # added to: weighted average
+    DESK.positions[venue] = (new, entry)
+
+
+def position(venue: str) -> tuple[float, float]:
+    """(signed position in BTC, average entry price) the desk holds on ``venue``."""
+    return DESK.positions.get(venue, (0.0, 0.0))
+
+
 def _cross(venue: str, is_buy: bool, px: float, qty: float) -> tuple[float, float] | None:
     """(fill price, fill qty) when a limit at ``px`` crosses the book; None when it does not."""
     book = DESK.books.get(venue)
@@ -239,7 +260,12 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     ``rateLimits`` usage unless the request set ``returnRateLimits: false``."""
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     method = msg.get("method") if isinstance(msg, dict) else None
-    reply = _binance_order_status(msg, now_ms) if method == "order.status" else _binance_answer(msg, now_ms)
+    if method == "order.status":
+        reply = _binance_order_status(msg, now_ms)
+    elif method in ("v2/account.position", "account.position"):
+        reply = _binance_positions(msg, now_ms)
+    else:
+        reply = _binance_answer(msg, now_ms)
     DESK.requests_ms.append((now_ms, "result" in reply))  # an accepted order counts against the order limits
     params = msg.get("params") if isinstance(msg, dict) else None
     if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
@@ -251,8 +277,8 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     req_id = msg.get("id") if isinstance(msg, dict) else None
     if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
         method = msg.get("method") if isinstance(msg, dict) else None
-        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place and "
-                                       "order.status only.")
+        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place, "
+                                       "order.status and v2/account.position only.")
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
@@ -306,6 +332,8 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         status = "FILLED" if fqty >= float(qty) else ("PARTIALLY_FILLED" if tif == "GTC" else "EXPIRED")
         if tif == "FOK" and status != "FILLED":
             status, fpx, fqty = "EXPIRED", 0.0, 0.0
+    if fqty > 0:
+        _fill("binance", side == "BUY", fpx, fqty)
     result = {
         "orderId": next(DESK.ids), "symbol": params["symbol"], "status": status,
         "clientOrderId": params.get("newClientOrderId") or f"sim{now_ms}",
@@ -321,16 +349,15 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     return {"id": req_id, "status": 200, "result": result}
 
 
-def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """``order.status`` (USER_DATA, signed): the order as last answered, by ``orderId`` or ``origClientOrderId``;
-    -2013 when this desk never took it."""
+def _binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
+    """The checks every signed USER_DATA request passes (key, signature, time window); None when it passes."""
     req_id = msg.get("id")
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
     if not params.get("apiKey") or params.get("apiKey") != DESK.binance_api_key:
         return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
-    for name in ("symbol", "timestamp", "signature"):
+    for name in ("timestamp", "signature"):
         if params.get(name) in (None, ""):
             return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
                                            "malformed.")
@@ -340,6 +367,41 @@ def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
     if ts is None or window is None or ts >= now_ms + 1000 or now_ms - ts > window:
         return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
+    return None
+
+
+def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``v2/account.position`` (USER_DATA): the desk's position per symbol (one-way mode, ``positionSide``
+    BOTH), every symbol when ``symbol`` is absent."""
+    bad = _binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    params = msg["params"]
+    symbol = params.get("symbol")
+    if symbol is not None and symbol not in BINANCE_SYMBOLS:
+        return _b_error(msg.get("id"), -1121, "Invalid symbol.")
+    amt, entry = position("binance")
+    book = DESK.books.get("binance")
+    mark = (book.bid_px + book.ask_px) / 2 if book else entry
+    out = [{"symbol": name, "positionSide": "BOTH", "positionAmt": f"{amt:.3f}", "entryPrice": f"{entry:.2f}",
+            "breakEvenPrice": f"{entry:.2f}", "markPrice": f"{mark:.2f}",
+            "unRealizedProfit": f"{(mark - entry) * amt:.8f}", "liquidationPrice": "0", "isolatedMargin": "0",
+            "notional": f"{mark * amt:.8f}", "marginAsset": "USDT", "isolatedWallet": "0",
+            "initialMargin": "0", "maintMargin": "0", "positionInitialMargin": "0", "openOrderInitialMargin": "0",
+            "adl": 0, "bidNotional": "0", "askNotional": "0", "updateTime": now_ms}
+           for name in BINANCE_SYMBOLS if symbol in (None, name)]
+    return {"id": msg.get("id"), "status": 200, "result": out}
+
+
+def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``order.status`` (USER_DATA, signed): the order as last answered, by ``orderId`` or ``origClientOrderId``;
+    -2013 when this desk never took it."""
+    bad = _binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    req_id, params = msg.get("id"), msg["params"]
+    if params.get("symbol") in (None, ""):
+        return _b_error(req_id, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
     order_id = _integer(params.get("orderId"))
     if order_id is None and isinstance(params.get("origClientOrderId"), str):
         order_id = DESK.binance_client_ids.get(params["origClientOrderId"])
@@ -404,6 +466,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
         DESK.hl_orders[oid] = {"order": record, "status": "open", "statusTimestamp": now_ms}
         return {"resting": {"oid": oid}}
     fpx, fqty = fill
+    _fill("hyperliquid", is_buy, fpx, fqty)
     # A partial fill: the rest of a Gtc order rests (open), an Ioc remainder is canceled.
     status = "filled" if fqty >= float(sz) else ("open" if tif == "Gtc" else "canceled")
     DESK.hl_orders[oid] = {"order": {**record, "sz": str(float(sz) - fqty)}, "status": status,
@@ -419,10 +482,12 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
         return _hl_request_error(req_id, "Invalid post request: expected {method: post, id: int, request}.")
     request = msg.get("request")
     if isinstance(request, dict) and request.get("type") == "info" and isinstance(request.get("payload"), dict):
-        info = hyperliquid_info_order(request["payload"])
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        info = hyperliquid_info(request["payload"], now)
         if info is None:
-            return _hl_request_error(req_id, "Only orderStatus info requests are served over post by this emulator.")
-        return _hl(req_id, {"type": "info", "payload": {"type": "orderStatus", "data": info}})
+            return _hl_request_error(req_id, "Only orderStatus, clearinghouseState and openOrders info requests are "
+                                             "served over post by this emulator.")
+        return _hl(req_id, {"type": "info", "payload": {"type": request["payload"]["type"], "data": info}})
     if not isinstance(request, dict) or request.get("type") != "action" or not isinstance(request.get("payload"),
                                                                                          dict):
         return _hl_request_error(req_id, "Only action and info requests are supported by this emulator.")
@@ -433,6 +498,35 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
 
 
 _HL_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def hyperliquid_clearinghouse_state(now_ms: int) -> dict[str, Any]:
+    """``clearinghouseState``: the desk's perp position (``szi`` signed) and a flat margin summary."""
+    szi, entry = position("hyperliquid")
+    summary = {"accountValue": "0.0", "totalNtlPos": f"{abs(szi) * entry:.2f}", "totalRawUsd": "0.0",
+               "totalMarginUsed": "0.0"}
+    positions = [] if szi == 0.0 else [{"type": "oneWay", "position": {
+        "coin": "BTC", "szi": f"{szi:.5f}", "entryPx": f"{entry:.1f}", "positionValue": f"{abs(szi) * entry:.2f}",
+        "unrealizedPnl": "0.0", "returnOnEquity": "0.0", "liquidationPx": None, "marginUsed": "0.0",
+        "maxLeverage": 40, "leverage": {"type": "cross", "value": 20}, "cumFunding": {
+            "allTime": "0.0", "sinceOpen": "0.0", "sinceChange": "0.0"}}}]
+    return {"marginSummary": summary, "crossMarginSummary": summary, "crossMaintenanceMarginUsed": "0.0",
+            "withdrawable": "0.0", "assetPositions": positions, "time": now_ms}
+
+
+def hyperliquid_open_orders() -> list[dict[str, Any]]:
+    return [o["order"] for o in DESK.hl_orders.values() if o["status"] == "open"]
+
+
+def hyperliquid_info(req: dict[str, Any], now_ms: int) -> Any:
+    """The info answers an order client needs over a post (``orderStatus``, ``clearinghouseState``,
+    ``openOrders``); None for any other type."""
+    kind = req.get("type")
+    if kind == "clearinghouseState":
+        return hyperliquid_clearinghouse_state(now_ms)
+    if kind == "openOrders":
+        return hyperliquid_open_orders()
+    return hyperliquid_info_order(req)
 
 
 def hyperliquid_info_order(req: dict[str, Any]) -> dict[str, Any] | None:

@@ -70,6 +70,22 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class VenueState:
+    """What the venue says the account holds on the traded instrument, read before the first order."""
+
+    position: float  # signed BTC held
+    resting: float  # signed BTC of open (resting) orders; 0.0 where the venue's order API cannot list them
+
+
+@runtime_checkable
+class Reconciles(Protocol):
+    """A live transport that can read the account's state at start-up (``venue_state``, blocking, bounded by
+    ``timeout_s``; raises naming what failed). The engine trades only from that state."""
+
+    def venue_state(self, timeout_s: float) -> VenueState: ...
+
+
 @runtime_checkable
 class StatusQuery(Protocol):
     """A live transport that can ask the venue what became of an order (Binance ``order.status``, Hyperliquid

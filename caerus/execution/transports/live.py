@@ -284,6 +284,16 @@ class WsOrderSession:
         self._thread = None
 
 
+class _Waiter:
+    """One request answered on the reader thread and awaited on the engine thread."""
+
+    __slots__ = ("answer", "done")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answer: Any = None
+
+
 class LiveTransportBase:
     """What both live transports share once their session and reply sink exist: reply polling, stats, close.
 
@@ -298,8 +308,33 @@ class LiveTransportBase:
     send_failed: int
     reply_counts: dict[str, int]
 
+    name: str
+    _waiters: dict[int, _Waiter]
+
     def poll_reply(self) -> VenueReply | None:
         return self._sink.poll()
+
+    def _request(self, req_id: int, frame: bytes, timeout_s: float, what: str) -> Any:
+        """Send one request and wait (bounded) for the reader thread to hand back its answer."""
+        waiter = _Waiter()
+        self._waiters[req_id] = waiter
+        try:
+            if not self._session.send(frame):
+                raise LiveTransportError(f"{self.name}: {what}: the order connection is down")
+            if not waiter.done.wait(timeout_s):
+                raise LiveTransportError(f"{self.name}: {what}: no answer within {timeout_s:g} s")
+            return waiter.answer
+        finally:
+            self._waiters.pop(req_id, None)
+
+    def _answered(self, req_id: object, answer: Any) -> bool:
+        """Reader thread: ``answer`` belongs to a request someone waits on (True), or not."""
+        waiter = self._waiters.get(req_id) if isinstance(req_id, int) else None
+        if waiter is None:
+            return False
+        waiter.answer = answer
+        waiter.done.set()
+        return True
 
     def stats(self) -> dict[str, int]:
         s = self._session

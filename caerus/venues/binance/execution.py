@@ -13,6 +13,7 @@ does not exist" means the venue never took the order: a rejection with nothing f
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -30,10 +31,12 @@ from caerus.execution.transports.base import (
     ReplyCallback,
     SendResult,
     VenueReply,
+    VenueState,
     reply_number,
 )
 from caerus.execution.transports.live import (
     LiveTransportBase,
+    LiveTransportError,
     ReplySink,
     WsOrderSession,
     check_live_guard,
@@ -101,6 +104,35 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     return None  # FILLED with nothing filled, or a status we do not know
 
 
+def parse_position(msg: Any, symbol: str) -> float:
+    """The signed ``positionAmt`` of ``symbol`` in a ``v2/account.position`` answer (0.0 when the venue lists no
+    position for it); LiveTransportError naming the venue's error or what was unreadable."""
+    if not isinstance(msg, dict):
+        raise LiveTransportError("binance: position query: unreadable answer")
+    error = msg.get("error")
+    if error is not None or msg.get("status") != 200:
+        body = error if isinstance(error, dict) else {"msg": error}
+        raise LiveTransportError(f"binance: position query refused: {body.get('code')} {str(body.get('msg'))[:200]}")
+    result = msg.get("result")
+    if not isinstance(result, list):
+        raise LiveTransportError("binance: position query: the answer has no position list")
+    total = 0.0
+    for p in result:
+        if isinstance(p, dict) and p.get("symbol") == symbol:
+            value = p.get("positionAmt")
+            try:
+                if isinstance(value, bool) or not isinstance(value, str | int | float):
+                    raise TypeError
+                amt = float(value)  # signed: reply_number refuses negatives by design
+            except (TypeError, ValueError):
+                raise LiveTransportError(f"binance: position query: unreadable positionAmt "
+                                         f"{str(p.get('positionAmt'))[:40]!r}") from None
+            if not math.isfinite(amt):
+                raise LiveTransportError("binance: position query: non-finite positionAmt")
+            total += amt  # one-way mode: one entry (BOTH); hedge mode: LONG and SHORT add up
+    return total
+
+
 class BinanceTransport(LiveTransportBase):
     """Live Binance USD-M order entry. Construct via ``make_live_transport('binance', ...)``."""
 
@@ -125,6 +157,7 @@ class BinanceTransport(LiveTransportBase):
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, int] = {}  # request id -> order_id (engine thread inserts, reader pops)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
+        self._waiters = {}  # request id -> waiter (start-up reconciliation)
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="binance-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect)
@@ -186,6 +219,19 @@ class BinanceTransport(LiveTransportBase):
         self.reply_counts["query_send_failed"] += 1
         return False
 
+    def venue_state(self, timeout_s: float) -> VenueState:
+        """The account's position on the symbol (``v2/account.position``), read before the first order. The
+        futures WebSocket API lists no open orders: ``resting`` is 0 (an open GTC from before a restart is
+        found by its status query when its order id comes up)."""
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        params: dict[str, Any] = {"apiKey": self._api_key, "recvWindow": self._recv_window, "symbol": self._symbol,
+                                  "timestamp": time.time_ns() // 1_000_000}
+        params["signature"] = self._signer.sign(query_string(params))
+        msg = self._request(req_id, _encode({"id": req_id, "method": "v2/account.position", "params": params}),
+                            timeout_s, "position query")
+        return VenueState(parse_position(msg, self._symbol), 0.0)
+
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "signer": self._signer.kind,
@@ -196,6 +242,8 @@ class BinanceTransport(LiveTransportBase):
         req_id = msg.get("id") if isinstance(msg, dict) else None
         if not isinstance(req_id, int):
             self.reply_counts["unmatched"] += 1
+            return
+        if self._answered(req_id, msg):
             return
         order_id = self._pending.get(req_id)
         if order_id is None:

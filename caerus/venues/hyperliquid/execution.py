@@ -16,6 +16,7 @@ answer is read by :func:`parse_order_status` and delivered with ``by_query`` set
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -33,10 +34,12 @@ from caerus.execution.transports.base import (
     ReplyCallback,
     SendResult,
     VenueReply,
+    VenueState,
     reply_number,
 )
 from caerus.execution.transports.live import (
     LiveTransportBase,
+    LiveTransportError,
     ReplySink,
     WsOrderSession,
     check_live_guard,
@@ -163,6 +166,40 @@ def parse_order_status(response: Any) -> ParsedReply | None:
     return None
 
 
+def _signed(value: Any, what: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise LiveTransportError(f"hyperliquid: {what}: unreadable number {str(value)[:40]!r}") from None
+    if not math.isfinite(x):
+        raise LiveTransportError(f"hyperliquid: {what}: non-finite number")
+    return x
+
+
+def parse_position(state: Any, coin: str) -> float:
+    """The signed ``szi`` of ``coin`` in a ``clearinghouseState`` answer (0.0 when there is no position)."""
+    if not isinstance(state, dict) or not isinstance(state.get("assetPositions"), list):
+        raise LiveTransportError("hyperliquid: position query: the answer has no assetPositions")
+    total = 0.0
+    for entry in state["assetPositions"]:
+        pos = entry.get("position") if isinstance(entry, dict) else None
+        if isinstance(pos, dict) and pos.get("coin") == coin:
+            total += _signed(pos.get("szi"), "position query")
+    return total
+
+
+def parse_resting(orders: Any, coin: str) -> float:
+    """Signed size of the open orders on ``coin`` in an ``openOrders`` answer (buys +, sells -)."""
+    if not isinstance(orders, list):
+        raise LiveTransportError("hyperliquid: open-orders query: the answer is not a list")
+    total = 0.0
+    for o in orders:
+        if isinstance(o, dict) and o.get("coin") == coin:
+            sz = abs(_signed(o.get("sz"), "open-orders query"))
+            total += sz if o.get("side") == "B" else -sz
+    return total
+
+
 def round_price(px: float, sz_decimals: int) -> float:
     """Perp price rule: <= 5 significant figures and <= 6 - szDecimals decimals (integers always allowed)."""
     return round(float(f"{px:.5g}"), 6 - sz_decimals)
@@ -175,7 +212,7 @@ class HyperliquidTransport(LiveTransportBase):
 
     def __init__(self, *, network: str | None, credentials: HyperliquidCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
-                 asset: int = 0, sz_decimals: int = 5) -> None:
+                 asset: int = 0, sz_decimals: int = 5, coin: str = "BTC") -> None:
         check_live_guard("hyperliquid", enable_live=enable_live, network=network)
         if not isinstance(credentials, HyperliquidCredentials):
             raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
@@ -190,6 +227,8 @@ class HyperliquidTransport(LiveTransportBase):
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
+        self._waiters = {}  # request id -> waiter (start-up reconciliation)
+        self._coin = coin
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect,
@@ -251,6 +290,24 @@ class HyperliquidTransport(LiveTransportBase):
         self.reply_counts["query_send_failed"] += 1
         return False
 
+    def _info(self, payload: dict[str, Any], timeout_s: float, what: str) -> Any:
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        frame = _encode({"method": "post", "id": req_id, "request": {"type": "info", "payload": payload}})
+        response = self._request(req_id, frame, timeout_s, what)
+        if not isinstance(response, dict) or response.get("type") != "info" \
+                or not isinstance(response.get("payload"), dict):
+            raise LiveTransportError(f"hyperliquid: {what} refused: {str(response)[:200]}")
+        return response["payload"].get("data")
+
+    def venue_state(self, timeout_s: float) -> VenueState:
+        """The account's position (``clearinghouseState``) and open orders (``openOrders``) on the coin, read
+        before the first order."""
+        user = self._vault or self.address
+        state = self._info({"type": "clearinghouseState", "user": user}, timeout_s, "position query")
+        open_orders = self._info({"type": "openOrders", "user": user}, timeout_s, "open-orders query")
+        return VenueState(parse_position(state, self._coin), parse_resting(open_orders, self._coin))
+
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "address": self.address,
@@ -268,6 +325,8 @@ class HyperliquidTransport(LiveTransportBase):
             return  # pong, greetings
         data = msg.get("data")
         req_id = data.get("id") if isinstance(data, dict) else None
+        if isinstance(data, dict) and self._answered(req_id, data.get("response")):
+            return
         if isinstance(data, dict) and isinstance(req_id, int) and req_id in self._queries:
             self._on_query_answer(req_id, data.get("response"), t_recv)
             return

@@ -1,0 +1,144 @@
+"""Start-up reconciliation (issue 14 item 3) against a ``caerus venue-sim`` process: a fresh transport reads the
+position (and, on Hyperliquid, the open orders) an earlier session left at the venue, and the execution process
+trades from that state or refuses to start when the venue cannot be read."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_account import Account
+
+from caerus import wire
+from caerus.execution.credentials import load_credentials
+from caerus.execution.transports.live import LiveTransportError, make_live_transport
+from tests.fixtures.common import Started
+from tests.fixtures.transports_orders import next_reply
+from tests.kit import records
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def desk(venue_sim_factory: Any, tmp_path: Path) -> tuple[Any, Path, Any]:
+    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
+    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
+                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
+    creds = tmp_path / "credentials.toml"
+    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
+                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
+    os.chmod(creds, 0o600)
+    return sim, creds, hl
+
+
+def _transport(sim: Any, creds: Path, venue: str) -> Any:
+    url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
+    return make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
+                               enable_live=True, url=url, ca_file=sim["ca_file"])
+
+
+def _order(oid: int, venue: int, side: int, px: float, tif: int = int(wire.Tif.IOC)) -> tuple:
+    now = time.time_ns()
+    return records.order(oid, venue=venue, side=side, px=px, qty=0.001, tif=tif, t_decision=now, seq=oid)
+
+
+def _fill(t: Any, venue: int, side: int, first_id: int) -> float:
+    """Send IOCs through the book until one fills; the signed quantity filled."""
+    deadline = time.monotonic() + 30
+    oid = first_id
+    while time.monotonic() < deadline:
+        px = 10_000_000.0 if side > 0 else 1.0
+        assert t.send_msg(_order(oid, venue, side, px)).outcome == wire.Outcome.SENT
+        r = next_reply(t, timeout=15.0)
+        if r.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL):
+            return side * r.fill_qty
+        oid += 1
+        time.sleep(0.1)
+    pytest.fail(f"no fill from the emulator within 30 s: {t.stats()}")
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tuple, venue: str) -> None:
+    sim, creds, _ = desk
+    wire_venue = wire.Venue.BINANCE if venue == "binance" else wire.Venue.HYPERLIQUID
+    first = _transport(sim, creds, venue)
+    first.start()
+    try:
+        held = _fill(first, wire_venue, +1, 100) + _fill(first, wire_venue, +1, 200)
+        if venue == "hyperliquid":  # a resting buy far below the market: an open order the restart must count
+            assert first.send_msg(_order(300, wire_venue, +1, 50_000.0, int(wire.Tif.GTC))).outcome \
+                == wire.Outcome.SENT
+            assert next_reply(first, timeout=15.0).outcome == wire.Outcome.SENT  # acknowledged, resting
+    finally:
+        first.close()
+    second = _transport(sim, creds, venue)  # the restart
+    second.start()
+    try:
+        state = second.venue_state(10.0)
+    finally:
+        second.close()
+    assert state.position == pytest.approx(held) and held > 0
+    assert state.resting == pytest.approx(0.001 if venue == "hyperliquid" else 0.0)
+
+
+def test_a_venue_that_refuses_the_position_query_is_named(desk: tuple, tmp_path: Path) -> None:
+    sim, _, _ = desk
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(f'[binance]\napi_key = "{secrets.token_hex(32)}"\nsecret = "{secrets.token_hex(32)}"\n')
+    os.chmod(wrong, 0o600)
+    t = _transport(sim, wrong, "binance")
+    t.start()
+    try:
+        with pytest.raises(LiveTransportError, match="position query refused: -2015"):
+            t.venue_state(10.0)
+    finally:
+        t.close()
+
+
+def test_the_execution_process_trades_from_the_venue_state_or_refuses_to_start(desk: tuple, shm_dir: Path,
+                                                                               tmp_path: Path) -> None:
+    sim, creds, _ = desk
+    first = _transport(sim, creds, "hyperliquid")
+    first.start()
+    try:
+        held = _fill(first, wire.Venue.HYPERLIQUID, +1, 100)
+    finally:
+        first.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def execution(creds_file: Path, name: str, venue: str) -> Started:
+        url = sim["hyperliquid_url"] if venue == "hyperliquid" else sim["binance_order_url"]
+        return Started([sys.executable, "-m", "caerus", "execution", "--segment", f"rc.{name}.orders", "--transport",
+                        venue, "--enable-live", "--network", "testnet", "--credentials", str(creds_file), "--url",
+                        url, "--ca-file", sim["ca_file"], "--wait-policy", "sleep",
+                        "--book-segment", f"rc.{name}.book"],  # never created: it waits there after reconciling
+                       env=env, cwd=ROOT, log=tmp_path / f"{name}.log")
+
+    ok = execution(creds, "ok", "hyperliquid")
+    try:
+        deadline = time.monotonic() + 30
+        while "reconciled with hyperliquid" not in ok.output():
+            assert ok.alive() and time.monotonic() < deadline, ok.output()
+            time.sleep(0.1)
+        assert f"venue position {held:+g} BTC" in ok.output()
+    finally:
+        assert ok.stop(grace=10) == 0, ok.output()
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text(f'[binance]\napi_key = "{secrets.token_hex(32)}"\nsecret = "{secrets.token_hex(32)}"\n')
+    os.chmod(wrong, 0o600)
+    refused = execution(wrong, "refused", "binance")
+    try:
+        deadline = time.monotonic() + 30
+        while refused.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert refused.proc.poll() == 1, refused.output()
+        assert "cannot reconcile with the venue before trading, refusing to start" in refused.output()
+    finally:
+        refused.stop(grace=5)
