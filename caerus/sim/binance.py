@@ -33,7 +33,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from caerus.sim import frames
+from caerus.sim import frames, orders
 from caerus.sim.binance_rest import BinanceRest
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
@@ -136,8 +136,8 @@ class BinanceServer:
         """Why a subscription is refused, or None when it is served (or acknowledged and silent, as the venue
         does for a known stream on the wrong route)."""
         if route == "private":
-            return None if stream in self.rest.listen_keys else f"Invalid request: unknown listenKey `{stream}`"
-        if stream in self.rest.listen_keys:
+            return None if stream in orders.DESK.listen_keys else f"Invalid request: unknown listenKey `{stream}`"
+        if stream in orders.DESK.listen_keys:
             return None  # a listen key on a market route: acknowledged, silent
         _, key = classify_stream(stream)
         return _unknown_stream(stream) if key is None else None
@@ -162,10 +162,20 @@ class BinanceServer:
         lose = self.state.config.scenario.name == "lost-reply"
         async for msg in conn:
             reply = binance_order_reply(msg)
+            self.publish_account_events()
             if lose and is_order_place(msg) and self.state.budget.claim(self.venue):
                 log.info("binance order executed and its reply dropped (scenario lost-reply)")
                 continue
             await conn.send(reply)
+
+    def publish_account_events(self) -> None:
+        """The user-data events the order desk queued, to every connection subscribed to the account's key."""
+        events = orders.drain_events(self.venue)
+        for key in orders.DESK.listen_keys:
+            topic = f"binance:user:{key}"
+            if self.state.topics.has(topic):
+                for ev in events:
+                    self.state.topics.publish(topic, json.dumps(ev, separators=(",", ":")))
 
     async def _market(self, conn: ServerConnection) -> None:
         cfg, state = self.state.config, self.state

@@ -9,7 +9,6 @@ path 404. Everything else in the REST API is refused with 404 (see the fidelity 
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -74,7 +73,6 @@ class BinanceRest:
 
     def __init__(self, market: Callable[[], MarketDriver | None]) -> None:
         self._market = market
-        self.listen_keys: set[str] = set()
         self._routes: dict[tuple[str, str], Callable[[HttpRequest], HttpReply]] = {
             ("GET", "/ping"): lambda r: HttpReply(200, {}),
             ("GET", "/time"): lambda r: HttpReply(200, {"serverTime": _now_ms()}),
@@ -185,13 +183,11 @@ class BinanceRest:
 
     # -- user data stream -------------------------------------------------------------------------------------
     def _listen_key(self, req: HttpRequest) -> HttpReply:
-        key = req.headers.get("X-MBX-APIKEY")
-        if orders.DESK.binance_api_key is None or key != orders.DESK.binance_api_key:
+        key = orders.listen_key(req.headers.get("X-MBX-APIKEY"))
+        if key is None:
             return _err(401, -2015, "Invalid API-key, IP, or permissions for action.")
         if req.method == "POST":  # one key per account: the existing key while it is valid
-            if not self.listen_keys:
-                self.listen_keys.add(secrets.token_urlsafe(48)[:64])
-            return HttpReply(200, {"listenKey": next(iter(self.listen_keys))})
+            return HttpReply(200, {"listenKey": key})
         if req.method == "DELETE":
-            self.listen_keys.discard(req.form().get("listenKey", ""))
+            orders.DESK.listen_keys.discard(req.form().get("listenKey", key))
         return HttpReply(200, {})

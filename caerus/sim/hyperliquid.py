@@ -27,7 +27,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from caerus.sim import frames
+from caerus.sim import frames, orders
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
@@ -42,6 +42,7 @@ USER_TYPES = frozenset({"notification", "webData2", "orderUpdates", "userEvents"
                         "userNonFundingLedgerUpdates"})  # account events only: acknowledged
 UNMODELLED_TYPES = frozenset({"candle", "activeAssetData"})  # refused, never left silent
 KNOWN_TYPES = MARKET_TYPES | USER_TYPES | UNMODELLED_TYPES
+ACCOUNT_TYPES = frozenset({"orderUpdates", "userFills"})  # user channels fed from the order desk's events
 
 
 def topic_for(subscription: dict) -> str | None:
@@ -57,6 +58,8 @@ def topic_for(subscription: dict) -> str | None:
         return f"hyperliquid:trades:{coin}"
     if kind == "activeAssetCtx":
         return f"hyperliquid:activeAssetCtx:{coin}"
+    if kind in ACCOUNT_TYPES and isinstance(subscription.get("user"), str):
+        return f"hyperliquid:{kind}:{subscription['user'].lower()}"
     return None
 
 
@@ -85,7 +88,21 @@ class HyperliquidServer:
     def http(self, request: HttpRequest) -> HttpReply:
         """A plain HTTP request on this port (``POST /info``, ``POST /exchange``)."""
         self.counters.http_requests += 1
-        return self.rest(request)
+        reply = self.rest(request)
+        self.publish_account_events()
+        return reply
+
+    def publish_account_events(self) -> None:
+        """``orderUpdates`` / ``userFills`` events the order desk queued, to the account's subscribers (the
+        wallet's address, or a vault it trades for)."""
+        events = orders.drain_events(self.venue)
+        users = {u for u in (orders.DESK.hyperliquid_address, *orders.DESK.hyperliquid_vaults) if u}
+        for ev in events:
+            text = json.dumps(ev, separators=(",", ":"))
+            for user in users:
+                topic = f"hyperliquid:{ev['channel']}:{user.lower()}"
+                if self.state.topics.has(topic):
+                    self.state.topics.publish(topic, text)
 
     def process_request(self, conn: ServerConnection, request: Request) -> Response | None:
         path = urlsplit(request.path).path
@@ -127,6 +144,7 @@ class HyperliquidServer:
                 reply = self._request(msg, sub, subscribed)
                 if reply is not None:
                     await conn.send(reply)
+                self.publish_account_events()
         except ConnectionClosed:
             pass
         finally:
@@ -177,6 +195,9 @@ class HyperliquidServer:
                     # Ack first so the response precedes the first data frame.
                     sub.send(reply, control=True)
                     current = self.state.snapshot(key)
+                    if subscription.get("type") == "userFills":  # the venue starts with a snapshot of fills
+                        current = json.dumps({"channel": "userFills", "data": {
+                            "isSnapshot": True, "user": subscription["user"], "fills": []}}, separators=(",", ":"))
                     if current is not None:  # the venue answers a subscription with the current state
                         sub.send(current)
                     self.state.topics.add(key, sub)

@@ -26,6 +26,7 @@ import collections
 import itertools
 import os
 import re
+import secrets
 import time
 import tomllib
 from collections.abc import Mapping
@@ -85,6 +86,11 @@ class OrderDesk:
     binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
     # venue -> (position in BTC, signed; average entry price): what fills built, what position queries answer
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # account events (user-data stream payloads) per venue, queued by the order functions and drained by the
+    # servers after each answer (drain_events): this module stays free of sockets
+    events: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"binance": [], "hyperliquid": []})
+    trade_ids: itertools.count = field(default_factory=lambda: itertools.count(7_000_001))
+    listen_keys: set[str] = field(default_factory=set)  # Binance user-data stream keys (REST or WS-API issued)
     books: dict[str, Book] = field(default_factory=dict)
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
@@ -196,6 +202,71 @@ def _fill(venue: str, is_buy: bool, px: float, qty: float) -> None:
     DESK.positions[venue] = (new, entry)
 
 
+MAX_ORDERS_KEPT = 100_000  # per venue: status queries reach this far back; older records are forgotten
+
+
+def _forget_oldest(records: dict[int, Any], ids: dict[str, int]) -> None:
+    """Keep the order records bounded (insertion order is age): a long session's memory stays flat."""
+    while len(records) > MAX_ORDERS_KEPT:
+        del records[next(iter(records))]
+    while len(ids) > MAX_ORDERS_KEPT:
+        del ids[next(iter(ids))]
+
+
+def drain_events(venue: str) -> list[dict[str, Any]]:
+    """The account events queued since the last drain (oldest first)."""
+    out = DESK.events[venue]
+    DESK.events[venue] = []
+    return out
+
+
+def _binance_events(result: dict[str, Any], params: dict[str, Any], now_ms: int) -> None:
+    """ORDER_TRADE_UPDATE events for one answered order (NEW, then TRADE for a fill, then EXPIRED for what an
+    IOC did not fill) and an ACCOUNT_UPDATE when the position changed, as the user-data stream sends them."""
+    filled, status = float(result["executedQty"]), result["status"]
+
+    def order_update(x: str, big_x: str, last_qty: float, trade_id: int) -> dict[str, Any]:
+        return {"e": "ORDER_TRADE_UPDATE", "E": now_ms, "T": now_ms, "o": {
+            "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": "LIMIT",
+            "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
+            "ap": result["avgPrice"] if filled else "0", "sp": "0", "x": x, "X": big_x, "i": result["orderId"],
+            "l": f"{last_qty:.3f}", "z": f"{filled if x != 'NEW' else 0.0:.3f}",
+            "L": result["avgPrice"] if last_qty else "0", "N": "USDT", "n": "0", "T": now_ms, "t": trade_id,
+            "b": "0", "a": "0", "m": False, "R": False, "wt": "CONTRACT_PRICE", "ot": "LIMIT", "ps": "BOTH",
+            "cp": False, "rp": "0", "pP": False, "si": 0, "ss": 0, "V": "NONE", "pm": "NONE", "gtd": 0}}
+
+    out = DESK.events["binance"]
+    out.append(order_update("NEW", "NEW", 0.0, 0))
+    if filled:
+        out.append(order_update("TRADE", "FILLED" if status == "FILLED" else "PARTIALLY_FILLED", filled,
+                                next(DESK.trade_ids)))
+    if status == "EXPIRED":
+        out.append(order_update("EXPIRED", "EXPIRED", 0.0, 0))
+    if filled:
+        amt, entry = position("binance")
+        out.append({"e": "ACCOUNT_UPDATE", "E": now_ms, "T": now_ms, "a": {
+            "m": "ORDER", "B": [{"a": "USDT", "wb": "0", "cw": "0", "bc": "0"}],
+            "P": [{"s": result["symbol"], "pa": f"{amt:.3f}", "ep": f"{entry:.2f}", "bep": f"{entry:.2f}",
+                   "cr": "0", "up": "0", "mt": "cross", "iw": "0", "ps": "BOTH"}]}})
+
+
+def _hl_events(record: dict[str, Any], status: str, fill: tuple[float, float] | None, now_ms: int) -> None:
+    """``orderUpdates`` (the order's state) and ``userFills`` (the fill) events for one answered order."""
+    out = DESK.events["hyperliquid"]
+    out.append({"channel": "orderUpdates", "data": [{"order": record, "status": status, "statusTimestamp": now_ms}]})
+    if fill is not None:
+        px, qty = fill
+        szi, _ = position("hyperliquid")
+        start = szi - (qty if record["side"] == "B" else -qty)
+        out.append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address, "fills": [{
+            "coin": record["coin"], "px": f"{px:.1f}", "sz": f"{qty:.5f}".rstrip("0").rstrip("."),
+            "side": record["side"], "time": now_ms, "startPosition": f"{start:.5f}",
+            "dir": "Open Long" if record["side"] == "B" else "Open Short", "closedPnl": "0.0",
+            "hash": f"0x{record['oid']:064x}", "oid": record["oid"], "crossed": True, "fee": "0.0",
+            "tid": next(DESK.trade_ids), "feeToken": "USDC",
+            **({"cloid": record["cloid"]} if record["cloid"] else {})}]}})
+
+
 def position(venue: str) -> tuple[float, float]:
     """(signed position in BTC, average entry price) the desk holds on ``venue``."""
     return DESK.positions.get(venue, (0.0, 0.0))
@@ -264,6 +335,8 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
         reply = _binance_order_status(msg, now_ms)
     elif method in ("v2/account.position", "account.position"):
         reply = _binance_positions(msg, now_ms)
+    elif method in ("userDataStream.start", "userDataStream.ping", "userDataStream.stop"):
+        reply = _binance_user_stream(msg)
     else:
         reply = _binance_answer(msg, now_ms)
     DESK.requests_ms.append((now_ms, "result" in reply))  # an accepted order counts against the order limits
@@ -278,7 +351,7 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
         method = msg.get("method") if isinstance(msg, dict) else None
         return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place, "
-                                       "order.status and v2/account.position only.")
+                                       "order.status, v2/account.position and userDataStream.* only.")
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
@@ -346,6 +419,8 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     }
     DESK.binance_orders[result["orderId"]] = result
     DESK.binance_client_ids[result["clientOrderId"]] = result["orderId"]
+    _forget_oldest(DESK.binance_orders, DESK.binance_client_ids)
+    _binance_events(result, params, now_ms)
     return {"id": req_id, "status": 200, "result": result}
 
 
@@ -368,6 +443,28 @@ def _binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any]
     if ts is None or window is None or ts >= now_ms + 1000 or now_ms - ts > window:
         return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
     return None
+
+
+def listen_key(api_key: str | None) -> str | None:
+    """The account's user-data listen key (one per account, kept while valid); None for an unknown API key."""
+    if DESK.binance_api_key is None or api_key != DESK.binance_api_key:
+        return None
+    if not DESK.listen_keys:
+        DESK.listen_keys.add(secrets.token_urlsafe(48)[:64])
+    return next(iter(DESK.listen_keys))
+
+
+def _binance_user_stream(msg: dict[str, Any]) -> dict[str, Any]:
+    """``userDataStream.start | ping | stop`` (USER_STREAM: API key only, no signature): the listen key whose
+    events the ``/private`` route streams."""
+    req_id, params = msg.get("id"), msg.get("params")
+    key = listen_key(params.get("apiKey") if isinstance(params, dict) else None)
+    if key is None:
+        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
+    if msg.get("method") == "userDataStream.stop":
+        DESK.listen_keys.discard(key)
+        return {"id": req_id, "status": 200, "result": {}}
+    return {"id": req_id, "status": 200, "result": {"listenKey": key}}
 
 
 def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
@@ -451,6 +548,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     is_buy = bool(o["b"])
     fill = _cross("hyperliquid", is_buy, float(px), float(sz))
     oid = next(DESK.ids)
+    _forget_oldest(DESK.hl_orders, DESK.hl_cloids)
     cloid = o.get("c") if isinstance(o.get("c"), str) else None
     record = {"coin": spec["coin"], "side": "B" if is_buy else "A", "limitPx": o["p"], "sz": o["s"], "oid": oid,
               "timestamp": now_ms, "origSz": o["s"], "cloid": cloid}
@@ -464,6 +562,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
         if tif == "Ioc":
             return {"error": f"Order could not immediately match against any resting orders. asset={o['a']}"}
         DESK.hl_orders[oid] = {"order": record, "status": "open", "statusTimestamp": now_ms}
+        _hl_events(record, "open", None, now_ms)
         return {"resting": {"oid": oid}}
     fpx, fqty = fill
     _fill("hyperliquid", is_buy, fpx, fqty)
@@ -471,6 +570,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     status = "filled" if fqty >= float(sz) else ("open" if tif == "Gtc" else "canceled")
     DESK.hl_orders[oid] = {"order": {**record, "sz": str(float(sz) - fqty)}, "status": status,
                            "statusTimestamp": now_ms}
+    _hl_events(DESK.hl_orders[oid]["order"], status, fill, now_ms)
     return {"filled": {"totalSz": f"{fqty:.{spec['sz_decimals']}f}".rstrip("0").rstrip("."),
                        "avgPx": f"{fpx:.1f}", "oid": oid}}
 

@@ -376,3 +376,65 @@ def test_ccxt_hyperliquid_markets_watch_and_orders(sim: VenueSim, wallet: Any) -
     assert out["trades"] and out["ticker"]["symbol"] == "BTC/USDC:USDC"
     assert out["order"]["id"] and out["status"]["id"] == out["order"]["id"]
     assert out["status"]["status"] == "open" and out["status"]["amount"] == 0.001
+
+
+# -- account events: what the user-data streams say agrees with what the order replies said ----------------------
+def test_hyperliquid_sdk_order_updates_and_user_fills_match_the_order_reply(sim: VenueSim, wallet: Any) -> None:
+    from hyperliquid.exchange import Exchange
+    from hyperliquid.info import Info
+
+    base = https(sim["hyperliquid_url"])
+    info = Info(base, skip_ws=False)
+    try:
+        inbox = Inbox()
+        info.subscribe({"type": "orderUpdates", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        info.subscribe({"type": "userFills", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        inbox.wait_for(lambda xs: any(m["channel"] == "userFills" for m in xs), "the userFills snapshot")
+        deadline = time.monotonic() + WAIT_S
+        while not (mids := info.all_mids()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        reply = Exchange(wallet, base).order("BTC", True, 0.001, round(float(mids["BTC"]) * 1.05),
+                                             {"limit": {"tif": "Ioc"}})
+        filled = reply["response"]["data"]["statuses"][0]["filled"]
+        got = inbox.wait_for(lambda xs: any(m["channel"] == "userFills" and m["data"].get("fills") for m in xs)
+                             and any(m["channel"] == "orderUpdates" for m in xs), "orderUpdates and a userFill")
+    finally:
+        info.disconnect_websocket()
+    update = next(m for m in got if m["channel"] == "orderUpdates")["data"][0]
+    fill = next(m for m in got if m["channel"] == "userFills" and m["data"].get("fills"))["data"]["fills"][0]
+    assert update["order"]["oid"] == filled["oid"] == fill["oid"]
+    assert update["status"] in ("filled", "canceled")  # an IOC: filled, or its unfilled rest canceled
+    assert float(fill["sz"]) == float(filled["totalSz"]) and float(fill["px"]) == float(filled["avgPx"])
+
+
+def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: VenueSim) -> None:
+    import asyncio
+
+    client = _binance_client(sim)
+    listen_key = client.rest_api.start_user_data_stream().data().listen_key
+
+    async def body() -> tuple[list[Any], Any]:
+        events: list[Any] = []
+        streams = await asyncio.wait_for(client.websocket_streams.create_connection(), WAIT_S)
+        api = await asyncio.wait_for(client.websocket_api.create_connection(), WAIT_S)
+        try:
+            (await streams.user_data(listen_key)).on("message", events.append)
+            await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
+            reply = await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
+                                                         time_in_force="IOC", quantity=0.001, price=10_000_000.0,
+                                                         recv_window=5000), WAIT_S)
+            deadline = asyncio.get_running_loop().time() + WAIT_S
+            while len(events) < 2 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+            return events, reply.data()
+        finally:
+            await asyncio.wait_for(api.close_connection(close_session=True), WAIT_S)
+            await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
+
+    events, reply = asyncio.run(body())
+    raw = [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
+    updates = [e for e in raw if isinstance(e, dict) and isinstance(e.get("o"), dict)]  # ORDER_TRADE_UPDATE
+    assert updates, raw
+    last = updates[-1]["o"]
+    assert last["i"] == reply.result.order_id and last["X"] == reply.result.status
+    assert float(last["z"]) == float(reply.result.executed_qty)

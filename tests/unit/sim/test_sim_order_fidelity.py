@@ -181,3 +181,22 @@ def test_hyperliquid_order_status_by_cloid_over_an_info_post() -> None:
     post["request"]["payload"]["oid"] = "0x" + "f" * 32
     unknown = orders.hyperliquid_post_response(post, now_ms=now)
     assert unknown["data"]["response"]["payload"]["data"] == {"status": "unknownOid"}
+
+
+def test_every_answered_order_queues_the_account_events_the_venue_would_stream() -> None:
+    now = time.time_ns() // 1_000_000
+    orders.drain_events("binance")
+    placed = orders.binance_ws_api_response(_binance(now, newClientOrderId="caerus-9"), now_ms=now)
+    events = orders.drain_events("binance")
+    updates = [e["o"] for e in events if e["e"] == "ORDER_TRADE_UPDATE"]
+    assert [u["x"] for u in updates] == ["NEW", "TRADE"] and updates[-1]["X"] == placed["result"]["status"]
+    assert updates[-1]["c"] == "caerus-9" and updates[-1]["z"] == placed["result"]["executedQty"]
+    account = [e["a"]["P"][0] for e in events if e["e"] == "ACCOUNT_UPDATE"]
+    assert account == [pytest.approx(account[0])] and float(account[0]["pa"]) == orders.position("binance")[0]
+    assert orders.drain_events("binance") == []  # drained once
+    start = orders.binance_ws_api_response({"id": 3, "method": "userDataStream.start",
+                                            "params": {"apiKey": API_KEY}}, now_ms=now)
+    assert start["result"]["listenKey"] == orders.listen_key(API_KEY)
+    refused = orders.binance_ws_api_response({"id": 4, "method": "userDataStream.start",
+                                              "params": {"apiKey": "nope"}}, now_ms=now)
+    assert refused["error"]["code"] == -2015
