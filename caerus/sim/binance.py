@@ -162,11 +162,12 @@ class BinanceServer:
         lose = self.state.config.scenario.name == "lost-reply"
         async for msg in conn:
             reply = binance_order_reply(msg)
-            self.publish_account_events()
             if lose and is_order_place(msg) and self.state.budget.claim(self.venue):
+                orders.drain_events(self.venue)  # lost with its account events
                 log.info("binance order executed and its reply dropped (scenario lost-reply)")
                 continue
             await conn.send(reply)
+            self.publish_account_events()
 
     def publish_account_events(self) -> None:
         """The user-data events the order desk queued, to every connection subscribed to the account's key."""

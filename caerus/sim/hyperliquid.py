@@ -170,6 +170,8 @@ class HyperliquidServer:
             reply = hyperliquid_post_reply(req)
             if self.state.config.scenario.name == "lost-reply" and isinstance(req.get("request"), dict) \
                     and req["request"].get("type") == "action" and self.state.budget.claim(self.venue):
+                # Lost with everything that connection would have carried for it (its account events too).
+                orders.drain_events(self.venue)
                 log.info("hyperliquid action executed and its reply dropped (scenario lost-reply)")
                 return None
             return reply

@@ -84,8 +84,9 @@ SCENARIOS: dict[str, Scenario] = {
                  venues=("binance",), after_s=5.0, times=0),
         Scenario("greeting", "Hyperliquid sends the non-JSON text 'Websocket connection established.' on connect",
                  venues=("hyperliquid",), times=0),
-        Scenario("lost-reply", "order entry executes the first `times` orders per venue and never answers them "
-                 "(the client must find out with a status query, without sending the order again)"),
+        Scenario("lost-reply", "order entry executes the first `times` orders per venue and never answers them, "
+                 "nor streams their account events (the client must find out with a status query, without sending "
+                 "the order again)"),
     )
 }
 

@@ -120,6 +120,7 @@ class WsOrderSession:
 
     def __init__(self, url: str, *, ca_file: str | None, name: str, on_message: Callable[[Any, int], None],
                  on_disconnect: Callable[[], None], idle_ping: bytes | None = None, idle_ping_s: float = 30.0,
+                 on_connect: Callable[[], None] | None = None,
                  open_timeout: float = 10.0, backoff_base_s: float = 0.1, backoff_cap_s: float = 5.0,
                  connects_per_min: float = 10.0, connect_burst: int = 2) -> None:
         self.url = url
@@ -127,6 +128,7 @@ class WsOrderSession:
         self._ssl = ssl_context(url, ca_file)
         self._on_message = on_message
         self._on_disconnect = on_disconnect
+        self._on_connect = on_connect  # after every (re)connect: e.g. (re)subscribe to account events
         self._idle_ping = idle_ping
         self._idle_ping_s = idle_ping_s
         self._open_timeout = open_timeout
@@ -202,6 +204,8 @@ class WsOrderSession:
         self._ws = self._connect()
         self._running = True
         self._thread = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
+        if self._on_connect is not None:
+            self._on_connect()
         self._thread.start()
         log.info("%s: order-entry connection open to %s", self.name, self.url)
 
@@ -244,6 +248,8 @@ class WsOrderSession:
                     self.reconnects += 1
                     self._backoff.reset()
                     log.warning("%s: reconnected to %s", self.name, self.url)
+                    if self._on_connect is not None:
+                        self._on_connect()
                 except LiveTransportError as exc:
                     log.warning("%s: reconnect failed (%s)", self.name, exc)
                 continue

@@ -12,10 +12,17 @@ recovers to an unknown wallet), -3 request refused (``type: error``).
 Every order carries a client order id (``cloid``, 0x + the order id as 32 hex digits), so ``query_status``
 can ask ``orderStatus`` over the same connection (an ``info`` post) for an order whose reply never came; the
 answer is read by :func:`parse_order_status` and delivered with ``by_query`` set. Never a resend.
+
+Venue truth: the same connection subscribes to the account's ``orderUpdates`` (again after every reconnect). An
+update for an order whose reply has not come settles it at once (``stream_resolved``: a lost reply no longer waits
+for the deadline); an update for an order a reply already settled is compared with that reply
+(``stream_confirmed``, or ``stream_mismatch`` logged with both sides).
 """
 
 from __future__ import annotations
 
+import collections
+import logging
 import math
 import time
 from typing import Any
@@ -53,7 +60,9 @@ CODE_ORDER_ERROR = -1
 CODE_ACTION_ERROR = -2
 CODE_REQUEST_ERROR = -3
 _NO_MATCH = "could not immediately match"
+_SETTLED_KEPT = 4096  # settled orders remembered to check against the account stream
 _encode = msgspec.json.Encoder().encode
+log = logging.getLogger("caerus.execution.transports.hyperliquid")
 
 
 #: order statuses that mean "accepted, not yet filled" (a trigger or a fill still to come), never a rejection
@@ -144,9 +153,15 @@ def parse_order_status(response: Any) -> ParsedReply | None:
     if data.get("status") == "unknownOid":
         return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, "unknownOid: the venue never took the order", "query_unknown"
     rec = data.get("order")
-    order = rec.get("order") if isinstance(rec, dict) else None
-    status = rec.get("status") if isinstance(rec, dict) else None
-    if data.get("status") != "order" or not isinstance(order, dict) or not isinstance(status, str):
+    if data.get("status") != "order" or not isinstance(rec, dict):
+        return None
+    return order_state(rec.get("order"), rec.get("status"))
+
+
+def order_state(order: Any, status: Any) -> ParsedReply | None:
+    """What an order record and its status say (an ``orderStatus`` answer, an ``orderUpdates`` event); None
+    when unreadable. The record has no average fill price: the limit price is reported, the worst it could be."""
+    if not isinstance(order, dict) or not isinstance(status, str):
         return None
     orig, left = reply_number(order.get("origSz")), reply_number(order.get("sz"))
     px = reply_number(order.get("limitPx"))
@@ -229,16 +244,21 @@ class HyperliquidTransport(LiveTransportBase):
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._waiters = {}  # request id -> waiter (start-up reconciliation)
         self._coin = coin
+        self._cloid_req: dict[str, int] = {}  # cloid -> request id, while the order's reply is awaited
+        # cloid -> (order_id, outcome, filled qty) as a reply settled it, to check against the account stream
+        self._settled: collections.OrderedDict[str, tuple[int, wire.Outcome, float]] = collections.OrderedDict()
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect,
-                                       idle_ping=b'{"method":"ping"}', idle_ping_s=30.0)
+                                       idle_ping=b'{"method":"ping"}', idle_ping_s=30.0,
+                                       on_connect=self._subscribe_account)
         self.sent = 0
         self.send_failed = 0
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
                                         "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0,
                                         "queries": 0, "query_answers": 0, "query_unparsed": 0,
-                                        "query_send_failed": 0}
+                                        "query_send_failed": 0, "stream_resolved": 0, "stream_confirmed": 0,
+                                        "stream_mismatch": 0, "stream_unmatched": 0}
 
     @property
     def address(self) -> str:
@@ -268,12 +288,19 @@ class HyperliquidTransport(LiveTransportBase):
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
         self._pending[req_id] = (order[O_ORDER_ID], round(order[O_QTY], self._sz_decimals))
+        self._cloid_req[cloid(order[O_ORDER_ID])] = req_id
         if self._session.send(frame):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
+        self._cloid_req.pop(cloid(order[O_ORDER_ID]), None)
         self.send_failed += 1
         return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
+
+    def _subscribe_account(self) -> None:
+        """(Re)subscribe to the account's order updates on the order connection (called after each connect)."""
+        user = self._vault or self.address
+        self._session.send(_encode({"method": "subscribe", "subscription": {"type": "orderUpdates", "user": user}}))
 
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` by its cloid (engine thread). Never resends the order."""
@@ -320,9 +347,11 @@ class HyperliquidTransport(LiveTransportBase):
             return
         channel = msg.get("channel")
         if channel != "post":
-            if channel == "error":
+            if channel == "orderUpdates":
+                self._on_order_updates(msg.get("data"), t_recv)
+            elif channel == "error":
                 self.reply_counts["venue_errors"] += 1
-            return  # pong, greetings
+            return  # pong, greetings, subscription acks
         data = msg.get("data")
         req_id = data.get("id") if isinstance(data, dict) else None
         if isinstance(data, dict) and self._answered(req_id, data.get("response")):
@@ -343,7 +372,51 @@ class HyperliquidTransport(LiveTransportBase):
         self._pending.pop(req_id, None)
         outcome, px, qty, code, text, key = parsed
         self.reply_counts[key] += 1
+        c = cloid(order_id)
+        self._cloid_req.pop(c, None)
+        self._remember(c, order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
+
+    def _remember(self, c: str, order_id: int, outcome: wire.Outcome, qty: float) -> None:
+        settled = self._settled
+        settled[c] = (order_id, outcome, qty)
+        if len(settled) > _SETTLED_KEPT:
+            settled.popitem(last=False)
+
+    def _on_order_updates(self, updates: Any, t_recv: int) -> None:
+        """Reader thread: the account's order updates, checked against (or settling) our orders by cloid."""
+        if not isinstance(updates, list):
+            self.reply_counts["unparsed"] += 1
+            return
+        for update in updates:
+            order = update.get("order") if isinstance(update, dict) else None
+            c = order.get("cloid") if isinstance(order, dict) else None
+            parsed = order_state(order, update.get("status")) if isinstance(c, str) else None
+            if parsed is None or not isinstance(c, str):
+                self.reply_counts["stream_unmatched"] += 1  # not ours (another client, no cloid) or unreadable
+                continue
+            outcome, px, qty, code, text, _key = parsed
+            req_id = self._cloid_req.get(c)
+            if req_id is not None and req_id in self._pending:
+                if outcome == wire.Outcome.SENT:
+                    continue  # resting: the reply (or a later update) settles it
+                order_id, _size = self._pending.pop(req_id)
+                del self._cloid_req[c]
+                self.reply_counts["stream_resolved"] += 1
+                self._remember(c, order_id, outcome, qty)
+                self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, f"orderUpdates: {text}"))
+                continue
+            seen = self._settled.get(c)
+            if seen is None:
+                self.reply_counts["stream_unmatched"] += 1
+                continue
+            order_id, said, said_qty = seen
+            if outcome == wire.Outcome.SENT or (said == outcome and abs(said_qty - qty) < 1e-9):
+                self.reply_counts["stream_confirmed"] += 1
+            else:
+                self.reply_counts["stream_mismatch"] += 1
+                log.warning("hyperliquid order %d: the reply said %s %g, the account stream says %s %g (%s)",
+                            order_id, said.name, said_qty, outcome.name, qty, text)
 
     def _on_query_answer(self, req_id: int, response: Any, t_recv: int) -> None:
         order_id = self._queries.pop(req_id)
@@ -357,6 +430,7 @@ class HyperliquidTransport(LiveTransportBase):
 
     def _on_disconnect(self) -> None:
         self._queries.clear()  # unanswered queries: the engine asks again after the next reply timeout
+        self._cloid_req.clear()
         t = time.time_ns()
         while self._pending:
             try:

@@ -319,7 +319,8 @@ def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory
     # The venue closes every connection 2.5 s after it subscribes; the feed rotates after 1.2 s, make-before-break.
     sim = venue_sim_factory(scenario="early-close", args=["--scenario-after", "2.5"])
     feed = feed_factory("binance", sim, "--rotate-after", "1.2", "--rotation-timeout", "1.0")
-    feed.wait_for("3 rotations", lambda f: f.counters()["rotations"] >= 3)
+    feed.wait_for("3 rotations, each followed by a record", lambda f: sum(
+        1 for r in f.records if r[F["flags"]] & BookFlags.ROTATED) >= 3)
     assert feed.stop() == 0
     c = feed.counters()
     check_no_invalid_book(feed)
@@ -328,9 +329,11 @@ def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory
     assert c["fail.rotation"] >= 3
     assert all(r[F["flags"]] & BookFlags.VALID for r in feed.records[:-1])
     rotated = [i for i, r in enumerate(feed.records) if r[F["flags"]] & BookFlags.ROTATED]
-    assert len(rotated) == c["rotations"]
+    # ROTATED marks the first record after a switch: a switch that completes as the feed stops has no record
+    # after it to carry the flag (a busy machine made that race visible), so one rotation may be unmarked.
+    assert len(rotated) >= 3 and c["rotations"] - 1 <= len(rotated) <= c["rotations"], (len(rotated), c)
     conns = [r[F["conn"]] for r in feed.valid()]
-    assert conns == sorted(conns) and len(set(conns)) == c["rotations"] + 1
+    assert conns == sorted(conns) and len(set(conns)) == len(rotated) + 1
 
 
 def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:

@@ -76,6 +76,12 @@ def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tupl
             assert first.send_msg(_order(300, wire_venue, +1, 50_000.0, int(wire.Tif.GTC))).outcome \
                 == wire.Outcome.SENT
             assert next_reply(first, timeout=15.0).outcome == wire.Outcome.SENT  # acknowledged, resting
+            # Venue truth: the account's orderUpdates (same connection) agree with every reply.
+            deadline = time.monotonic() + 15
+            while first.stats()["stream_confirmed"] < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            stats = first.stats()
+            assert stats["stream_confirmed"] >= 3 and stats["stream_mismatch"] == 0, stats
     finally:
         first.close()
     second = _transport(sim, creds, venue)  # the restart

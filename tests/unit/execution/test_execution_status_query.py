@@ -81,3 +81,63 @@ def test_hyperliquid_order_status_never_raises_and_reports_only_sane_numbers(sta
 
 def test_a_filled_order_of_size_zero_resolves_nothing() -> None:
     assert parse_order_status(_hl("filled", orig="0", left="0")) is None
+
+
+# -- venue truth: the account's orderUpdates on the order connection -------------------------------------------
+def _hl_transport() -> Any:
+    import secrets
+
+    from caerus.execution.credentials import Secret
+    from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+    from caerus.venues.hyperliquid.execution import HyperliquidTransport
+
+    creds = HyperliquidCredentials(Secret("0x" + secrets.token_hex(32)))
+    return HyperliquidTransport(network="testnet", enable_live=True, url="wss://127.0.0.1:9/ws", credentials=creds)
+
+
+def _update(order_id: int, status: str, left: str, orig: str = "0.002") -> dict[str, Any]:
+    order = {"coin": "BTC", "side": "B", "limitPx": "95000", "sz": left, "oid": 55, "timestamp": 1, "origSz": orig,
+             "cloid": cloid(order_id)}
+    return {"channel": "orderUpdates", "data": [{"order": order, "status": status, "statusTimestamp": 2}]}
+
+
+def _replies(t: Any) -> list[Any]:
+    out = []
+    while (r := t.poll_reply()) is not None:
+        out.append(r)
+    return out
+
+
+def test_an_order_update_settles_an_order_whose_reply_has_not_come() -> None:
+    t = _hl_transport()
+    t._pending[1] = (7, 0.002)
+    t._cloid_req[cloid(7)] = 1
+    t._on_message(_update(7, "open", "0.002"), 1)  # resting: not final, nothing settled
+    assert _replies(t) == [] and t._pending
+    t._on_message(_update(7, "canceled", "0.0005"), 2)  # an IOC that filled 0.0015 and had its rest canceled
+    (r,) = _replies(t)
+    assert (r.order_id, r.outcome, r.fill_qty, r.by_query) == (7, Outcome.PARTIAL, pytest.approx(0.0015), False)
+    assert t._pending == {} and t.reply_counts["stream_resolved"] == 1
+    # The late reply then finds nothing pending: it can never settle the order twice.
+    t._on_message({"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
+        "status": "ok", "response": {"type": "order", "data": {"statuses": [
+            {"filled": {"totalSz": "0.0015", "avgPx": "95000", "oid": 55}}]}}}}}}, 3)
+    assert _replies(t) == [] and t.reply_counts["unmatched"] == 1
+
+
+def test_an_order_update_is_checked_against_the_reply_that_settled_it(caplog: pytest.LogCaptureFixture) -> None:
+    t = _hl_transport()
+    for req, oid in ((1, 7), (2, 8)):
+        t._pending[req] = (oid, 0.002)
+        t._cloid_req[cloid(oid)] = req
+        t._on_message({"channel": "post", "data": {"id": req, "response": {"type": "action", "payload": {
+            "status": "ok", "response": {"type": "order", "data": {"statuses": [
+                {"filled": {"totalSz": "0.002", "avgPx": "95000", "oid": 50 + oid}}]}}}}}}, 1)
+    assert len(_replies(t)) == 2
+    t._on_message(_update(7, "filled", "0.0"), 2)  # agrees with the reply
+    t._on_message(_update(8, "canceled", "0.002"), 3)  # says nothing filled: the reply said 0.002 filled
+    t._on_message(_update(99, "filled", "0.0"), 4)  # not an order of this session
+    assert (t.reply_counts["stream_confirmed"], t.reply_counts["stream_mismatch"],
+            t.reply_counts["stream_unmatched"]) == (1, 1, 1)
+    assert "order 8: the reply said FILLED" in caplog.text and "NOT_FILLED" in caplog.text
+    assert _replies(t) == []  # a mismatch is reported, never turned into a second settlement
