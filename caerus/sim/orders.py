@@ -91,6 +91,7 @@ class OrderDesk:
     events: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"binance": [], "hyperliquid": []})
     trade_ids: itertools.count = field(default_factory=lambda: itertools.count(7_000_001))
     listen_keys: set[str] = field(default_factory=set)  # Binance user-data stream keys (REST or WS-API issued)
+    binance_clock_offset_ms: int = 0  # the venue's clock ahead of this host's by this much (tests of skew)
     books: dict[str, Book] = field(default_factory=dict)
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
@@ -329,9 +330,11 @@ def _integer(v: Any) -> int | None:
 def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
     """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded), with the
     ``rateLimits`` usage unless the request set ``returnRateLimits: false``."""
-    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    now_ms = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) + DESK.binance_clock_offset_ms
     method = msg.get("method") if isinstance(msg, dict) else None
-    if method == "order.status":
+    if method == "time":  # NONE security: no key, no signature
+        reply: dict[str, Any] = {"id": msg.get("id"), "status": 200, "result": {"serverTime": now_ms}}
+    elif method == "order.status":
         reply = _binance_order_status(msg, now_ms)
     elif method in ("v2/account.position", "account.position"):
         reply = _binance_positions(msg, now_ms)
@@ -339,7 +342,8 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
         reply = _binance_user_stream(msg)
     else:
         reply = _binance_answer(msg, now_ms)
-    DESK.requests_ms.append((now_ms, "result" in reply))  # an accepted order counts against the order limits
+    # an accepted order counts against the order limits; every request against the request weight
+    DESK.requests_ms.append((now_ms, method in ("order.place", "v1/order.place") and "result" in reply))
     params = msg.get("params") if isinstance(msg, dict) else None
     if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
         reply["rateLimits"] = _rate_limits(now_ms)
@@ -351,7 +355,7 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
         method = msg.get("method") if isinstance(msg, dict) else None
         return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place, "
-                                       "order.status, v2/account.position and userDataStream.* only.")
+                                       "order.status, v2/account.position, userDataStream.* and time only.")
     params = msg.get("params")
     if not isinstance(params, dict):
         return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")

@@ -13,6 +13,7 @@ does not exist" means the venue never took the order: a rejection with nothing f
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -51,6 +52,7 @@ _SENT_FAILED = wire.Outcome.SEND_FAILED
 # from backend server, send status unknown; execution status unknown"
 _STATUS_UNKNOWN_CODES = frozenset({-1006, -1007})
 _encode = msgspec.json.Encoder().encode
+log = logging.getLogger("caerus.execution.transports.binance")
 
 
 def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
@@ -154,6 +156,7 @@ class BinanceTransport(LiveTransportBase):
         self._pfmt = f"{{:.{price_decimals}f}}"
         self._qfmt = f"{{:.{qty_decimals}f}}"
         self._recv_window = recv_window_ms
+        self.clock_offset_ms = 0  # venue clock minus ours, measured at start (WS-API ``time``)
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, int] = {}  # request id -> order_id (engine thread inserts, reader pops)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
@@ -172,6 +175,35 @@ class BinanceTransport(LiveTransportBase):
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
         self._session.start()
+        try:
+            self.clock_offset_ms = self._measure_clock_offset()
+        except BaseException:
+            self._session.close()  # a start that fails leaves no connection or reader thread behind
+            raise
+
+    def _measure_clock_offset(self, timeout_s: float = 10.0, samples: int = 3) -> int:
+        """The venue's clock minus ours (ms), from WS-API ``time`` round trips: the sample with the shortest round
+        trip wins (least queueing), its server time taken at the midpoint. Every signed request's ``timestamp``
+        carries it, so a skewed host clock cannot push requests out of ``recvWindow`` (-1021)."""
+        best: tuple[int, int] | None = None  # (round trip ns, offset ms)
+        for _ in range(samples):
+            req_id = self._next_id
+            self._next_id = req_id + 1
+            t0 = time.time_ns()
+            msg = self._request(req_id, _encode({"id": req_id, "method": "time"}), timeout_s, "server time")
+            t1 = time.time_ns()
+            result = msg.get("result") if isinstance(msg, dict) else None
+            server = result.get("serverTime") if isinstance(result, dict) else None
+            if isinstance(server, bool) or not isinstance(server, int):
+                raise LiveTransportError(f"binance: server time: unreadable answer {str(msg)[:200]}")
+            offset = server - (t0 + t1) // 2_000_000
+            if best is None or t1 - t0 < best[0]:
+                best = (t1 - t0, offset)
+        assert best is not None
+        if abs(best[1]) > self._recv_window:
+            log.warning("binance: this host's clock is %d ms off the venue's: corrected on every request, but fix "
+                        "the clock (chrony)", best[1])
+        return best[1]
 
     def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
         """The signed ``order.place`` request for ``order`` (also used by the benchmark)."""
@@ -185,7 +217,7 @@ class BinanceTransport(LiveTransportBase):
             "side": "BUY" if order[O_SIDE] > 0 else "SELL",
             "symbol": self._symbol,
             "timeInForce": _TIF.get(order[O_TIF], "IOC"),
-            "timestamp": now_ms,
+            "timestamp": now_ms + self.clock_offset_ms,
             "type": "LIMIT",
         }
         params["signature"] = self._signer.sign(query_string(params))
@@ -209,7 +241,7 @@ class BinanceTransport(LiveTransportBase):
         self._next_id = req_id + 1
         params: dict[str, Any] = {"apiKey": self._api_key, "origClientOrderId": f"caerus-{order_id}",
                                   "recvWindow": self._recv_window, "symbol": self._symbol,
-                                  "timestamp": time.time_ns() // 1_000_000}
+                                  "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
         params["signature"] = self._signer.sign(query_string(params))
         self._queries[req_id] = order_id
         if self._session.send(_encode({"id": req_id, "method": "order.status", "params": params})):
@@ -226,7 +258,7 @@ class BinanceTransport(LiveTransportBase):
         req_id = self._next_id
         self._next_id = req_id + 1
         params: dict[str, Any] = {"apiKey": self._api_key, "recvWindow": self._recv_window, "symbol": self._symbol,
-                                  "timestamp": time.time_ns() // 1_000_000}
+                                  "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
         params["signature"] = self._signer.sign(query_string(params))
         msg = self._request(req_id, _encode({"id": req_id, "method": "v2/account.position", "params": params}),
                             timeout_s, "position query")
@@ -235,7 +267,7 @@ class BinanceTransport(LiveTransportBase):
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "signer": self._signer.kind,
-                "counters": self.stats()}
+                "clock_offset_ms": self.clock_offset_ms, "counters": self.stats()}
 
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: Any, t_recv: int) -> None:

@@ -80,6 +80,23 @@ def test_binance_hmac_order_place_accepted(order_server: OrderServer) -> None:
     assert '"method":"order.place"' in frame and '"timeInForce":"IOC"' in frame and '"price":"100000.0"' in frame
 
 
+@pytest.mark.parametrize("skew_ms", [-8_000, 0, 8_000])
+def test_binance_requests_carry_the_venues_clock_measured_at_start(order_server: OrderServer, skew_ms: int) -> None:
+    # The venue's clock is 8 s off ours, more than recvWindow (5 s): without the measured offset every order would
+    # be refused -1021 ("outside of the recvWindow").
+    orders.DESK.binance_clock_offset_ms = skew_ms
+    t = _binance(order_server)
+    try:
+        assert abs(t.clock_offset_ms - skew_ms) < 1_000
+        t.send_msg(_order(21))
+        r = next_reply(t)
+        assert r.outcome == wire.Outcome.FILLED and r.venue_code == 0, r
+        assert t.summary()["clock_offset_ms"] == t.clock_offset_ms
+    finally:
+        t.close()
+        orders.DESK.binance_clock_offset_ms = 0
+
+
 def test_binance_ed25519_order_place_accepted(order_server: OrderServer) -> None:
     creds = BinanceCredentials(api_key=Secret(order_server.api_key), ed25519_key_file=order_server.ed25519_key_file)
     t = _binance(order_server, creds)
