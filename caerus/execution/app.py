@@ -111,6 +111,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     live.add_argument("--network", choices=("testnet", "mainnet"), help="venue network")
     live.add_argument("--credentials", type=Path, metavar="FILE",
                       help="credentials file (mode 0600); default: the environment (caerus.execution.credentials)")
+    live.add_argument("--state-dir", type=Path, metavar="DIR",
+                      help="where live state that must survive a restart is kept (the Hyperliquid nonce "
+                           "reservation); default $XDG_STATE_HOME/caerus or ~/.local/state/caerus")
+    live.add_argument("--confirm-mainnet", type=Path, metavar="FILE",
+                      help="mainnet only: a 0600 file whose first line is '<venue> mainnet <account>' for the "
+                           "account the credentials trade (the error without it says the exact line)")
     live.add_argument("--url", help="order-entry URL override (e.g. the emulator's)")
     live.add_argument("--ca-file", help="CA bundle for the order-entry URL")
     add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with the strategy on small hosts
@@ -164,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         if args.transport in LIVE:
             transport = make_live_transport(
                 args.transport, network=args.network, credentials=args.credentials, enable_live=args.enable_live,
-                url=args.url, ca_file=args.ca_file, on_reply=on_reply,
+                url=args.url, ca_file=args.ca_file, on_reply=on_reply, confirm_mainnet=args.confirm_mainnet,
+                **_state_options(args),
             )
         else:
             transport = make_transport(args.transport, books=books, paper=cfg.paper, on_reply=on_reply)
@@ -243,6 +250,16 @@ def run(args: argparse.Namespace) -> int:
             consumer.close()
         if counters is not None and args.stats_segment:
             counters.close()
+
+
+def _state_options(args: argparse.Namespace) -> dict[str, object]:
+    """Where a live transport keeps state across restarts: Hyperliquid's nonce reservation
+    (caerus.venues.hyperliquid.nonces)."""
+    if args.transport != "hyperliquid":
+        return {}
+    from caerus.venues.hyperliquid.nonces import default_state_dir
+
+    return {"state_dir": args.state_dir or default_state_dir()}
 
 
 def _reconcile(transport: object, risk: RiskChecker, cfg: ExecutionConfig) -> VenueState | bool | None:

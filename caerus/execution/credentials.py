@@ -11,12 +11,18 @@ given, else environment variables. File layout (one table per venue)::
     secret = "..."                      # HMAC key; or:
     ed25519_private_key_file = "/path"  # PEM, unencrypted, itself mode 0600
 
+    network = "testnet"                 # or "mainnet": the network these keys are for (default testnet)
+
     [hyperliquid]
     private_key = "0x..."               # 32-byte hex (the API/agent wallet key)
     vault_address = "0x..."             # optional
+    network = "testnet"
 
 Environment: ``CAERUS_BINANCE_API_KEY``, ``CAERUS_BINANCE_SECRET`` or ``CAERUS_BINANCE_ED25519_KEY_FILE``,
-``CAERUS_HL_PRIVATE_KEY``, ``CAERUS_HL_VAULT_ADDRESS``.
+``CAERUS_BINANCE_NETWORK``, ``CAERUS_HL_PRIVATE_KEY``, ``CAERUS_HL_VAULT_ADDRESS``, ``CAERUS_HL_NETWORK``.
+
+Credentials are bound to a network: without ``network`` they are testnet credentials, and a live transport
+refuses credentials bound to another network than the one it was asked for (caerus.execution.transports.live).
 
 Secret values live only inside :class:`Secret`, whose ``repr``/``str`` are ``<redacted>`` and which refuses to be
 pickled; errors name the variable, key or file that was wrong, never the value.
@@ -91,6 +97,17 @@ def table_text(table: Mapping[str, object], venue: str, name: str, where: str,
     if not isinstance(v, str) or not v:
         raise CredentialsError(f"{where}: {venue}.{name} must be a non-empty string")
     return v
+
+
+CREDENTIAL_NETWORKS = ("testnet", "mainnet")
+
+
+def table_network(table: Mapping[str, object], venue: str, where: str) -> str:
+    """The network a venue table's credentials are for: ``network`` when set, else testnet."""
+    v = table.get("network", "testnet")
+    if v not in CREDENTIAL_NETWORKS:
+        raise CredentialsError(f"{where}: {venue}.network must be \"testnet\" or \"mainnet\", got {str(v)[:20]!r}")
+    return str(v)
 
 
 def _spec(venue: str) -> CredentialSpec:

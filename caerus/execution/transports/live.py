@@ -25,6 +25,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -95,6 +96,34 @@ def check_live_guard(venue: str, *, enable_live: bool, network: str | None) -> N
                               "enable_live=True (--enable-live)")
     if network not in NETWORKS:
         raise LiveConfigError(f"{venue}: network must be named explicitly as 'testnet' or 'mainnet', got {network!r}")
+
+
+def check_network_binding(venue: str, credentials: Any, network: str,
+                          confirm_mainnet: str | os.PathLike[str] | None) -> None:
+    """Credentials are bound to one network, and mainnet needs a third, deliberate confirmation: a 0600 file (owned
+    by this user) whose first line is ``<venue> mainnet <account>`` for exactly the account these credentials trade
+    (a key fingerprint for Binance, the wallet or vault address for Hyperliquid). LiveConfigError naming what is
+    missing; the account is public (never a secret)."""
+    bound = getattr(credentials, "network", "testnet")
+    if bound != network:
+        raise LiveConfigError(f"{venue}: these credentials are for {bound}, not {network} (set network = "
+                              f"\"{network}\" in their [{venue}] table only if that is what they are)")
+    if network != "mainnet":
+        return
+    expected = f"{venue} mainnet {credentials.account_id}"
+    how = f"write the line '{expected}' into a 0600 file and pass it with --confirm-mainnet FILE"
+    if confirm_mainnet is None:
+        raise LiveConfigError(f"{venue}: mainnet sends real orders with real money; to confirm, {how}")
+    from caerus.execution.credentials import CredentialsError, check_private_file
+
+    path = Path(confirm_mainnet)
+    try:
+        check_private_file(path, "mainnet confirmation file")
+        lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    except (CredentialsError, OSError) as exc:
+        raise LiveConfigError(f"{venue}: {exc}") from None
+    if not lines or lines[0] != expected:
+        raise LiveConfigError(f"{venue}: {path} does not confirm this account for mainnet; {how}")
 
 
 def ssl_context(url: str, ca_file: str | None) -> ssl.SSLContext | None:

@@ -1,18 +1,20 @@
 """Binance order-entry credentials: an API key plus an HMAC secret or an Ed25519 private key file.
 
 TOML table ``[binance]``: ``api_key``, and ``secret`` (HMAC) or ``ed25519_private_key_file`` (PEM, unencrypted,
-itself mode 0600; relative to the credentials file). Environment: ``CAERUS_BINANCE_API_KEY``,
-``CAERUS_BINANCE_SECRET`` or ``CAERUS_BINANCE_ED25519_KEY_FILE``. Secrets stay inside :class:`Secret`.
+itself mode 0600; relative to the credentials file), ``network`` (testnet | mainnet, default testnet).
+Environment: ``CAERUS_BINANCE_API_KEY``, ``CAERUS_BINANCE_SECRET`` or ``CAERUS_BINANCE_ED25519_KEY_FILE``,
+``CAERUS_BINANCE_NETWORK``. Secrets stay inside :class:`Secret`.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from caerus.execution.credentials import CredentialsError, Secret, check_private_file, table_text
+from caerus.execution.credentials import CredentialsError, Secret, check_private_file, table_network, table_text
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 ENV_API_KEY = "CAERUS_BINANCE_API_KEY"
 ENV_SECRET = "CAERUS_BINANCE_SECRET"
 ENV_ED25519_KEY_FILE = "CAERUS_BINANCE_ED25519_KEY_FILE"
+ENV_NETWORK = "CAERUS_BINANCE_NETWORK"
 
 
 @dataclass(frozen=True, repr=False)
@@ -29,6 +32,7 @@ class BinanceCredentials:
     api_key: Secret
     hmac_secret: Secret | None = None
     ed25519_key_file: Path | None = None
+    network: str = "testnet"  # the network these keys are for
 
     def __post_init__(self) -> None:
         if not self.api_key:
@@ -37,6 +41,11 @@ class BinanceCredentials:
             raise CredentialsError("Binance credentials need exactly one of an HMAC secret or an Ed25519 key file")
         if self.hmac_secret is not None and not self.hmac_secret:
             raise CredentialsError("Binance HMAC secret is empty")
+
+    @property
+    def account_id(self) -> str:
+        """Names the account without revealing the key: a fingerprint of the API key (sha256, 12 hex digits)."""
+        return "key-" + hashlib.sha256(self.api_key.reveal().encode()).hexdigest()[:12]
 
     @property
     def kind(self) -> str:
@@ -81,12 +90,12 @@ def from_table(table: Mapping[str, object], where: str, base: Path | None) -> Bi
     api_key = table_text(table, "binance", "api_key", where)
     assert api_key is not None
     return BinanceCredentials(api_key=Secret(api_key), hmac_secret=Secret(secret) if secret else None,
-                              ed25519_key_file=path)
+                              ed25519_key_file=path, network=table_network(table, "binance", where))
 
 
 def env_table(env: Mapping[str, str]) -> dict[str, object]:
     table = {"api_key": env.get(ENV_API_KEY), "secret": env.get(ENV_SECRET),
-             "ed25519_private_key_file": env.get(ENV_ED25519_KEY_FILE)}
+             "ed25519_private_key_file": env.get(ENV_ED25519_KEY_FILE), "network": env.get(ENV_NETWORK)}
     if not table["api_key"]:
         raise CredentialsError(f"{ENV_API_KEY} is not set")
     if not table["secret"] and not table["ed25519_private_key_file"]:

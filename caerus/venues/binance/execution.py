@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from typing import Any
 
@@ -41,6 +42,7 @@ from caerus.execution.transports.live import (
     ReplySink,
     WsOrderSession,
     check_live_guard,
+    check_network_binding,
     resolve_url,
 )
 from caerus.venues.binance.credentials import BinanceCredentials
@@ -143,12 +145,13 @@ class BinanceTransport(LiveTransportBase):
     def __init__(self, *, network: str | None, credentials: BinanceCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
                  symbol: str = "BTCUSDT", price_decimals: int = 1, qty_decimals: int = 3,
-                 recv_window_ms: int = 5000) -> None:
+                 recv_window_ms: int = 5000, confirm_mainnet: str | os.PathLike[str] | None = None) -> None:
         check_live_guard("binance", enable_live=enable_live, network=network)
         if not isinstance(credentials, BinanceCredentials):
             raise CredentialsError(f"binance transport needs BinanceCredentials, got {type(credentials).__name__}")
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
+        check_network_binding("binance", credentials, network, confirm_mainnet)
         self.url = resolve_url("binance", network, url)
         self._api_key = credentials.api_key.reveal()
         self._signer = credentials.signer()

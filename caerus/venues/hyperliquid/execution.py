@@ -24,7 +24,9 @@ from __future__ import annotations
 import collections
 import logging
 import math
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -50,9 +52,11 @@ from caerus.execution.transports.live import (
     ReplySink,
     WsOrderSession,
     check_live_guard,
+    check_network_binding,
     resolve_url,
 )
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
+from caerus.venues.hyperliquid.nonces import NonceReservation
 from caerus.venues.hyperliquid.signing import order_action, order_wire
 
 _TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
@@ -227,13 +231,16 @@ class HyperliquidTransport(LiveTransportBase):
 
     def __init__(self, *, network: str | None, credentials: HyperliquidCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
-                 asset: int = 0, sz_decimals: int = 5, coin: str = "BTC") -> None:
+                 asset: int = 0, sz_decimals: int = 5, coin: str = "BTC",
+                 confirm_mainnet: str | os.PathLike[str] | None = None,
+                 state_dir: str | os.PathLike[str] | None = None) -> None:
         check_live_guard("hyperliquid", enable_live=enable_live, network=network)
         if not isinstance(credentials, HyperliquidCredentials):
             raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
                                    f"{type(credentials).__name__}")
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
+        check_network_binding("hyperliquid", credentials, network, confirm_mainnet)
         self.url = resolve_url("hyperliquid", network, url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address
@@ -244,6 +251,10 @@ class HyperliquidTransport(LiveTransportBase):
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._waiters = {}  # request id -> waiter (start-up reconciliation)
         self._coin = coin
+        # Nonces strictly increasing across restarts (caerus.venues.hyperliquid.nonces), one file per network and
+        # account under ``state_dir``; without one, within this process only (benchmarks, tests).
+        self._nonces = None if state_dir is None else NonceReservation(
+            Path(state_dir) / f"hyperliquid-{network}-{credentials.account_id}.nonce")
         self._cloid_req: dict[str, int] = {}  # cloid -> request id, while the order's reply is awaited
         # cloid -> (order_id, outcome, filled qty) as a reply settled it, to check against the account stream
         self._settled: collections.OrderedDict[str, tuple[int, wire.Outcome, float]] = collections.OrderedDict()
@@ -258,7 +269,7 @@ class HyperliquidTransport(LiveTransportBase):
                                         "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0,
                                         "queries": 0, "query_answers": 0, "query_unparsed": 0,
                                         "query_send_failed": 0, "stream_resolved": 0, "stream_confirmed": 0,
-                                        "stream_mismatch": 0, "stream_unmatched": 0}
+                                        "stream_mismatch": 0, "stream_unmatched": 0, "nonce_exhausted": 0}
 
     @property
     def address(self) -> str:
@@ -266,7 +277,19 @@ class HyperliquidTransport(LiveTransportBase):
 
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
+        if self._nonces is not None:
+            self._signer.next_nonce(self._nonces.start(time.time_ns() // 1_000_000))  # every nonce now above it
         self._session.start()
+
+    def pump(self, now: int) -> None:
+        """Engine idle work: keep the nonce reservation ahead (a file write every few minutes, never per order)."""
+        if self._nonces is not None:  # ahead of the last nonce and of the clock (orders use either)
+            self._nonces.extend_if_due(max(self._signer.last_nonce, now // 1_000_000))
+
+    def close(self) -> None:
+        super().close()
+        if self._nonces is not None:
+            self._nonces.close(self._signer.last_nonce)
 
     def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
         """The signed post request for ``order`` (also used by the benchmark)."""
@@ -282,8 +305,13 @@ class HyperliquidTransport(LiveTransportBase):
     def send_msg(self, order: tuple) -> SendResult:
         req_id = self._next_id
         self._next_id = req_id + 1
+        now_ms = time.time_ns() // 1_000_000
+        if self._nonces is not None and max(now_ms, self._signer.last_nonce + 1) > self._nonces.reserved:
+            self.reply_counts["nonce_exhausted"] += 1  # idle work has not extended the reservation: never reuse
+            self.send_failed += 1
+            return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
         try:
-            frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
+            frame = _encode(self.build_request(order, req_id, now_ms))
         except ValueError:  # price/size not representable on the wire: refuse, counted
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())

@@ -171,6 +171,10 @@ class HyperliquidSigner:
         s = self._ek.sign_msg_hash(d)
         return _wire_signature(s.r, s.s, s.v + 27)
 
+    @property
+    def last_nonce(self) -> int:
+        return self._last_nonce
+
     def next_nonce(self, now_ms: int) -> int:
         """A strictly increasing millisecond nonce (the venue refuses reused nonces)."""
         n = now_ms if now_ms > self._last_nonce else self._last_nonce + 1

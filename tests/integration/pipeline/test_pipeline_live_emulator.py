@@ -54,7 +54,8 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
                                     sim[f"{venue}_url"], "--ca-file", sim["ca_file"], "--wait-policy", "sleep"])
         start("execution", ["execution", "--segment", "lv.orders", "--transport", "hyperliquid", "--enable-live",
                             "--network", "testnet", "--credentials", str(creds), "--url", sim["hyperliquid_url"],
-                            "--ca-file", sim["ca_file"], "--book-segment", "lv.book.hyperliquid", "--exec-segment",
+                            "--ca-file", sim["ca_file"], "--state-dir", str(tmp_path / "state"),
+                            "--book-segment", "lv.book.hyperliquid", "--exec-segment",
                             "lv.exec", "--stats-segment", "lv.stats.execution", "--config",
                             str(tmp_path / "execution.toml"), "--wait-policy", "sleep", "--metrics-dir",
                             str(tmp_path / "metrics")])

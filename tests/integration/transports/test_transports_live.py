@@ -4,6 +4,7 @@ secret in any log line."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -158,8 +159,13 @@ def test_hyperliquid_post_accepted(order_server: OrderServer) -> None:
     assert '"method":"post"' in order_server.frames[0] and '"tif":"Ioc"' in order_server.frames[0]
 
 
-def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: OrderServer) -> None:
-    t = _hl(order_server, network="mainnet")
+def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: OrderServer, tmp_path: Path) -> None:
+    # Mainnet credentials, confirmed for this account (the local desk stands in for the venue).
+    creds = dataclasses.replace(load_credentials("hyperliquid", order_server.creds_file), network="mainnet")
+    confirm = tmp_path / "confirm"
+    confirm.write_text(f"hyperliquid mainnet {creds.account_id}\n")
+    os.chmod(confirm, 0o600)
+    t = _hl(order_server, creds, network="mainnet", confirm_mainnet=confirm)
     try:
         t.send_msg(_order(55, venue=wire.Venue.HYPERLIQUID, qty=0.001))
         assert next_reply(t).outcome == wire.Outcome.FILLED
@@ -205,6 +211,42 @@ def test_live_transports_refuse_to_start_without_explicit_enable_and_network(ord
     with pytest.raises(CredentialsError, match="needs BinanceCredentials"):
         make_live_transport("binance", network="testnet", enable_live=True,
                             credentials=load_credentials("hyperliquid", order_server.creds_file))
+
+
+@pytest.mark.parametrize("name", ["binance", "hyperliquid"])
+def test_credentials_are_bound_to_a_network_and_mainnet_needs_a_confirmation_file(order_server: OrderServer,
+                                                                                  tmp_path: Path, name: str) -> None:
+    url = order_server.binance_url if name == "binance" else order_server.hyperliquid_url
+    testnet = load_credentials(name, order_server.creds_file)  # no ``network`` key: testnet credentials
+    with pytest.raises(LiveConfigError, match="these credentials are for testnet, not mainnet"):
+        make_live_transport(name, network="mainnet", credentials=testnet, enable_live=True, url=url,
+                            ca_file=order_server.ca_file)
+    doc = order_server.creds_file.read_text().replace(f"[{name}]\n", f'[{name}]\nnetwork = "mainnet"\n')
+    mainnet_file = tmp_path / "mainnet.toml"
+    mainnet_file.write_text(doc)
+    os.chmod(mainnet_file, 0o600)
+    mainnet = load_credentials(name, mainnet_file)
+    with pytest.raises(LiveConfigError, match="these credentials are for mainnet, not testnet"):
+        make_live_transport(name, network="testnet", credentials=mainnet, enable_live=True, url=url,
+                            ca_file=order_server.ca_file)
+    expected = f"{name} mainnet {mainnet.account_id}"
+    with pytest.raises(LiveConfigError, match=f"write the line '{expected}'"):  # the error says exactly what to do
+        make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+                            ca_file=order_server.ca_file)
+    confirm = tmp_path / "confirm"
+    for text, mode, why in ((f"{name} mainnet someone-else\n", 0o600, "does not confirm this account"),
+                            (expected + "\n", 0o644, "mode 0644")):
+        confirm.write_text(text)
+        os.chmod(confirm, mode)
+        with pytest.raises(LiveConfigError, match=why):
+            make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+                                ca_file=order_server.ca_file, confirm_mainnet=confirm)
+    confirm.write_text("# I mean it\n" + expected + "\n")
+    os.chmod(confirm, 0o600)
+    t = make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+                            ca_file=order_server.ca_file, confirm_mainnet=confirm)
+    t.close()  # built (never started: the emulated desk here is not a mainnet)
+    assert order_server.api_key not in expected and order_server.hl_private_key[-20:] not in expected
 
 
 def test_world_readable_credentials_file_refused(order_server: OrderServer, tmp_path: Path) -> None:
@@ -295,3 +337,32 @@ def test_factory_takes_a_credentials_path_or_the_environment(order_server: Order
     monkeypatch.delenv("CAERUS_HL_PRIVATE_KEY")
     with pytest.raises(CredentialsError, match="CAERUS_HL_PRIVATE_KEY is not set"):
         make_live_transport("hyperliquid", network="testnet", enable_live=True)
+
+
+def test_hyperliquid_nonces_stay_above_a_crashed_runs_reservation(order_server: OrderServer, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = _hl(order_server, state_dir=state)
+    try:
+        first.send_msg(_order(31, venue=wire.Venue.HYPERLIQUID))
+        next_reply(first)
+        reserved = first._nonces.reserved
+        assert reserved > first._signer.last_nonce
+    finally:
+        first._session.close()  # a crash: the session dies, the clean-stop record is never written
+    second = _hl(order_server, state_dir=state)
+    try:
+        second.send_msg(_order(32, venue=wire.Venue.HYPERLIQUID))
+        r = next_reply(second)
+        assert second._signer.last_nonce > reserved  # above everything the crashed run could have signed
+        assert r.outcome != wire.Outcome.VENUE_REJECTED, r  # and the venue takes it (within a day ahead)
+        # Idle work that stalled for the whole reservation: the order is refused, never signed with a reused nonce.
+        second._nonces.reserved = second._signer.last_nonce
+        assert second.send_msg(_order(33, venue=wire.Venue.HYPERLIQUID)).outcome == wire.Outcome.SEND_FAILED
+        assert second.stats()["nonce_exhausted"] == 1
+        second.pump(time.time_ns())  # the engine's idle work extends it
+        assert second.send_msg(_order(34, venue=wire.Venue.HYPERLIQUID)).outcome == wire.Outcome.SENT
+        next_reply(second)
+    finally:
+        second.close()
+    assert int((state / f"hyperliquid-testnet-{second._signer.address.lower()}.nonce").read_text()) \
+        == second._signer.last_nonce  # a clean stop records the last nonce used

@@ -123,7 +123,8 @@ def test_the_execution_process_trades_from_the_venue_state_or_refuses_to_start(d
         url = sim["hyperliquid_url"] if venue == "hyperliquid" else sim["binance_order_url"]
         return Started([sys.executable, "-m", "caerus", "execution", "--segment", f"rc.{name}.orders", "--transport",
                         venue, "--enable-live", "--network", "testnet", "--credentials", str(creds_file), "--url",
-                        url, "--ca-file", sim["ca_file"], "--wait-policy", "sleep",
+                        url, "--ca-file", sim["ca_file"], "--wait-policy", "sleep", "--state-dir",
+                        str(tmp_path / "state"),
                         "--book-segment", f"rc.{name}.book"],  # never created: it waits there after reconciling
                        env=env, cwd=ROOT, log=tmp_path / f"{name}.log")
 
