@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent
         "host": "run on a provisioned host instead of locally",
         "emulator": "with --host: run the venue emulator on the host instead of live venues",
         "no_report": "skip rendering the report at the end",
+        "chaos": "seconds: SIGKILL a random hot process this often (local only); the supervisor restarts it",
     }
 )
 def bench(
@@ -48,6 +49,7 @@ def bench(
     host: str = "",
     emulator: bool = False,
     no_report: bool = False,
+    chaos: float = 0.0,
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default)."""
     if host:
@@ -78,6 +80,7 @@ def bench(
             wait_policy=wait_policy or None,
             capture=not no_capture,
             transport=transport,
+            chaos_every_s=chaos,
         )
         session_dir = run_local_session(opts)
     except SessionConfigError as exc:

@@ -163,6 +163,9 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
     deaths = tables.death_rows(s.summary)
     if deaths:
         md.append("### Deaths and restarts\n")
+        chaos = tables.chaos_line(s.summary)
+        if chaos:
+            md.append(chaos + "\n")
         md.append(tables.markdown_table(tables.DEATH_HEADERS, deaths))
     rss = tables.rss_rows(s.summary)
     if rss:
@@ -207,7 +210,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     parts.append(tables.html_table(tables.PROCESS_HEADERS, tables.process_rows(s.summary)))
     deaths = tables.death_rows(s.summary)
     if deaths:
-        parts += ["<h3>Deaths and restarts</h3>", tables.html_table(tables.DEATH_HEADERS, deaths)]
+        chaos = tables.chaos_line(s.summary)
+        parts += ["<h3>Deaths and restarts</h3>", *([f"<p>{html.escape(chaos)}</p>"] if chaos else []),
+                  tables.html_table(tables.DEATH_HEADERS, deaths)]
     rss = tables.rss_rows(s.summary)
     if rss:
         parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss)]

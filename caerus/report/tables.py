@@ -145,6 +145,18 @@ def death_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 
 PROCESS_HEADERS = ["process", "status", "exit code", "died after", "restarts", "wait policy", "cpus", "log"]
+def chaos_line(summary: dict) -> str | None:
+    """One sentence on a chaos run (``invoke bench --chaos``): how many kills, how often, how many restarted."""
+    chaos = summary.get("chaos")
+    if not chaos:
+        return None
+    kills = chaos.get("kills", [])
+    deaths = {(name, d.get("pid")): d for name, p in summary.get("processes", {}).items() for d in p.get("deaths", [])}
+    restarted = sum(1 for k in kills if deaths.get((k["process"], k["pid"]), {}).get("new_pid") is not None)
+    return (f"Chaos: {len(kills)} hot processes killed with SIGKILL, one every {chaos.get('every_s', 0):g} s; "
+            f"{restarted} restarted by the supervisor (each death is in the table below).")
+
+
 DEATH_HEADERS = ["at", "process", "pid", "exit / signal", "uptime", "restarted after", "new pid"]
 
 

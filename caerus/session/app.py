@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy-config", type=Path,
                         help='strategy TOML (e.g. mode = "bench": an order on every Binance book)')
     parser.add_argument("--execution-config", type=Path, help="execution TOML")
+    parser.add_argument("--chaos", type=float, default=0.0, metavar="EVERY",
+                        help="SIGKILL a random hot process (feed, strategy, execution) every EVERY seconds; the "
+                             "supervisor restarts it and the report shows each death and restart (default off)")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (index.html)")
 
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
-        jumps_per_min=args.jumps_per_min,
+        jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos,
     )
     try:
         session_dir = run_local_session(opts)

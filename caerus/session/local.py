@@ -39,6 +39,7 @@ from caerus.metrics.rss import RssSampler
 from caerus.plan import HOT_PROCESSES, FleetPlan, plan_fleet
 from caerus.report import tables
 from caerus.session import launch
+from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
@@ -68,6 +69,7 @@ class SessionOptions:
     # Emulated market activity: 10-40 bps Binance jumps per minute. Busier than the emulator's default (6) so that a
     # 30 s session fires enough orders for tick-to-decision percentiles to mean something.
     jumps_per_min: float = 30.0
+    chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
 
     def validate(self) -> None:
         problems = []
@@ -94,6 +96,9 @@ class SessionOptions:
                 problems.append(f"{what} config {cfg} does not exist")
         if self.stop_grace_s < 0:
             problems.append(f"stop grace must be >= 0, got {self.stop_grace_s}")
+        if not (self.chaos_every_s == 0 or self.chaos_every_s >= 2.0):
+            problems.append(f"chaos interval must be 0 (off) or >= 2 seconds (a restart needs time to show), got "
+                            f"{self.chaos_every_s}")
         if self.progress not in ("auto", "rich", "lines", "none"):
             problems.append(f"progress {self.progress!r} is not one of auto, rich, lines, none")
         if problems:
@@ -214,6 +219,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     restarter = Restarter(session_dir, start_mono,
                           on_event=lambda m: print(f"supervisor: {m}", file=sys.stderr, flush=True))
     rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
+    chaos: ChaosMonkey | None = None
     config_written = False
     failure: str | None = None
     interrupted = False
@@ -255,7 +261,11 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             run["fleet_started_ns"] = time.time_ns()
             rss.watch({r.spec.name: r.pid for r in procs})
             # the timed part starts once the whole fleet is launched (the emulator's start-up is not counted)
-            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter)
+            if opts.chaos_every_s:
+                chaos = ChaosMonkey(opts.chaos_every_s, HOT_PROCESSES, opts.seed, time.monotonic(),
+                                    on_event=lambda m: print(m, file=sys.stderr, flush=True))
+            _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter,
+                   chaos)
         except KeyboardInterrupt:
             interrupted = True
             console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
@@ -290,6 +300,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "processes": {r.spec.name: {**r.record(start_mono, session_dir), **restarter.record(r.spec.name)}
                       for r in procs},
         "restarts": restarter.restarts(),
+        "chaos": {"every_s": opts.chaos_every_s, "kills": chaos.kills} if chaos is not None else None,
         "counters": live.snapshots if live else {}, "exec": live.exec_summary() if live else {},
         "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
         "live_errors": live.errors if live else [],
@@ -333,7 +344,7 @@ def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg:
 
 def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
            start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None,
-           restarter: Restarter | None = None) -> None:
+           restarter: Restarter | None = None, chaos: ChaosMonkey | None = None) -> None:
     mode = opts.progress
     if mode == "auto":
         mode = "rich" if console.is_terminal else "lines"
@@ -359,6 +370,8 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
                 say(f"{r.spec.name} (pid {r.pid}) DIED with exit {r.proc.returncode}: {tail}")
         if restarter is not None and restarter.tick(procs):
             write_processes()  # the RSS sampler keeps following the first pid of a name (metrics/rss.py)
+        if chaos is not None:
+            chaos.tick(procs, time.monotonic())
         return time.monotonic() - fleet_start_mono
 
     if mode == "rich":

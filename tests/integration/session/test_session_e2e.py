@@ -191,3 +191,30 @@ def test_killed_process_is_reported_and_restarted(tmp_path: Path) -> None:
     for p in ("feed-binance", "feed-hyperliquid", "execution"):  # the rest still wrote their metrics
         assert (d / f"{p}.hlog").stat().st_size > 0
     assert summary["metrics"]["info_age.binance"]["n"] > 0
+
+
+def test_chaos_kills_hot_processes_and_the_supervisor_restarts_each(tmp_path: Path) -> None:
+    shm = Path("/dev/shm") / f"caerus-test-chaos-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    try:
+        res = subprocess.run(_session_cmd(out, reports, 16, "--chaos", "5", "--no-capture"), capture_output=True,
+                             text=True, env=_env(shm), timeout=300, start_new_session=True)
+        leftovers = list(shm.iterdir())
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    assert leftovers == [], leftovers
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    d = _only_session(out)
+    summary = json.loads((d / "summary.json").read_text())
+    kills = summary["chaos"]["kills"]
+    assert summary["chaos"]["every_s"] == 5.0 and len(kills) >= 2, summary["chaos"]
+    deaths = {(name, x["pid"]): x for name, p in summary["processes"].items() for x in p.get("deaths", [])}
+    for kill in kills:  # every kill is a recorded death of that process, by SIGKILL
+        assert deaths[(kill["process"], kill["pid"])]["signal"] == "SIGKILL"
+    restarted = [k for k in kills if deaths[(k["process"], k["pid"])].get("new_pid")]
+    assert len(restarted) >= len(kills) - 1  # the last kill may come too close to the end to be restarted
+    assert all(p["status"] in ("ok", "died") for p in summary["processes"].values())
+    assert "chaos: killed" in res.stderr
+    md = (d / "report.md").read_text()
+    assert f"Chaos: {len(kills)} hot processes killed with SIGKILL, one every 5 s" in md

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(strategy_config=Path("/nonexistent.toml")), "strategy config"),
         (SessionOptions(scenario="no-such-fault"), "unknown scenario 'no-such-fault'"),
         (SessionOptions(live=True, scenario="drop"), "cannot be combined with live venues"),
+        (SessionOptions(chaos_every_s=0.5), "chaos interval must be 0"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
