@@ -176,7 +176,7 @@ def ensure_writable_dirs(host: RemoteHost, dirs: tuple[str, ...], say: Callable[
     for d in dirs:
         path = host.path(d)
         if host.run(f"test -d {shlex.quote(path)} -a -w {shlex.quote(path)}", check=False).exited != 0:
-            owner = host.run("id -un").stdout.strip()
+            owner = host.login_user()
             host.run(f"install -d -o {shlex.quote(owner)} {shlex.quote(path)}", sudo=True)
             say(f"  created {path} (owner {owner})")
             changed.append(d)
@@ -195,7 +195,8 @@ def install_wheel(host: RemoteHost, wheel: Path, system_site_packages: bool, pyt
     q = shlex.quote
     host.run(f"mkdir -p {q(app)}/wheels", sudo=True)
     if not host.root:
-        host.run(f"chown -R $(id -un) {q(app)}", sudo=True)
+        # The login user's name, asked *outside* sudo: inside `sudo sh -c '...'` a `$(id -un)` is root.
+        host.run(f"chown -R {q(host.login_user())} {q(app)}", sudo=True)
     remote_wheel = f"{app}/wheels/{wheel.name}"
     host.conn.put(str(wheel), remote_wheel)
     if not host.exists(f"{APP_DIR}/venv/bin/python"):

@@ -96,6 +96,13 @@ class RemoteHost:
     prefix: str = ""
     root: bool = True  # run as root (else through `sudo -n`)
 
+    def login_user(self) -> str:
+        """The name this connection logged in as (never through sudo: there it would be root)."""
+        name = self.run("id -un").stdout.strip()
+        if not name:
+            raise RemoteError("`id -un` printed nothing: cannot tell which user this login is")
+        return name
+
     def path(self, absolute: str) -> str:
         if not absolute.startswith("/"):
             raise ValueError(f"remote path {absolute!r} must be absolute")

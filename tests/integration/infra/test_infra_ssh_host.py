@@ -401,3 +401,25 @@ def test_infra_tasks_bench_host_goes_through_remote_bench(infra_test_host: Infra
     tasks.bench(Context(), host="loop", duration="2s", emulator=True, out=str(out))
     env = json.loads((out / "20261202T000000Z-test" / "env.json").read_text())
     assert "--live" not in env["argv"] and (out / "20261202T000000Z-test" / "host.json").exists()
+
+
+def test_configure_and_deploy_as_a_non_root_sudo_login_like_ec2_user(ec2_user_host: InfraHost,
+                                                                      caerus_wheel: Path) -> None:
+    """The login a real EC2 host gives (ec2-user / ubuntu): not root, passwordless sudo. /opt and /var/lib under
+    the prefix are root-owned, so deploy must create them with sudo and hand the app folder to the *login* user
+    (the old `chown -R $(id -un)` ran inside `sudo sh -c` and handed it to root, and the wheel upload failed)."""
+    h = ec2_user_host
+    uid = int(subprocess.run(["id", "-u", h.record.user], capture_output=True, text=True, check=True).stdout)
+    configure(h.record, h.store, say=lambda s: None, chronyc="true")
+    first = deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True),
+                   say=lambda s: None)
+    assert first["wheel_changed"] is True and first["python"]
+    app = h.prefix / "opt/caerus"
+    assert app.stat().st_uid == uid and (app / "venv").stat().st_uid == uid  # the login user's, not root's
+    for d in ("var/lib/caerus/sessions", "var/lib/caerus/metrics"):
+        assert (h.prefix / d).stat().st_uid == uid  # the sessions write there as the login user
+    assert (h.prefix / "etc/systemd/system/caerus-strategy.service").stat().st_uid == 0  # system files: root's
+    assert (app / "venv/.caerus-wheel").read_text().strip() == wheel_digest(caerus_wheel)
+    again = deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True),
+                   say=lambda s: None)
+    assert again["wheel_changed"] is False and again["dirs_changed"] == []
