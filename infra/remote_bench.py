@@ -129,6 +129,10 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         caerus = record.extra.get("caerus_bin") or rh.path(f"{APP_DIR}/venv/bin/caerus")
         if not rh.run(f"test -x {shlex.quote(caerus)}", check=False).exited == 0:
             raise BenchError(f"{caerus} is not installed on {host}; run `invoke deploy --host {host}` first")
+        data = rh.path(sessions_dir)
+        if rh.run(f"test -d {shlex.quote(data)} -a -w {shlex.quote(data)}", check=False).exited != 0:
+            raise BenchError(f"{data} on {host} is missing or not writable by the login user "
+                             f"{rh.login_user()}; run `invoke deploy --host {host}` (it creates it for that user)")
         before = set(list_sessions(rh, sessions_dir))
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         run_dir = rh.path(f"{sessions_dir}/.runs/{run_id}")

@@ -20,7 +20,7 @@ from invoke import Context
 from infra import invoke_tasks
 from infra.collect import collect
 from infra.configure import configure
-from infra.deploy import DeployOptions, build_wheel, deploy, wheel_digest
+from infra.deploy import SESSIONS_DIR, DeployOptions, build_wheel, deploy, ensure_writable_dirs, wheel_digest
 from infra.hosts import HostRecord
 from infra.remote import HostKeyMismatch, connect, forget_host
 from infra.remote_bench import BenchError, run_remote_bench
@@ -423,3 +423,29 @@ def test_configure_and_deploy_as_a_non_root_sudo_login_like_ec2_user(ec2_user_ho
     again = deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True),
                    say=lambda s: None)
     assert again["wheel_changed"] is False and again["dirs_changed"] == []
+
+
+def test_remote_bench_and_collect_as_a_non_root_sudo_login(ec2_user_host: InfraHost, tmp_path: Path) -> None:
+    h = ec2_user_host
+    fake = h.prefix.parent / "caerus"  # where the login can run it (pytest's tmp is root-only)
+    fake.write_text(FAKE_CAERUS.format(python="/usr/bin/python3", rc=0, live_flag="[--live] "))
+    fake.chmod(0o755)
+    h.record.extra.update(caerus_bin=str(fake), chronyc="true")
+    h.store.save(h.record)
+    out = tmp_path / "sessions"
+    with pytest.raises(BenchError, match=f"not writable by the login user {h.record.user}; run `invoke deploy"):
+        run_remote_bench(None, host="ec2", duration="2s", emulator=False, out=out, state_dir=str(h.store.root),
+                         say=lambda s: None, poll_s=0.5)  # the data folders are deploy's job: it says so
+    from infra.remote import open_host
+
+    rh = open_host(h.record, h.store.known_hosts, lambda s: None)
+    try:
+        ensure_writable_dirs(rh, (SESSIONS_DIR,), lambda s: None)  # what deploy does for the login user
+    finally:
+        rh.conn.close()
+    [path] = run_remote_bench(None, host="ec2", duration="2s", emulator=False, out=out,
+                              state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)
+    assert (path / "metrics" / "feed-binance.hlog").read_text().startswith("#[StartTime")
+    env = json.loads((path / "env.json").read_text())
+    host = json.loads((path / "host.json").read_text())
+    assert env["affinity"] == host["plan"]["housekeeping"]  # pinned as the login user, through sudo where needed
