@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent
 
 @task(
     help={
-        "duration": "session length in seconds (local) or with a unit on a host, e.g. 4h",
+        "duration": "session length: 30, 90s, 15m, 4h or 1h30m (the same grammar locally and with --host)",
         "out": "sessions folder (default: ./sessions)",
         "seed": "market model seed",
         "scenario": "emulator fault scenario name, or replay:PATH",
@@ -35,6 +35,10 @@ ROOT = Path(__file__).resolve().parent
         "emulator": "with --host: run the venue emulator on the host instead of live venues",
         "no_report": "skip rendering the report at the end",
         "chaos": "seconds: SIGKILL a random hot process this often (local only); the supervisor restarts it",
+        "strategy_config": "strategy TOML (local)",
+        "execution_config": "execution TOML (local)",
+        "jumps_per_min": "emulated market activity: 10-40 bps Binance jumps per minute (local, default 30)",
+        "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
     }
 )
 def bench(
@@ -50,8 +54,15 @@ def bench(
     emulator: bool = False,
     no_report: bool = False,
     chaos: float = 0.0,
+    strategy_config: str = "",
+    execution_config: str = "",
+    jumps_per_min: float = 30.0,
+    live: bool = False,
 ) -> None:
-    """Run a timed session of the whole fleet and report it (locally against the emulator by default)."""
+    """Run a timed session of the whole fleet and report it (locally against the emulator by default).
+
+    Locally this is exactly `caerus session` (one code path: same options, duration grammar and exit codes: 1 when
+    the session failed, 2 for bad input); with --host it runs that on the host and collects the result."""
     if host:
         from infra.hosts import StateError
         from infra.remote import HostKeyMismatch, RemoteError
@@ -59,40 +70,32 @@ def bench(
 
         try:
             run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out))
-        except (BenchError, StateError, HostKeyMismatch, RemoteError) as exc:
+        except (BenchError, StateError, HostKeyMismatch, RemoteError, ValueError) as exc:
             print(f"bench --host {host}: {exc}", file=sys.stderr)
-            sys.exit(1)
+            sys.exit(2 if isinstance(exc, ValueError) else 1)
         return
-    from caerus.session.local import SessionConfigError, SessionOptions, run_local_session
+    import argparse
 
+    from caerus.session.app import add_arguments
+    from caerus.session.app import run as run_session
+
+    argv = ["--duration", duration, "--out", out, "--seed", str(seed), "--transport", transport,
+            "--jumps-per-min", str(jumps_per_min), "--chaos", str(chaos), "--reports", str(ROOT / "reports")]
+    for flag, value in (("--scenario", scenario), ("--wait-policy", wait_policy),
+                        ("--strategy-config", strategy_config), ("--execution-config", execution_config)):
+        if value:
+            argv += [flag, value]
+    argv += [flag for flag, on in (("--no-capture", no_capture), ("--no-report", no_report), ("--live", live)) if on]
+    parser = argparse.ArgumentParser(prog="invoke bench", exit_on_error=False)
+    add_arguments(parser)
     try:
-        duration_s = float(duration)
-    except ValueError:
-        print(f"bench: --duration {duration!r} is not a number of seconds (units like 4h are for --host)",
-              file=sys.stderr)
-        sys.exit(2)
-    try:
-        opts = SessionOptions(
-            duration_s=duration_s,
-            out=Path(out),
-            seed=seed,
-            scenario=scenario or None,
-            wait_policy=wait_policy or None,
-            capture=not no_capture,
-            transport=transport,
-            chaos_every_s=chaos,
-        )
-        session_dir = run_local_session(opts)
-    except SessionConfigError as exc:
+        args = parser.parse_args(argv)
+    except (argparse.ArgumentError, SystemExit) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         sys.exit(2)
-    if not no_report:
-        from caerus.report.render import render_sessions
-
-        result = render_sessions([session_dir], out_dir=ROOT / "reports")
-        print(f"report: {session_dir / 'report.md'}")
-        print(f"report: {result['sessions'][0]}")
-        print(f"index:  {result['index']}")
+    rc = run_session(args)
+    if rc:
+        sys.exit(rc)
 
 
 @task(iterable=["session"], help={"session": "session folder(s); default: the newest", "out": "reports folder"})

@@ -19,11 +19,11 @@ from typing import Any
 
 import paramiko
 
+from caerus.durations import parse_duration
 from caerus.plan import format_cpu_list
 from infra.chrony import TrackingParseError, parse_tracking
 from infra.collect import collect_from, list_sessions
 from infra.deploy import APP_DIR, SESSIONS_DIR
-from infra.durations import parse_duration
 from infra.facts import gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostStore

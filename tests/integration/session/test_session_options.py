@@ -52,7 +52,7 @@ def test_cli_exits_2_before_starting_anything(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120, check=False,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert res.returncode == 2
-    assert "duration must be > 0" in res.stderr
+    assert "duration '0' must be positive" in res.stderr
     assert not out.exists()
 
 
@@ -78,3 +78,22 @@ def test_fleet_argv_emulator_and_live(tmp_path: Path) -> None:
     live = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, None, capture=False, transport="paper")}
     assert "capture" not in live
     assert "--url" not in live["feed-hyperliquid"].argv and "--ca-file" not in live["feed-hyperliquid"].argv
+
+
+def test_invoke_bench_is_caerus_session_bad_input_exits_2_before_starting_anything(tmp_path: Path) -> None:
+    import argparse
+
+    from invoke import Context
+
+    import tasks
+    from caerus.session.app import add_arguments
+
+    for bad in ({"duration": "soon"}, {"duration": "-5"}, {"transport": "binance"}, {"chaos": 0.5}):
+        with pytest.raises(SystemExit) as exc:
+            tasks.bench(Context(), out=str(tmp_path / "sessions"), no_report=True, **bad)
+        assert exc.value.code == 2, bad
+    assert not (tmp_path / "sessions").exists()  # nothing started, nothing written
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    for text, seconds in (("30", 30.0), ("90s", 90.0), ("15m", 900.0), ("4h", 14_400.0), ("1h30m", 5_400.0)):
+        assert parser.parse_args(["--duration", text]).duration == seconds  # one grammar, local and --host

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from caerus.durations import parse_duration
 from caerus.plan import FleetPlan, plan_fleet
 from infra import chrony, kernel, tuning
 from infra.aws import instances as I
@@ -22,7 +23,6 @@ from infra.aws.tags import is_ours, project_tags
 from infra.aws.userdata import render_ttl_user_data
 from infra.configure import build_steps, decide_live
 from infra.deploy import process_command, units_step
-from infra.durations import parse_duration
 from infra.facts import parse_facts
 from infra.fleetplan import plan_from_dict
 from infra.hosts import HostRecord, HostStore, StateError

@@ -1,4 +1,5 @@
-"""Session durations as the CLI takes them: "4h", "30m", "90s", "1h30m" or plain seconds ("30")."""
+"""Durations as every CLI takes them (`caerus session`, `invoke bench` local and --host): "4h", "30m", "90s",
+"1h30m" or plain seconds ("30")."""
 
 from __future__ import annotations
 
