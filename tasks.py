@@ -98,13 +98,22 @@ def bench(
         sys.exit(rc)
 
 
-@task(iterable=["session"], help={"session": "session folder(s); default: the newest", "out": "reports folder"})
-def report(c: Context, session: list[str] | None = None, out: str = "reports", sessions: str = "sessions") -> None:
+@task(iterable=["session"], help={
+    "session": "a session folder, or several comma-separated (repeatable too); default: the newest",
+    "sessions_dir": "where the newest session is looked for (default ./sessions)",
+    "out": "reports folder",
+})
+def report(c: Context, session: list[str] | None = None, out: str = "reports", sessions_dir: str = "sessions") -> None:
     """Render report.md/report.html per session, a comparison for several, and reports/index.html."""
-    from caerus.report.render import newest_session, render_sessions
+    from caerus.report.render import SessionNotFound, newest_session, render_sessions
 
-    paths = [Path(s) for s in session] if session else [newest_session(Path(sessions))]
-    render_sessions(paths, out_dir=Path(out))
+    given = [p.strip() for s in (session or []) for p in s.split(",") if p.strip()]
+    try:
+        paths = [Path(s) for s in given] if given else [newest_session(Path(sessions_dir))]
+        render_sessions(paths, out_dir=Path(out))
+    except SessionNotFound as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 @task(

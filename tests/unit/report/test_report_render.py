@@ -13,19 +13,8 @@ from caerus.metrics.summary import load_metrics
 from caerus.report import tables
 from caerus.report.render import SessionNotFound, newest_session, render_sessions
 from caerus.session.collect import family_total, headline_counts
-from caerus.session.synthetic import make_session
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def two_sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    root = tmp_path_factory.mktemp("sessions")
-    a = make_session(root, name="20260101T000000Z-aaaa", intervals=12, samples_per_interval=500, seed=1,
-                     died="feed-hyperliquid", artifacts={"tick_to_decision": 3}, start_s=1_767_225_600)
-    b = make_session(root, name="20260102T000000Z-bbbb", intervals=8, samples_per_interval=400, seed=2,
-                     start_s=1_767_312_000)
-    return root, a, b
 
 
 def test_session_folder_has_collected_files(two_sessions: tuple[Path, Path, Path]) -> None:
