@@ -10,7 +10,6 @@ a scratch folder on a test host, so configure/deploy can render /etc files witho
 
 from __future__ import annotations
 
-import hashlib
 import os
 import posixpath
 import shlex
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import paramiko
-from fabric import Connection
+from fabric import Config, Connection
 
 from infra.hosts import HostRecord, write_private
 
@@ -72,6 +71,10 @@ def connect(record: HostRecord, known_hosts: Path, say: Callable[[str], None] = 
         port=record.port,
         connect_timeout=int(timeout),
         connect_kwargs={"key_filename": record.key_path, "look_for_keys": False, "allow_agent": False},
+        # The operator's ~/.ssh/config is never read (a `ForwardAgent yes` there would hand the host the agent,
+        # an `IdentityFile` would offer other keys): this host record says everything, agent forwarding is off.
+        config=Config(overrides={"load_ssh_configs": False, "forward_agent": False}),
+        forward_agent=False,
     )
     client = conn.client
     if known_hosts.exists():
@@ -140,11 +143,18 @@ class RemoteHost:
             sftp.chmod(tmp, mode)
             self.run(f"mv -f {shlex.quote(tmp)} {shlex.quote(path)}")
             return
-        tmp = f"/tmp/caerus-{os.getpid()}-{hashlib.sha256(path.encode()).hexdigest()[:12]}"
-        with sftp.open(tmp, "w") as f:
-            f.write(content.encode())
-        self.run(f"install -D -m {mode:o} {shlex.quote(tmp)} {shlex.quote(path)} && rm -f {shlex.quote(tmp)}",
-                 sudo=True)
+        # Staged in a private folder from mktemp (0700, unpredictable name), never a guessable /tmp path another
+        # local user could plant a symlink at; the folder goes once the file is installed.
+        staging = self.run("mktemp -d").stdout.strip()
+        if not staging.startswith("/"):
+            raise RemoteError(f"`mktemp -d` printed {staging!r}, not a folder")
+        tmp = posixpath.join(staging, "file")
+        try:
+            with sftp.open(tmp, "w") as f:
+                f.write(content.encode())
+            self.run(f"install -D -m {mode:o} {shlex.quote(tmp)} {shlex.quote(path)}", sudo=True)
+        finally:
+            self.run(f"rm -rf {shlex.quote(staging)}", check=False)
 
     def mode(self, absolute: str) -> int | None:
         """Permission bits of a (prefixed) file, or None when it does not exist."""

@@ -449,3 +449,22 @@ def test_remote_bench_and_collect_as_a_non_root_sudo_login(ec2_user_host: InfraH
     env = json.loads((path / "env.json").read_text())
     host = json.loads((path / "host.json").read_text())
     assert env["affinity"] == host["plan"]["housekeeping"]  # pinned as the login user, through sudo where needed
+
+
+def test_the_operators_ssh_config_is_never_read(infra_test_host: InfraHost, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ~/.ssh/config with agent forwarding, another identity and a proxy that cannot work: had Fabric read it,
+    the connection would go through `false` and fail, or forward the agent to the host."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text("Host *\n  ForwardAgent yes\n  IdentityFile /nonexistent/other_key\n"
+                                          "  ProxyCommand false\n")
+    monkeypatch.setenv("HOME", str(home))
+    h = infra_test_host
+    conn = connect(h.record, h.store.known_hosts, lambda s: None)
+    try:
+        assert conn.forward_agent is False
+        assert not {"forwardagent", "identityfile", "proxycommand"} & set(conn.ssh_config)  # nothing from the file
+        assert conn.run("echo ok", hide=True, in_stream=False).stdout.strip() == "ok"
+    finally:
+        conn.close()
