@@ -93,6 +93,47 @@ def configure(c: Context, host: str = "tokyo", mode: str = "auto", no_reboot: bo
 @task(
     help={
         "host": "host name from provision",
+        "hours": "hours added to the host's time-to-live (beyond its current expiry)",
+        "mode": "auto (live only on EC2 with systemd) | live | plan (render files, plan commands)",
+        "state_dir": "local state folder (default ./.state)",
+    }
+)
+def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "auto", state_dir: str = "") -> None:
+    """Give a host more time-to-live: re-arm its power-off timer, update its expiry tag and the local record."""
+    from infra.aws.clients import AwsError, AwsTarget
+    from infra.configure import ConfigureError, decide_live
+    from infra.facts import gather
+    from infra.hosts import HostStore, StateError
+    from infra.remote import HostKeyMismatch, RemoteError, open_host
+    from infra.ttl import extend as run
+
+    store = HostStore(state_dir or None)
+    try:
+        record = store.load(host)
+        rh = open_host(record, store.known_hosts, print)
+        try:
+            live = decide_live(mode, gather(rh), record)
+
+            def tag(iso: str) -> None:
+                ec2 = AwsTarget.resolve(record.region, record.endpoint_url).client("ec2")
+                ec2.create_tags(Resources=[record.instance_id], Tags=[{"Key": "expiry", "Value": iso}])
+
+            new = run(rh, record, float(hours), live, tag if record.instance_id else None)
+        finally:
+            rh.conn.close()
+        store.save(record)
+        print(f"extend {host}: expires at {record.expires_at} ({new:%Y-%m-%d %H:%M} UTC)")
+    except (StateError, HostKeyMismatch, RemoteError, ConfigureError, AwsError, ValueError) as exc:
+        _fail(exc)
+    except Exception as exc:  # botocore errors: one line naming the step, never a traceback
+        if type(exc).__module__.startswith("botocore"):
+            _fail(AwsError(f"extend {host}: updating the expiry tag failed: {exc}"))
+        raise
+
+
+@task(
+    help={
+        "host": "host name from provision",
         "wheel": "install this wheel instead of building one from the checkout",
         "system_site_packages": "venv sees the host's site-packages (hosts without a package registry)",
         "mode": "auto | live | plan (units rendered, daemon-reload planned)",

@@ -28,6 +28,7 @@ from infra.facts import gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostStore
 from infra.remote import HostKeyMismatch, RemoteHost, open_host
+from infra.ttl import TtlError, check_fits
 
 
 class BenchError(RuntimeError):
@@ -121,6 +122,10 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         poll_s = min(10.0, max(0.5, seconds / 20))
     store = HostStore(state_dir)
     record = store.load(host)
+    try:  # before anything runs: a host that powers off mid-session takes the session with it
+        check_fits(record, seconds)
+    except TtlError as exc:
+        raise BenchError(str(exc)) from None
     rh = open_host(record, store.known_hosts, say)
     try:
         facts = gather(rh)
@@ -130,7 +135,9 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         if not rh.run(f"test -x {shlex.quote(caerus)}", check=False).exited == 0:
             raise BenchError(f"{caerus} is not installed on {host}; run `invoke deploy --host {host}` first")
         data = rh.path(sessions_dir)
-        if rh.run(f"test -d {shlex.quote(data)} -a -w {shlex.quote(data)}", check=False).exited != 0:
+        if rh.root:
+            rh.run(f"mkdir -p {shlex.quote(data)}")
+        elif rh.run(f"test -d {shlex.quote(data)} -a -w {shlex.quote(data)}", check=False).exited != 0:
             raise BenchError(f"{data} on {host} is missing or not writable by the login user "
                              f"{rh.login_user()}; run `invoke deploy --host {host}` (it creates it for that user)")
         before = set(list_sessions(rh, sessions_dir))

@@ -21,7 +21,7 @@ from infra import invoke_tasks
 from infra.collect import collect
 from infra.configure import configure
 from infra.deploy import SESSIONS_DIR, DeployOptions, build_wheel, deploy, ensure_writable_dirs, wheel_digest
-from infra.hosts import HostRecord
+from infra.hosts import HostRecord, HostStore
 from infra.remote import HostKeyMismatch, connect, forget_host
 from infra.remote_bench import BenchError, run_remote_bench
 from tests.fixtures.infra_sshd import InfraHost, make_key
@@ -468,3 +468,37 @@ def test_the_operators_ssh_config_is_never_read(infra_test_host: InfraHost, tmp_
         assert conn.run("echo ok", hide=True, in_stream=False).stdout.strip() == "ok"
     finally:
         conn.close()
+
+
+def test_bench_refuses_a_session_longer_than_the_ttl_and_extend_gives_the_host_more(
+        infra_test_host: InfraHost, moto_server, tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from infra.aws.clients import AwsTarget
+    from infra.provision import ProvisionRequest, provision
+
+    h = infra_test_host
+    aws = provision(ProvisionRequest(name="loop", cidr="198.51.100.7/32", owner="alice", ttl_hours=1.0),
+                    HostStore(tmp_path / "aws-state"), lambda s: None)
+    assert aws is not None
+    soon = (datetime.now(UTC) + timedelta(minutes=40)).replace(microsecond=0)
+    h.record.instance_id, h.record.region, h.record.endpoint_url = aws.instance_id, aws.region, aws.endpoint_url
+    h.record.expires_at = soon.strftime("%Y-%m-%dT%H:%M:%SZ")
+    h.record.extra.update(caerus_bin=_fake_caerus(tmp_path / "caerus"), chronyc="true")
+    h.store.save(h.record)
+    # 1 h of session + collection does not fit in 40 min: refused before anything runs, naming the fix.
+    with pytest.raises(BenchError, match=r"Run `invoke extend --host loop --hours 1` first"):
+        run_remote_bench(None, host="loop", duration="1h", emulator=True, out=tmp_path / "s",
+                         state_dir=str(h.store.root), say=lambda s: None)
+    invoke_tasks.extend(Context(), host="loop", hours=2, mode="plan", state_dir=str(h.store.root))
+    record = h.store.load("loop")
+    new = datetime.fromisoformat(record.expires_at.replace("Z", "+00:00"))
+    assert new == soon + timedelta(hours=2)
+    assert (h.prefix / "etc/caerus/expiry").read_text().strip() == str(int(new.timestamp()))
+    assert f"OnCalendar={new:%Y-%m-%d %H:%M:%S} UTC" in (h.prefix / "etc/systemd/system/caerus-ttl.timer").read_text()
+    ec2 = AwsTarget.resolve(aws.region, aws.endpoint_url).client("ec2")
+    [inst] = [i for r in ec2.describe_instances(InstanceIds=[aws.instance_id])["Reservations"] for i in r["Instances"]]
+    assert {t["Key"]: t["Value"] for t in inst["Tags"]}["expiry"] == record.expires_at
+    # now it fits (the fake runner ends at once)
+    run_remote_bench(None, host="loop", duration="1s", emulator=True, out=tmp_path / "s2",
+                     state_dir=str(h.store.root), say=lambda s: None, poll_s=0.5)

@@ -321,3 +321,17 @@ def test_infra_smt_siblings_sharing_a_core_are_reported() -> None:
     )
     assert one_tpc.siblings == {0: (0,), 1: (1,), 2: (2,), 3: (3,)}
     assert kernel.smt_notes(one_tpc, kernel.target_plan(one_tpc)) == []
+
+
+def test_a_session_must_end_before_the_host_expires_with_room_to_collect() -> None:
+    from infra.ttl import COLLECT_MARGIN_S, TtlError, check_fits
+
+    now = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
+    rec = HostRecord(name="tokyo", host="h", user="ec2-user", expires_at="2026-12-03T14:00:00Z")
+    check_fits(rec, 4 * 3600 - COLLECT_MARGIN_S, now=now)  # exactly fits
+    with pytest.raises(TtlError, match=r"--hours 1` first") as exc:
+        check_fits(rec, 4 * 3600, now=now)  # the collection would not fit
+    assert "4.00 h left" in str(exc.value) and "4.25 h with collection" in str(exc.value)
+    with pytest.raises(TtlError, match=r"--hours 3` first"):
+        check_fits(rec, 6 * 3600, now=now)
+    check_fits(HostRecord(name="own", host="h", user="u"), 10 * 3600, now=now)  # no TTL known: nothing to check
