@@ -184,35 +184,45 @@ def collect(c: Context, host: str = "tokyo", session: list[str] | None = None, o
 @task(
     help={
         "name": "host/session whose resources to delete (default tokyo)",
-        "all": "delete every project-tagged resource in the region, not just one session's",
+        "all": "delete every one of your project-tagged resources in the region, not just one session's",
         "region": "AWS region (default: the host's, else ap-northeast-1)",
         "endpoint_url": "AWS endpoint override (tests: moto); also $CAERUS_AWS_ENDPOINT",
         "state_dir": "local state folder (default ./.state)",
+        "owner": "owner tag whose resources are deleted (default: your login name, as provision tags them)",
     }
 )
 def teardown(c: Context, name: str = "tokyo", all: bool = False, region: str = "", endpoint_url: str = "",
-             state_dir: str = "") -> None:
-    """Terminate the instance and delete what provision made (project-tagged only); verify nothing is left."""
+             state_dir: str = "", owner: str = "") -> None:
+    """Terminate the instance and delete what provision made (tagged project=caerus and owner=you, in one region);
+    verify nothing is left; forget locally only the hosts of that region that are verified gone."""
+    import getpass
+
     from infra.aws.clients import API_ERRORS, AwsError, AwsTarget
     from infra.aws.teardown import teardown as run
     from infra.hosts import HostStore
     from infra.remote import forget_host
 
     store = HostStore(state_dir or None)
-    names = store.names() if all else [name]
     record = store.load(name) if (not all and name in store.names()) else None
     target = AwsTarget.resolve(region or (record.region if record else ""),
                                endpoint_url or (record.endpoint_url if record else ""))
+    who = owner or getpass.getuser()  # the owner tag provision wrote (its default is the same login name)
     try:
-        run(target.client("ec2"), None if all else name)
+        run(target.client("ec2"), None if all else name, owner=who)
     except (AwsError, *API_ERRORS) as exc:
         _fail(exc)
-    for n in names:
-        if n in store.names():
-            r = store.load(n)
-            forget_host(store.known_hosts, r.host, r.port)
-            store.delete(n)
-            print(f"removed local state for {n}")
+    # Verified gone: this owner's project resources of these names in this region. Records of other regions (or a
+    # host this teardown did not look for) keep their state and keys.
+    for n in store.names() if all else [name]:
+        if n not in store.names():
+            continue
+        r = store.load(n)
+        if r.region and r.region != target.region:
+            print(f"kept local state for {n} (region {r.region}, not {target.region})")
+            continue
+        forget_host(store.known_hosts, r.host, r.port)
+        store.delete(n)
+        print(f"removed local state for {n}")
 
 
 @task(help={"endpoint_url": "AWS endpoint override", "offline": "do not ask AWS, local state only",

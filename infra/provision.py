@@ -48,13 +48,16 @@ def _owner(req: ProvisionRequest) -> str:
     return req.owner or getpass.getuser()
 
 
-def names_for(session: str) -> dict[str, str]:
-    return {"key": f"caerus-{session}", "sg": f"caerus-{session}", "pg": f"caerus-{session}"}
+def names_for(session: str, owner: str) -> dict[str, str]:
+    """Account-wide names of the host's key pair, security group and placement group: they carry the owner, so
+    two people of one account who both keep the default host name never collide (nor delete each other's)."""
+    base = f"caerus-{owner}-{session}"
+    return {"key": base, "sg": base, "pg": base}
 
 
 def describe_plan(req: ProvisionRequest, target: AwsTarget) -> list[str]:
     """Human-readable plan (used by --dry-run; touches nothing)."""
-    n = names_for(req.name)
+    n = names_for(req.name, _owner(req))
     hourly = req.hourly_usd if req.hourly_usd is not None else hourly_estimate(target.region, req.instance_type)
     return [
         f"region {target.region}{' via ' + target.endpoint_url if target.endpoint_url else ''}",
@@ -84,14 +87,14 @@ def provision(req: ProvisionRequest, store: HostStore, say: Callable[[str], None
         return None
 
     ec2, ssm = target.client("ec2"), target.client("ssm")
-    n = names_for(req.name)
+    n = names_for(req.name, _owner(req))
     now = datetime.now(UTC).replace(microsecond=0)
     expiry = now + timedelta(hours=req.ttl_hours)
     tags = T.project_tags(req.name, _owner(req), expiry.strftime("%Y-%m-%dT%H:%M:%SZ"))
     hourly = req.hourly_usd if req.hourly_usd is not None else hourly_estimate(target.region, req.instance_type)
     user = req.user or A.ssh_user_for(req.ami_param)
 
-    existing = I.find_instance(ec2, req.name)
+    existing = I.find_instance(ec2, req.name, _owner(req))  # a colleague's host of this name is not ours
     cidr = N.validate_cidr(req.cidr) if req.cidr else N.detect_caller_cidr()
     key_path = store.key_path(req.name)
     key_name, created = K.ensure_key_pair(ec2, n["key"], key_path, tags)

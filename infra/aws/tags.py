@@ -30,16 +30,22 @@ def as_dict(tag_list: Iterable[Mapping[str, str]] | None) -> dict[str, str]:
     return {t["Key"]: t["Value"] for t in (tag_list or [])}
 
 
-def is_ours(tag_list: Iterable[Mapping[str, str]] | None, session: str | None = None) -> bool:
-    """True when the resource carries project=caerus (and, when given, session=<session>)."""
+def is_ours(tag_list: Iterable[Mapping[str, str]] | None, session: str | None = None,
+            owner: str | None = None) -> bool:
+    """True when the resource carries project=caerus (and, when given, session=<session> and owner=<owner>: in a
+    shared account a colleague's host of the same name is not ours)."""
     tags = as_dict(tag_list)
     if tags.get(PROJECT_KEY) != PROJECT_VALUE:
+        return False
+    if owner is not None and tags.get("owner") != owner:
         return False
     return session is None or tags.get("session") == session
 
 
-def filters(session: str | None = None) -> list[dict]:
+def filters(session: str | None = None, owner: str | None = None) -> list[dict]:
     out = [{"Name": f"tag:{PROJECT_KEY}", "Values": [PROJECT_VALUE]}]
     if session is not None:
         out.append({"Name": "tag:session", "Values": [session]})
+    if owner is not None:
+        out.append({"Name": "tag:owner", "Values": [owner]})
     return out

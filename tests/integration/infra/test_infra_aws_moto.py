@@ -98,7 +98,7 @@ def test_infra_provision_is_idempotent_and_reconciles_the_rule(moto_server: Moto
 
 
 def test_infra_placement_required_stops_before_launch(moto_server: MotoServer, tmp_path: Path) -> None:
-    with pytest.raises(AwsError, match=r"placement group 'caerus-tokyo'.*--placement required"):
+    with pytest.raises(AwsError, match=r"placement group 'caerus-alice-tokyo'.*--placement required"):
         provision(_req(placement="required"), HostStore(tmp_path / "state"), lambda s: None)
     assert _live_instances(_ec2(moto_server)) == []
 
@@ -140,7 +140,7 @@ def test_infra_teardown_touches_only_project_resources(moto_server: MotoServer, 
     alive = {i["InstanceId"] for i in _live_instances(ec2)}
     assert alive == {foreign["InstanceId"], other.instance_id}
     assert ec2.describe_security_groups(GroupIds=[foreign_sg])["SecurityGroups"]
-    assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["caerus-osaka"]
+    assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["caerus-alice-osaka"]
     # --all: every project-tagged resource, still nothing foreign
     teardown(ec2, None, lambda s: None)
     assert leftovers(ec2, None) == []
@@ -214,3 +214,24 @@ def test_infra_provision_after_the_old_host_vanished_starts_clean(moto_server: M
     assert any("is gone: cleared its pin and results" in line for line in out)
     assert store.load_json("tokyo", "plan") is None
     assert first.host not in store.known_hosts.read_text()
+
+
+def test_teardown_touches_only_your_hosts_in_one_region(moto_server: MotoServer, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    mine, theirs = HostStore(tmp_path / "mine"), HostStore(tmp_path / "theirs")
+    provision(_req(owner="alice"), mine, lambda s: None)
+    colleague = provision(_req(owner="bob"), theirs, lambda s: None)  # same default name, same account
+    assert colleague is not None
+    # a record of the same user for a host in another region: teardown of this region must not forget it
+    other = dataclasses.replace(mine.load("tokyo"), name="ohio", region="us-east-2")
+    mine.save(other)
+    invoke_tasks.teardown(Context(), name="tokyo", all=True, owner="alice", state_dir=str(tmp_path / "mine"))
+    shown = capsys.readouterr().out
+    assert "of owner alice" in shown and "removed local state for tokyo" in shown
+    assert "kept local state for ohio (region us-east-2, not ap-northeast-1)" in shown
+    assert mine.names() == ["ohio"]
+    live = _live_instances(_ec2(moto_server))
+    assert [i["InstanceId"] for i in live] == [colleague.instance_id]  # bob's host of the same name is untouched
+    teardown(_ec2(moto_server), None, lambda s: None)  # clean up what this test made
