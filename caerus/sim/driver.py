@@ -68,6 +68,9 @@ class MarketDriver:
         # a REST snapshot was asked for in the last DEPTH_IDLE_S (the fleet's bookTicker path never pays for it).
         self._depth_live = False
         self._depth_asked = 0.0
+        # Set once both venues have a book: the emulator reports ready only then, so a client that races a busy
+        # machine's start-up never finds a venue without a market (the real ones always have one).
+        self.primed = asyncio.Event()
         topics.on_subscribe = self._on_subscribe
 
     async def run(self) -> None:
@@ -109,6 +112,8 @@ class MarketDriver:
 
     def _binance(self, q: BinanceQuote) -> None:
         prev, self.last_quote = self.last_quote, q
+        if prev is None and self.last_block is not None:
+            self.primed.set()
         if self.book_sink is not None:
             self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty)
         self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
@@ -129,6 +134,8 @@ class MarketDriver:
 
     def _hyperliquid(self, b: HlBlock) -> None:
         prev, self.last_block = self.last_block, b
+        if prev is None and self.last_quote is not None:
+            self.primed.set()
         if b.changed:
             if self.book_sink is not None and b.bid is not None and b.ask is not None:
                 self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz)

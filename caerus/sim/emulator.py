@@ -125,6 +125,11 @@ class VenueEmulator:
             else:
                 await srv.start_serving()
         self._tasks.append(asyncio.create_task(self.driver.run(), name="caerus-sim-driver"))
+        if isinstance(self.driver, MarketDriver):  # ready means both venues have a market (~0.1 s), bounded
+            try:
+                await asyncio.wait_for(self.driver.primed.wait(), 30)
+            except TimeoutError:
+                raise RuntimeError("the market model produced no book for both venues within 30 s") from None
         host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
         self.info = {
             "binance_url": f"wss://{host}:{ports['binance']}",
