@@ -252,6 +252,12 @@ class WsOrderSession:
             return False
         return True
 
+    def drop(self) -> None:
+        """Close the current connection; the reader thread reconnects (to ``url``, which may have changed)."""
+        ws = self._ws
+        if ws is not None:
+            ws.close()
+
     def _pause_before_reconnect(self) -> None:
         """Wait out the back-off (full jitter) and the connection bucket; returns early when closed."""
         delay = max(self._backoff.next_delay(), self._bucket.wait_time())

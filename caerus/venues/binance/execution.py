@@ -6,6 +6,13 @@ answer (``{"id", "status", "result"|"error"}``) is correlated by request id on t
 a :class:`VenueReply`: FILLED / PARTIAL / NOT_FILLED (IOC expired) / SENT (resting, acknowledged) /
 VENUE_REJECTED (``venue_code`` = Binance error code, e.g. -1022 bad signature).
 
+Venue truth: at start the transport takes a listen key (WS-API ``userDataStream.start``, kept alive with
+``userDataStream.ping`` from the engine's idle work, renewed on ``listenKeyExpired``) and opens the user-data
+stream (``/private/ws/<listenKey>`` on the stream host, the 2026 route) on a second connection. Its
+``ORDER_TRADE_UPDATE`` events go through the shared ledger (caerus.execution.transports.account_stream): they
+settle an order whose reply has not come, deliver the fills of a resting order, and confirm (or contradict:
+``stream_mismatch``) what each reply said.
+
 ``query_status(order_id)`` asks ``order.status`` by the client order id every order carries (``caerus-<id>``);
 the answer has the order's shape and is read by the same parser, delivered with ``by_query`` set. -2013 "Order
 does not exist" means the venue never took the order: a rejection with nothing filled.
@@ -18,11 +25,13 @@ import math
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
 from caerus import wire
 from caerus.execution.credentials import CredentialsError
+from caerus.execution.transports.account_stream import AccountStreamLedger, Verdict
 from caerus.execution.transports.base import (
     O_ORDER_ID,
     O_PX,
@@ -45,10 +54,16 @@ from caerus.execution.transports.live import (
     check_network_binding,
     resolve_url,
 )
+from caerus.venues.binance import data
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 
 _TIF = {int(wire.Tif.IOC): "IOC", int(wire.Tif.GTC): "GTC", int(wire.Tif.ALO): "GTX"}
+_IOC = int(wire.Tif.IOC)
+_STREAM_HOSTS = {"mainnet": data.DEFAULT_BASE_URL, "testnet": data.TESTNET_BASE_URL}
+USER_STREAM_PATH = "/private/ws/"
+#: a listen key lives 60 min without a keepalive; ping well inside that
+KEEPALIVE_S = 30 * 60.0
 _SENT_FAILED = wire.Outcome.SEND_FAILED
 # -1006 "unexpected response from the message bus, execution status unknown"; -1007 "timeout waiting for response
 # from backend server, send status unknown; execution status unknown"
@@ -83,6 +98,12 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     result = msg.get("result")
     if not isinstance(result, dict):
         return None
+    return parse_order_result(result)
+
+
+def parse_order_result(result: dict[str, Any]) -> ParsedReply | None:
+    """What an order object says (an ``order.place`` / ``order.status`` result, or the same fields of a
+    user-data ``ORDER_TRADE_UPDATE``), or None when unreadable."""
     status = result.get("status")
     qty = reply_number(result.get("executedQty", 0))
     if qty is None:
@@ -106,6 +127,25 @@ def parse_order_reply(msg: dict[str, Any]) -> ParsedReply | None:
     if status == "NEW":  # accepted and resting
         return wire.Outcome.SENT, 0.0, 0.0, 0, str(status), "acked"
     return None  # FILLED with nothing filled, or a status we do not know
+
+
+#: order statuses that end an order (any other leaves it live on the book)
+_TERMINAL = frozenset({"FILLED", "EXPIRED", "CANCELED", "EXPIRED_IN_MATCH", "REJECTED"})
+
+
+def parse_order_update(event: Any) -> tuple[str, ParsedReply, bool] | None:
+    """An ``ORDER_TRADE_UPDATE`` user-data event: (client order id, what it says of the order, whether it ends
+    the order), or None when it is another event or unreadable. ``z`` is the cumulative filled quantity, ``ap``
+    the average price, ``X`` the order status."""
+    if not isinstance(event, dict) or event.get("e") != "ORDER_TRADE_UPDATE":
+        return None
+    o = event.get("o")
+    if not isinstance(o, dict) or not isinstance(o.get("c"), str) or not isinstance(o.get("X"), str):
+        return None
+    parsed = parse_order_result({"status": o["X"], "executedQty": o.get("z"), "avgPrice": o.get("ap")})
+    if parsed is None:
+        return None
+    return o["c"], parsed, o["X"] in _TERMINAL
 
 
 def parse_position(msg: Any, symbol: str) -> float:
@@ -137,6 +177,12 @@ def parse_position(msg: Any, symbol: str) -> float:
     return total
 
 
+def _host_of(url: str) -> str:
+    """``wss://host:port`` of a URL (an override's host serves the user-data route too: the emulator)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 class BinanceTransport(LiveTransportBase):
     """Live Binance USD-M order entry. Construct via ``make_live_transport('binance', ...)``."""
 
@@ -145,7 +191,8 @@ class BinanceTransport(LiveTransportBase):
     def __init__(self, *, network: str | None, credentials: BinanceCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
                  symbol: str = "BTCUSDT", price_decimals: int = 1, qty_decimals: int = 3,
-                 recv_window_ms: int = 5000, confirm_mainnet: str | os.PathLike[str] | None = None) -> None:
+                 recv_window_ms: int = 5000, confirm_mainnet: str | os.PathLike[str] | None = None,
+                 user_stream: bool = True, user_stream_url: str | None = None) -> None:
         check_live_guard("binance", enable_live=enable_live, network=network)
         if not isinstance(credentials, BinanceCredentials):
             raise CredentialsError(f"binance transport needs BinanceCredentials, got {type(credentials).__name__}")
@@ -167,22 +214,89 @@ class BinanceTransport(LiveTransportBase):
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="binance-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect)
+        # The user-data stream: the stream host of the network, or the override's own host (the emulator serves
+        # every route on one port).
+        self._ca_file = ca_file
+        self._user_stream = user_stream
+        self._user_base = user_stream_url or (_host_of(url) if url else _STREAM_HOSTS[network])
+        self._user: WsOrderSession | None = None
+        self.ledger = AccountStreamLedger("binance")  # orders by client order id, checked against the stream
+        self._keepalive_due = 0.0  # time.monotonic() of the next listen-key keepalive
+        self._user_requests: dict[int, str] = {}  # request id -> "ping" | "renew" (listen-key upkeep)
+        self._renew = False  # the stream said listenKeyExpired: take a new key from idle work
         # engine-thread counters
         self.sent = 0
         self.send_failed = 0
         # reader-thread counters
         self.reply_counts: dict[str, int] = {"filled": 0, "partial": 0, "not_filled": 0, "acked": 0, "rejected": 0,
                                         "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "queries": 0,
-                                        "query_answers": 0, "query_unparsed": 0, "query_send_failed": 0}
+                                        "query_answers": 0, "query_unparsed": 0, "query_send_failed": 0,
+                                        "stream_events": 0, "stream_resolved": 0, "stream_confirmed": 0,
+                                        "stream_mismatch": 0, "stream_unmatched": 0, "stream_unparsed": 0,
+                                        "listen_key_pings": 0, "listen_key_renewals": 0,
+                                        "listen_key_expired": 0}
 
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
         self._session.start()
         try:
             self.clock_offset_ms = self._measure_clock_offset()
+            if self._user_stream:
+                self._open_user_stream()
         except BaseException:
-            self._session.close()  # a start that fails leaves no connection or reader thread behind
+            self.close()  # a start that fails leaves no connection or reader thread behind
             raise
+
+    def _open_user_stream(self, timeout_s: float = 10.0) -> None:
+        """Take a listen key and open the user-data stream; refuses to start without it (no venue truth)."""
+        req_id = self._take_id()
+        key = self._listen_key(self._request(req_id, self._listen_key_frame("userDataStream.start")(req_id),
+                                             timeout_s, "user-data stream listen key"))
+        self._user = WsOrderSession(self._user_base + USER_STREAM_PATH + key, ca_file=self._ca_file,
+                                    name="binance-user", on_message=self._on_user_event,
+                                    on_disconnect=self._on_user_disconnect)
+        self._user.start()
+        self._keepalive_due = time.monotonic() + KEEPALIVE_S
+
+    def _take_id(self) -> int:
+        req_id = self._next_id
+        self._next_id = req_id + 1
+        return req_id
+
+    def _listen_key_frame(self, method: str) -> Any:
+        # USER_STREAM requests carry the API key only, no signature
+        return lambda req_id: _encode({"id": req_id, "method": method, "params": {"apiKey": self._api_key}})
+
+    @staticmethod
+    def _listen_key(msg: Any) -> str:
+        result = msg.get("result") if isinstance(msg, dict) else None
+        key = result.get("listenKey") if isinstance(result, dict) else None
+        if not isinstance(key, str) or not key or "/" in key:
+            error = msg.get("error") if isinstance(msg, dict) else None
+            raise LiveTransportError(f"binance: user-data stream refused: {str(error or msg)[:200]}")
+        return key
+
+    def pump(self, now: int) -> None:
+        """Engine idle work: the listen key's keepalive every 30 min, and a new key after ``listenKeyExpired``
+        (never per order; both fire and forget, answered on the reader thread)."""
+        if self._user is None:
+            return
+        if self._renew or time.monotonic() >= self._keepalive_due:
+            kind = "renew" if self._renew else "ping"
+            self._renew = False
+            self._keepalive_due = time.monotonic() + KEEPALIVE_S
+            req_id = self._take_id()
+            self._user_requests[req_id] = kind
+            method = "userDataStream.start" if kind == "renew" else "userDataStream.ping"
+            if not self._session.send(self._listen_key_frame(method)(req_id)):
+                self._user_requests.pop(req_id, None)
+                self._renew = kind == "renew"  # asked again at the next idle pass
+
+    def close(self) -> None:
+        super().close()
+        user, self._user = self._user, None
+        if user is not None:
+            user.close()
 
     def _measure_clock_offset(self, timeout_s: float = 10.0, samples: int = 3) -> int:
         """The venue's clock minus ours (ms), from WS-API ``time`` round trips: the sample with the shortest round
@@ -231,10 +345,12 @@ class BinanceTransport(LiveTransportBase):
         self._next_id = req_id + 1
         frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
         self._pending[req_id] = order[O_ORDER_ID]
+        self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC)
         if self._session.send(frame):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
+        self.ledger.forget(f"caerus-{order[O_ORDER_ID]}")
         self.send_failed += 1
         return SendResult(_SENT_FAILED, t_sent=time.time_ns())
 
@@ -282,7 +398,11 @@ class BinanceTransport(LiveTransportBase):
             return
         order_id = self._pending.get(req_id)
         if order_id is None:
-            self._on_query_answer(req_id, msg, t_recv)
+            kind = self._user_requests.pop(req_id, None)
+            if kind is not None:
+                self._on_listen_key_answer(kind, msg)
+            else:
+                self._on_query_answer(req_id, msg, t_recv)
             return
         parsed = parse_order_reply(msg)
         if parsed is None:
@@ -290,9 +410,11 @@ class BinanceTransport(LiveTransportBase):
             # resolves it, never this unreadable one.
             self.reply_counts["unparsed"] += 1
             return
-        self._pending.pop(req_id, None)
+        if self._pending.pop(req_id, None) is None:
+            return  # the account stream settled it a moment ago (its update is the same truth)
         outcome, px, qty, code, text, key = parsed
         self.reply_counts[key] += 1
+        self.ledger.settled(f"caerus-{order_id}", order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
     def _on_query_answer(self, req_id: int, msg: dict[str, Any], t_recv: int) -> None:
@@ -306,10 +428,67 @@ class BinanceTransport(LiveTransportBase):
             return
         outcome, px, qty, code, text, _key = parsed
         self.reply_counts["query_answers"] += 1
+        self.ledger.settled(f"caerus-{order_id}", order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text, by_query=True))
+
+    def _on_listen_key_answer(self, kind: str, msg: Any) -> None:
+        """Reader thread: a keepalive's or a renewal's answer. A new key moves the user-data stream to it."""
+        try:
+            key = self._listen_key(msg)
+        except LiveTransportError as exc:
+            log.warning("binance: listen key %s refused (%s); asked again", kind, exc)
+            self._renew = True
+            return
+        self.reply_counts["listen_key_pings" if kind == "ping" else "listen_key_renewals"] += 1
+        user = self._user
+        if user is not None and not user.url.endswith(USER_STREAM_PATH + key):
+            user.url = self._user_base + USER_STREAM_PATH + key
+            user.drop()  # its reader reconnects to the new key's stream
+
+    def _on_user_event(self, msg: Any, t_recv: int) -> None:
+        """User-data stream reader thread: ORDER_TRADE_UPDATE checked against (or settling) our orders."""
+        self.reply_counts["stream_events"] += 1
+        if isinstance(msg, dict) and isinstance(msg.get("data"), dict):
+            msg = msg["data"]  # the combined-stream wrapper, if the route gives one
+        event = msg.get("e") if isinstance(msg, dict) else None
+        if event == "listenKeyExpired":
+            self.reply_counts["listen_key_expired"] += 1
+            self._renew = True  # idle work takes a new key; until then the stream is silent
+            return
+        if event != "ORDER_TRADE_UPDATE":
+            return  # ACCOUNT_UPDATE, margin calls...: the position is reconciled from the venue's own query
+        update = parse_order_update(msg)
+        if update is None:
+            self.reply_counts["stream_unparsed"] += 1
+            return
+        client_id, (outcome, px, qty, code, text, _key), terminal = update
+        verdict, order_id = self.ledger.on_update(client_id, outcome, qty, terminal, self._take_pending)
+        if verdict is Verdict.SETTLE:
+            self.reply_counts["stream_resolved"] += 1
+            self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, f"ORDER_TRADE_UPDATE: {text}"))
+        elif verdict is not Verdict.IGNORE:
+            self.reply_counts[f"stream_{verdict.value}"] += 1
+            if verdict is Verdict.MISMATCH:
+                log.warning("%s", self.ledger.last_mismatch)
+
+    def _take_pending(self, req_id: int) -> int | None:
+        return self._pending.pop(req_id, None)
+
+    def _on_user_disconnect(self) -> None:
+        """The user-data stream dropped (its reader reconnects): updates sent meanwhile are not replayed; replies,
+        status queries and position reconciliation cover them."""
+
+    def stats(self) -> dict[str, int]:
+        out = super().stats()
+        user = self._user
+        if user is not None:
+            out.update({"stream_disconnects": user.disconnects, "stream_reconnects": user.reconnects,
+                        "stream_malformed": user.malformed})
+        return out
 
     def _on_disconnect(self) -> None:
         self._queries.clear()  # unanswered queries: the engine asks again after the next reply timeout
+        self.ledger.reset_awaiting()
         t = time.time_ns()
         while self._pending:
             try:

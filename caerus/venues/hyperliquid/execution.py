@@ -16,12 +16,12 @@ answer is read by :func:`parse_order_status` and delivered with ``by_query`` set
 Venue truth: the same connection subscribes to the account's ``orderUpdates`` (again after every reconnect). An
 update for an order whose reply has not come settles it at once (``stream_resolved``: a lost reply no longer waits
 for the deadline); an update for an order a reply already settled is compared with that reply
-(``stream_confirmed``, or ``stream_mismatch`` logged with both sides).
+(``stream_confirmed``, or ``stream_mismatch`` logged with both sides); an update that fills or ends an order
+resting on the book is delivered as its reply (caerus.execution.transports.account_stream).
 """
 
 from __future__ import annotations
 
-import collections
 import logging
 import math
 import os
@@ -33,6 +33,7 @@ import msgspec
 
 from caerus import wire
 from caerus.execution.credentials import CredentialsError
+from caerus.execution.transports.account_stream import AccountStreamLedger, Verdict
 from caerus.execution.transports.base import (
     O_ORDER_ID,
     O_PX,
@@ -60,15 +61,17 @@ from caerus.venues.hyperliquid.nonces import NonceReservation
 from caerus.venues.hyperliquid.signing import order_action, order_wire
 
 _TIF = {int(wire.Tif.IOC): "Ioc", int(wire.Tif.GTC): "Gtc", int(wire.Tif.ALO): "Alo"}
+_IOC = int(wire.Tif.IOC)
 CODE_ORDER_ERROR = -1
 CODE_ACTION_ERROR = -2
 CODE_REQUEST_ERROR = -3
 _NO_MATCH = "could not immediately match"
-_SETTLED_KEPT = 4096  # settled orders remembered to check against the account stream
 _encode = msgspec.json.Encoder().encode
 log = logging.getLogger("caerus.execution.transports.hyperliquid")
 
 
+#: order statuses of an order still live on the book (an update with any other status ends the order)
+_LIVE = frozenset({"open", "triggered"})
 #: order statuses that mean "accepted, not yet filled" (a trigger or a fill still to come), never a rejection
 _WAITING = frozenset({"waitingForFill", "waitingForTrigger"})
 
@@ -255,9 +258,7 @@ class HyperliquidTransport(LiveTransportBase):
         # account under ``state_dir``; without one, within this process only (benchmarks, tests).
         self._nonces = None if state_dir is None else NonceReservation(
             Path(state_dir) / f"hyperliquid-{network}-{credentials.account_id}.nonce")
-        self._cloid_req: dict[str, int] = {}  # cloid -> request id, while the order's reply is awaited
-        # cloid -> (order_id, outcome, filled qty) as a reply settled it, to check against the account stream
-        self._settled: collections.OrderedDict[str, tuple[int, wire.Outcome, float]] = collections.OrderedDict()
+        self.ledger = AccountStreamLedger("hyperliquid")  # orders by cloid, checked against ``orderUpdates``
         self._next_id = 1
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect,
@@ -316,12 +317,13 @@ class HyperliquidTransport(LiveTransportBase):
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
         self._pending[req_id] = (order[O_ORDER_ID], round(order[O_QTY], self._sz_decimals))
-        self._cloid_req[cloid(order[O_ORDER_ID])] = req_id
+        c = cloid(order[O_ORDER_ID])
+        self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC)
         if self._session.send(frame):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
-        self._cloid_req.pop(cloid(order[O_ORDER_ID]), None)
+        self.ledger.forget(c)
         self.send_failed += 1
         return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
 
@@ -400,16 +402,12 @@ class HyperliquidTransport(LiveTransportBase):
         self._pending.pop(req_id, None)
         outcome, px, qty, code, text, key = parsed
         self.reply_counts[key] += 1
-        c = cloid(order_id)
-        self._cloid_req.pop(c, None)
-        self._remember(c, order_id, outcome, qty)
+        self.ledger.settled(cloid(order_id), order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
-    def _remember(self, c: str, order_id: int, outcome: wire.Outcome, qty: float) -> None:
-        settled = self._settled
-        settled[c] = (order_id, outcome, qty)
-        if len(settled) > _SETTLED_KEPT:
-            settled.popitem(last=False)
+    def _take_pending(self, req_id: int) -> int | None:
+        entry = self._pending.pop(req_id, None)
+        return None if entry is None else entry[0]
 
     def _on_order_updates(self, updates: Any, t_recv: int) -> None:
         """Reader thread: the account's order updates, checked against (or settling) our orders by cloid."""
@@ -424,27 +422,14 @@ class HyperliquidTransport(LiveTransportBase):
                 self.reply_counts["stream_unmatched"] += 1  # not ours (another client, no cloid) or unreadable
                 continue
             outcome, px, qty, code, text, _key = parsed
-            req_id = self._cloid_req.get(c)
-            if req_id is not None and req_id in self._pending:
-                if outcome == wire.Outcome.SENT:
-                    continue  # resting: the reply (or a later update) settles it
-                order_id, _size = self._pending.pop(req_id)
-                del self._cloid_req[c]
+            verdict, order_id = self.ledger.on_update(c, outcome, qty, text not in _LIVE, self._take_pending)
+            if verdict is Verdict.SETTLE:
                 self.reply_counts["stream_resolved"] += 1
-                self._remember(c, order_id, outcome, qty)
                 self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, f"orderUpdates: {text}"))
-                continue
-            seen = self._settled.get(c)
-            if seen is None:
-                self.reply_counts["stream_unmatched"] += 1
-                continue
-            order_id, said, said_qty = seen
-            if outcome == wire.Outcome.SENT or (said == outcome and abs(said_qty - qty) < 1e-9):
-                self.reply_counts["stream_confirmed"] += 1
-            else:
-                self.reply_counts["stream_mismatch"] += 1
-                log.warning("hyperliquid order %d: the reply said %s %g, the account stream says %s %g (%s)",
-                            order_id, said.name, said_qty, outcome.name, qty, text)
+            elif verdict is not Verdict.IGNORE:
+                self.reply_counts[f"stream_{verdict.value}"] += 1
+                if verdict is Verdict.MISMATCH:
+                    log.warning("%s", self.ledger.last_mismatch)
 
     def _on_query_answer(self, req_id: int, response: Any, t_recv: int) -> None:
         order_id = self._queries.pop(req_id)
@@ -454,11 +439,12 @@ class HyperliquidTransport(LiveTransportBase):
             return
         outcome, px, qty, code, text, _key = parsed
         self.reply_counts["query_answers"] += 1
+        self.ledger.settled(cloid(order_id), order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text, by_query=True))
 
     def _on_disconnect(self) -> None:
         self._queries.clear()  # unanswered queries: the engine asks again after the next reply timeout
-        self._cloid_req.clear()
+        self.ledger.reset_awaiting()
         t = time.time_ns()
         while self._pending:
             try:

@@ -38,10 +38,10 @@ def desk(venue_sim_factory: Any, tmp_path: Path) -> tuple[Any, Path, Any]:
     return sim, creds, hl
 
 
-def _transport(sim: Any, creds: Path, venue: str) -> Any:
+def _transport(sim: Any, creds: Path, venue: str, **options: Any) -> Any:
     url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
     return make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                               enable_live=True, url=url, ca_file=sim["ca_file"])
+                               enable_live=True, url=url, ca_file=sim["ca_file"], **options)
 
 
 def _order(oid: int, venue: int, side: int, px: float, tif: int = int(wire.Tif.IOC)) -> tuple:
@@ -76,12 +76,14 @@ def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tupl
             assert first.send_msg(_order(300, wire_venue, +1, 50_000.0, int(wire.Tif.GTC))).outcome \
                 == wire.Outcome.SENT
             assert next_reply(first, timeout=15.0).outcome == wire.Outcome.SENT  # acknowledged, resting
-            # Venue truth: the account's orderUpdates (same connection) agree with every reply.
-            deadline = time.monotonic() + 15
-            while first.stats()["stream_confirmed"] < 3 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            stats = first.stats()
-            assert stats["stream_confirmed"] >= 3 and stats["stream_mismatch"] == 0, stats
+        # Venue truth: the account stream (Hyperliquid orderUpdates on the order connection, Binance's user-data
+        # stream on its own connection) agrees with every reply: each order sent is confirmed, none contradicted.
+        deadline = time.monotonic() + 15
+        while first.stats()["stream_confirmed"] < first.stats()["sent"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stats = first.stats()
+        assert stats["stream_confirmed"] == stats["sent"] >= 2, stats
+        assert stats["stream_mismatch"] == 0 and stats["stream_unmatched"] == 0, stats
     finally:
         first.close()
     second = _transport(sim, creds, venue)  # the restart
@@ -99,7 +101,10 @@ def test_a_venue_that_refuses_the_position_query_is_named(desk: tuple, tmp_path:
     wrong = tmp_path / "wrong.toml"
     wrong.write_text(f'[binance]\napi_key = "{secrets.token_hex(32)}"\nsecret = "{secrets.token_hex(32)}"\n')
     os.chmod(wrong, 0o600)
-    t = _transport(sim, wrong, "binance")
+    # With its user-data stream (the default) the transport refuses to start: no listen key for this key.
+    with pytest.raises(LiveTransportError, match=r"user-data stream refused: .*-2015"):
+        _transport(sim, wrong, "binance").start()
+    t = _transport(sim, wrong, "binance", user_stream=False)
     t.start()
     try:
         with pytest.raises(LiveTransportError, match="position query refused: -2015"):
@@ -146,6 +151,8 @@ def test_the_execution_process_trades_from_the_venue_state_or_refuses_to_start(d
         while refused.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert refused.proc.poll() == 1, refused.output()
-        assert "cannot reconcile with the venue before trading, refusing to start" in refused.output()
+        # A key the venue does not know: refused before any trading, naming the venue's error (the listen key of
+        # the user-data stream is the first thing it asks for, then the position).
+        assert "refused" in refused.output() and "-2015" in refused.output(), refused.output()
     finally:
         refused.stop(grace=5)

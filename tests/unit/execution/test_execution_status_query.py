@@ -111,7 +111,7 @@ def _replies(t: Any) -> list[Any]:
 def test_an_order_update_settles_an_order_whose_reply_has_not_come() -> None:
     t = _hl_transport()
     t._pending[1] = (7, 0.002)
-    t._cloid_req[cloid(7)] = 1
+    t.ledger.awaiting(cloid(7), 1, True)
     t._on_message(_update(7, "open", "0.002"), 1)  # resting: not final, nothing settled
     assert _replies(t) == [] and t._pending
     t._on_message(_update(7, "canceled", "0.0005"), 2)  # an IOC that filled 0.0015 and had its rest canceled
@@ -129,7 +129,7 @@ def test_an_order_update_is_checked_against_the_reply_that_settled_it(caplog: py
     t = _hl_transport()
     for req, oid in ((1, 7), (2, 8)):
         t._pending[req] = (oid, 0.002)
-        t._cloid_req[cloid(oid)] = req
+        t.ledger.awaiting(cloid(oid), req, True)
         t._on_message({"channel": "post", "data": {"id": req, "response": {"type": "action", "payload": {
             "status": "ok", "response": {"type": "order", "data": {"statuses": [
                 {"filled": {"totalSz": "0.002", "avgPx": "95000", "oid": 50 + oid}}]}}}}}}, 1)
@@ -141,3 +141,78 @@ def test_an_order_update_is_checked_against_the_reply_that_settled_it(caplog: py
             t.reply_counts["stream_unmatched"]) == (1, 1, 1)
     assert "order 8: the reply said FILLED" in caplog.text and "NOT_FILLED" in caplog.text
     assert _replies(t) == []  # a mismatch is reported, never turned into a second settlement
+
+
+def test_the_fills_of_a_resting_order_come_from_the_account_stream() -> None:
+    t = _hl_transport()
+    t._pending[1] = (9, 0.002)
+    t.ledger.awaiting(cloid(9), 1, False)  # a GTC
+    t._on_message({"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
+        "status": "ok", "response": {"type": "order", "data": {"statuses": [{"resting": {"oid": 59}}]}}}}}}, 1)
+    (ack,) = _replies(t)
+    assert ack.outcome == Outcome.SENT
+    t._on_message(_update(9, "open", "0.002"), 2)  # the stream agrees: it rests
+    assert _replies(t) == [] and t.reply_counts["stream_confirmed"] == 1
+    t._on_message(_update(9, "open", "0.0005"), 3)  # 0.0015 of it filled on the book
+    t._on_message(_update(9, "open", "0.0005"), 4)  # the same state again: nothing new
+    t._on_message(_update(9, "filled", "0.0"), 5)  # the rest filled
+    got = [(r.order_id, r.outcome, r.fill_qty, r.by_query) for r in _replies(t)]
+    assert got == [(9, Outcome.PARTIAL, pytest.approx(0.0015), False), (9, Outcome.FILLED, 0.002, False)]
+    assert t.reply_counts["stream_resolved"] == 2 and t.reply_counts["stream_mismatch"] == 0
+
+
+# -- Binance: ORDER_TRADE_UPDATE on the user-data stream ----------------------------------------------------------
+def _bn_transport() -> Any:
+    import secrets
+
+    from caerus.execution.credentials import Secret
+    from caerus.venues.binance.credentials import BinanceCredentials
+    from caerus.venues.binance.execution import BinanceTransport
+
+    creds = BinanceCredentials(Secret(secrets.token_hex(32)), Secret(secrets.token_hex(32)))
+    return BinanceTransport(network="testnet", enable_live=True, url="wss://127.0.0.1:9/ws-fapi/v1",
+                            credentials=creds)
+
+
+def _otu(order_id: int, status: str, filled: str, avg: str = "95000.0", tif: str = "IOC") -> dict[str, Any]:
+    return {"e": "ORDER_TRADE_UPDATE", "E": 1, "T": 1, "o": {
+        "s": "BTCUSDT", "c": f"caerus-{order_id}", "S": "BUY", "o": "LIMIT", "f": tif, "q": "0.002",
+        "p": "95000.0", "ap": avg, "x": "TRADE", "X": status, "i": 55, "l": filled, "z": filled}}
+
+
+def test_a_binance_user_data_update_settles_checks_and_never_doubles(caplog: pytest.LogCaptureFixture) -> None:
+    from caerus.venues.binance.execution import parse_order_update
+
+    assert parse_order_update({"e": "ACCOUNT_UPDATE"}) is None
+    assert parse_order_update(_otu(1, "FILLED", "nan")) is None  # unreadable numbers never settle anything
+    t = _bn_transport()
+    assert t._user_base == "wss://127.0.0.1:9"  # the override's host serves the user-data route (the emulator)
+    t._pending[1] = 7
+    t.ledger.awaiting("caerus-7", 1, True)
+    t._on_user_event(_otu(7, "NEW", "0"), 1)
+    t._on_user_event(_otu(7, "PARTIALLY_FILLED", "0.0015"), 2)  # an IOC still matching: not the end
+    assert _replies(t) == [] and t._pending == {1: 7}
+    t._on_user_event(_otu(7, "EXPIRED", "0.0015"), 3)  # the rest expired: PARTIAL 0.0015, settled now
+    (r,) = _replies(t)
+    assert (r.order_id, r.outcome, r.fill_qty, r.fill_px) == (7, Outcome.PARTIAL, pytest.approx(0.0015), 95000.0)
+    t._on_message({"id": 1, "status": 200, "result": {"status": "EXPIRED", "executedQty": "0.0015",
+                                                      "avgPrice": "95000.0"}}, 4)
+    assert _replies(t) == []  # the late reply finds nothing pending: never a second settlement
+    # A reply that settled an order first, then the stream: agrees, or is named as a mismatch.
+    for req, oid in ((2, 8), (3, 9)):
+        t._pending[req] = oid
+        t.ledger.awaiting(f"caerus-{oid}", req, True)
+        t._on_message({"id": req, "status": 200, "result": {"status": "FILLED", "executedQty": "0.002",
+                                                            "avgPrice": "95000.0"}}, 5)
+    assert len(_replies(t)) == 2
+    t._on_user_event(_otu(8, "FILLED", "0.002"), 6)
+    t._on_user_event(_otu(9, "EXPIRED", "0.000"), 7)
+    t._on_user_event(_otu(99, "FILLED", "0.002"), 8)  # another client's order on the account
+    t._on_user_event({"e": "listenKeyExpired", "E": 9}, 9)
+    c = t.reply_counts
+    assert (c["stream_resolved"], c["stream_confirmed"], c["stream_mismatch"], c["stream_unmatched"],
+            c["listen_key_expired"]) == (1, 1, 1, 1, 1)
+    assert t._renew  # idle work takes a new listen key
+    assert t.ledger.last_mismatch == ("binance order 9: the reply said FILLED 0.002, "
+                                      "the account stream says NOT_FILLED 0")
+    assert _replies(t) == []
