@@ -24,9 +24,10 @@ from caerus.config import ConfigError, load_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig
 from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
+from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
-from caerus.execution.transports.base import Reconciles, VenueState
+from caerus.execution.transports.base import VenueState
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
@@ -94,6 +95,7 @@ class _Ctx:
     wait_policy: str
     clock: HousekeepingClock
     memwatch: MemWatch
+    watch: PositionWatch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:  # e.g. a live transport that cannot connect (message names URL, never secrets)
             print(f"error: --transport {args.transport}: {exc}", file=sys.stderr)
             return 1
-        reconciled = _reconcile(transport, risk, cfg)
+        reconciled = reconcile_at_start(transport, risk, _venue_timeout_s(cfg), PROCESS)
         if reconciled is None:
             return 1
         counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
@@ -208,9 +210,11 @@ def run(args: argparse.Namespace) -> int:
         engine = Engine(consumer, transport, risk, books, exec_writer, max_pending=cfg.max_pending,
                         reply_timeout_ms=cfg.reply_timeout_ms)
         engine_ref.append(engine)
+        watch = PositionWatch(transport, engine, sup, interval_s=cfg.reconcile_interval_s,
+                              timeout_s=_venue_timeout_s(cfg), process=PROCESS)
         ctx = _Ctx(cfg=cfg, engine=engine, sup=sup, counters=counters, log=None, consumer=consumer,
                    exec_writer=exec_writer, wait_policy=args.wait_policy,
-                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch)
+                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, watch=watch)
         for name in args.book_segment:
             r = attach_until(functools.partial(SwmrReader.attach, name, BOOK),
                              f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
@@ -235,12 +239,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
+        if ctx is not None:
+            ctx.watch.close()
         transport.close()
         if ctx is not None:
             _housekeeping(ctx)
             memwatch.report()
         if engine is not None and args.metrics_dir and hasattr(transport, "summary"):
-            _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport, reconciled)
+            _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport, reconciled,
+                           ctx.watch if ctx is not None else None)
         if log is not None:
             log.close()
         books.close()
@@ -260,27 +267,6 @@ def _state_options(args: argparse.Namespace) -> dict[str, object]:
     from caerus.venues.hyperliquid.nonces import default_state_dir
 
     return {"state_dir": args.state_dir or default_state_dir()}
-
-
-def _reconcile(transport: object, risk: RiskChecker, cfg: ExecutionConfig) -> VenueState | bool | None:
-    """Start-up reconciliation: a live transport reads the account's position and open orders before the first
-    order, and the engine trades from that state (its projected position starts there, so max_position counts
-    what the venue already holds). None when the venue cannot be read: the process refuses to trade.
-    False for transports with nothing to read (null, paper)."""
-    if not isinstance(transport, Reconciles):
-        return False
-    timeout_s = max(5.0, cfg.reply_timeout_ms / 1e3)
-    try:
-        state = transport.venue_state(timeout_s)
-    except RuntimeError as exc:
-        print(f"error: {PROCESS}: cannot reconcile with the venue before trading, refusing to start: {exc}",
-              file=sys.stderr)
-        return None
-    risk.position = state.position + state.resting
-    print(f"{PROCESS}: reconciled with {transport.name}: venue position {state.position:+g} BTC, resting orders "  # type: ignore[attr-defined]
-          f"{state.resting:+g} BTC; trading starts from a projected position of {risk.position:+g} BTC",
-          file=sys.stderr)
-    return state
 
 
 def _loop(ctx: _Ctx) -> None:
@@ -318,6 +304,7 @@ def _housekeeping(ctx: _Ctx) -> None:
     else:
         engine.transit.n = 0
     sup.check_kill_file()
+    ctx.watch.tick()
     ctx.memwatch.tick()
     reattached = engine.books.refresh()
     engine.drain_replies()
@@ -366,10 +353,18 @@ def _housekeeping(ctx: _Ctx) -> None:
         exec_writer.beat()
 
 
-def _write_summary(path: Path, engine: Engine, transport: object, reconciled: VenueState | bool | None) -> None:
+def _venue_timeout_s(cfg: ExecutionConfig) -> float:
+    """How long a reconciliation query may take (at least 5 s, at least one reply timeout)."""
+    return max(5.0, cfg.reply_timeout_ms / 1e3)
+
+
+def _write_summary(path: Path, engine: Engine, transport: object, reconciled: VenueState | bool | None,
+                   watch: PositionWatch | None) -> None:
     doc = transport.summary()  # type: ignore[attr-defined]
     if isinstance(reconciled, VenueState):  # what the venue held when trading started
         doc["reconciled"] = {"position": reconciled.position, "resting": reconciled.resting}
+    if watch is not None and watch.enabled:  # mid-session position checks against the venue
+        doc["position_checks"] = watch.summary()
     doc["engine"] = {
         "orders": engine.orders,
         "outcomes": {o.name.lower(): engine.outcomes[o] for o in Outcome},

@@ -78,6 +78,9 @@ class ExecutionConfig(ConfigBase, frozen=True):
     # A sent order with no final reply this long after t_sent becomes UNKNOWN (orders.timed_out): it keeps
     # counting toward the position in full and the transport is asked for its status (never resent).
     reply_timeout_ms: Positive = 5_000.0
+    # Live transports: every this many seconds, with nothing in flight, the venue's position is read again and
+    # compared with the engine's; a difference halts trading (caerus.execution.reconcile). 0 = never.
+    reconcile_interval_s: NonNegative = 10.0
 
     def check(self) -> None:
         super().check()  # nested [risk] / [paper] included, markout_ms too

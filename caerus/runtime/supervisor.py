@@ -37,6 +37,7 @@ class HaltCause(IntEnum):
     SIGNAL = 1
     KILL_FILE = 2
     ERRORS = 3
+    VENUE_MISMATCH = 4  # the venue's position or account stream contradicts the engine (execution)
 
 
 class ProcessPolicy(Protocol):

@@ -20,6 +20,7 @@ does not exist" means the venue never took the order: a rejection with nothing f
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -211,7 +212,9 @@ class BinanceTransport(LiveTransportBase):
         self._pending: dict[int, int] = {}  # request id -> order_id (engine thread inserts, reader pops)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._waiters = {}  # request id -> waiter (start-up reconciliation)
-        self._next_id = 1
+        # Request ids: next() on a count is atomic under the GIL, so the position watch's helper thread can
+        # ask the venue while the engine thread sends orders.
+        self._ids = itertools.count(1)
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="binance-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect)
         # The user-data stream: the stream host of the network, or the override's own host (the emulator serves
@@ -259,8 +262,7 @@ class BinanceTransport(LiveTransportBase):
         self._keepalive_due = time.monotonic() + KEEPALIVE_S
 
     def _take_id(self) -> int:
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         return req_id
 
     def _listen_key_frame(self, method: str) -> Any:
@@ -304,8 +306,7 @@ class BinanceTransport(LiveTransportBase):
         carries it, so a skewed host clock cannot push requests out of ``recvWindow`` (-1021)."""
         best: tuple[int, int] | None = None  # (round trip ns, offset ms)
         for _ in range(samples):
-            req_id = self._next_id
-            self._next_id = req_id + 1
+            req_id = next(self._ids)
             t0 = time.time_ns()
             msg = self._request(req_id, _encode({"id": req_id, "method": "time"}), timeout_s, "server time")
             t1 = time.time_ns()
@@ -341,8 +342,7 @@ class BinanceTransport(LiveTransportBase):
         return {"id": req_id, "method": "order.place", "params": params}
 
     def send_msg(self, order: tuple) -> SendResult:
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
         self._pending[req_id] = order[O_ORDER_ID]
         self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC)
@@ -356,8 +356,7 @@ class BinanceTransport(LiveTransportBase):
 
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` (engine thread). Never resends the order."""
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         params: dict[str, Any] = {"apiKey": self._api_key, "origClientOrderId": f"caerus-{order_id}",
                                   "recvWindow": self._recv_window, "symbol": self._symbol,
                                   "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
@@ -374,8 +373,7 @@ class BinanceTransport(LiveTransportBase):
         """The account's position on the symbol (``v2/account.position``), read before the first order. The
         futures WebSocket API lists no open orders: ``resting`` is 0 (an open GTC from before a restart is
         found by its status query when its order id comes up)."""
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         params: dict[str, Any] = {"apiKey": self._api_key, "recvWindow": self._recv_window, "symbol": self._symbol,
                                   "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
         params["signature"] = self._signer.sign(query_string(params))

@@ -22,6 +22,7 @@ resting on the book is delivered as its reply (caerus.execution.transports.accou
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -259,7 +260,9 @@ class HyperliquidTransport(LiveTransportBase):
         self._nonces = None if state_dir is None else NonceReservation(
             Path(state_dir) / f"hyperliquid-{network}-{credentials.account_id}.nonce")
         self.ledger = AccountStreamLedger("hyperliquid")  # orders by cloid, checked against ``orderUpdates``
-        self._next_id = 1
+        # Request ids: next() on a count is atomic under the GIL, so the position watch's helper thread can
+        # ask the venue while the engine thread sends orders.
+        self._ids = itertools.count(1)
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="hyperliquid-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect,
                                        idle_ping=b'{"method":"ping"}', idle_ping_s=30.0,
@@ -304,8 +307,7 @@ class HyperliquidTransport(LiveTransportBase):
         return {"method": "post", "id": req_id, "request": {"type": "action", "payload": payload}}
 
     def send_msg(self, order: tuple) -> SendResult:
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         now_ms = time.time_ns() // 1_000_000
         if self._nonces is not None and max(now_ms, self._signer.last_nonce + 1) > self._nonces.reserved:
             self.reply_counts["nonce_exhausted"] += 1  # idle work has not extended the reservation: never reuse
@@ -334,8 +336,7 @@ class HyperliquidTransport(LiveTransportBase):
 
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` by its cloid (engine thread). Never resends the order."""
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         user = self._vault or self.address
         frame = _encode({"method": "post", "id": req_id, "request": {"type": "info", "payload": {
             "type": "orderStatus", "user": user, "oid": cloid(order_id)}}})
@@ -348,8 +349,7 @@ class HyperliquidTransport(LiveTransportBase):
         return False
 
     def _info(self, payload: dict[str, Any], timeout_s: float, what: str) -> Any:
-        req_id = self._next_id
-        self._next_id = req_id + 1
+        req_id = next(self._ids)
         frame = _encode({"method": "post", "id": req_id, "request": {"type": "info", "payload": payload}})
         response = self._request(req_id, frame, timeout_s, what)
         if not isinstance(response, dict) or response.get("type") != "info" \

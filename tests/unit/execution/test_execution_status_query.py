@@ -216,3 +216,31 @@ def test_a_binance_user_data_update_settles_checks_and_never_doubles(caplog: pyt
     assert t.ledger.last_mismatch == ("binance order 9: the reply said FILLED 0.002, "
                                       "the account stream says NOT_FILLED 0")
     assert _replies(t) == []
+
+
+def test_an_account_stream_that_contradicts_a_reply_halts_trading(capsys: pytest.CaptureFixture[str]) -> None:
+    from caerus.execution.reconcile import PositionWatch
+    from caerus.runtime.supervisor import HaltCause, Supervisor
+
+    t = _hl_transport()
+    halts: list[HaltCause] = []
+    sup = Supervisor(on_halt=halts.append)
+    watch = PositionWatch(t, None, sup, interval_s=0, timeout_s=1.0, process="execution")  # stream check only
+    t._pending[1] = (8, 0.002)
+    t.ledger.awaiting(cloid(8), 1, True)
+    t._on_message({"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
+        "status": "ok", "response": {"type": "order", "data": {"statuses": [
+            {"filled": {"totalSz": "0.002", "avgPx": "95000", "oid": 58}}]}}}}}}, 1)
+    t._on_message(_update(8, "filled", "0.0"), 2)  # agrees
+    watch.tick()
+    assert halts == [] and not sup.halted
+    t._pending[2] = (9, 0.002)
+    t.ledger.awaiting(cloid(9), 2, True)
+    t._on_message({"channel": "post", "data": {"id": 2, "response": {"type": "action", "payload": {
+        "status": "ok", "response": {"type": "order", "data": {"statuses": [
+            {"filled": {"totalSz": "0.002", "avgPx": "95000", "oid": 59}}]}}}}}}, 3)
+    t._on_message(_update(9, "canceled", "0.002"), 4)  # the venue says nothing filled
+    watch.tick()
+    assert halts == [HaltCause.VENUE_MISMATCH]
+    assert "hyperliquid order 9: the reply said FILLED 0.002, the account stream says NOT_FILLED 0" in watch.mismatch
+    assert "trading halted" in capsys.readouterr().err
