@@ -166,6 +166,9 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         chaos = tables.chaos_line(s.summary)
         if chaos:
             md.append(chaos + "\n")
+        continuity = tables.continuity_line(s.summary)
+        if continuity:
+            md.append(continuity + "\n")
         md.append(tables.markdown_table(tables.DEATH_HEADERS, deaths))
     rss = tables.rss_rows(s.summary)
     if rss:
@@ -211,7 +214,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     deaths = tables.death_rows(s.summary)
     if deaths:
         chaos = tables.chaos_line(s.summary)
+        continuity = tables.continuity_line(s.summary)
         parts += ["<h3>Deaths and restarts</h3>", *([f"<p>{html.escape(chaos)}</p>"] if chaos else []),
+                  *([f"<p>{html.escape(continuity)}</p>"] if continuity else []),
                   tables.html_table(tables.DEATH_HEADERS, deaths)]
     rss = tables.rss_rows(s.summary)
     if rss:

@@ -138,9 +138,11 @@ def death_rows(summary: dict[str, Any]) -> list[list[str]]:
     for name, p in (summary.get("processes") or {}).items():
         for d in p.get("deaths") or []:
             after = d.get("restarted_after_s")
+            book, order = d.get("first_book_after_s"), d.get("first_order_after_s")
             rows.append([f"{d.get('at_s', 0):.1f} s", name, str(d.get("pid", "-")),
                          str(d.get("signal") or d.get("exit_code")), f"{d.get('uptime_s', 0):.1f} s",
-                         "-" if after is None else f"{after:.2f} s", str(d.get("new_pid", "not restarted"))])
+                         "-" if after is None else f"{after:.2f} s", str(d.get("new_pid", "not restarted")),
+                         "-" if book is None else f"{book:.2f} s", "-" if order is None else f"{order:.2f} s"])
     return sorted(rows, key=lambda r: float(r[0].split()[0]))
 
 
@@ -157,7 +159,27 @@ def chaos_line(summary: dict) -> str | None:
             f"{restarted} restarted by the supervisor (each death is in the table below).")
 
 
-DEATH_HEADERS = ["at", "process", "pid", "exit / signal", "uptime", "restarted after", "new pid"]
+DEATH_HEADERS = ["at", "process", "pid", "exit / signal", "uptime", "restarted after", "new pid",
+                 "first book after", "first order after"]
+
+
+def continuity_line(summary: dict[str, Any]) -> str | None:
+    """One sentence proving (or not) that the session's restarts lost or doubled no order
+    (caerus.session.continuity); None for a session without deaths."""
+    c = summary.get("continuity")
+    if not c or not summary.get("restarts"):
+        return None
+    pos = c.get("positions") or {}
+    verdict = "nothing lost uncounted or doubled" if not c.get("unexplained") and not c.get("duplicates") else \
+        "CONTINUITY BROKEN"
+    strategy, engine = pos.get("strategy"), pos.get("engine")
+    where = "" if strategy is None or engine is None else \
+        f"; positions at the end: strategy {strategy:+g}, engine {engine:+g} BTC"
+    return (f"Order continuity: {verdict}. {c.get('consumed', 0)} orders consumed over {c.get('strategy_runs', 0)} "
+            f"strategy run(s); {c.get('gaps', 0)} missing in sequence, {c.get('counted_lost', 0)} of them counted "
+            f"lost at an engine restart, {c.get('engine_deaths', 0)} engine death(s) (each may lose the order it "
+            f"held), {c.get('unexplained', 0)} unexplained, {c.get('duplicates', 0)} doubled{where}. First book / "
+            f"first order after a death are read every {c.get('watch_period_s', 0):g} s.")
 
 
 RSS_HEADERS = ["process", "start MB", "end MB", "max MB", "slope MB/min", "samples"]

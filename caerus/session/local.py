@@ -41,6 +41,7 @@ from caerus.report import tables
 from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
+from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
 
@@ -220,6 +221,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                           on_event=lambda m: print(f"supervisor: {m}", file=sys.stderr, flush=True))
     rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
     chaos: ChaosMonkey | None = None
+    continuity = OrderContinuity()  # every exec record of every execution incarnation, once
+    recovery = RecoveryClock(start_mono)  # time from each restarted death to the first book / order
     config_written = False
     failure: str | None = None
     interrupted = False
@@ -258,6 +261,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             write_processes()
             console.print(f"kill file: {run['kill_file']} (touch it to halt trading)")
             live = LiveStats(seg, [s.name for s in specs], start_ns)
+            live.on_exec.append(continuity.add)
             run["fleet_started_ns"] = time.time_ns()
             rss.watch({r.spec.name: r.pid for r in procs})
             # the timed part starts once the whole fleet is launched (the emulator's start-up is not counted)
@@ -265,7 +269,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                 chaos = ChaosMonkey(opts.chaos_every_s, HOT_PROCESSES, opts.seed, time.monotonic(),
                                     on_event=lambda m: print(m, file=sys.stderr, flush=True))
             _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter,
-                   chaos)
+                   chaos, recovery)
         except KeyboardInterrupt:
             interrupted = True
             console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
@@ -275,6 +279,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         # -- stop: data producers first, so consumers can drain and flush; the emulator last
         if live is not None:
             live.poll()
+            recovery.tick(restarter.tracks, live.snapshots, live.writer_pids, time.monotonic())
         rss.sample(force=True)  # the last reading before the fleet is stopped
         order = [*HOT_PROCESSES, "capture", "venue-sim"]
         by_name = {r.spec.name: r for r in procs}
@@ -302,6 +307,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "restarts": restarter.restarts(),
         "chaos": {"every_s": opts.chaos_every_s, "kills": chaos.kills} if chaos is not None else None,
         "counters": live.snapshots if live else {}, "exec": live.exec_summary() if live else {},
+        "counters_earlier_incarnations": live.generations if live else {},
+        "continuity": _continuity(continuity, live, restarter) if live else None,
         "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
         "live_errors": live.errors if live else [],
         "rss": rss.summary(),
@@ -324,6 +331,16 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     return session_dir
 
 
+def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restarter) -> dict[str, Any]:
+    """Orders fired = consumed + counted lost (caerus.session.continuity), and where the positions ended."""
+    strategy = [*live.generations.get("strategy", []), live.snapshots.get("strategy", {})]
+    engine = restarter.tracks.get("execution")
+    out = continuity.summary(strategy, len(engine.deaths) if engine is not None else 0)
+    out["positions"] = {"strategy": live.snapshots.get("strategy", {}).get("position"),
+                        "engine": live.snapshots.get("execution", {}).get("position")}
+    return out
+
+
 def _main_thread() -> bool:
     import threading
 
@@ -344,7 +361,8 @@ def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg:
 
 def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
            start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None,
-           restarter: Restarter | None = None, chaos: ChaosMonkey | None = None) -> None:
+           restarter: Restarter | None = None, chaos: ChaosMonkey | None = None,
+           recovery: RecoveryClock | None = None) -> None:
     mode = opts.progress
     if mode == "auto":
         mode = "rich" if console.is_terminal else "lines"
@@ -370,6 +388,8 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
                 say(f"{r.spec.name} (pid {r.pid}) DIED with exit {r.proc.returncode}: {tail}")
         if restarter is not None and restarter.tick(procs):
             write_processes()  # the RSS sampler keeps following the first pid of a name (metrics/rss.py)
+        if restarter is not None and recovery is not None:
+            recovery.tick(restarter.tracks, live.snapshots, live.writer_pids, time.monotonic())
         if chaos is not None:
             chaos.tick(procs, time.monotonic())
         return time.monotonic() - fleet_start_mono
@@ -379,7 +399,7 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
             while time.monotonic() < end:
                 elapsed = tick()
                 view.update(render(live, procs, elapsed, opts.duration_s, start_mono))
-                time.sleep(0.25)
+                time.sleep(WATCH_PERIOD_S)
         return
     last_line = 0.0
     while time.monotonic() < end:
@@ -387,4 +407,4 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
         if mode == "lines" and elapsed - last_line >= 5.0:
             print(one_line(live, procs, elapsed, opts.duration_s), flush=True)
             last_line = elapsed
-        time.sleep(0.25)
+        time.sleep(WATCH_PERIOD_S)

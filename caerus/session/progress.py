@@ -6,6 +6,12 @@ exec records (tick-to-decision = t_decision - trigger_t_recv, outcome, risk verd
 PnL of confirmed fills: caerus.session.orders) and keeps a 10 s window for
 live p50/p99. The last snapshot of each block is kept, so a process that dies still has its final counts.
 The display shows whatever counters each block has, grouped by process, plus the headline ones.
+
+Restarts (the session's supervisor, chaos): a restarted process creates its segments anew. Each poll notices a
+block or the exec ring whose path now names another file; the old generation is read one last time (its final
+counts, every exec record still in it) and kept in ``generations``, then the new one is attached. So the exec
+records of every generation are read exactly once, and ``generations[p]`` lists the final counts of each earlier
+incarnation of ``p`` (the continuity proof adds them up: caerus.session.continuity).
 """
 
 from __future__ import annotations
@@ -57,6 +63,11 @@ class LiveStats:
         self.ttd_artifacts = 0
         self.errors: list[str] = []
         self.confirmed = ConfirmedOrders()  # orders by final state, PnL of confirmed fills
+        self.generations: dict[str, list[dict[str, Any]]] = {}  # final counts of earlier incarnations
+        self.writer_pids: dict[str, int] = {}  # the pid that wrote the attached counter block
+        self.exec_generations = 0  # exec rings of earlier execution incarnations, drained and left
+        self.exec_lost_before = 0  # records those rings lost to lapping
+        self.on_exec: list[Any] = []  # callbacks given every exec record (the continuity proof)
 
     def _attach(self) -> None:
         for p in self.processes:
@@ -74,7 +85,42 @@ class LiveStats:
             except SegmentError:
                 pass
 
+    def _follow_restarts(self) -> None:
+        """Leave every segment whose writer restarted: final counts and records first, then re-attach."""
+        for p, block in list(self.blocks.items()):
+            if not block.seg.stale_mapping():
+                continue
+            try:
+                self.generations.setdefault(p, []).append({"pid": block.seg.header.writer_pid,
+                                                           **block.snapshot()})
+            except (ValueError, OSError):
+                pass
+            try:
+                block.close()
+            except (BufferError, ValueError, OSError):
+                pass
+            del self.blocks[p]
+            self.prev.pop(p, None)
+        r = self.exec_reader
+        if r is not None and r.seg.stale_mapping():
+            self._drain_exec(r, 1 << 30)  # what the dead writer published and we had not read yet
+            try:
+                r.close()
+            except (BufferError, ValueError, OSError):
+                pass
+            self.exec_reader = None
+            self.exec_generations += 1
+            self.exec_lost_before += r.lost
+
+    def _drain_exec(self, r: SwmrReader, max_records: int) -> None:
+        for _ in range(max_records):
+            rec = r.read_next()
+            if rec is None:
+                break
+            self._exec(rec)
+
     def poll(self, max_records: int = 100_000) -> None:
+        self._follow_restarts()
         self._attach()
         now = time.monotonic()
         for p, block in self.blocks.items():
@@ -83,24 +129,22 @@ class LiveStats:
             except (ValueError, OSError):  # unmapped under us
                 continue
             self.snapshots[p] = snap
+            self.writer_pids[p] = block.seg.header.writer_pid
             last = self.prev.get(p)
             if last is not None and now > last[0]:
                 dt = now - last[0]
                 self.rates[p] = {k: (v - last[1].get(k, 0)) / dt for k, v in snap.items() if isinstance(v, int)}
             self.prev[p] = (now, snap)
-        r = self.exec_reader
-        if r is not None:
-            for _ in range(max_records):
-                rec = r.read_next()
-                if rec is None:
-                    break
-                self._exec(rec)
+        if self.exec_reader is not None:
+            self._drain_exec(self.exec_reader, max_records)
         horizon = time.time_ns() - int(WINDOW_S * 1e9)
         while self.window and self.window[0][0] < horizon:
             self.window.popleft()
 
     def _exec(self, rec: tuple) -> None:
         self.confirmed.add(rec)
+        for callback in self.on_exec:
+            callback(rec)
         if rec[EXEC_I.FLAGS] & _REPLY:
             # A later venue reply for an order already counted as SENT: it carries the final outcome only.
             self.by_outcome[_name(Outcome, int(Outcome.SENT))] -= 1
@@ -127,7 +171,8 @@ class LiveStats:
         return {
             "orders": self.orders, "by_outcome": {k: v for k, v in self.by_outcome.items() if v},
             "by_risk": dict(self.by_risk),
-            "ring_lost": int(self.exec_reader.lost) if self.exec_reader else 0,
+            "ring_lost": self.exec_lost_before + (int(self.exec_reader.lost) if self.exec_reader else 0),
+            "ring_generations": self.exec_generations + (self.exec_reader is not None),
             "attached": self.exec_reader is not None, "tick_to_decision_artifacts": self.ttd_artifacts,
             "fires_per_s": [[s, n] for s, n in sorted(self.fires_per_s.items())],
             "confirmed": self.confirmed.summary(),

@@ -216,5 +216,17 @@ def test_chaos_kills_hot_processes_and_the_supervisor_restarts_each(tmp_path: Pa
     assert len(restarted) >= len(kills) - 1  # the last kill may come too close to the end to be restarted
     assert all(p["status"] in ("ok", "died") for p in summary["processes"].values())
     assert "chaos: killed" in res.stderr
+    # Recovery: every restart that had time to show work got its time to the first book (a feed's first valid
+    # book, the strategy's or the engine's first book read), measured from the death.
+    recovered = [deaths[(k["process"], k["pid"])] for k in restarted]
+    assert any("first_book_after_s" in x for x in recovered), recovered
+    for x in recovered:
+        if "first_book_after_s" in x:
+            assert x["first_book_after_s"] >= x["restarted_after_s"] > 0
+    # Continuity: every order consumed once or counted lost; nothing doubled, nothing unexplained.
+    c = summary["continuity"]
+    assert c["duplicates"] == 0 and c["unexplained"] == 0, c
+    assert c["gaps"] <= c["counted_lost"] + c["engine_deaths"], c
     md = (d / "report.md").read_text()
     assert f"Chaos: {len(kills)} hot processes killed with SIGKILL, one every 5 s" in md
+    assert "Order continuity: nothing lost uncounted or doubled" in md and "first book after" in md
