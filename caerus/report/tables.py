@@ -175,6 +175,12 @@ def continuity_line(summary: dict[str, Any]) -> str | None:
     strategy, engine = pos.get("strategy"), pos.get("engine")
     where = "" if strategy is None or engine is None else \
         f"; positions at the end: strategy {strategy:+g}, engine {engine:+g} BTC"
+    cap = c.get("capture")
+    if cap:
+        rings = cap.get("rings") or {}
+        where += (f"; capture read {sum(r.get('records', 0) for r in rings.values())} ring records across "
+                  f"{cap.get('writer_restarts', 0)} writer restart(s), {sum(r.get('lost', 0) for r in rings.values())}"
+                  " lost")
     return (f"Order continuity: {verdict}. {c.get('consumed', 0)} orders consumed over {c.get('strategy_runs', 0)} "
             f"strategy run(s); {c.get('gaps', 0)} missing in sequence, {c.get('counted_lost', 0)} of them counted "
             f"lost at an engine restart, {c.get('engine_deaths', 0)} engine death(s) (each may lose the order it "

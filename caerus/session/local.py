@@ -338,6 +338,14 @@ def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restart
     out = continuity.summary(strategy, len(engine.deaths) if engine is not None else 0)
     out["positions"] = {"strategy": live.snapshots.get("strategy", {}).get("position"),
                         "engine": live.snapshots.get("execution", {}).get("position")}
+    # Ring continuity as capture saw it: every record of every writer incarnation read, or counted lost (capture
+    # re-attaches to a restarted writer's ring; caerus.capture.reader).
+    cap = live.snapshots.get("capture", {})
+    roles = sorted(k.split(".", 1)[1] for k in cap if k.startswith("records."))
+    if roles:
+        out["capture"] = {"writer_restarts": int(cap.get("writer_restarts", 0)),
+                          "rings": {r: {"records": int(cap.get(f"records.{r}", 0)),
+                                        "lost": int(cap.get(f"lost.{r}", 0))} for r in roles}}
     return out
 
 
