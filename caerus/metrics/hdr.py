@@ -51,6 +51,7 @@ LEGEND = '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed
 #: the metric tags the fleet records (see the preamble's contract); reports show them in this order
 FLEET_TAGS: tuple[str, ...] = (
     "tick_to_decision",
+    "tick_to_eval",
     "queue_transit",
     "book_hop",
     "feed_internal.binance",

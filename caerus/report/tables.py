@@ -11,7 +11,8 @@ from typing import Any
 from caerus.metrics.hdr import FLEET_TAGS
 
 LABELS: dict[str, str] = {
-    "tick_to_decision": "tick-to-decision (t_decision - t_recv)",
+    "tick_to_decision": "tick-to-decision (t_decision - t_recv), fires only",
+    "tick_to_eval": "tick-to-eval (t_eval - t_recv), every book the strategy read",
     "queue_transit": "queue transit + engine pickup (t_pickup - t_decision)",
     "book_hop": "book hop (t_seen - t_publish)",
     "feed_internal.binance": "feed internal, Binance (t_publish - t_recv)",

@@ -26,12 +26,13 @@ from caerus.session.collect import collect
 PROCESS_TAGS: dict[str, tuple[str, ...]] = {
     "feed-binance": ("feed_internal.binance", "info_age.binance"),
     "feed-hyperliquid": ("feed_internal.hyperliquid", "info_age.hyperliquid"),
-    "strategy": ("book_hop", "tick_to_decision"),
+    "strategy": ("book_hop", "tick_to_decision", "tick_to_eval"),
     "execution": ("queue_transit",),
 }
 # (median ns, lognormal sigma): loosely the reference system's shape, slower where CPython is slower
 SHAPES: dict[str, tuple[float, float]] = {
     "tick_to_decision": (12_000, 0.35),
+    "tick_to_eval": (9_000, 0.35),
     "queue_transit": (1_500, 0.5),
     "book_hop": (2_000, 0.4),
     "feed_internal.binance": (25_000, 0.4),

@@ -43,7 +43,7 @@ from caerus.strategy.orders import FINAL_NAMES, OrderTable
 from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
-TAGS = ("book_hop", "tick_to_decision")
+TAGS = ("book_hop", "tick_to_decision", "tick_to_eval")
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -97,6 +97,7 @@ class _Ctx:
     log: IntervalLog | None
     hop: SampleBuffer
     ttd: SampleBuffer
+    tte: SampleBuffer  # tick_to_eval: every book read, fire or not
     wait_policy: str
     clock: HousekeepingClock
     memwatch: MemWatch
@@ -172,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
             log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS,
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
-                   hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
+                   hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), tte=SampleBuffer(1 << 16),
+                   wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
                    by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment,
                    exec_reader=exec_reader)
@@ -213,6 +215,9 @@ def _loop(ctx: _Ctx) -> None:
     ttd = ttd_buf.arr
     hop_cap = hop_buf.capacity
     ttd_cap = ttd_buf.capacity
+    tte_buf = ctx.tte
+    tte = tte_buf.arr
+    tte_cap = tte_buf.capacity
     books = ctx.books
     by_reason = ctx.by_reason
     waiter = make_waiter(ctx.wait_policy, spins=ctx.cfg.idle_spins)
@@ -255,7 +260,7 @@ def _loop(ctx: _Ctx) -> None:
                     ctx.table_full += 1  # the slot still holds an order in flight or unknown: hold this one back
                     d = None
             if d is not None:
-                t_decision = tns()
+                t_decision = t_eval = tns()
                 if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
                         rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
@@ -271,6 +276,14 @@ def _loop(ctx: _Ctx) -> None:
                         sched_yield()
                 else:
                     ctx.ring_full += 1
+            else:
+                t_eval = tns()  # no fire: stamped after the decision (a fire's is its t_decision, before the push)
+            # tick_to_eval, every book, fire or not (sampled after the order is out, never before the push)
+            if tte_buf.n < tte_cap:
+                tte[tte_buf.n] = t_eval - rec[b_t_recv]
+                tte_buf.n += 1
+            else:
+                tte_buf.full += 1
             if hop_buf.n < hop_cap:
                 hop[hop_buf.n] = t_seen - rec[b_t_publish]
                 hop_buf.n += 1
@@ -295,9 +308,10 @@ def _housekeeping(ctx: _Ctx) -> None:
     if ctx.log is not None:
         ctx.log.drain("book_hop", ctx.hop)
         ctx.log.drain("tick_to_decision", ctx.ttd)
+        ctx.log.drain("tick_to_eval", ctx.tte)
         ctx.log.maybe_flush()
     else:
-        ctx.hop.n = ctx.ttd.n = 0
+        ctx.hop.n = ctx.ttd.n = ctx.tte.n = 0
     ctx.sup.check_kill_file()
     ctx.memwatch.tick()
     for r in ctx.readers:

@@ -23,6 +23,7 @@ from caerus.execution import config as execution_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import Engine
+from caerus.execution.reconcile import PositionWatch
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
@@ -120,6 +121,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
         counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
         arb=BenchFireEveryBook(cfg), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
+        tte=SampleBuffer(1 << 12),
         wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
         books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment="m.orders")
 
@@ -173,7 +175,9 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         cfg=cfg, engine=engine, sup=sup, counters=LocalCounters(execution_app.INT_COUNTERS,
                                                                 execution_app.FLOAT_COUNTERS),
         log=log, consumer=consumer, exec_writer=exec_w, wait_policy="spin",
-        clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("execution"))
+        clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("execution"),
+        watch=PositionWatch(transport, engine, sup, interval_s=cfg.reconcile_interval_s, timeout_s=5.0,
+                            process="execution"))
     t0 = time.time_ns()
     orders = [(i + 1, 1, HL, 1 if i % 2 else -1, int(Tif.IOC), int(OrderReason.BENCH), BN, 0,
                95_001.0 if i % 2 else 95_000.0, 0.001, i, t0, t0, t0) for i in range(64)]
