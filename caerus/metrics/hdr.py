@@ -58,6 +58,8 @@ FLEET_TAGS: tuple[str, ...] = (
     "feed_internal.hyperliquid",
     "info_age.binance",
     "info_age.hyperliquid",
+    "emulator_lateness.binance",
+    "emulator_lateness.hyperliquid",
 )
 
 _TAG_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")

@@ -19,6 +19,8 @@ LABELS: dict[str, str] = {
     "feed_internal.hyperliquid": "feed internal, Hyperliquid (t_publish - t_recv)",
     "info_age.binance": "information age, Binance (t_recv - t_exchange)",
     "info_age.hyperliquid": "information age, Hyperliquid (t_recv - t_exchange)",
+    "emulator_lateness.binance": "emulator lateness, Binance (frame sent - scheduled t_exchange)",
+    "emulator_lateness.hyperliquid": "emulator lateness, Hyperliquid (frame sent - scheduled t_exchange)",
 }
 # The reference C++ system (Tokyo c7i.2xlarge, 4 h, isolated), from FACTS.md: p50 / p99 / max
 REFERENCE: dict[str, str] = {

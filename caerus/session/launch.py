@@ -73,7 +73,8 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
                    jumps_per_min: float | None = None) -> ProcessSpec:
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
-            "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json")]
+            "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
+            "--metrics-dir", str(session_dir)]
     if jumps_per_min is not None:
         args += ["--jumps-per-min", f"{jumps_per_min:g}"]
     if scenario:

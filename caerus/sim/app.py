@@ -71,6 +71,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--hl-greeting", action="store_true", help="send the non-JSON greeting on HL connect")
     f = p.add_argument_group("fleet conventions")
     f.add_argument("--cpus", default="", help="CPU list to pin to (e.g. 0)")
+    f.add_argument("--metrics-dir", type=Path, help="write venue-sim.hlog here: how late each top-of-book frame "
+                   "went out against its scheduled (exchange) time")
     f.add_argument("--log-level", default="INFO")
 
 
@@ -98,7 +100,7 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,
         replay_retime=args.replay_retime, binance_ping_interval_s=args.binance_ping_interval,
         binance_max_lifetime_s=args.binance_max_lifetime, hl_idle_timeout_s=args.hl_idle_timeout,
-        hl_greeting=args.hl_greeting,
+        hl_greeting=args.hl_greeting, metrics_dir=args.metrics_dir,
     )
     cfg.validate()
     if args.ready_file is not None and not args.ready_file.parent.is_dir():

@@ -32,6 +32,7 @@ class EmulatorConfig:
     hl_idle_timeout_s: float = 60.0  # Hyperliquid closes a connection with no client message for 60 s
     hl_greeting: bool = False  # send the non-JSON greeting on every Hyperliquid connection
     max_message_bytes: int = 1 << 20  # largest client message accepted
+    metrics_dir: Path | None = None  # write venue-sim.hlog (emulator lateness) here
 
     @property
     def seed(self) -> int:

@@ -1,6 +1,8 @@
 """Plays the market model in real time: each event is sent at its scheduled time and stamped with it.
 
-The driver sleeps until an event's scheduled time and then publishes it; when it wakes late (a busy machine),
+The driver sleeps until an event's scheduled time and then publishes it (the last ~1.5 ms with the kernel's
+nanosecond timer, not the event loop's millisecond one: caerus.sim.lateness measures what is left); when it wakes
+late (a busy machine),
 it still stamps the scheduled time, so the lateness reaches the feeds as information age (no coordinated
 omission). Periodic snapshot streams (Binance partial depth and mark price, Hyperliquid l2Book) come from the
 latest state on their own cadence and are only formatted when someone subscribed.
@@ -15,6 +17,7 @@ import time
 from caerus.sim import frames
 from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.hub import Topics
+from caerus.sim.lateness import Lateness
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
 from caerus.sim.order_entry import BookSink
 from caerus.sim.tape import Tape
@@ -45,6 +48,8 @@ PERIODIC: tuple[tuple[str, int, str], ...] = (
 )
 DEPTH_PREFIX = "binance:btcusdt@depth"
 DEPTH_IDLE_S = 10.0  # keep the book this long after the last REST snapshot with no depth subscriber
+#: how early the event loop is asked to wake before an event (its timer's resolution is one millisecond)
+PRECISE_S = 0.0015
 DEPTH_0MS = tuple((f"binance:btcusdt@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
 
 
@@ -71,6 +76,7 @@ class MarketDriver:
         # Set once both venues have a book: the emulator reports ready only then, so a client that races a busy
         # machine's start-up never finds a venue without a market (the real ones always have one).
         self.primed = asyncio.Event()
+        self.lateness = Lateness()  # per top-of-book frame sent: actual send - scheduled time
         topics.on_subscribe = self._on_subscribe
 
     async def run(self) -> None:
@@ -87,7 +93,14 @@ class MarketDriver:
             t_ns = timers[0][0] if periodic else ev.t_ns
             delay = t0 + t_ns / 1e9 - loop.time()
             if delay > 0:
-                await asyncio.sleep(delay)
+                # The loop's own timer wakes up to a millisecond late (epoll takes whole milliseconds, rounded
+                # up): it is asked to wake PRECISE_S early, and the rest is slept on this thread with the
+                # kernel's nanosecond timer. The loop is blocked at most PRECISE_S per event (sleeping, no CPU).
+                if delay > PRECISE_S:
+                    await asyncio.sleep(delay - PRECISE_S)
+                    delay = t0 + t_ns / 1e9 - loop.time()
+                if delay > 0:
+                    time.sleep(delay)
                 late_run = 0
             else:
                 self.late_max_ns = max(self.late_max_ns, int(-delay * 1e9))
@@ -116,7 +129,9 @@ class MarketDriver:
             self.primed.set()
         if self.book_sink is not None:
             self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty)
-        self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
+        if self.topics.has(BOOK_TICKER):
+            self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
+            self.lateness.record("binance", time.time_ns() - self.epoch_ns - q.t_ns)
         self.published += 1
         if self._depth_live:
             self.depth.apply(q)
@@ -139,7 +154,9 @@ class MarketDriver:
         if b.changed:
             if self.book_sink is not None and b.bid is not None and b.ask is not None:
                 self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz)
-            self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
+            if self.topics.has(HL_BBO):
+                self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
+                self.lateness.record("hyperliquid", time.time_ns() - self.epoch_ns - b.t_ns)
             self.published += 1
             if prev is not None and None not in (prev.bid, prev.ask, b.bid, b.ask):
                 assert prev.bid is not None and prev.ask is not None and b.bid is not None and b.ask is not None

@@ -125,6 +125,9 @@ class VenueEmulator:
             else:
                 await srv.start_serving()
         self._tasks.append(asyncio.create_task(self.driver.run(), name="caerus-sim-driver"))
+        if isinstance(self.driver, MarketDriver) and cfg.metrics_dir is not None:
+            self.driver.lateness.open_log(cfg.metrics_dir)
+            self._tasks.append(asyncio.create_task(self.driver.lateness.run(), name="caerus-sim-lateness"))
         if isinstance(self.driver, MarketDriver):  # ready means both venues have a market (~0.1 s), bounded
             try:
                 await asyncio.wait_for(self.driver.primed.wait(), 30)
@@ -158,6 +161,8 @@ class VenueEmulator:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks.clear()
+        if isinstance(self.driver, MarketDriver):
+            self.driver.lateness.close()  # the last second's samples
         for srv in self._servers:
             srv.close()
         for srv in self._servers:

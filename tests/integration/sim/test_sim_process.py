@@ -147,3 +147,41 @@ def test_bad_config_exits_2_before_starting(tmp_path: Path) -> None:
     listing = subprocess.run([sys.executable, "-m", "caerus", "venue-sim", "--list-scenarios"],
                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert listing.returncode == 0 and "slow-drip" in listing.stdout
+
+
+def test_the_emulator_writes_its_lateness_for_every_top_of_book_frame_it_sends(venue_sim_factory: Any,
+                                                                                tmp_path: Path) -> None:
+    """``--metrics-dir``: one lateness sample (actual send - scheduled exchange time) per bookTicker / bbo frame
+    sent to a subscriber, in ``venue-sim.hlog`` (what the session merges next to the feeds' information age)."""
+    from caerus.metrics.summary import load_metrics
+
+    metrics = tmp_path / "metrics"
+    sim = venue_sim_factory(args=["--metrics-dir", str(metrics)])
+    received = {"binance": 0, "hyperliquid": 0}
+
+    async def listen() -> None:
+        ctx = sim.ssl_context()
+        async with connect(sim["binance_url"] + "/public/ws/btcusdt@bookTicker", ssl=ctx) as bn, \
+                connect(sim["hyperliquid_url"] + "/ws", ssl=ctx) as hl:
+            await hl.send(json.dumps({"method": "subscribe", "subscription": {"type": "bbo", "coin": "BTC"}}))
+            deadline = time.monotonic() + 3.0
+
+            async def count(ws: Any, venue: str, kind: str) -> None:
+                while time.monotonic() < deadline:
+                    try:
+                        raw = await asyncio.wait_for(ws.recv(), max(0.01, deadline - time.monotonic()))
+                    except TimeoutError:
+                        return
+                    if kind in raw:
+                        received[venue] += 1
+
+            await asyncio.gather(count(bn, "binance", '"bookTicker"'), count(hl, "hyperliquid", '"channel":"bbo"'))
+
+    asyncio.run(listen())
+    assert sim.stop() == 0  # SIGTERM: the last second's samples are written on the way out
+    sm = load_metrics(metrics)
+    n = {venue: sm.metrics[f"emulator_lateness.{venue}"].stats()["n"] for venue in received}
+    # Every scheduled frame a subscriber got has its sample (frames sent after our client stopped reading add a
+    # few more); Hyperliquid's first bbo answers the subscription from the current block, off the schedule.
+    assert received["binance"] > 10 and received["hyperliquid"] > 3, received
+    assert n["binance"] >= received["binance"] and n["hyperliquid"] >= received["hyperliquid"] - 1, (n, received)
