@@ -54,7 +54,9 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
         if m.get("sidecar_missing"):
             out.append(f"{tag}: no artifact counts from {', '.join(m['sidecar_missing'])} (process did not "
                        "write its sidecar): artifacts may be undercounted.")
-    missing = [t for t in FLEET_TAGS if t not in metrics or not metrics[t].get("n")]
+    live = summary.get("venues") == "live"  # no emulator: its lateness is not a metric of this session
+    missing = [t for t in FLEET_TAGS if (t not in metrics or not metrics[t].get("n"))
+               and not (live and t.startswith("emulator_lateness."))]
     if missing:
         out.append(f"No samples for: {', '.join(missing)}.")
     counts = summary.get("headline_counts") or {}

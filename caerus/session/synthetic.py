@@ -28,6 +28,7 @@ PROCESS_TAGS: dict[str, tuple[str, ...]] = {
     "feed-hyperliquid": ("feed_internal.hyperliquid", "info_age.hyperliquid"),
     "strategy": ("book_hop", "tick_to_decision", "tick_to_eval"),
     "execution": ("queue_transit",),
+    "venue-sim": ("emulator_lateness.binance", "emulator_lateness.hyperliquid"),
 }
 # (median ns, lognormal sigma): loosely the reference system's shape, slower where CPython is slower
 SHAPES: dict[str, tuple[float, float]] = {
@@ -39,6 +40,8 @@ SHAPES: dict[str, tuple[float, float]] = {
     "feed_internal.hyperliquid": (30_000, 0.4),
     "info_age.binance": (3_100_000, 0.25),
     "info_age.hyperliquid": (285_000_000, 0.2),
+    "emulator_lateness.binance": (450_000, 0.5),
+    "emulator_lateness.hyperliquid": (450_000, 0.5),
 }
 
 
@@ -99,7 +102,7 @@ def make_session(
             "died_after_s": float(stop_after) if process == died else None,
             "log": f"logs/{process}.log", "wait_policy": p.wait_policy, "cpus": list(p.cpus),
         }
-    for process in ("venue-sim", "capture"):
+    for process in ("capture",):
         processes[process] = {"pid": 20_000 + len(processes), "status": "ok", "exit_code": 0,
                               "log": f"logs/{process}.log", "wait_policy": "sleep", "cpus": [0]}
     books = intervals * samples_per_interval

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[3]
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 JS_DECODER = ROOT / "tests" / "fixtures" / "metrics_hlog_decode.js"
 PCTS = ("0", "50", "90", "99", "99.9", "100")
-RECORDING = ("feed-binance", "feed-hyperliquid", "strategy", "execution")
-ALL_PROCESSES = (*RECORDING, "capture", "venue-sim")
+RECORDING = ("feed-binance", "feed-hyperliquid", "strategy", "execution", "venue-sim")
+ALL_PROCESSES = (*RECORDING, "capture")
 
 
 def _session_cmd(out: Path, reports: Path, duration: float, *extra: str) -> list[str]:
