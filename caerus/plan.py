@@ -29,6 +29,12 @@ class Placement:
     wait_policy: str
     dedicated: bool  # the process has its CPU to itself
 
+    @property
+    def feed_client(self) -> str:
+        """The WebSocket client a feed placed here reads with: the busy one (caerus.net.busy: our own read path,
+        kernel receive stamps) when it has a core to itself, websockets' asyncio client when it shares one."""
+        return "busy" if self.dedicated else "asyncio"
+
 
 @dataclass(frozen=True)
 class FleetPlan:

@@ -106,7 +106,8 @@ def process_command(process: str, caerus: str, plan: FleetPlan) -> str:
               f"--wait-policy {p.wait_policy} --cpus {format_cpu_list(p.cpus)}")
     if process.startswith("feed-"):
         venue = process.removeprefix("feed-")
-        args = f"feed --venue {venue} --segment {s}.book.{venue} --events-segment {s}.events.{venue}"
+        args = (f"feed --venue {venue} --segment {s}.book.{venue} --events-segment {s}.events.{venue} "
+                f"--client {p.feed_client}")
     elif process == "strategy":
         args = f"strategy --segment {s}.book.binance --segment {s}.book.hyperliquid --order-segment {s}.orders"
     elif process == "execution":

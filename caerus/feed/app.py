@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import signal
 import sys
+from collections.abc import Callable
 
 from caerus.config import ConfigError
 from caerus.feed import config as feed_config
@@ -21,8 +23,9 @@ from caerus.feed.config import FeedConfig
 from caerus.feed.outputs import WAIT_POLICY_CODES, FeedOutputs
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
+from caerus.net.busy import BusyWsSession
 from caerus.net.supervisor import Supervisor
-from caerus.net.ws import client_ssl_context
+from caerus.net.ws import WsSession, client_ssl_context
 from caerus.plan import pin_current_process
 
 
@@ -67,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
         sink = cfg.spec.feed.sink(out, symbol=cfg.symbol, parse_error_limit=cfg.parse_error_limit)
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
-        supervisor = Supervisor(cfg.endpoint(), cfg.supervisor, sink, out, ssl_context=ssl_context)
+        supervisor = Supervisor(cfg.endpoint(), cfg.supervisor, sink, out, ssl_context=ssl_context,
+                                session_factory=_session_factory(cfg, out))
         out.log(
             "start",
             venue=cfg.venue,
@@ -77,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             events_segment=cfg.events_segment,
             stats_segment=cfg.stats_segment,
             wait_policy=cfg.wait_policy,
+            client=cfg.client,
             cpus=list(cfg.cpus),
             stale_after_s=cfg.supervisor.stale_after_s,
             rotate_after_s=cfg.supervisor.rotate_after_s,
@@ -86,6 +91,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         out.close()
     return 0
+
+
+def _session_factory(cfg: FeedConfig, out: FeedOutputs) -> Callable[..., WsSession]:
+    """The WebSocket client the config asks for; the busy one records ``stack`` samples into the outputs."""
+    if cfg.client == "busy":
+        return functools.partial(BusyWsSession, stack=out.stack)
+    return WsSession
 
 
 async def _main(cfg: FeedConfig, supervisor: Supervisor, out: FeedOutputs) -> None:

@@ -22,6 +22,10 @@ from caerus.venues.spec import VenueSpec
 __all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 
 
+#: the WebSocket clients a feed can read with (caerus.net.ws.WsSession, caerus.net.busy.BusyWsSession)
+CLIENTS = ("asyncio", "busy")
+
+
 class FeedConfig(ConfigBase, frozen=True):
     venue: str
     segment: str
@@ -36,6 +40,7 @@ class FeedConfig(ConfigBase, frozen=True):
     wait_policy: WaitPolicy
     cpus: tuple[int, ...]
     capacity: int
+    client: str  # "asyncio" (websockets' asyncio client) | "busy" (caerus.net.busy: recvmsg + kernel stamps)
     max_frame_bytes: int
     keepalive_s: float | None
     parse_error_limit: int
@@ -95,6 +100,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait-policy", default="sleep", choices=POLICIES,
                    help="spin/hybrid: busy-polling event loop; sleep: normal asyncio (default)")
     p.add_argument("--cpus", default="", help="CPU list to pin to, e.g. 0 or 0-1")
+    p.add_argument("--client", default="asyncio", choices=CLIENTS,
+                   help="asyncio: websockets' asyncio client (default); busy: our own read path (recvmsg with the "
+                        "kernel's receive stamp, SSLObject, websockets' sans-I/O protocol), which records the "
+                        "stack metric (t_recv - t_wire)")
     p.add_argument("--capacity", type=int, default=4096, help="books ring capacity (power of two)")
     p.add_argument("--max-frame-bytes", type=int, default=1 << 20, help="largest accepted WebSocket message")
     p.add_argument("--stale-after", type=float, help="data watchdog threshold, seconds (venue default)")
@@ -192,6 +201,7 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         wait_policy=WaitPolicy(a.wait_policy),
         cpus=cpus,
         capacity=cap,
+        client=a.client,
         max_frame_bytes=a.max_frame_bytes,
         keepalive_s=keepalive,
         parse_error_limit=a.parse_error_limit,

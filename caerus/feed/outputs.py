@@ -90,12 +90,15 @@ class FeedOutputs:
         self.counters = CounterBlock.create(stats_segment, ints=INT_COUNTERS, floats=FLOAT_COUNTERS)
         self.feed_internal = SampleBuffer(sample_capacity)
         self.info_age = SampleBuffer(sample_capacity)
+        self.stack = SampleBuffer(sample_capacity)  # t_recv - t_wire (busy client with kernel stamps only)
         self.tag_internal = f"feed_internal.{venue_name}"
         self.tag_age = f"info_age.{venue_name}"
+        self.tag_stack = f"stack.{venue_name}"
         self.hlog: IntervalLog | None = None
         if metrics_dir is not None:
             self.hlog = IntervalLog(
-                Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age], comment=comment
+                Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age, self.tag_stack],
+                comment=comment,
             )
         self._log = log_stream or sys.stderr
         self._venue_code = venue_code  # the wire code of every event record (the venue registry's)
@@ -168,10 +171,12 @@ class FeedOutputs:
         if self.hlog is not None:
             self.hlog.drain(self.tag_internal, self.feed_internal)
             self.hlog.drain(self.tag_age, self.info_age)
+            self.hlog.drain(self.tag_stack, self.stack)
             self.hlog.maybe_flush()
         else:
             self.feed_internal.n = 0
             self.info_age.n = 0
+            self.stack.n = 0
 
     def close(self) -> None:
         if self.hlog is not None:
@@ -179,6 +184,7 @@ class FeedOutputs:
                 self.sink.take_samples()
                 self.hlog.drain(self.tag_internal, self.feed_internal)
                 self.hlog.drain(self.tag_age, self.info_age)
+            self.hlog.drain(self.tag_stack, self.stack)
             self.hlog.close()
         self.books.beat()
         self.events.beat()

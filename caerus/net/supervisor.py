@@ -25,7 +25,7 @@ import contextlib
 import random
 import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
@@ -112,6 +112,7 @@ class Supervisor:
         *,
         ssl_context: ssl.SSLContext | None = None,
         rng: random.Random | None = None,
+        session_factory: Callable[..., WsSession] = WsSession,
     ) -> None:
         cfg.validate()
         self.endpoint = endpoint
@@ -119,6 +120,8 @@ class Supervisor:
         self.sink = sink
         self.reporter = reporter
         self.ssl_context = ssl_context
+        # WsSession (websockets' asyncio client) or BusyWsSession (caerus.net.busy): the same seam, any client
+        self.session_factory = session_factory
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s, rng)
         self.bucket = TokenBucket(cfg.connects_per_min, cfg.connect_burst)
         self.conn_seq = 0
@@ -187,7 +190,7 @@ class Supervisor:
     def _start(self, role: str) -> WsSession:
         self.conn_seq += 1
         ep = self.endpoint
-        session = WsSession(
+        session = self.session_factory(
             ep.url,
             self.conn_seq,
             self.sink.on_message,

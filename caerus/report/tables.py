@@ -15,6 +15,8 @@ LABELS: dict[str, str] = {
     "tick_to_eval": "tick-to-eval (t_eval - t_recv), every book the strategy read",
     "queue_transit": "queue transit + engine pickup (t_pickup - t_decision)",
     "book_hop": "book hop (t_seen - t_publish)",
+    "stack.binance": "stack, Binance (t_recv - t_wire: kernel receive stamp -> message in our code)",
+    "stack.hyperliquid": "stack, Hyperliquid (t_recv - t_wire: kernel receive stamp -> message in our code)",
     "feed_internal.binance": "feed internal, Binance (t_publish - t_recv)",
     "feed_internal.hyperliquid": "feed internal, Hyperliquid (t_publish - t_recv)",
     "info_age.binance": "information age, Binance (t_recv - t_exchange)",

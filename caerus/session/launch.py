@@ -132,11 +132,12 @@ def fleet_specs(
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        *venue("binance"), "--symbol", "BTCUSDT",
+        *venue("binance"), "--symbol", "BTCUSDT", "--client", plan.placement("feed-binance").feed_client,
     ])
     add("feed-hyperliquid", "feed", [
         "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
         "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), "--symbol", "BTC",
+        "--client", plan.placement("feed-hyperliquid").feed_client,
     ])
     return specs
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from caerus.feed.config import CLIENTS
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
@@ -118,12 +119,19 @@ def check_no_invalid_book(feed: Feed) -> None:
         last_seq, last_t = r[F["seq"]], r[F["t_exchange"]]
 
 
+@pytest.fixture(params=CLIENTS)
+def client(request: pytest.FixtureRequest) -> str:
+    """Every scenario runs on both WebSocket clients: websockets' asyncio one and the busy one (caerus.net.busy)."""
+    return str(request.param)
+
+
 @pytest.fixture
-def feed_factory(tmp_path: Path, shm_dir: Path) -> Iterator[Callable[..., Feed]]:
+def feed_factory(tmp_path: Path, shm_dir: Path, client: str) -> Iterator[Callable[..., Feed]]:
     feeds: list[Feed] = []
 
     def start(venue: str, sim: dict, *extra: str) -> Feed:
-        f = Feed(tmp_path / f"feed-{len(feeds)}", venue, sim[f"{venue}_url"], sim["ca_file"], list(extra))
+        f = Feed(tmp_path / f"feed-{len(feeds)}", venue, sim[f"{venue}_url"], sim["ca_file"],
+                 ["--client", client, *extra])
         feeds.append(f)
         return f
 
@@ -155,7 +163,7 @@ def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, exp
     return feed
 
 
-def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory) -> None:
+def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory, client: str) -> None:
     sim = venue_sim_factory(scenario="none")
     fb = feed_factory("binance", sim)
     fh = feed_factory("hyperliquid", sim)
@@ -173,6 +181,10 @@ def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_
         hlog = read_hlog(feed.metrics / f"feed-{feed.venue}.hlog")
         assert hlog.merged(f"feed_internal.{feed.venue}").get_total_count() == c["books"]
         assert hlog.merged(f"info_age.{feed.venue}").get_total_count() + _artifacts(feed) == c["books"]
+        # stack (t_recv - t_wire): the busy client has the kernel's receive stamp of every message (Linux gives
+        # software RX stamps on loopback); websockets' asyncio client never sees the socket, so it has none
+        stacked = hlog.merged(f"stack.{feed.venue}").get_total_count()
+        assert stacked == (c["msgs"] if client == "busy" else 0), (client, stacked, c["msgs"])
         assert feed.records[-1][F["flags"]] == BookFlags.STALE  # the shutdown marks the book not live
     assert fb.valid()[0][F["venue"]] == 1 and fh.valid()[0][F["venue"]] == 2
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from caerus.plan import FleetPlan, format_cpu_list, one_thread_per_core, parse_cpu_list, plan_fleet
@@ -57,3 +59,23 @@ def test_cpu_lists() -> None:
     assert parse_cpu_list("0-2,5,7-8\n") == (0, 1, 2, 5, 7, 8)
     assert format_cpu_list((8, 7, 5, 2, 1, 0)) == "0-2,5,7-8"
     assert one_thread_per_core((1, 2, 5, 6), {1: (1, 5), 5: (1, 5), 2: (2, 6), 6: (2, 6)}) == (1, 2)
+
+
+def test_a_feed_gets_the_busy_client_only_with_a_core_of_its_own() -> None:
+    from caerus.session.launch import Segments, fleet_specs
+    from infra.deploy import process_command
+
+    shared = plan_fleet((0, 1), isolated=())
+    isolated = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3))
+    assert shared.placement("feed-binance").feed_client == "asyncio"
+    assert isolated.placement("feed-binance").feed_client == "busy"  # dedicated, spinning
+    assert isolated.placement("feed-hyperliquid").feed_client == "asyncio"  # housekeeping core, sleeping
+    # what the session launches and what a host's unit runs say the same
+    for plan in (shared, isolated):
+        specs = {s.name: s.argv for s in fleet_specs(Path("/tmp/s"), plan, Segments("t"), None, capture=False,
+                                                    transport="null")}
+        for feed in ("feed-binance", "feed-hyperliquid"):
+            want = plan.placement(feed).feed_client
+            argv = specs[feed]
+            assert argv[argv.index("--client") + 1] == want
+            assert f"--client {want}" in process_command(feed, "caerus", plan)

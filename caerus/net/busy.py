@@ -1,0 +1,400 @@
+"""The busy-polling WebSocket client: the socket read by our own code, with the kernel's receive stamp.
+
+:class:`BusyWsSession` is a drop-in :class:`~caerus.net.ws.WsSession` (same supervisor, failure taxonomy,
+keepalive, watchdog and rotation) whose receive path skips asyncio's streams and the ``websockets`` asyncio
+layer: the loop calls ``_on_readable`` when the socket has bytes (on a busy-polling loop: on the next poll), which
+
+1. reads them with ``recvmsg`` together with the kernel's software receive stamp (``SO_TIMESTAMPING``): ``t_wire``
+   is the stamp of the read that completed the message, 0 when the platform gives none;
+2. decrypts them through an ``ssl.SSLObject`` over memory BIOs (the same verifying ``SSLContext``: certificate and
+   host name checked as before);
+3. feeds the plaintext to the ``websockets`` sans-I/O client protocol (framing, masking, ping answers, close
+   handshake, ``max_size``) and hands every complete text/binary message to ``on_message`` with
+   ``t_recv = time.time_ns()`` taken at that moment.
+
+Opening (TCP connect, TLS handshake, HTTP upgrade) is bounded by ``open_timeout_s`` as a whole. Every end goes
+through the same :func:`~caerus.net.failures.classify`: the sans-I/O layer raises the same exceptions as the
+asyncio client (``InvalidStatus``, ``ConnectionClosed`` with its close frames), socket and TLS errors are the
+same built-ins. ``stack`` samples (``t_recv - t_wire``) go into a preallocated buffer after ``on_message``
+returned (after the record is published, never before).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+import struct
+import time
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import (
+    ConnectionClosed,
+    ConnectionClosedError,
+    ConnectionClosedOK,
+    InvalidHandshake,
+    InvalidURI,
+)
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.protocol import OK_CLOSE_CODES, State
+from websockets.uri import parse_uri
+
+from caerus.net.failures import Failure, SessionEnded, classify
+from caerus.net.ws import FrameErrorHandler, MessageHandler, WsSession
+from caerus.wire import FailureClass
+
+# linux/net_tstamp.h and asm-generic/socket.h (x86-64 and arm64 alike); Python 3.11's socket module has no names
+SO_TIMESTAMPING = 37
+SCM_TIMESTAMPING = SO_TIMESTAMPING
+SOF_TIMESTAMPING_RX_SOFTWARE = 1 << 3
+SOF_TIMESTAMPING_SOFTWARE = 1 << 4
+_TIMESPECS = struct.Struct("qqqqqq")  # scm_timestamping: ts[0] software, ts[1] legacy, ts[2] hardware
+_ANC_SIZE = socket.CMSG_SPACE(_TIMESPECS.size)
+READ_SIZE = 1 << 18
+_DATA = (Opcode.TEXT, Opcode.BINARY)
+
+
+class Samples(Protocol):
+    """A preallocated sample buffer (caerus.metrics.hdr.SampleBuffer: the feed owns it and drains it)."""
+
+    arr: Any
+    n: int
+    capacity: int
+    full: int
+
+
+def enable_rx_timestamps(sock: socket.socket) -> bool:
+    """Ask the kernel for a software receive stamp on every read; False where it refuses (no stamps then)."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE)
+    except OSError:
+        return False
+    return True
+
+
+def rx_stamp(ancdata: list[tuple[int, int, bytes]]) -> int:
+    """The software receive stamp (ns since the epoch, CLOCK_REALTIME like ``time.time_ns``) in ``recvmsg``'s
+    ancillary data, or 0 when there is none."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPING and len(data) >= _TIMESPECS.size:
+            sec, nsec = _TIMESPECS.unpack_from(data)[:2]
+            return sec * 1_000_000_000 + nsec
+    return 0
+
+
+def _closed(proto: ClientProtocol) -> ConnectionClosed:
+    """The exception the protocol would give once closed (OK when both close codes are normal)."""
+    rcvd, sent = proto.close_rcvd, proto.close_sent
+    ok = rcvd is not None and sent is not None and rcvd.code in OK_CLOSE_CODES and sent.code in OK_CLOSE_CODES
+    return (ConnectionClosedOK if ok else ConnectionClosedError)(rcvd, sent, proto.close_rcvd_then_sent)
+
+
+class BusyWsSession(WsSession):
+    """A single-use WebSocket session read through ``recvmsg`` + ``SSLObject`` + the sans-I/O protocol."""
+
+    def __init__(self, url: str, conn_id: int, on_message: MessageHandler, subscribe: Any = (), *,
+                 ssl_context: ssl.SSLContext | None = None, open_timeout_s: float = 10.0,
+                 close_timeout_s: float = 2.0, max_size: int = 1 << 20, on_error: FrameErrorHandler | None = None,
+                 stack: Samples | None = None) -> None:
+        super().__init__(url, conn_id, on_message, subscribe, ssl_context=ssl_context, open_timeout_s=open_timeout_s,
+                         close_timeout_s=close_timeout_s, max_size=max_size, on_error=on_error)
+        self.stack = stack  # t_recv - t_wire per message (None: not recorded)
+        self.t_wire = 0  # kernel receive stamp of the bytes that completed the newest message (0: none)
+        self.stamped = False  # the kernel agreed to stamp this socket
+        self.no_stamp = 0  # messages delivered without a kernel stamp
+        self._sock: socket.socket | None = None
+        self._tls: ssl.SSLObject | None = None
+        self._in = ssl.MemoryBIO()
+        self._out = ssl.MemoryBIO()
+        self._proto: ClientProtocol | None = None
+        self._ended: asyncio.Future[BaseException] | None = None
+        self._fragments: list[bytes] = []
+        self._pending_events: list[Any] = []  # frames that arrived with the upgrade response
+        self._eof = False  # the peer's end of stream was given to the protocol
+
+    # -- opening ---------------------------------------------------------------------------------------------
+    async def serve(self) -> Failure:
+        loop = asyncio.get_running_loop()
+        self._ended = loop.create_future()
+        connecting = True
+        try:
+            await asyncio.wait_for(self._open(loop), self.open_timeout_s)
+            connecting = False
+            self.opened_ns = time.time_ns()
+            self.last_data_ns = self.opened_ns  # the watchdog's clock starts at open
+            if self._end_reason is not None:
+                raise self._end_reason
+            for frame in self.subscribe_frames:
+                self._send_text(frame)
+            sock = self._sock
+            assert sock is not None
+            loop.add_reader(sock.fileno(), self._on_readable)
+            self._on_readable()  # bytes that arrived with the upgrade response
+            raise await self._ended
+        except asyncio.CancelledError:
+            self.failure = Failure(FailureClass.SHUTDOWN, 0, "cancelled")
+            await self._close()
+            raise
+        except Exception as exc:  # every end is classified, none escapes unrecorded
+            reason = self._end_reason
+            self.failure = classify(reason if reason is not None else exc, connecting=connecting)
+            await self._close()
+            return self.failure
+
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("ws", "wss") or not parts.hostname:
+            raise InvalidURI(self.url, "not a ws:// or wss:// URL")
+        host = parts.hostname
+        port = parts.port or (443 if parts.scheme == "wss" else 80)
+        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, kind, proto, _, addr = infos[0]
+        sock = socket.socket(family, kind, proto)
+        self._sock = sock
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.stamped = enable_rx_timestamps(sock)
+        await loop.sock_connect(sock, addr)
+        if parts.scheme == "wss":
+            ctx = self.ssl_context or ssl.create_default_context()
+            self._tls = ctx.wrap_bio(self._in, self._out, server_hostname=host)
+            while True:
+                try:
+                    self._tls.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    await self._flush_async(loop)
+                    data = await loop.sock_recv(sock, READ_SIZE)
+                    if not data:
+                        raise ConnectionResetError("closed during the TLS handshake") from None
+                    self._in.write(data)
+            await self._flush_async(loop)
+        self._proto = protocol = ClientProtocol(parse_uri(self.url), max_size=self.max_size)
+        request = protocol.connect()
+        request.headers["User-Agent"] = "caerus-feed"
+        protocol.send_request(request)
+        self._push(protocol.data_to_send())
+        await self._flush_async(loop)
+        while protocol.state is State.CONNECTING:
+            data = await loop.sock_recv(sock, READ_SIZE)
+            if not data:
+                self._receive_eof()
+            else:
+                self._feed_plain(data)
+            if protocol.handshake_exc is not None:
+                raise protocol.handshake_exc
+            if not data and protocol.state is State.CONNECTING:
+                raise ConnectionResetError("closed during the WebSocket upgrade")
+        events = protocol.events_received()
+        if protocol.handshake_exc is not None:
+            raise protocol.handshake_exc
+        if not events or not isinstance(events[0], Response):
+            raise InvalidHandshake("no upgrade response")
+        self._pending_events = list(events[1:])
+
+    # -- bytes in and out ------------------------------------------------------------------------------------
+    def _feed_plain(self, data: bytes) -> None:
+        """Ciphertext (or plaintext on ws://) from the socket into the protocol."""
+        proto = self._proto
+        assert proto is not None
+        tls = self._tls
+        if tls is None:
+            proto.receive_data(data)
+            return
+        self._in.write(data)
+        while True:
+            try:
+                plain = tls.read(READ_SIZE)
+            except ssl.SSLWantReadError:
+                return
+            except ssl.SSLZeroReturnError:  # the peer's TLS close_notify: the end of its stream
+                self._receive_eof()
+                return
+            if not plain:
+                return
+            proto.receive_data(plain)
+
+    def _push(self, chunks: list[bytes]) -> None:
+        """Protocol output through TLS into the outgoing buffer."""
+        for chunk in chunks:
+            if not chunk:
+                continue  # the protocol's "half-close" marker: the socket is closed with the session
+            if self._tls is not None:
+                self._tls.write(chunk)
+            else:
+                self._out.write(chunk)
+
+    async def _flush_async(self, loop: asyncio.AbstractEventLoop) -> None:
+        data = self._out.read()
+        if data and self._sock is not None:
+            await loop.sock_sendall(self._sock, data)
+
+    def _flush(self) -> None:
+        """Send what is queued without waiting (keepalives, pongs, close frames are small). A socket that will not
+        take it all ends the session: a venue that stops reading is not one to keep."""
+        data = self._out.read()
+        sock = self._sock
+        if not data or sock is None:
+            return
+        try:
+            sent = sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        if sent < len(data):
+            raise ConnectionResetError("the socket's send buffer is full")
+
+    def _send_text(self, frame: bytes | str) -> None:
+        proto = self._proto
+        assert proto is not None
+        proto.send_text(frame.encode() if isinstance(frame, str) else frame)
+        self._push(proto.data_to_send())
+        self._flush()
+
+    # -- the hot path ----------------------------------------------------------------------------------------
+    def _on_readable(self) -> None:
+        sock, proto = self._sock, self._proto
+        if sock is None or proto is None or self._ended is None or self._ended.done():
+            return
+        recvmsg = sock.recvmsg
+        try:
+            while True:
+                try:
+                    data, anc, _flags, _addr = recvmsg(READ_SIZE, _ANC_SIZE)
+                except BlockingIOError:
+                    break
+                if not data:
+                    self._receive_eof()
+                    self._deliver(0)
+                    break
+                self._feed_plain(data)
+                self._deliver(rx_stamp(anc))
+            self._push(proto.data_to_send())  # pongs, the answer to a close
+            self._flush()
+        except SessionEnded as exc:
+            self._finish(exc)
+            return
+        except Exception as exc:  # socket/TLS errors: classified by serve()
+            self._finish(exc)
+            return
+        if proto.parser_exc is not None:
+            # a frame broke the protocol (too big, bad opcode, bad UTF-8): the close frame is out; like the asyncio
+            # client's, the session ends with the parser's error (PROTOCOL), without waiting for the peer's answer
+            closed = ConnectionClosedError(proto.close_rcvd, proto.close_sent, proto.close_rcvd_then_sent)
+            closed.__cause__ = proto.parser_exc  # what the asyncio client raises: the close code (1009...) and why
+            self._finish(closed)
+        elif proto.state is State.CLOSED:
+            self._finish(proto.close_exc)
+        elif proto.close_rcvd is not None and proto.close_sent is not None:
+            # Close frames both ways: the handshake is complete. A TLS server cannot half-close, so it waits for the
+            # client to drop the connection (websockets' server: up to its close timeout); the session ends now.
+            self._finish(_closed(proto))
+
+    def _receive_eof(self) -> None:
+        """The end of the peer's stream, once (TLS close_notify and the TCP FIN both mean it)."""
+        proto = self._proto
+        if proto is not None and not self._eof:
+            self._eof = True
+            proto.receive_eof()
+
+    def _deliver(self, t_wire: int) -> None:
+        proto = self._proto
+        assert proto is not None
+        events = proto.events_received()
+        if self._pending_events:
+            events = [*self._pending_events, *events]
+            self._pending_events = []
+        on_message = self.on_message
+        tns = time.time_ns
+        stack = self.stack
+        for frame in events:
+            if not isinstance(frame, Frame):
+                continue  # only the opening yields requests / responses
+            opcode = frame.opcode
+            if opcode in _DATA:
+                if not frame.fin:
+                    self._fragments = [bytes(frame.data)]
+                    continue
+                raw = bytes(frame.data)
+            elif opcode is Opcode.CONT:
+                self._fragments.append(bytes(frame.data))
+                if not frame.fin:
+                    continue
+                raw, self._fragments = b"".join(self._fragments), []
+            else:
+                continue  # ping (answered by the protocol), pong, close (the protocol's state says)
+            t_recv = tns()
+            self.t_wire = t_wire
+            self.msg_count += 1
+            try:
+                if on_message(raw, t_recv, self):
+                    self.last_data_ns = t_recv
+                    self.data_count += 1
+            except SessionEnded:
+                raise
+            except Exception as exc:  # one frame nothing anticipated must not cost the connection
+                if self.on_error is None:
+                    raise
+                self.on_error(raw, self, exc)
+            # -- after the record is out: the stack sample ------------------------------------------------
+            if t_wire:
+                if stack is not None:
+                    if stack.n < stack.capacity:
+                        stack.arr[stack.n] = t_recv - t_wire
+                        stack.n += 1
+                    else:
+                        stack.full += 1
+            else:
+                self.no_stamp += 1
+
+    def _finish(self, exc: BaseException | None) -> None:
+        ended = self._ended
+        if ended is not None and not ended.done():
+            ended.set_result(exc if exc is not None else ConnectionResetError("connection ended"))
+
+    # -- control ---------------------------------------------------------------------------------------------
+    async def send(self, frame: bytes | str) -> None:
+        """Send one frame (keepalive pings); a failure ends the session through the receive side."""
+        if self._proto is None or self.failure is not None or self._proto.state is not State.OPEN:
+            return
+        try:
+            self._send_text(frame)
+        except Exception as exc:
+            self._finish(exc)
+
+    def end(self, failure: FailureClass, detail: str = "", value: int = 0) -> None:
+        """Ask the session to end with this reason. STALE aborts the socket; planned ends start the close
+        handshake and end when the venue answers it (or ``close_timeout_s`` later)."""
+        if self._end_reason is not None or self.failure is not None:
+            return
+        reason = SessionEnded(failure, detail, value)
+        self._end_reason = reason
+        proto = self._proto
+        if proto is None or self._ended is None:
+            return  # still connecting: serve() raises the reason as soon as the opening returns
+        if failure is FailureClass.STALE or proto.state is not State.OPEN:
+            self._finish(reason)
+            return
+        try:
+            proto.send_close(1000)
+            self._push(proto.data_to_send())
+            self._flush()
+        except Exception:
+            self._finish(reason)
+            return
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.close_timeout_s, self._finish, reason)
+
+    async def _close(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        self._sock = None
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().remove_reader(sock.fileno())
+        with contextlib.suppress(OSError):
+            sock.close()
+
