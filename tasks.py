@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent
         "execution_config": "execution TOML (local)",
         "jumps_per_min": "emulated market activity: 10-40 bps Binance jumps per minute (local, default 30)",
         "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
+        "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
     }
 )
 def bench(
@@ -58,6 +59,7 @@ def bench(
     execution_config: str = "",
     jumps_per_min: float = 30.0,
     live: bool = False,
+    feed_client: str = "",
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
@@ -82,7 +84,8 @@ def bench(
     argv = ["--duration", duration, "--out", out, "--seed", str(seed), "--transport", transport,
             "--jumps-per-min", str(jumps_per_min), "--chaos", str(chaos), "--reports", str(ROOT / "reports")]
     for flag, value in (("--scenario", scenario), ("--wait-policy", wait_policy),
-                        ("--strategy-config", strategy_config), ("--execution-config", execution_config)):
+                        ("--strategy-config", strategy_config), ("--execution-config", execution_config),
+                        ("--feed-client", feed_client)):
         if value:
             argv += [flag, value]
     argv += [flag for flag, on in (("--no-capture", no_capture), ("--no-report", no_report), ("--live", live)) if on]

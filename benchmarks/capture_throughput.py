@@ -42,7 +42,7 @@ _SEQ = wire.BOOK_I.SEQ
 
 
 def _book(i: int, t: int) -> tuple:
-    return (1, 1, 0, 1, 0, 0, i, t, t, t, 100_000.0 + (i % 1000) * 0.1, 1.25, 100_000.1 + (i % 1000) * 0.1, 2.5)
+    return (1, 1, 0, 1, 0, 0, i, t, t, t, 100_000.0 + (i % 1000) * 0.1, 1.25, 100_000.1 + (i % 1000) * 0.1, 2.5, 0)
 
 
 def _fill_ring(name: str, n: int):
@@ -139,12 +139,12 @@ def _writer_main(name: str, n: int, gap_ns: int, cpu: int, go) -> None:
         while time.perf_counter_ns() < nxt:
             time.sleep(0)  # yield the shared core between ticks, like a feed waiting on its socket
         t = time.time_ns()
-        publish(1, 1, 0, 1, 0, 0, i, t, t, time.time_ns(), 100_000.0, 1.0, 100_000.1, 1.0)
+        publish(1, 1, 0, 1, 0, 0, i, t, t, time.time_ns(), 100_000.0, 1.0, 100_000.1, 1.0, 0)
         if nxt - last_beat > 100_000_000:
             w.beat()
             last_beat = nxt
     for _ in range(3):
-        publish(1, 1, 0, 1, 0, 0, -1, 0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+        publish(1, 1, 0, 1, 0, 0, -1, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0)
         time.sleep(0.05)
     w.close()
 

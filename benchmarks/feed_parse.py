@@ -82,7 +82,7 @@ class _JsonBinance:
             return
         self.last_u, self.last_t = u, t_ex
         t_pub = time.time_ns()
-        self.publish(1, 1, 0, 1, 0, 0, u, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        self.publish(1, 1, 0, 1, 0, 0, u, t_ex, t_recv, t_pub, bp, bq, ap, aq, 0)
         self.samples.append(t_pub - t_recv)
 
 
@@ -102,7 +102,7 @@ class _JsonHyperliquid(_JsonBinance):
         self.last_u += 1
         self.last_t = t_ex
         t_pub = time.time_ns()
-        self.publish(2, 1, 0, 1, 0, 0, self.last_u, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        self.publish(2, 1, 0, 1, 0, 0, self.last_u, t_ex, t_recv, t_pub, bp, bq, ap, aq, 0)
         self.samples.append(t_pub - t_recv)
 
 

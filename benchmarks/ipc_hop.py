@@ -38,11 +38,11 @@ _T = wire.BOOK_I.T_RECV  # bound to a global for the timed loop
 
 
 def _book(t: int) -> tuple:
-    return (1, 1, 0, 0, 0, 0, 0, 0, t, 0, 1.0, 1.0, 2.0, 1.0)  # wire.BOOK order: t in t_recv
+    return (1, 1, 0, 0, 0, 0, 0, 0, t, 0, 1.0, 1.0, 2.0, 1.0, 0)  # wire.BOOK order: t in t_recv
 
 
 def _order(t: int) -> tuple:
-    return (0, 1, 2, 1, 1, 6, 1, 0, 1.0, 1.0, 0, t, 0, 0, 0, 0)
+    return (0, 1, 2, 1, 1, 6, 1, 0, 1.0, 1.0, 0, t, 0, 0, 0, 0, 0)
 
 
 def _pace_spin(next_ns: int) -> None:

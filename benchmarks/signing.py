@@ -63,7 +63,7 @@ def _order(i: int, venue: int) -> tuple:
     side = 1 if i & 1 else -1
     px = 97_000.0 + (i % 200) * 0.5
     return (i, 1, venue, side, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, 0.001 + (i % 7) * 0.001, i,
-            now, now, now, now, i)
+            now, now, now, now, i, 0)
 
 
 def main(argv: list[str] | None = None) -> int:

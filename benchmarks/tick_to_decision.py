@@ -74,9 +74,10 @@ def _book_fields(i: int, venue: int, t_recv: int, t_publish: int) -> tuple:
     px = 95_000.0 + (i % 50) * 0.1
     if venue == 2:
         px = float(round(px))
-    # wire.BOOK order: venue, flags, symbol, conn, reason, _pad, seq, t_exchange, t_recv, t_publish, prices/sizes
+    # wire.BOOK order: venue, flags, symbol, conn, reason, _pad, seq, t_exchange, t_recv, t_publish, prices/sizes,
+    # t_wire (0: no kernel stamp)
     return (venue, 1, 0, 1, 0, 0, i, t_recv - 1_000_000, t_recv, t_publish, px, 1.0,
-            px + (0.1 if venue == 1 else 1.0), 1.0)
+            px + (0.1 if venue == 1 else 1.0), 1.0, 0)
 
 
 def ring_feed(shm: str, seg_bn: str, seg_hl: str, n: int, cpus: tuple[int, ...], go: mp.Event, ready: mp.Event
@@ -102,9 +103,9 @@ def ring_feed(shm: str, seg_bn: str, seg_hl: str, n: int, cpus: tuple[int, ...],
     for i in range(1, n + 1):
         if i % HL_EVERY == 0:
             t = tns()
-            pub_h(2, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0)
+            pub_h(2, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_001.0, 1.0, 0)
         t = tns()
-        pub_b(1, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0)
+        pub_b(1, 1, 0, 1, 0, 0, i, t - 1_000_000, t, tns(), 95_000.0, 1.0, 95_000.1, 1.0, 0)
         if i % 256 == 0:
             wb.beat()
             wh.beat()

@@ -20,6 +20,10 @@ COLD_PROCESSES = ("capture", "venue-sim", "session")
 WAIT_POLICIES = POLICIES  # the names of caerus.ipc.wait.WaitPolicy (kept for the session CLI's choices)
 
 
+#: the WebSocket clients a feed can read with (caerus.net.ws.WsSession, caerus.net.busy.BusyWsSession)
+FEED_CLIENTS = ("asyncio", "busy")
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where one process runs: its CPU set and the wait policy it idles with."""

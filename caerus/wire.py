@@ -16,8 +16,9 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 4  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
-#                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID)
+LAYOUT_VERSION = 5  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
+#                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID);
+#                    5: BOOK.t_wire, ORDER.trigger_t_wire (the kernel's receive stamp, 0 when there is none)
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -201,6 +202,9 @@ BOOK = Layout(
         ("bid_qty", "d"),
         ("ask_px", "d"),
         ("ask_qty", "d"),
+        # kernel software receive stamp of the bytes that completed the message (the busy client's recvmsg with
+        # SO_TIMESTAMPING); 0 when there is none (websockets' asyncio client, or a kernel that gave no stamp)
+        ("t_wire", "q"),
     ),
 )
 
@@ -226,6 +230,7 @@ ORDER = Layout(
         # at the producer's start-up time in ns and adds one per pushed order). The engine refuses a duplicate or
         # older one (RiskReject.DUPLICATE / OUT_OF_ORDER): a re-delivered slot never becomes a second order.
         ("seq", "q"),
+        ("trigger_t_wire", "q"),  # the trigger book's t_wire (0: none)
     ),
 )
 

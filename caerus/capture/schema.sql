@@ -23,7 +23,8 @@ CREATE TABLE IF NOT EXISTS caerus.books
     bid_px Float64,
     bid_qty Float64,
     ask_px Float64,
-    ask_qty Float64
+    ask_qty Float64,
+    t_wire Int64
 )
 ENGINE = ReplacingMergeTree()
 ORDER BY (venue, seq, t_recv);
@@ -47,6 +48,7 @@ CREATE TABLE IF NOT EXISTS caerus.orders
     t_seen Int64,
     t_decision Int64,
     seq Int64,
+    trigger_t_wire Int64,
     t_pickup Int64,
     t_sent Int64,
     outcome UInt8,

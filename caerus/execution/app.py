@@ -44,6 +44,7 @@ from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"
+TAGS = ("queue_transit", "decision_to_wire", "pickup_to_sent")  # the metrics in execution.hlog
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -222,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             books.readers.append(r)
         if args.metrics_dir:
-            log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", ["queue_transit"],
+            log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS,
                               comment=f"caerus {PROCESS} pid {os.getpid()} transport {args.transport}")
         ctx.log = log
         run_ctx = ctx
@@ -300,9 +301,11 @@ def _housekeeping(ctx: _Ctx) -> None:
     consumer, exec_writer = ctx.consumer, ctx.exec_writer
     if log is not None:
         log.drain("queue_transit", engine.transit)
+        log.drain("decision_to_wire", engine.to_wire)
+        log.drain("pickup_to_sent", engine.to_sent)
         log.maybe_flush()
     else:
-        engine.transit.n = 0
+        engine.transit.n = engine.to_wire.n = engine.to_sent.n = 0
     sup.check_kill_file()
     ctx.watch.tick()
     ctx.memwatch.tick()

@@ -57,6 +57,10 @@ class Engine:
         self.books = books
         self.exec_writer = exec_writer
         self.transit = transit or SampleBuffer(1 << 16)
+        # decision_to_wire: t_sent (send_msg returned: a live transport's send syscall) - t_decision, per order sent
+        self.to_wire = SampleBuffer(1 << 16)
+        # pickup_to_sent: t_sent - t_pickup (risk, serialisation, signing, the send), per order sent
+        self.to_sent = SampleBuffer(1 << 16)
         self.replies: queue.SimpleQueue[VenueReply] = queue.SimpleQueue()
         self._tracks_replies = bool(getattr(transport, "replies", True))
         self._pump = getattr(transport, "pump", None)
@@ -122,6 +126,20 @@ class Engine:
             self.risk.on_result(order, 0.0)
             self._publish(order, t_pickup, time.time_ns(), _SEND_FAILED, 0, 0, 0.0, 0.0)
             raise
+        t_sent = res.t_sent
+        if t_sent:
+            tw = self.to_wire
+            if tw.n < tw.capacity:
+                tw.arr[tw.n] = t_sent - order[O_T_DECISION]
+                tw.n += 1
+            else:
+                tw.full += 1
+            ts = self.to_sent
+            if ts.n < ts.capacity:
+                ts.arr[ts.n] = t_sent - t_pickup
+                ts.n += 1
+            else:
+                ts.full += 1
         outcome = int(res.outcome)
         if outcome == _SENT:
             if self._tracks_replies:

@@ -15,15 +15,14 @@ from urllib.parse import urlsplit
 from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.supervisor import Endpoint, SupervisorConfig
-from caerus.plan import parse_cpu_list
+from caerus.plan import FEED_CLIENTS, parse_cpu_list
 from caerus.venues import registry
 from caerus.venues.spec import VenueSpec
 
 __all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 
 
-#: the WebSocket clients a feed can read with (caerus.net.ws.WsSession, caerus.net.busy.BusyWsSession)
-CLIENTS = ("asyncio", "busy")
+CLIENTS = FEED_CLIENTS
 
 
 class FeedConfig(ConfigBase, frozen=True):

@@ -85,7 +85,7 @@ class FeedSink:
     # -- the common tail of every valid update ------------------------------------------------------------------
 
     def publish_valid(self, flags: int, conn: int, seq: int, t_ex: int, t_recv: int,
-                      bp: float, bq: float, ap: float, aq: float) -> bool:
+                      bp: float, bq: float, ap: float, aq: float, t_wire: int = 0) -> bool:
         """Publish a validated top of book and take its latency samples. Returns True (data).
 
         The definition of the tail every valid update takes. The built-in venues' loops inline this body (a call
@@ -95,7 +95,7 @@ class FeedSink:
             flags |= self.extra_flags
             self.extra_flags = 0
         t_pub = time.time_ns()
-        self.publish(self.venue, flags, 0, conn, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        self.publish(self.venue, flags, 0, conn, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq, t_wire)
         if self.untradeable_since:
             self._tradeable_again(t_pub)
         self.n_books += 1
@@ -137,7 +137,7 @@ class FeedSink:
         if reason in WITHDRAWS_QUOTE and session is self.active:
             t_ns = time.time_ns()
             self.publish(self.venue, REJECTED, 0, session.conn_id, reason, 0, self.rejected_seq(seq), t_ex,
-                         t_recv or t_ns, t_ns, bp, bq, ap, aq)
+                         t_recv or t_ns, t_ns, bp, bq, ap, aq, session.t_wire if t_recv else 0)
             self._untradeable(t_ns)
         return True
 
@@ -239,7 +239,7 @@ class FeedSink:
     def connection_lost(self, conn: int, t_ns: int) -> None:
         """Publish a STALE (not VALID) record: this venue's book is not live until the next VALID record."""
         self.publish(self.venue, STALE, 0, conn, 0, 0, self.current_seq(), self.last_t_ex, t_ns, t_ns,
-                     0.0, 0.0, 0.0, 0.0)
+                     0.0, 0.0, 0.0, 0.0, 0)
         self._untradeable(t_ns)
 
     def untradeable_ns(self, t_ns: int) -> int:

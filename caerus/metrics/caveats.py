@@ -59,6 +59,10 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
                and not (live and t.startswith("emulator_lateness."))]
     if missing:
         out.append(f"No samples for: {', '.join(missing)}.")
+    if not any(m.get("n") for t, m in metrics.items() if t.startswith("stack.") or t == "wire_to_decision"):
+        out.append("No kernel receive stamps (t_wire) this session: the feeds read with websockets' asyncio client "
+                   "(the plan gives the busy client only to a feed with a core of its own), so stack and "
+                   "wire-to-decision are absent, not substituted; every latency here starts at t_recv.")
     counts = summary.get("headline_counts") or {}
     if counts.get("ring_losses"):
         out.append(f"{counts['ring_losses']} record(s) lost to ring lapping (readers fell behind).")

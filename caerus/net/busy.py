@@ -103,7 +103,6 @@ class BusyWsSession(WsSession):
         super().__init__(url, conn_id, on_message, subscribe, ssl_context=ssl_context, open_timeout_s=open_timeout_s,
                          close_timeout_s=close_timeout_s, max_size=max_size, on_error=on_error)
         self.stack = stack  # t_recv - t_wire per message (None: not recorded)
-        self.t_wire = 0  # kernel receive stamp of the bytes that completed the newest message (0: none)
         self.stamped = False  # the kernel agreed to stamp this socket
         self.no_stamp = 0  # messages delivered without a kernel stamp
         self._sock: socket.socket | None = None

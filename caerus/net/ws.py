@@ -68,6 +68,9 @@ class WsSession:
         self.last_data_ns = 0  # t_recv of the newest data message (the watchdog reads it)
         self.data_count = 0
         self.msg_count = 0
+        # kernel receive stamp of the bytes that completed the newest message; this client never sees the socket,
+        # so always 0 here (caerus.net.busy sets it per message). Feeds copy it into the book record.
+        self.t_wire = 0
         self.last_seq = 0  # venue order key of the newest data message (Binance u / Hyperliquid time)
         self.subscribed = False  # the venue acknowledged the subscription
         self.bad_frames = 0  # unparseable frames on this connection (the feed decides when that is too many)

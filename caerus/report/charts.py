@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
@@ -37,6 +38,14 @@ def _unit(max_ns: float) -> tuple[str, float]:
     if max_ns >= 5e2:
         return "us", 1e3
     return "ns", 1.0
+
+
+def _fmt(ns: float | None) -> str:
+    """One value in its own unit (a bar's label: a 2 us segment next to a 2 ms one stays readable)."""
+    if ns is None:
+        return "-"
+    unit, div = _unit(ns)
+    return f"{ns / div:.3g} {unit}"
 
 
 def nines_curve(h: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
@@ -155,4 +164,32 @@ def rate_chart(points: Sequence[tuple[float, float]], title: str, ylabel: str) -
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
+    return _png(fig)
+
+
+def path_chart(rows: Sequence[Any]) -> bytes:
+    """The order path as a waterfall (caerus.report.path rows): each measured segment a bar of its p50 starting
+    where the previous measured segment's p50 ended, its p99 as a lighter bar behind; spans drawn from their start;
+    segments without a histogram marked 'not measured'."""
+    fig, ax = plt.subplots(figsize=(10, 0.42 * len(rows) + 1.2))
+    end = max((r.offset_p50 + (r.p99 or 0.0) for r in rows), default=0.0)
+    unit, div = _unit(end or 1.0)
+    labels = []
+    for i, r in enumerate(rows):
+        y = len(rows) - 1 - i
+        labels.append(f"{r.segment.label}  ({r.segment.start} -> {r.segment.end})")
+        x0 = r.offset_p50 / div
+        if not r.measured:
+            ax.text(x0, y, "  not measured", va="center", fontsize=8, color="0.45")
+            ax.plot([x0], [y], marker="|", color="0.45")
+            continue
+        color = "C1" if r.span else "C0"
+        ax.barh(y, (r.p99 or 0.0) / div, left=x0, color=color, alpha=0.25, height=0.6)
+        ax.barh(y, (r.p50 or 0.0) / div, left=x0, color=color, height=0.6)
+        ax.text(x0 + (r.p50 or 0.0) / div, y, f" p50 {_fmt(r.p50)} / p99 {_fmt(r.p99)}, n={r.n:,}", va="center",
+                fontsize=7)
+    ax.set_yticks(range(len(rows)), list(reversed(labels)), fontsize=8)
+    ax.set_xlabel(f"{unit} from the scheduled exchange time (p50s added along the path)")
+    ax.set_title("The order path, Binance-triggered (dark: p50, light: p99; orange: spans)")
+    ax.grid(True, axis="x", alpha=0.3)
     return _png(fig)

@@ -27,7 +27,7 @@ from typing import Any
 
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
-from caerus.report import charts, tables
+from caerus.report import charts, path, tables
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -116,6 +116,8 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
                                 charts.histogram_chart([(md.tag, md.hist) for md in age], "Information age"))
         out["over_time_info_age"] = ("Information age over time: max and p99 per interval",
                                      charts.over_time_chart(age, t0, "Information age per interval"))
+    out["path"] = ("The order path: each segment from its own histogram (missing ones named below the table)",
+                   charts.path_chart(_path_rows(s)))
     fires = (s.summary.get("exec") or {}).get("fires_per_s") or []
     if fires:
         out["fire_rate"] = ("Fire rate: orders per second (from the exec ring)",
@@ -123,6 +125,22 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
     if not ms:
         out["nines_latency"] = ("No metrics", charts.nines_chart([], "no .hlog data in this session"))
     return out
+
+
+def _path_rows(s: Session) -> list[path.Row]:
+    return path.rows({tag: m.hist for tag, m in s.metrics.metrics.items()})
+
+
+PATH_HEADERS = ["segment", "from -> to", "p50", "p99", "n"]
+
+
+def _path_table(s: Session) -> tuple[list[list[str]], str]:
+    """The path's rows as table cells, and the sentence naming what was not measured."""
+    rows = _path_rows(s)
+    cells = [[("  span: " if r.span else "") + r.segment.label, f"{r.segment.start} -> {r.segment.end}",
+              tables.fmt_ns(r.p50), tables.fmt_ns(r.p99), f"{r.n:,}" if r.measured else "not measured"]
+             for r in rows]
+    return cells, path.missing_sentence(rows)
 
 
 def _when(ns: int | None) -> str:
@@ -156,6 +174,10 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         md.append("")
     md.append("## Headline\n")
     md.append(tables.markdown_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    cells, gaps = _path_table(s)
+    md.append("## The order path\n")
+    md.append(tables.markdown_table(PATH_HEADERS, cells))
+    md.append(gaps + "\n")
     for stem, (caption, _) in chart_files.items():
         md.append(f"### {caption}\n\n![{caption}](charts/{stem}.png)\n")
     md.append("## Processes\n")
@@ -207,6 +229,8 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
                      + "".join(f"<li>{html.escape(c)}</li>" for c in cav) + "</ul></div>")
     parts.append("<h2>Headline</h2>")
     parts.append(tables.html_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    cells, gaps = _path_table(s)
+    parts += ["<h2>The order path</h2>", tables.html_table(PATH_HEADERS, cells), f"<p>{html.escape(gaps)}</p>"]
     parts.append("<h2>Distributions and time series</h2>")
     parts += [_img(png, caption) for caption, png in chart_files.values()]
     parts.append("<h2>Processes</h2>")

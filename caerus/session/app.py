@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from caerus.durations import parse_duration
-from caerus.plan import WAIT_POLICIES
+from caerus.plan import FEED_CLIENTS, WAIT_POLICIES
 from caerus.session.local import TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
 
 
@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chaos", type=float, default=0.0, metavar="EVERY",
                         help="SIGKILL a random hot process (feed, strategy, execution) every EVERY seconds; the "
                              "supervisor restarts it and the report shows each death and restart (default off)")
+    parser.add_argument("--feed-client", choices=FEED_CLIENTS, default=None,
+                        help="force the feeds' WebSocket client: asyncio (websockets) or busy (our read path with "
+                             "kernel receive stamps); default: the plan's choice (busy only on a core of its own)")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (index.html)")
 
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
-        jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos,
+        jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
     )
     try:
         session_dir = run_local_session(opts)

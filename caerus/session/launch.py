@@ -94,6 +94,7 @@ def kill_file_path(session_dir: Path) -> Path:
 def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
+    feed_client: str | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
@@ -132,12 +133,12 @@ def fleet_specs(
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        *venue("binance"), "--symbol", "BTCUSDT", "--client", plan.placement("feed-binance").feed_client,
+        *venue("binance"), "--symbol", "BTCUSDT", "--client", feed_client or plan.placement("feed-binance").feed_client,
     ])
     add("feed-hyperliquid", "feed", [
         "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
         "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), "--symbol", "BTC",
-        "--client", plan.placement("feed-hyperliquid").feed_client,
+        "--client", feed_client or plan.placement("feed-hyperliquid").feed_client,
     ])
     return specs
 

@@ -71,6 +71,7 @@ class SessionOptions:
     # 30 s session fires enough orders for tick-to-decision percentiles to mean something.
     jumps_per_min: float = 30.0
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
+    feed_client: str | None = None  # force the feeds' WebSocket client (asyncio | busy); None = the plan's choice
 
     def validate(self) -> None:
         problems = []
@@ -253,7 +254,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                 urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
             specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
                                        strategy_config=opts.strategy_config,
-                                       execution_config=opts.execution_config)
+                                       execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True
             for spec in specs:

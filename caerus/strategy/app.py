@@ -43,7 +43,7 @@ from caerus.strategy.orders import FINAL_NAMES, OrderTable
 from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
-TAGS = ("book_hop", "tick_to_decision", "tick_to_eval")
+TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "seen_to_decision")
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -98,6 +98,8 @@ class _Ctx:
     hop: SampleBuffer
     ttd: SampleBuffer
     tte: SampleBuffer  # tick_to_eval: every book read, fire or not
+    wtd: SampleBuffer  # wire_to_decision: fires whose trigger book carries a kernel receive stamp
+    std: SampleBuffer  # seen_to_decision: t_decision - t_seen, fires (the decision's own segment of the path)
     wait_policy: str
     clock: HousekeepingClock
     memwatch: MemWatch
@@ -174,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), tte=SampleBuffer(1 << 16),
-                   wait_policy=args.wait_policy,
+                   wtd=SampleBuffer(1 << 14), std=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
                    by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment,
                    exec_reader=exec_reader)
@@ -218,6 +220,10 @@ def _loop(ctx: _Ctx) -> None:
     tte_buf = ctx.tte
     tte = tte_buf.arr
     tte_cap = tte_buf.capacity
+    wtd_buf = ctx.wtd
+    wtd = wtd_buf.arr
+    std_buf = ctx.std
+    std = std_buf.arr
     books = ctx.books
     by_reason = ctx.by_reason
     waiter = make_waiter(ctx.wait_policy, spins=ctx.cfg.idle_spins)
@@ -230,6 +236,7 @@ def _loop(ctx: _Ctx) -> None:
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
     b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
+    b_t_wire = BOOK_I.T_WIRE
     clock = ctx.clock
     orders = ctx.arb.orders  # None in bench mode: no results read
     exec_reader = ctx.exec_reader
@@ -262,7 +269,7 @@ def _loop(ctx: _Ctx) -> None:
             if d is not None:
                 t_decision = t_eval = tns()
                 if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
-                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq):
+                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire]):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
                     ctx.seq = seq
                     if ttd_buf.n < ttd_cap:
@@ -270,6 +277,18 @@ def _loop(ctx: _Ctx) -> None:
                         ttd_buf.n += 1
                     else:
                         ttd_buf.full += 1
+                    if std_buf.n < std_buf.capacity:
+                        std[std_buf.n] = t_decision - t_seen
+                        std_buf.n += 1
+                    else:
+                        std_buf.full += 1
+                    t_wire = rec[b_t_wire]
+                    if t_wire:  # 0: the feed's client had no kernel stamp (never a substitute number)
+                        if wtd_buf.n < wtd_buf.capacity:
+                            wtd[wtd_buf.n] = t_decision - t_wire
+                            wtd_buf.n += 1
+                        else:
+                            wtd_buf.full += 1
                     fired(d, t_decision, oid, seq)
                     by_reason[d[D_REASON]] += 1
                     if yield_after_order:
@@ -309,9 +328,11 @@ def _housekeeping(ctx: _Ctx) -> None:
         ctx.log.drain("book_hop", ctx.hop)
         ctx.log.drain("tick_to_decision", ctx.ttd)
         ctx.log.drain("tick_to_eval", ctx.tte)
+        ctx.log.drain("wire_to_decision", ctx.wtd)
+        ctx.log.drain("seen_to_decision", ctx.std)
         ctx.log.maybe_flush()
     else:
-        ctx.hop.n = ctx.ttd.n = ctx.tte.n = 0
+        ctx.hop.n = ctx.ttd.n = ctx.tte.n = ctx.wtd.n = ctx.std.n = 0
     ctx.sup.check_kill_file()
     ctx.memwatch.tick()
     for r in ctx.readers:

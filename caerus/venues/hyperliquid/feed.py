@@ -90,7 +90,8 @@ class HyperliquidSink(FeedSink):
             flags |= self.extra_flags
             self.extra_flags = 0
         t_pub = time.time_ns()
-        self.publish(_VENUE, flags, 0, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq)
+        self.publish(_VENUE, flags, 0, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq,
+                     session.t_wire)
         if self.untradeable_since:
             self._tradeable_again(t_pub)
         self.n_books += 1

@@ -63,7 +63,7 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert hl == {"session": sid, "venue": "hyperliquid", "flags": b[BOOK_I.FLAGS], "symbol": 0, "conn": 1,
                   "reason": 0, "seq": 1042, "t_exchange": b[BOOK_I.T_EXCHANGE], "t_recv": b[BOOK_I.T_RECV],
                   "t_publish": b[BOOK_I.T_PUBLISH], "bid_px": b[BOOK_I.BID_PX], "bid_qty": b[BOOK_I.BID_QTY],
-                  "ask_px": b[BOOK_I.ASK_PX], "ask_qty": b[BOOK_I.ASK_QTY]}
+                  "ask_px": b[BOOK_I.ASK_PX], "ask_qty": b[BOOK_I.ASK_QTY], "t_wire": b[BOOK_I.T_WIRE]}
     assert {r["kind"] for r in by_table["feed_events"]} == {"CONNECTING", "CONNECTED", "DISCONNECTED"}
     assert {r["venue"] for r in by_table["orders"]} == {"binance", "hyperliquid"}  # one batch, two keys
     # One venue's rows keep their order (one partition per key).

@@ -185,6 +185,12 @@ def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_
         # software RX stamps on loopback); websockets' asyncio client never sees the socket, so it has none
         stacked = hlog.merged(f"stack.{feed.venue}").get_total_count()
         assert stacked == (c["msgs"] if client == "busy" else 0), (client, stacked, c["msgs"])
+        # ... and the book record carries it: kernel in <= our t_recv <= publish, or 0 (no stamp, no substitute)
+        for r in feed.valid():
+            if client == "busy":
+                assert 0 < r[F["t_wire"]] <= r[F["t_recv"]] <= r[F["t_publish"]], r
+            else:
+                assert r[F["t_wire"]] == 0, r
         assert feed.records[-1][F["flags"]] == BookFlags.STALE  # the shutdown marks the book not live
     assert fb.valid()[0][F["venue"]] == 1 and fh.valid()[0][F["venue"]] == 2
 

@@ -26,7 +26,7 @@ SEQ = wire.BOOK_I.SEQ
 def checked_book(n: int) -> tuple:
     """A record whose every field is a function of n, so a torn record (fields of two records) is detectable."""
     return (1, n & 0x7F, n & 0xFFFF, n & 0xFFFF, n & 0xFF, (n >> 8) & 0xFF, n, n * 3 + 1, n * 5 + 2, (n * 7) ^ 0x5A5A5A,
-            n * 0.5, n * 0.25 + 1.0, n * 0.5 + 0.5, float(n % 9973))
+            n * 0.5, n * 0.25 + 1.0, n * 0.5 + 0.5, float(n % 9973), n * 11 + 3)
 
 
 def torture_writer(name: str, total: int, start: mp.Event) -> None:
@@ -163,7 +163,7 @@ def order_producer(name: str, producer_id: int, count: int, out: mp.Queue) -> No
     refused = 0
     for i in range(count):
         oid = producer_id * 1_000_000 + i
-        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns(), i + 1):
+        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns(), i + 1, 0):
             refused += 1
     out.put((producer_id, p.lane, refused))
 

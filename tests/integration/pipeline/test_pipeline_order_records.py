@@ -34,7 +34,7 @@ def _order(seq: int, *, side: int = 1, px: float = 95_000.0, qty: float = 0.001,
            t_decision: int | None = None) -> tuple:
     t = time.time_ns() if t_decision is None else t_decision
     return ((1 << 48) | seq, 1, venue, side, int(Tif.IOC), int(OrderReason.ENTRY), int(Venue.BINANCE), 0, px, qty,
-            7, t, t, t, t, seq)
+            7, t, t, t, t, seq, 0)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
 from caerus.runtime.supervisor import HaltCause, State
-from caerus.wire import EXEC, Outcome, RiskReject
+from caerus.wire import EXEC, Outcome, RiskReject, Venue
 from tests.fixtures.common import Started
 
 pytestmark = pytest.mark.integration
@@ -133,6 +133,9 @@ def test_orders_flow_exactly_once_with_ordered_timestamps(pipeline: Pipeline) ->
         assert r[E["trigger_t_recv"]] <= r[E["trigger_t_publish"]] <= r[E["t_seen"]] <= r[E["t_decision"]] \
             <= r[E["t_pickup"]] <= r[E["t_sent"]], r
         assert r[E["risk"]] == RiskReject.NONE
+        # the trigger's kernel receive stamp rides along: on Binance-triggered orders 20 us before t_recv
+        trig_wire = r[E["trigger_t_wire"]]
+        assert trig_wire == (r[E["trigger_t_recv"]] - 20_000 if r[E["trigger_venue"]] == Venue.BINANCE else 0), r
     reasons = {r[E["reason"]] for r in sent}
     assert 1 in reasons  # ENTRY
     fills = sum(1 for r in final if r[E["fill_qty"]] > 0)
@@ -146,8 +149,15 @@ def test_orders_flow_exactly_once_with_ordered_timestamps(pipeline: Pipeline) ->
     assert paper["engine"]["orders"] == n_orders
     ttd = read_hlog(pipeline.metrics / "strategy.hlog").merged("tick_to_decision")
     assert ttd.get_total_count() == n_orders
-    transit = read_hlog(pipeline.metrics / "execution.hlog").merged("queue_transit")
+    stamped = sum(1 for r in sent if r[E["trigger_t_wire"]])
+    assert stamped >= 1  # the strategy fires on Binance books (the leader)
+    wtd = read_hlog(pipeline.metrics / "strategy.hlog").merged("wire_to_decision")
+    assert wtd.get_total_count() == stamped  # fires with a stamp only, never a substitute for the others
+    assert wtd.get_min_value() >= 20_000  # t_decision - t_wire includes the 20 us before t_recv
+    execution_log = read_hlog(pipeline.metrics / "execution.hlog")
+    transit = execution_log.merged("queue_transit")
     assert transit.get_total_count() == n_orders
+    assert execution_log.merged("decision_to_wire").get_total_count() == n_orders  # every order sent (paper)
     reader.close()
     strat.close()
     exe.close()

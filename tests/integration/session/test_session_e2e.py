@@ -108,7 +108,7 @@ def test_hlogs_decode_identically_with_hdr_histogram_js(
     node = require_binary("node", "nodejs")
     if not (NODE_MODULES / "hdr-histogram-js").is_dir():
         pytest.fail(f"hdr-histogram-js missing under {NODE_MODULES}: run scripts/install-test-deps.sh")
-    checked = 0
+    checked: set[str] = set()
     for p in RECORDING:
         path = d / f"{p}.hlog"
         res = subprocess.run([node, str(JS_DECODER), str(NODE_MODULES), str(path), *PCTS], capture_output=True,
@@ -127,8 +127,10 @@ def test_hlogs_decode_identically_with_hdr_histogram_js(
                 mine = hdr.percentiles(h, [float(x) for x in PCTS])
                 for x in PCTS:
                     assert js[tag]["percentiles"][x] == mine[float(x)], (p, tag, x)
-                checked += 1
-    assert checked == len(hdr.FLEET_TAGS)  # every metric carried samples and was compared
+                checked.add(tag)
+    # every fleet metric carried samples and was compared (and the optional ones that had samples, e.g. the
+    # fires-only decision segments; stack and wire-to-decision need the busy client: none on 2 shared CPUs)
+    assert set(hdr.FLEET_TAGS) <= checked, set(hdr.FLEET_TAGS) - checked
 
 
 def test_report_contains_every_metric(session: tuple[Path, Path, Path, subprocess.CompletedProcess]) -> None:

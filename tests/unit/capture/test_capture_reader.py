@@ -21,7 +21,7 @@ from caerus.wire import BOOK, ORDER
 
 def _rec(i: int) -> tuple:
     # Every field derived from i, so a record mixing two writes is detectable.
-    return (1, 1, 0, i % 7, 0, 0, i, 10 * i, 20 * i, 30 * i, float(i), i + 0.25, i + 0.5, i + 0.75)
+    return (1, 1, 0, i % 7, 0, 0, i, 10 * i, 20 * i, 30 * i, float(i), i + 0.25, i + 0.5, i + 0.75, 40 * i)
 
 
 def _check_consistent(a: np.ndarray) -> None:

@@ -81,7 +81,7 @@ def test_exec_records_give_orders_and_only_filled_ones_give_fills() -> None:
     for i in range(6):
         filled = i % 3 == 0
         recs.append((i + 1, 7, int(Venue.BINANCE), -1, 1, 2, int(Venue.HYPERLIQUID), 0, 100.0, 0.5, 10 + i, 11, 12,
-                     13, 14 + i, i + 1, 15, 16 + i, 2 if filled else 4, 0, 0, 0, 101.5 if filled else 0.0,
+                     13, 14 + i, i + 1, 0, 15, 16 + i, 2 if filled else 4, 0, 0, 0, 101.5 if filled else 0.0,
                      0.5 if filled else 0.0))
     t = rows.tables_from("exec", np.array(recs, dtype=EXEC.dtype))
     assert list(t["orders"].columns) == list(rows.ORDER_COLUMNS) and len(t["orders"]) == 6

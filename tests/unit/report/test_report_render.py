@@ -41,6 +41,10 @@ def test_report_contains_every_metric_and_caveats(two_sessions: tuple[Path, Path
     merged = load_metrics(a).metrics["tick_to_decision"].hist
     assert tables.fmt_ns(hdr.percentile(merged, 99.0)) in md
     assert "NOT ISOLATED" in md and "3 clock artifact(s)" in md
+    # the order path: measured segments from their histograms, the rest named with the reason
+    assert "## The order path" in md and "The order path" in page
+    assert "Not measured in this session: " in md and "stack (the Binance feed read with websockets' asyncio" in md
+    assert "No kernel receive stamps (t_wire) this session" in md
     assert "feed-hyperliquid" in page and 'class="died"' in page
     # self-contained: every image inline, nothing fetched
     srcs = re.findall(r'src="([^"]+)"', page)

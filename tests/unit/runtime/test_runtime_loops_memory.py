@@ -121,7 +121,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
         counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
         arb=BenchFireEveryBook(cfg), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
-        tte=SampleBuffer(1 << 12),
+        tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
         wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
         books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment="m.orders")
 
@@ -170,7 +170,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
     transport = PaperTransport(cfg.paper, books, on_reply=lambda r: None)
     risk = RiskChecker(cfg.risk, books)
     engine = Engine(consumer, transport, risk, books, exec_w, max_pending=cfg.max_pending)
-    log = IntervalLog(tmp_path / "execution.hlog", ["queue_transit"], interval_s=0.001)
+    log = IntervalLog(tmp_path / "execution.hlog", execution_app.TAGS, interval_s=0.001)
     ctx = execution_app._Ctx(
         cfg=cfg, engine=engine, sup=sup, counters=LocalCounters(execution_app.INT_COUNTERS,
                                                                 execution_app.FLOAT_COUNTERS),
@@ -196,7 +196,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         state[0] = i + 1
         now = time.time_ns()
         books.put(make_book(HL, 95_000.0, 95_001.0, now, seq=i + 1))
-        producer.try_push(*orders[i & 63], now, i + 1)  # t_decision now (fresh), seq increasing
+        producer.try_push(*orders[i & 63], now, i + 1, 0)  # t_decision now (fresh), seq increasing
         return real_step()
 
     engine.step = driven_step  # type: ignore[method-assign]

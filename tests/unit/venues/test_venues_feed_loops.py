@@ -15,7 +15,7 @@ from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
-from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable
+from caerus.wire import BOOK, BOOK_I, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable
 
 FLAGS = BOOK.index("flags")
 SEQ = BOOK.index("seq")
@@ -86,13 +86,17 @@ def counters(out: FeedOutputs) -> dict[str, int | float]:
 
 def test_binance_valid_update_published_with_timestamps(feed) -> None:
     out, sink, s1, books, _, _ = feed
+    assert deliver(sink, bt(9, e_ms=1_700_000_000_122), 1_700_000_000_124_000_000, s1) is True
+    s1.t_wire = 1_700_000_000_124_990_000  # what the busy client sets from the kernel's receive stamp
     assert deliver(sink, bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
-    (rec,) = drain(books)
-    venue, flags, symbol, conn, reason, _, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq = rec
+    no_stamp, rec = drain(books)
+    assert no_stamp[BOOK_I.T_WIRE] == 0  # websockets' asyncio client: no stamp, never a substitute
+    venue, flags, symbol, conn, reason, _, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq, t_wire = rec
+    assert t_wire == 1_700_000_000_124_990_000
     assert (venue, flags, symbol, conn, reason, seq) == (1, BookFlags.VALID, 0, 1, 0, 10)
     assert t_ex == 1_700_000_000_123_000_000 and t_recv == 1_700_000_000_125_000_000 and t_pub >= t_recv
     assert (bp, bq, ap, aq) == (100.0, 1.0, 100.1, 2.0)
-    assert counters(out)["books"] == 1
+    assert counters(out)["books"] == 2
 
 
 def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -> None:

@@ -1,0 +1,112 @@
+"""Wire to decision over the whole fleet: the venue emulator's TLS feed -> `caerus feed` (each client) -> strategy.
+
+Each repetition is a real local session (`caerus session`, one code path with `invoke bench`): the venue emulator
+on loopback, both feeds, the strategy in ``mode = "bench"`` (an IOC on every Binance book it reads) and the
+execution process, with the feeds forced onto one WebSocket client (``--feed-client asyncio|busy``); the two
+clients alternate (A B A B ...) so machine noise falls on both. Transport ``paper`` (default) stamps ``t_sent``
+when ``send_msg`` returns, so ``decision_to_wire`` exists; ``--transport null`` is the decision-only reference
+(its preallocated result carries no ``t_sent``: no ``decision_to_wire`` then).
+
+    python -m benchmarks.wire_to_decision [--quick] [--json PATH] [--seconds S] [--rounds R]
+
+Metric names: ``<metric> <client>`` from the sessions' merged histograms (``caerus.metrics.summary``):
+``stack`` (t_recv - t_wire: kernel receive stamp -> our code, busy client only), ``wire_to_decision``
+(t_decision - t_wire, fires; busy only), ``tick_to_decision`` (t_decision - t_recv, fires), ``feed_internal``
+(t_publish - t_recv), ``decision_to_wire`` (t_sent - t_decision: fired -> send_msg returned), ``info_age``
+(t_recv - the emulator's scheduled time: emulator lateness + wire + stack + library). The asyncio client has no
+kernel stamp, so its ``stack`` and ``wire_to_decision`` do not exist (never substituted): the same-run comparison
+of the receive side is ``info_age`` (same emulator, same schedule), and ``benchmarks/feed_wire`` measures
+send -> callback for both clients directly. ``wire_to_wire`` needs the order socket's kernel TX stamp, which the
+fleet does not read yet: not printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import add_common_args, at_most, emit, summarize_histogram
+
+CLIENTS = ("asyncio", "busy")
+METRICS = ("stack.binance", "wire_to_decision", "tick_to_decision", "feed_internal.binance", "decision_to_wire",
+           "info_age.binance")
+SHORT = {"stack.binance": "stack", "feed_internal.binance": "feed_internal", "info_age.binance": "info_age"}
+STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
+# Limits at their hard ceilings (caerus.execution.config): orders past 100/s are refused after t_pickup (no send,
+# so no decision_to_wire sample for them); the decision path measured is the same.
+EXECUTION_TOML = "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n"
+
+
+def one_session(work: Path, client: str, seconds: float, seed: int, transport: str, timeout_s: float) -> Path:
+    """Run one session with the feeds on ``client``; returns its folder."""
+    out = work / f"sessions-{client}"
+    cmd = [sys.executable, "-m", "caerus", "session", "--duration", f"{seconds:g}", "--seed", str(seed),
+           "--out", str(out), "--feed-client", client, "--transport", transport, "--no-capture", "--no-report",
+           "--progress", "none", "--strategy-config", str(work / "strategy.toml"),
+           "--execution-config", str(work / "execution.toml")]
+    before = set(out.glob("*")) if out.exists() else set()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"wire_to_decision: the {client} session failed ({proc.returncode}):\n"
+                         f"{proc.stderr[-3000:]}")
+    new = sorted(set(out.glob("*")) - before)
+    if len(new) != 1:
+        raise SystemExit(f"wire_to_decision: expected one new session folder under {out}, found {len(new)}")
+    return new[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from caerus.metrics import hdr
+    from caerus.metrics.summary import load_metrics
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(p)
+    p.add_argument("--seconds", type=float, help="length of each session")
+    p.add_argument("--rounds", type=int, help="sessions per client (interleaved)")
+    p.add_argument("--transport", choices=("null", "paper"), default="paper",
+                   help="execution transport (default paper; null: the decision-only reference)")
+    args = p.parse_args(argv)
+    seconds = args.seconds or (8.0 if args.quick else 20.0)
+    rounds = args.rounds or (1 if args.quick else 3)
+    merged: dict[tuple[str, str], hdr.HdrHistogram] = {}
+    with tempfile.TemporaryDirectory(prefix="caerus-w2d-") as tmp:
+        work = Path(tmp)
+        (work / "strategy.toml").write_text(STRATEGY_TOML)
+        (work / "execution.toml").write_text(EXECUTION_TOML)
+        for r in range(rounds):
+            for client in CLIENTS:
+                d = one_session(work, client, seconds, args.seed + r, args.transport, timeout_s=seconds * 4 + 180)
+                for tag, m in load_metrics(d).metrics.items():
+                    if tag in METRICS:
+                        h = merged.setdefault((tag, client), hdr.new_histogram())
+                        hdr.add_into(h, m.hist)
+    metrics: dict[str, dict[str, float]] = {}
+    for tag in METRICS:
+        for client in CLIENTS:
+            h = merged.get((tag, client))
+            if h is not None and h.get_total_count():
+                metrics[f"{SHORT.get(tag, tag)} {client}"] = summarize_histogram(h)
+    ratios = {}
+    for name in ("info_age", "tick_to_decision", "feed_internal"):
+        a, b = metrics.get(f"{name} asyncio"), metrics.get(f"{name} busy")
+        if a and b and a["p50"]:
+            ratios[f"busy/asyncio {name} p50"] = b["p50"] / a["p50"]
+    goals = []
+    w2d = metrics.get("wire_to_decision busy")
+    if w2d:
+        goals.append(at_most("wire_to_decision busy p50", w2d["p50"], 20_000))
+    missing = [f"{SHORT.get(t, t)} {c}" for t in METRICS for c in CLIENTS if f"{SHORT.get(t, t)} {c}" not in metrics]
+    emit("wire_to_decision", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
+         extra={"seconds": seconds, "rounds": rounds, "transport": args.transport, "absent": missing})
+    if missing:
+        print("absent (no samples; never substituted): " + ", ".join(missing))
+    json.dumps(metrics)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
