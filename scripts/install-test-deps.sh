@@ -10,6 +10,9 @@ command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || need+=(chrony)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server clickhouse-client)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# the non-root login fixture (tests/fixtures/infra_sshd.py) gives its user passwordless sudo, as on an EC2 host;
+# a minimal Debian has no sudo (and no /etc/sudoers.d) at all
+command -v sudo >/dev/null 2>&1 && command -v visudo >/dev/null 2>&1 || need+=(sudo)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
