@@ -221,13 +221,27 @@ def lint(c: Context) -> None:
         sys.exit(1)
 
 
+@task(help={"upgrade": "move every pin to the newest release the constraints allow (default: keep the pins)"})
+def lock(c: Context, upgrade: bool = False) -> None:
+    """Compile locks/dev.txt (everything a checkout runs) and locks/fleet.txt (what a host runs, the same versions)
+    from pyproject.toml with uv, hashes for every file. Run after changing a dependency."""
+    from infra.locks import LockCompileError, compile_locks
+
+    try:
+        compile_locks(upgrade=upgrade)
+    except LockCompileError as exc:
+        print(f"lock: {exc}", file=sys.stderr)
+        sys.exit(1)
+    print("lock: locks/dev.txt and locks/fleet.txt compiled; commit both")
+
+
 def _infra_collection() -> Collection:
     from infra import invoke_tasks
 
     return Collection.from_module(invoke_tasks)
 
 
-ns = Collection(bench, report, regress, test, lint)
+ns = Collection(bench, report, regress, test, lint, lock)
 try:
     # provision / configure / deploy / collect / teardown / status
     for _t in _infra_collection().tasks.values():

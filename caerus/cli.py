@@ -24,6 +24,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
     "report": ("caerus.report.app", "render reports for session folders"),
 }
+# Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).
+EXTRA_OF_MODULE = {"matplotlib": "report"}
+
+
+class MissingExtra(ImportError):
+    """A subcommand needs a package of an extra that is not installed."""
+
+
+def missing_extra_message(exc: ModuleNotFoundError, what: str) -> str | None:
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(top)
+    if extra is None:
+        return None
+    return f"{what} needs {top}, from the [{extra}] extra: pip install 'caerus[{extra}]'"
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
@@ -34,7 +48,13 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
-            mod = importlib.import_module(module)
+            try:
+                mod = importlib.import_module(module)
+            except ModuleNotFoundError as exc:
+                message = missing_extra_message(exc, f"caerus {name}")
+                if message is None:
+                    raise
+                raise MissingExtra(message) from exc
             mod.add_arguments(p)
             p.set_defaults(_run=mod.run)
     return parser
@@ -49,7 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ImportError, ValueError) as exc:
         print(f"caerus: bad config: {exc}", file=sys.stderr)
         return 2
-    args = build_parser(argv).parse_args(argv)
+    try:
+        parser = build_parser(argv)
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     return int(args._run(args) or 0)
 
 

@@ -1,11 +1,20 @@
-"""`invoke deploy`: build the wheel, upload it, (re)create the venv, install one systemd unit per fleet process
-pinned (CPUAffinity) per the fleet plan. Idempotent: the installed wheel is identified by a digest of its
-contents, units are rewritten only when their text changes.
+"""`invoke deploy`: build the caerus wheel, upload it with the wheelhouse of the fleet lock, install both into the
+host's venv without a package index, verify the venv against the lock, and install one systemd unit per fleet
+process pinned (CPUAffinity) per the fleet plan.
+
+Reproducible: the host installs ``locks/fleet.txt`` with ``pip install --no-index --require-hashes`` from wheels
+downloaded here (:mod:`infra.wheelhouse`), and a changed lock gets a fresh venv, so the venv holds exactly the
+locked versions and nothing else; ``python -m caerus.metrics.deps`` then checks that on the host, and the result
+goes into the deploy summary and the host record (every session's ``env.json`` repeats the check).
+Idempotent: the wheel is identified by a digest of its contents, the dependencies by the lock digest and target,
+wheels already on the host are not uploaded again, units are rewritten only when their text changes.
 
 Remote layout (host coordinates; a test host's prefix is prepended)::
 
-    /opt/caerus/wheels/caerus-*.whl    uploaded wheel
-    /opt/caerus/venv/                  the virtualenv (``.caerus-wheel`` = digest of the installed wheel)
+    /opt/caerus/wheels/caerus-*.whl    uploaded caerus wheel (the ``caerus`` package only)
+    /opt/caerus/wheelhouse/            the lock's wheels + fleet.txt (the lock)
+    /opt/caerus/venv/                  the virtualenv (``.caerus-wheel`` = digest of the installed wheel,
+                                       ``.caerus-deps`` = lock digest + target, ``caerus-lock.txt`` = the lock)
     /etc/caerus/fleet.env              session id + metrics folder for the units
     /etc/systemd/system/caerus-<process>.service, caerus-fleet.target
     /var/lib/caerus/sessions/          bench output (collected back by ``invoke collect``)
@@ -14,6 +23,7 @@ Remote layout (host coordinates; a test host's prefix is prepended)::
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import subprocess
 import sys
@@ -21,18 +31,22 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
 
+from caerus.metrics.deps import DEPLOYED_LOCK_NAME
 from caerus.plan import FleetPlan, format_cpu_list
 from infra.configure import decide_live
 from infra.facts import HostFacts, gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostRecord, HostStore
+from infra.locks import FLEET_LOCK
 from infra.remote import RemoteHost, open_host
 from infra.steps import Command, FileSpec, Step, apply
+from infra.wheelhouse import LOCK_IN_WHEELHOUSE, Target, WheelhouseError, build_wheelhouse, lock_digest, wheel_files
 
 APP_DIR = "/opt/caerus"
 SESSIONS_DIR = "/var/lib/caerus/sessions"
@@ -51,13 +65,15 @@ class DeployError(RuntimeError):
 @dataclass(frozen=True)
 class DeployOptions:
     wheel: Path | None = None  # prebuilt wheel; default: build one from this checkout
-    system_site_packages: bool = False  # venv sees the host's site-packages (test hosts without a registry)
+    lock: Path = FLEET_LOCK  # the fleet's runtime dependencies, pinned with hashes
+    wheelhouse_cache: Path | None = None  # where wheelhouses are kept (default: the state folder's wheelhouse/)
     mode: str = "auto"
     session: str = "live"
 
 
 def build_wheel(out_dir: Path, repo: Path = REPO_ROOT) -> Path:
-    """Build the caerus wheel from a clean copy of the package sources (keeps build/ out of the checkout)."""
+    """Build the caerus wheel from a clean copy of the package sources (keeps build/ out of the checkout). It holds
+    the ``caerus`` package only: the automation suite (``infra``) and the benchmarks never go to a host."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="caerus-wheel-") as tmp:
         src = Path(tmp) / "src"
@@ -65,8 +81,7 @@ def build_wheel(out_dir: Path, repo: Path = REPO_ROOT) -> Path:
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (repo / name).exists():
                 (src / name).write_bytes((repo / name).read_bytes())
-        for pkg in ("caerus", "infra"):
-            subprocess.run(["cp", "-r", str(repo / pkg), str(src / pkg)], check=True)
+        subprocess.run(["cp", "-r", str(repo / "caerus"), str(src / "caerus")], check=True)
         dist = Path(tmp) / "dist"
         proc = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
@@ -155,18 +170,18 @@ def python_install_command(facts: HostFacts) -> str:
     return "dnf install -y -q python3.11 python3.11-pip"
 
 
-def ensure_python(host: RemoteHost, facts: HostFacts, live: bool, say: Callable[[str], None]) -> str:
-    """Path of a suitable interpreter, installing one in live mode; a clear error otherwise."""
+def ensure_python(host: RemoteHost, facts: HostFacts, live: bool, say: Callable[[str], None]) -> HostFacts:
+    """The host's facts with a suitable interpreter, installing one in live mode; a clear error otherwise."""
     if facts.python3:
-        return facts.python3
+        return facts
     cmd = python_install_command(facts)
     if not live:
         raise DeployError(f"no Python >= 3.11 with venv support on the host (python3 is "
                           f"{facts.python3_system or 'missing'}); install it (`{cmd}`) or deploy in live mode")
     say(f"  installing Python: {cmd}")
     host.run(cmd, sudo=True, timeout=900)
-    found = gather(host).python3
-    if not found:
+    found = gather(host)
+    if not found.python3:
         raise DeployError(f"`{cmd}` ran but still no Python >= 3.11 with ensurepip on the host")
     return found
 
@@ -184,36 +199,122 @@ def ensure_writable_dirs(host: RemoteHost, dirs: tuple[str, ...], say: Callable[
     return changed
 
 
-def install_wheel(host: RemoteHost, wheel: Path, system_site_packages: bool, python3: str,
-                  say: Callable[[str], None]) -> bool:
-    """Upload + install the wheel unless the same contents are installed already. Returns True if it changed."""
+def _pip(venv: str) -> str:
+    """pip in the venv, blind to the host's pip configuration and environment (no index, find-links or
+    constraints can come from there), with the index unreachable even if a flag were forgotten."""
+    q = shlex.quote
+    return (f"env PIP_CONFIG_FILE=/dev/null {q(venv)}/bin/python -m pip --isolated --disable-pip-version-check "
+            f"install -q --no-index --index-url http://127.0.0.1:9/unreachable/")
+
+
+def _pip_errors(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    picked = [ln for ln in lines if ln.startswith("ERROR") or "Expected sha256" in ln
+              or ("==" in ln and " from " in ln)]
+    return "; ".join((picked or lines)[-4:])
+
+
+def prepare_app_dir(host: RemoteHost) -> str:
+    """The app folder, created with sudo and handed to the login user (who then writes everything below it)."""
+    app = host.path(APP_DIR)
+    q = shlex.quote
+    host.run(f"mkdir -p {q(app)}/wheels {q(app)}/wheelhouse", sudo=True)
+    if not host.root:
+        # The login user's name, asked *outside* sudo: inside `sudo sh -c '...'` a `$(id -un)` is root.
+        host.run(f"chown -R {q(host.login_user())} {q(app)}", sudo=True)
+    return app
+
+
+def sync_wheelhouse(host: RemoteHost, wheelhouse: Path, say: Callable[[str], None]) -> int:
+    """Make the host's wheelhouse folder hold exactly the local one: upload what is missing or differs, remove
+    what the lock no longer names. Returns the number of files uploaded."""
+    remote = f"{host.path(APP_DIR)}/wheelhouse"
+    q = shlex.quote
+    listing = host.run(f"cd {q(remote)} && for f in *.whl {LOCK_IN_WHEELHOUSE}; do [ -f \"$f\" ] && "
+                       f"sha256sum \"$f\"; done; true").stdout
+    have = {}
+    for line in listing.splitlines():
+        digest, _, name = line.partition("  ")
+        if name:
+            have[name.strip()] = digest.strip()
+    want = wheel_files(wheelhouse)
+    want[LOCK_IN_WHEELHOUSE] = lock_digest(wheelhouse / LOCK_IN_WHEELHOUSE)
+    stale = sorted(set(have) - set(want))
+    if stale:
+        host.run(f"cd {q(remote)} && rm -f " + " ".join(q(n) for n in stale))
+    uploaded = 0
+    for name, digest in sorted(want.items()):
+        if have.get(name) != digest:
+            host.conn.put(str(wheelhouse / name), f"{remote}/{name}")
+            uploaded += 1
+    say(f"  wheelhouse: {uploaded} of {len(want)} file(s) uploaded, {len(stale)} stale removed")
+    return uploaded
+
+
+def install_dependencies(host: RemoteHost, target: Target, lock_sha: str, python3: str,
+                         say: Callable[[str], None], force: bool = False) -> bool:
+    """A venv holding exactly the lock, installed from the uploaded wheelhouse with no index and every hash
+    checked. A changed lock or target gets a fresh venv (nothing left over from the previous lock). Returns True
+    when it installed."""
+    app = host.path(APP_DIR)
+    venv = f"{app}/venv"
+    q = shlex.quote
+    stamp = f"{lock_sha} {target.key}"
+    if not force and (host.read_text(f"{APP_DIR}/venv/.caerus-deps") or "").strip() == stamp:
+        say(f"  dependencies already installed (lock {lock_sha[:12]}, {target.key})")
+        return False
+    host.run(f"rm -rf {q(venv)} && {q(python3)} -m venv {q(venv)}")
+    wheelhouse = f"{app}/wheelhouse"
+    res = host.run(f"{_pip(venv)} --require-hashes --only-binary=:all: --find-links {q(wheelhouse)} "
+                   f"-r {q(wheelhouse)}/{LOCK_IN_WHEELHOUSE}", check=False, timeout=1800)
+    if res.exited != 0:
+        raise DeployError(f"installing the locked dependencies on the host failed (no index: only the uploaded "
+                          f"wheelhouse): {_pip_errors(res.stderr + res.stdout)}")
+    host.run(f"cp {q(wheelhouse)}/{LOCK_IN_WHEELHOUSE} {q(venv)}/{DEPLOYED_LOCK_NAME}")
+    host.write_text(f"{APP_DIR}/venv/.caerus-deps", stamp + "\n")
+    say(f"  installed the locked dependencies into {venv} ({target.key})")
+    return True
+
+
+def install_wheel(host: RemoteHost, wheel: Path, say: Callable[[str], None]) -> bool:
+    """Upload + install the caerus wheel (no dependencies: the lock brought them) unless the same contents are
+    installed already. Returns True if it changed."""
     digest = wheel_digest(wheel)
     marker = f"{APP_DIR}/venv/.caerus-wheel"
     if (host.read_text(marker) or "").strip() == digest:
         say(f"  wheel {wheel.name} already installed (digest {digest[:12]})")
         return False
     app = host.path(APP_DIR)
-    q = shlex.quote
-    host.run(f"mkdir -p {q(app)}/wheels", sudo=True)
-    if not host.root:
-        # The login user's name, asked *outside* sudo: inside `sudo sh -c '...'` a `$(id -un)` is root.
-        host.run(f"chown -R {q(host.login_user())} {q(app)}", sudo=True)
     remote_wheel = f"{app}/wheels/{wheel.name}"
     host.conn.put(str(wheel), remote_wheel)
-    if not host.exists(f"{APP_DIR}/venv/bin/python"):
-        flags = " --system-site-packages" if system_site_packages else ""
-        host.run(f"{q(python3)} -m venv{flags} {q(app)}/venv")
-        say(f"  created venv {app}/venv")
-    pip = f"{q(app)}/venv/bin/python -m pip install -q --disable-pip-version-check"
-    host.run(f"{pip} --force-reinstall --no-deps {q(remote_wheel)}", timeout=900)
-    host.run(f"{pip} {q(remote_wheel)}", timeout=1800)  # dependencies (no-op when already satisfied)
+    host.run(f"{_pip(app + '/venv')} --force-reinstall --no-deps {shlex.quote(remote_wheel)}", timeout=900)
     host.write_text(marker, digest + "\n")
     say(f"  installed {wheel.name} into {app}/venv")
     return True
 
 
+def verify_venv(host: RemoteHost) -> dict[str, Any]:
+    """The host venv checked against its lock by the fleet's own check (exact versions, nothing unlocked)."""
+    venv = f"{host.path(APP_DIR)}/venv"
+    q = shlex.quote
+    res = host.run(f"{q(venv)}/bin/python -m caerus.metrics.deps {q(venv)}/{DEPLOYED_LOCK_NAME}", check=False)
+    try:
+        check: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError) as exc:
+        raise DeployError(f"verifying the host venv against its lock failed (exit {res.exited}): "
+                          f"{(res.stderr or res.stdout).strip()[-500:]}") from exc
+    return check
+
+
+def lock_problems(check: dict[str, Any]) -> list[str]:
+    return [*check.get("mismatched", []), *(f"missing {m}" for m in check.get("missing", [])),
+            *(f"not in the lock: {u}" for u in check.get("unlocked", []))]
+
+
 def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
            say: Callable[[str], None] = print) -> dict[str, Any]:
+    if not opts.lock.is_file():
+        raise DeployError(f"no lock file {opts.lock}: run `invoke lock`")
     wheel = opts.wheel or build_wheel(store.root / "dist")
     host = open_host(record, store.known_hosts, say)
     try:
@@ -221,24 +322,57 @@ def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
         live = decide_live(opts.mode, facts, record)
         plan = host_plan(store, record.name, facts)
         say(f"deploy {record.name}: {'live' if live else 'plan-only'} units; wheel {wheel.name}")
-        python3 = ensure_python(host, facts, live, say)
+        facts = ensure_python(host, facts, live, say)
+        try:
+            target = Target.of(facts)
+            say(f"  wheelhouse for {target.key} from {opts.lock.name}")
+            wheelhouse = build_wheelhouse(opts.lock, target, opts.wheelhouse_cache or store.root / "wheelhouse")
+        except WheelhouseError as exc:
+            raise DeployError(str(exc)) from exc
         dirs_changed = ensure_writable_dirs(host, (SESSIONS_DIR, METRICS_DIR), say)
-        wheel_changed = install_wheel(host, wheel, opts.system_site_packages, python3, say)
+        prepare_app_dir(host)
+        uploaded = sync_wheelhouse(host, wheelhouse, say)
+        lock_sha = lock_digest(opts.lock)
+        deps_changed = install_dependencies(host, target, lock_sha, facts.python3, say)
+        wheel_changed = install_wheel(host, wheel, say)  # a fresh venv has no wheel marker: installs again
+        verified = verify_venv(host)
+        if not verified.get("matches") and not deps_changed:
+            # Someone changed the venv since the last deploy: rebuild it from the lock rather than trust it.
+            say(f"  the venv drifted from its lock ({'; '.join(lock_problems(verified)[:3])}): reinstalling")
+            deps_changed = install_dependencies(host, target, lock_sha, facts.python3, say, force=True)
+            wheel_changed = install_wheel(host, wheel, say)
+            verified = verify_venv(host)
+        if not verified.get("matches"):
+            raise DeployError(f"the host venv does not match its lock: {'; '.join(lock_problems(verified)[:8])}")
         result = apply(host, [units_step(plan, record.user, opts.session)], live, say)
     finally:
         host.close()
+    deployed = {
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wheel": wheel.name,
+        "wheel_digest": wheel_digest(wheel),
+        "lock": opts.lock.name,
+        "lock_sha256": verified["lock_sha256"],
+        "target": target.key,
+        "packages": verified["pinned"],
+        "verified": verified["matches"],
+    }
+    record.deployed = deployed
+    store.save(record)
     summary = {
         "host": record.name,
         "wheel": wheel.name,
-        "wheel_digest": wheel_digest(wheel),
+        "wheel_digest": deployed["wheel_digest"],
         "wheel_changed": wheel_changed,
+        "dependencies": {**verified, "target": target.key, "changed": deps_changed, "uploaded": uploaded},
         "dirs_changed": dirs_changed,
-        "python": python3,
+        "python": facts.python3,
         "mode": "live" if live else "plan",
         "result": result.to_dict(),
         "plan": plan.to_dict(),
     }
     store.save_json(record.name, "deploy", summary)
+    say(f"deploy: {verified['pinned']} locked packages verified on the host (lock {deployed['lock_sha256'][:12]})")
     say(f"deploy: wheel {'installed' if wheel_changed else 'unchanged'}, {len(result.changed)} unit file(s) "
         f"changed, {len(result.planned)} command(s) planned only")
     return summary

@@ -18,6 +18,8 @@ rd() { [ -r "$1" ] && tr '\n' ' ' < "$1" | sed 's/ *$//'; }
 kv uid "$(id -u)"
 . /etc/os-release 2>/dev/null; kv os_id "${ID:-unknown}"; kv os_version "${VERSION_ID:-}"
 kv kernel "$(uname -r)"
+kv machine "$(uname -m)"
+kv glibc "$(getconf GNU_LIBC_VERSION 2>/dev/null | sed 's/^glibc //')"
 kv cpus_online "$(rd /sys/devices/system/cpu/online)"
 kv cpu0_siblings "$(rd /sys/devices/system/cpu/cpu0/topology/thread_siblings_list)"
 kv isolated "$(rd /sys/devices/system/cpu/isolated)"
@@ -76,6 +78,8 @@ class HostFacts:
     os_id: str = "unknown"
     os_version: str = ""
     kernel: str = ""
+    machine: str = ""  # uname -m: x86_64 on a c7i, aarch64 on Graviton (the wheelhouse's platform)
+    glibc: str = ""  # e.g. "2.34" on AL2023: the newest manylinux tag the host's wheels may carry
     cpus: tuple[int, ...] = ()
     cpu0_siblings: tuple[int, ...] = ()
     isolated: tuple[int, ...] = ()
@@ -148,6 +152,8 @@ def parse_facts(text: str) -> HostFacts:
     f.os_id = raw.get("os_id", "unknown")
     f.os_version = raw.get("os_version", "")
     f.kernel = raw.get("kernel", "")
+    f.machine = raw.get("machine", "")
+    f.glibc = raw.get("glibc", "")
     f.cpus = parse_cpu_list(raw.get("cpus_online", ""))
     f.cpu0_siblings = parse_cpu_list(raw.get("cpu0_siblings", ""))
     f.isolated = parse_cpu_list(raw.get("isolated", ""))

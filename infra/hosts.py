@@ -74,6 +74,7 @@ class HostRecord:
     key_name: str = ""
     endpoint_url: str = ""  # AWS endpoint override used to create it (tests: moto)
     remote_prefix: str = ""  # test hosts: where "/" is on the host (files are rendered under it)
+    deployed: dict[str, Any] = field(default_factory=dict)  # the last deploy: wheel, lock digest, verification
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

@@ -135,23 +135,27 @@ def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "aut
     help={
         "host": "host name from provision",
         "wheel": "install this wheel instead of building one from the checkout",
-        "system_site_packages": "venv sees the host's site-packages (hosts without a package registry)",
+        "lock": "the hashed lock of the fleet's dependencies (default locks/fleet.txt)",
         "mode": "auto | live | plan (units rendered, daemon-reload planned)",
         "session": "session id written to /etc/caerus/fleet.env for the units",
         "state_dir": "local state folder (default ./.state)",
     }
 )
-def deploy(c: Context, host: str = "tokyo", wheel: str = "", system_site_packages: bool = False,
+def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
            mode: str = "auto", session: str = "live", state_dir: str = "") -> None:
-    """Build + upload the wheel, create the venv, install pinned systemd units for every fleet process."""
+    """Build + upload the wheel and the lock's wheelhouse, install both into the host venv with no index and every
+    hash checked, verify the venv against the lock, install pinned systemd units for every fleet process."""
     from infra.deploy import DeployError, DeployOptions
     from infra.deploy import deploy as run
     from infra.hosts import HostStore, StateError
     from infra.remote import HostKeyMismatch, RemoteError
 
     store = HostStore(state_dir or None)
-    opts = DeployOptions(wheel=Path(wheel) if wheel else None, system_site_packages=system_site_packages,
-                         mode=mode, session=session)
+    if lock and not Path(lock).is_file():
+        print(f"error: --lock {lock}: no such file", file=sys.stderr)
+        sys.exit(2)
+    opts = DeployOptions(wheel=Path(wheel) if wheel else None, mode=mode, session=session,
+                         **({"lock": Path(lock)} if lock else {}))
     try:
         run(store.load(host), store, opts)
     except (DeployError, StateError, HostKeyMismatch, RemoteError) as exc:

@@ -1,8 +1,10 @@
 """SSH to a host with Fabric, with the host key pinned in the state folder, plus file helpers for the steps.
 
-Pinning: the state folder's ``known_hosts`` is the only trust store. First contact records the host's key;
-later contacts must present the same key or the connection is refused with :class:`HostKeyMismatch` (a
-re-provisioned host at the same address needs ``invoke teardown`` or the entry removed by hand).
+Pinning: the state folder's ``known_hosts`` is the only trust store. First contact checks the host's key
+against the fingerprints its instance printed to the EC2 console (:mod:`infra.hostkeys`), records the outcome
+in ``hosts/<name>/host_key.json`` and pins the key; later contacts must present the same key or the connection
+is refused with :class:`HostKeyMismatch` (a re-provisioned host at the same address needs ``invoke teardown`` or
+the entry removed by hand). A first key the console does not list is refused and not pinned.
 
 Paths on the host go through :meth:`RemoteHost.path`, which prepends the host's *prefix*: "" on a real host,
 a scratch folder on a test host, so configure/deploy can render /etc files without touching the machine's /etc.
@@ -22,7 +24,10 @@ from typing import Any
 import paramiko
 from fabric import Config, Connection
 
-from infra.hosts import HostRecord, write_private
+from infra.aws.clients import AwsTarget
+from infra.aws.console import console_output
+from infra.hostkeys import HostKeyCheck, HostKeyNotOnConsole, check_first_contact
+from infra.hosts import HostRecord, HostStore, write_private
 
 
 class HostKeyMismatch(RuntimeError):
@@ -34,13 +39,21 @@ class RemoteError(RuntimeError):
 
 
 class PinOnFirstContact(paramiko.MissingHostKeyPolicy):
-    """Record an unknown host's key in the state folder's known_hosts (0600) and accept it once."""
+    """Check an unknown host's key against its console (when it has one), then record it in the state folder's
+    known_hosts (0600) and accept it; ``self.check`` keeps the verdict for the caller to record."""
 
-    def __init__(self, known_hosts: Path, say: Callable[[str], None] = print) -> None:
+    def __init__(self, known_hosts: Path, say: Callable[[str], None] = print,
+                 console: Callable[[], str | None] | None = None) -> None:
         self.known_hosts = known_hosts
         self.say = say
+        self.console = console
+        self.check: HostKeyCheck | None = None
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        try:
+            check = check_first_contact(hostname, key.get_name(), key.asbytes(), self.console)
+        except HostKeyNotOnConsole as exc:
+            raise HostKeyMismatch(str(exc)) from exc
         keys = paramiko.HostKeys()
         if self.known_hosts.exists():
             keys.load(str(self.known_hosts))
@@ -50,7 +63,9 @@ class PinOnFirstContact(paramiko.MissingHostKeyPolicy):
         keys.save(str(self.known_hosts))
         os.chmod(self.known_hosts, 0o600)
         client.get_host_keys().add(hostname, key.get_name(), key)
-        self.say(f"pinned SSH host key of {hostname}: {key.get_name()} {key.fingerprint}")
+        self.check = check
+        self.say(f"pinned SSH host key of {hostname}: {key.get_name()} {check.fingerprint} ({check.status}: "
+                 f"{check.detail})")
 
 
 def forget_host(known_hosts: Path, host: str, port: int) -> None:
@@ -79,7 +94,8 @@ def connect(record: HostRecord, known_hosts: Path, say: Callable[[str], None] = 
     client = conn.client
     if known_hosts.exists():
         client.load_host_keys(str(known_hosts))
-    client.set_missing_host_key_policy(PinOnFirstContact(known_hosts, say))
+    policy = PinOnFirstContact(known_hosts, say, instance_console(record))
+    client.set_missing_host_key_policy(policy)
     try:
         conn.open()
     except paramiko.BadHostKeyException as exc:
@@ -88,7 +104,17 @@ def connect(record: HostRecord, known_hosts: Path, say: Callable[[str], None] = 
             f"{exc.expected_key.fingerprint}, got {exc.key.get_name()} {exc.key.fingerprint}. Refusing to connect. "
             f"If the host was re-provisioned, remove its line from {known_hosts}."
         ) from exc
+    if policy.check is not None:  # first contact: the verdict goes beside the host's other results
+        HostStore(known_hosts.parent).save_json(record.name, "host_key", policy.check.to_dict())
     return conn
+
+
+def instance_console(record: HostRecord) -> Callable[[], str | None] | None:
+    """How to read the host's console output, when the host is an EC2 instance (fetched only on first contact)."""
+    if not record.instance_id:
+        return None
+    target = AwsTarget.resolve(record.region, record.endpoint_url)
+    return lambda: console_output(target, record.instance_id)
 
 
 @dataclass

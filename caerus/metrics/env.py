@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from caerus.metrics import deps
+
 Unavailable = dict[str, str]
 
 CHRONY_FIELDS = (
@@ -29,8 +31,8 @@ CHRONY_FIELDS = (
     "resid_freq_ppm", "skew_ppm", "root_delay_s", "root_dispersion_s", "update_interval_s", "leap",
 )
 PACKAGES = (
-    "msgspec", "websockets", "numpy", "hdrhistogram", "rich", "matplotlib", "chdb", "confluent-kafka", "psutil",
-    "cryptography", "eth-account", "msgpack",
+    "msgspec", "websockets", "numpy", "hdrhistogram", "rich", "chdb", "confluent-kafka", "psutil",
+    "cryptography", "eth-account", "msgpack", "matplotlib",  # the last one only where reports are rendered
 )
 IMDS = "http://169.254.169.254"
 
@@ -163,6 +165,7 @@ def python_info(packages: Sequence[str] = PACKAGES) -> dict[str, Any]:
         "executable": sys.executable,
         "gil_disabled": bool(getattr(sys, "_is_gil_enabled", lambda: True)() is False),
         "packages": versions,
+        "lock": deps.environment_record(),  # a deployed venv: does it still hold exactly the locked versions?
     }
 
 

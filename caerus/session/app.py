@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -50,6 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_report and importlib.util.find_spec("matplotlib") is None:
+        # Said before anything starts: a host carries the fleet's runtime only, and a session that ran for hours
+        # must not end in an ImportError.
+        print("caerus session: the report needs matplotlib, from the [report] extra "
+              "(pip install 'caerus[report]'); or pass --no-report", file=sys.stderr)
+        return 2
     opts = SessionOptions(
         duration_s=args.duration, out=args.out, seed=args.seed, scenario=args.scenario,
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,

@@ -12,18 +12,30 @@ import os
 import stat
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 from invoke import Context
+from packaging.utils import canonicalize_name
 
 from infra import invoke_tasks
 from infra.collect import collect
 from infra.configure import configure
-from infra.deploy import SESSIONS_DIR, DeployOptions, build_wheel, deploy, ensure_writable_dirs, wheel_digest
+from infra.deploy import (
+    SESSIONS_DIR,
+    DeployError,
+    DeployOptions,
+    build_wheel,
+    deploy,
+    ensure_writable_dirs,
+    wheel_digest,
+)
 from infra.hosts import HostRecord, HostStore
+from infra.locks import FLEET_LOCK
 from infra.remote import HostKeyMismatch, connect, forget_host
 from infra.remote_bench import BenchError, run_remote_bench
+from tests.fixtures.infra_moto import MotoServer
 from tests.fixtures.infra_sshd import InfraHost, make_key
 
 
@@ -51,6 +63,62 @@ def test_infra_host_key_pinned_then_mismatch_refused(infra_test_host: InfraHost)
     forget_host(kh, h.record.host, h.record.port)
     connect(h.record, h.store.known_hosts, said.append).close()  # explicit forget -> pinned again
     assert kh.read_text().strip() != line
+
+
+def test_infra_first_contact_reads_the_instance_console_from_moto(infra_test_host: InfraHost,
+                                                                 moto_server: MotoServer) -> None:
+    """The host record names an EC2 instance (in moto's server): first contact asks GetConsoleOutput for its
+    fingerprints. moto's console has none, so the key is trusted on first use, and the record says exactly that."""
+    from infra.aws.clients import AwsTarget
+
+    h = infra_test_host
+    ec2 = AwsTarget.resolve("ap-northeast-1", moto_server.endpoint).client("ec2")
+    ami = ec2.describe_images()["Images"][0]["ImageId"]
+    iid = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, InstanceType="c7i.2xlarge")["Instances"][0][
+        "InstanceId"]
+    h.record.instance_id, h.record.region, h.record.endpoint_url = iid, "ap-northeast-1", moto_server.endpoint
+    said: list[str] = []
+    connect(h.record, h.store.known_hosts, said.append).close()
+    check = h.store.load_json("loop", "host_key")
+    assert check["status"] == "trusted-on-first-use" and "no host key fingerprints in the console" in check["detail"]
+    assert check["fingerprint"].startswith("SHA256:") and check["key_type"] == "ssh-ed25519"
+    assert any(check["fingerprint"] in s and "trusted-on-first-use" in s for s in said)
+
+
+def test_infra_first_contact_checks_the_real_sshd_key_against_a_console(infra_test_host: InfraHost) -> None:
+    """A real handshake through the pinning policy: the sshd's key listed on the console is verified and pinned;
+    a console listing another key refuses the connection and pins nothing."""
+    import paramiko
+
+    from infra.remote import PinOnFirstContact
+
+    h = infra_test_host
+    pub = (h.server.dir / "host_ed25519.pub").read_text().split()
+    other = make_key(h.server.dir / "impostor_ed25519").with_suffix(".pub").read_text().split()
+
+    def console(key: list[str]) -> str:
+        return f"ec2: -----BEGIN SSH HOST KEY KEYS-----\r\n{key[0]} {key[1]} root@ip-10-0-0-1\r\n" \
+               "ec2: -----END SSH HOST KEY KEYS-----\r\n"
+
+    def handshake(text: str, known_hosts: Path) -> PinOnFirstContact:
+        client = paramiko.SSHClient()
+        policy = PinOnFirstContact(known_hosts, lambda s: None, lambda: text)
+        client.set_missing_host_key_policy(policy)
+        try:
+            client.connect("127.0.0.1", port=h.record.port, username=h.record.user, key_filename=h.record.key_path,
+                           look_for_keys=False, allow_agent=False, timeout=15)
+        finally:
+            client.close()
+        return policy
+
+    refused = h.store.root / "kh-refused"
+    with pytest.raises(HostKeyMismatch, match="console output does not list"):
+        handshake(console(other), refused)
+    assert not refused.exists() or refused.read_text() == ""  # nothing pinned
+    verified = h.store.root / "kh-verified"
+    policy = handshake(console(pub), verified)
+    assert policy.check is not None and policy.check.status == "verified"
+    assert verified.read_text().split()[1:3] == pub[:2]
 
 
 def test_infra_configure_plan_mode_renders_verifies_and_is_idempotent(infra_test_host: InfraHost,
@@ -115,32 +183,70 @@ def caerus_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
-def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_host: InfraHost,
-                                                                   caerus_wheel: Path) -> None:
+@pytest.fixture(scope="module")
+def wheelhouse_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One download of the fleet lock's wheels for every deploy of this module (the hosts share a target)."""
+    return tmp_path_factory.mktemp("wheelhouse-cache")
+
+
+def _opts(wheel: Path, cache: Path, **kw: object) -> DeployOptions:
+    return DeployOptions(wheel=wheel, wheelhouse_cache=cache, **kw)  # type: ignore[arg-type]
+
+
+def _locked_pins() -> dict[str, str]:
+    from caerus.metrics.deps import parse_lock
+
+    return {p.name: p.version for p in parse_lock(FLEET_LOCK.read_text()) if p.applies()}
+
+
+def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_host: InfraHost, caerus_wheel: Path,
+                                                                   wheelhouse_cache: Path) -> None:
     h = infra_test_host
     configure(h.record, h.store, say=lambda s: None, chronyc="true")
     plan = h.store.load_json("loop", "plan")
-    opts = DeployOptions(wheel=caerus_wheel, system_site_packages=True)
-    first = deploy(h.record, h.store, opts, say=lambda s: None)
+    with zipfile.ZipFile(caerus_wheel) as z:  # the host gets the fleet only: no infra/, no benchmarks/
+        assert {n.split("/")[0] for n in z.namelist()} == {"caerus", "caerus-0.1.0.dist-info"}
+    first = deploy(h.record, h.store, _opts(caerus_wheel, wheelhouse_cache), say=lambda s: None)
     assert first["wheel_changed"] is True and first["mode"] == "plan"
     assert first["dirs_changed"] == ["/var/lib/caerus/sessions", "/var/lib/caerus/metrics"]
     assert (h.prefix / "var/lib/caerus/sessions").is_dir() and first["python"]
+    deps = first["dependencies"]
+    assert deps["matches"] is True and deps["changed"] is True and deps["pinned"] == len(_locked_pins())
+    assert deps["uploaded"] == len(list((h.prefix / "opt/caerus/wheelhouse").glob("*.whl"))) + 1  # + the lock
+    assert deps["lock_sha256"] == hashlib.sha256(FLEET_LOCK.read_bytes()).hexdigest()
+    record = h.store.load("loop")  # the host record says what is deployed, verified
+    assert record.deployed["lock_sha256"] == deps["lock_sha256"] and record.deployed["verified"] is True
+    assert record.deployed["wheel_digest"] == wheel_digest(caerus_wheel)
     venv_py = h.prefix / "opt/caerus/venv/bin/python"
     marker = (h.prefix / "opt/caerus/venv/.caerus-wheel").read_text().strip()
     assert marker == wheel_digest(caerus_wheel)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    probe = subprocess.run([str(venv_py), "-c", "import caerus.plan, infra.deploy; print(caerus.plan.__file__)"],
+    probe = subprocess.run([str(venv_py), "-c", "import caerus.plan; print(caerus.plan.__file__)"],
                            capture_output=True, text=True, check=True, cwd=h.prefix, env=env)
     assert "/opt/caerus/venv/" in probe.stdout  # imported from the venv, not the checkout
+    frozen = subprocess.run([str(venv_py), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
+                            check=True, env=env)
+    installed = {canonicalize_name(d["name"]): d["version"] for d in json.loads(frozen.stdout)}
+    assert {n: v for n, v in installed.items() if n not in ("pip", "caerus")} == _locked_pins()
+    for absent in ("infra", "matplotlib", "boto3", "fabric", "scipy"):  # automation and reports stay home
+        assert subprocess.run([str(venv_py), "-c", f"import {absent}"], capture_output=True, cwd=h.prefix,
+                              env=env).returncode != 0, absent
     unit = (h.prefix / "etc/systemd/system/caerus-strategy.service").read_text()
     cpus = " ".join(str(c) for c in plan["placements"]["strategy"]["cpus"])
     assert f"CPUAffinity={cpus}" in unit and "ExecStart=/opt/caerus/venv/bin/caerus strategy" in unit
     assert any(p["command"] == "systemctl daemon-reload" for p in first["result"]["planned"])
-    invoke_tasks.deploy(Context(), host="loop", wheel=str(caerus_wheel), system_site_packages=True,
-                        state_dir=str(h.store.root))
+    invoke_tasks.deploy(Context(), host="loop", wheel=str(caerus_wheel), state_dir=str(h.store.root))
     second = h.store.load_json("loop", "deploy")
     assert second["wheel_changed"] is False and second["dirs_changed"] == []
+    assert second["dependencies"]["changed"] is False and second["dependencies"]["uploaded"] == 0
+    assert second["dependencies"]["matches"] is True
     assert second["result"]["changed"] == [] and second["result"]["planned"] == []
+    # the venv drifts (a package removed by hand): the next deploy sees it and rebuilds the venv from the lock
+    subprocess.run([str(venv_py), "-m", "pip", "uninstall", "-q", "-y", "msgpack"], check=True, env=env)
+    said: list[str] = []
+    third = deploy(h.record, h.store, _opts(caerus_wheel, wheelhouse_cache), say=said.append)
+    assert any("drifted from its lock (missing msgpack==" in s for s in said)
+    assert third["dependencies"]["changed"] is True and third["dependencies"]["matches"] is True
 
 
 FAKE_CAERUS = """#!{python}
@@ -324,7 +430,7 @@ def test_infra_remote_bench_refuses_live_when_build_lacks_it(infra_test_host: In
 
 
 def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_host: InfraHost, caerus_wheel: Path,
-                                                                    tmp_path: Path) -> None:
+                                                                    wheelhouse_cache: Path, tmp_path: Path) -> None:
     """The real chain on the test host: deployed wheel -> `caerus session` (emulator) run over SSH, detached and
     pinned -> collected -> rendered by the report engine, as `invoke bench --host X --emulator` + `invoke report`."""
     from caerus.report.render import render_sessions
@@ -332,7 +438,7 @@ def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_h
     h = infra_test_host
     h.record.extra["chronyc"] = "true"
     h.store.save(h.record)
-    deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True), say=lambda s: None)
+    deploy(h.record, h.store, _opts(caerus_wheel, wheelhouse_cache), say=lambda s: None)
     out = tmp_path / "sessions"
     [path] = run_remote_bench(None, host="loop", duration="3", emulator=True, out=out,
                               state_dir=str(h.store.root), say=lambda s: None, poll_s=2)
@@ -341,6 +447,9 @@ def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_h
     assert list(path.glob("**/*.hlog")), "no histogram logs collected"
     host = json.loads((path / "host.json").read_text())
     assert host["emulator"] is True and host["duration_s"] == 3
+    lock = json.loads((path / "env.json").read_text())["python"]["lock"]  # the session ran on the locked venv
+    assert lock["matches"] is True and lock["lock"].endswith("/opt/caerus/venv/caerus-lock.txt")
+    assert lock["lock_sha256"] == hashlib.sha256(FLEET_LOCK.read_bytes()).hexdigest()
     remote = h.prefix / "var/lib/caerus/sessions" / path.name
     assert sorted(p.relative_to(remote) for p in remote.rglob("*") if p.is_file()) == sorted(
         p.relative_to(path) for p in path.rglob("*") if p.is_file() and p.name != "host.json")
@@ -403,16 +512,15 @@ def test_infra_tasks_bench_host_goes_through_remote_bench(infra_test_host: Infra
     assert "--live" not in env["argv"] and (out / "20261202T000000Z-test" / "host.json").exists()
 
 
-def test_configure_and_deploy_as_a_non_root_sudo_login_like_ec2_user(ec2_user_host: InfraHost,
-                                                                      caerus_wheel: Path) -> None:
+def test_configure_and_deploy_as_a_non_root_sudo_login_like_ec2_user(ec2_user_host: InfraHost, caerus_wheel: Path,
+                                                                      wheelhouse_cache: Path) -> None:
     """The login a real EC2 host gives (ec2-user / ubuntu): not root, passwordless sudo. /opt and /var/lib under
     the prefix are root-owned, so deploy must create them with sudo and hand the app folder to the *login* user
     (the old `chown -R $(id -un)` ran inside `sudo sh -c` and handed it to root, and the wheel upload failed)."""
     h = ec2_user_host
     uid = int(subprocess.run(["id", "-u", h.record.user], capture_output=True, text=True, check=True).stdout)
     configure(h.record, h.store, say=lambda s: None, chronyc="true")
-    first = deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True),
-                   say=lambda s: None)
+    first = deploy(h.record, h.store, _opts(caerus_wheel, wheelhouse_cache), say=lambda s: None)
     assert first["wheel_changed"] is True and first["python"]
     app = h.prefix / "opt/caerus"
     assert app.stat().st_uid == uid and (app / "venv").stat().st_uid == uid  # the login user's, not root's
@@ -420,9 +528,45 @@ def test_configure_and_deploy_as_a_non_root_sudo_login_like_ec2_user(ec2_user_ho
         assert (h.prefix / d).stat().st_uid == uid  # the sessions write there as the login user
     assert (h.prefix / "etc/systemd/system/caerus-strategy.service").stat().st_uid == 0  # system files: root's
     assert (app / "venv/.caerus-wheel").read_text().strip() == wheel_digest(caerus_wheel)
-    again = deploy(h.record, h.store, DeployOptions(wheel=caerus_wheel, system_site_packages=True),
-                   say=lambda s: None)
+    assert first["dependencies"]["matches"] is True  # installed by the login user, no index, hashes checked
+    assert (app / "venv/caerus-lock.txt").read_bytes() == FLEET_LOCK.read_bytes()
+    again = deploy(h.record, h.store, _opts(caerus_wheel, wheelhouse_cache), say=lambda s: None)
     assert again["wheel_changed"] is False and again["dirs_changed"] == []
+
+
+def test_deploy_installs_only_from_the_uploaded_wheelhouse(ec2_user_host: InfraHost, caerus_wheel: Path,
+                                                          wheelhouse_cache: Path, tmp_path: Path) -> None:
+    """The host never reaches a package index: with one locked wheel missing from the wheelhouse the install fails
+    naming it (an index would have supplied it), and a wheel whose bytes differ from the lock's hash is refused."""
+    import shutil
+
+    from infra.facts import gather
+    from infra.remote import open_host
+    from infra.wheelhouse import Target, build_wheelhouse
+
+    h = ec2_user_host
+    configure(h.record, h.store, say=lambda s: None, chronyc="true")
+    host = open_host(h.record, h.store.known_hosts, lambda s: None)
+    try:
+        target = Target.of(gather(host))
+    finally:
+        host.close()
+    good = build_wheelhouse(FLEET_LOCK, target, wheelhouse_cache)
+    bad_cache = tmp_path / "bad"
+    bad = bad_cache / good.name
+    shutil.copytree(good, bad)
+    [msgpack] = bad.glob("msgpack-*.whl")
+    msgpack.unlink()
+    with pytest.raises(DeployError, match=r"no index: only the uploaded wheelhouse.*msgpack"):
+        deploy(h.record, h.store, _opts(caerus_wheel, bad_cache), say=lambda s: None)
+    shutil.copy2(good / msgpack.name, msgpack)
+    [msgspec] = bad.glob("msgspec-*.whl")
+    with zipfile.ZipFile(msgspec, "a") as z:  # still a valid wheel, no longer the locked bytes
+        z.writestr("msgspec/extra.txt", "tampered")
+    with pytest.raises(DeployError, match=r"(?i)hash.*msgspec|msgspec.*hash"):
+        deploy(h.record, h.store, _opts(caerus_wheel, bad_cache), say=lambda s: None)
+    assert not (h.prefix / "opt/caerus/venv/.caerus-deps").exists()  # nothing claims to be installed
+    assert h.store.load("ec2").deployed == {}
 
 
 def test_remote_bench_and_collect_as_a_non_root_sudo_login(ec2_user_host: InfraHost, tmp_path: Path) -> None:

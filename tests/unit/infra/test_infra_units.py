@@ -34,6 +34,8 @@ uid=1000
 os_id=amzn
 os_version=2023
 kernel=6.1.112-122.189.amzn2023.x86_64
+machine=x86_64
+glibc=2.34
 cpus_online=0-7
 cpu0_siblings=0,4
 isolated=
@@ -96,6 +98,7 @@ def test_infra_facts_parse_ec2_sample() -> None:
     assert f.ptp0 and f.ec2 and f.systemd and f.uid == 1000
     assert f.thp == "never"
     assert f.ena_nics == ["ens5"]
+    assert f.machine == "x86_64" and f.glibc == "2.34"  # the wheelhouse target
     assert f.coalesce["ens5"] == {"adaptive-rx": "on", "rx-usecs": "20", "tx-usecs": "64"}
     assert f.cstates == {"POLL": False, "C1": False, "C1E": False, "C6": False}
     assert f.chrony_service == "chronyd" and f.bootloader == "grubby"
@@ -297,7 +300,7 @@ def test_infra_deploy_needs_python_311_and_says_how() -> None:
         ensure_python(None, f, live=False, say=lambda s: None)
     f.os_id = "ubuntu"
     assert "python3-venv" in python_install_command(f)
-    assert ensure_python(None, parse_facts(EC2_PROBE), live=False, say=lambda s: None) == "/usr/bin/python3"
+    assert ensure_python(None, parse_facts(EC2_PROBE), live=False, say=lambda s: None).python3 == "/usr/bin/python3"
 
 
 def test_infra_smt_siblings_sharing_a_core_are_reported() -> None:
