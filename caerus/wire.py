@@ -16,9 +16,10 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 5  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
+LAYOUT_VERSION = 6  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
 #                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID);
-#                    5: BOOK.t_wire, ORDER.trigger_t_wire (the kernel's receive stamp, 0 when there is none)
+#                    5: BOOK.t_wire, ORDER.trigger_t_wire (the kernel's receive stamp, 0 when there is none);
+#                    6: OrderFlags.SHADOW (a rehearsal of the fire path, never sent)
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -154,6 +155,15 @@ class Outcome(IntEnum):
     SEND_FAILED = 7
     CANCELLED = 8  # a resting (GTC/ALO) order's remainder was cancelled; fill_qty = what filled before
     UNKNOWN = 9  # no reply by the order's deadline or the connection dropped: may have filled (worst case counts)
+
+
+class OrderFlags(IntFlag):
+    """Bits the strategy sets in ORDER.flags (EXEC records add ExecFlags in the same byte, from the top)."""
+
+    # A shadow order: the strategy's fire path run for real (decision, order ring) to keep it warm when real fires
+    # are rare. Execution takes it through pickup, the risk checks and the transport's serialisation and signing,
+    # then discards it before the socket: never sent, no EXEC record, no position, no rate-limit slot.
+    SHADOW = 0x01
 
 
 class ExecFlags(IntFlag):

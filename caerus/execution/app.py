@@ -44,7 +44,18 @@ from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"
-TAGS = ("queue_transit", "decision_to_wire", "pickup_to_sent")  # the metrics in execution.hlog
+# The metrics in execution.hlog, each with the engine buffer it drains (shadow_*: the rehearsed fire path of
+# wire.OrderFlags.SHADOW orders; queue_transit_{warmed,unwarmed}: real orders, split by whether shadows flowed).
+TAG_BUFFERS = {
+    "queue_transit": "transit",
+    "decision_to_wire": "to_wire",
+    "pickup_to_sent": "to_sent",
+    "shadow_transit": "shadow_transit",
+    "shadow_pickup_to_done": "shadow_to_done",
+    "queue_transit_warmed": "transit_warmed",
+    "queue_transit_unwarmed": "transit_unwarmed",
+}
+TAGS = tuple(TAG_BUFFERS)
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -68,6 +79,8 @@ INT_COUNTERS = (
     "errors",
     "reattached",
     "paper.fills",
+    "shadows",  # shadow orders rehearsed (risk + serialisation + signing, never sent)
+    "shadows.risk_rejected",  # ... of which the risk checks refused (not rehearsed further)
 )
 FLOAT_COUNTERS = (
     "position",  # risk's projected position (BTC)
@@ -299,13 +312,14 @@ def _housekeeping(ctx: _Ctx) -> None:
     """Off the hot path: metrics, kill file, book re-attach, replies, counters, heartbeats."""
     engine, sup, counters, log = ctx.engine, ctx.sup, ctx.counters, ctx.log
     consumer, exec_writer = ctx.consumer, ctx.exec_writer
+    for tag, attr in TAG_BUFFERS.items():
+        buf = getattr(engine, attr)
+        if log is not None:
+            log.drain(tag, buf)
+        else:
+            buf.n = 0
     if log is not None:
-        log.drain("queue_transit", engine.transit)
-        log.drain("decision_to_wire", engine.to_wire)
-        log.drain("pickup_to_sent", engine.to_sent)
         log.maybe_flush()
-    else:
-        engine.transit.n = engine.to_wire.n = engine.to_sent.n = 0
     sup.check_kill_file()
     ctx.watch.tick()
     ctx.memwatch.tick()
@@ -336,6 +350,8 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["books"]] = engine.books.seen
     ints[_I["order_lanes.full"]] = consumer.full_count() if consumer is not None else 0
     ints[_I["errors"]] = sup.errors
+    ints[_I["shadows"]] = engine.shadows
+    ints[_I["shadows.risk_rejected"]] = engine.shadow_risk_rejects
     ints[_I["reattached"]] += reattached
     floats[_F["position"]] = engine.risk.position
     accounts = getattr(engine.transport, "accounts", None)

@@ -23,7 +23,7 @@ from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, 
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.wire import ORDER_I, ExecFlags, Outcome, RiskReject, Tif
+from caerus.wire import ORDER_I, ExecFlags, OrderFlags, Outcome, RiskReject, Tif
 
 O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
 O_FLAGS = ORDER_I.FLAGS
@@ -31,6 +31,10 @@ O_TIF = ORDER_I.TIF
 _IOC = int(Tif.IOC)
 _PARTIAL = int(Outcome.PARTIAL)
 EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
+_SHADOW = int(OrderFlags.SHADOW)
+# A real order picked up within this long of a shadow one counts as warmed (queue_transit_warmed); the strategy
+# sends shadows every few hundred ms at most, so a longer gap means warming is off.
+WARMED_WITHIN_NS = 1_000_000_000
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
 _SEND_FAILED = int(Outcome.SEND_FAILED)
@@ -61,6 +65,16 @@ class Engine:
         self.to_wire = SampleBuffer(1 << 16)
         # pickup_to_sent: t_sent - t_pickup (risk, serialisation, signing, the send), per order sent
         self.to_sent = SampleBuffer(1 << 16)
+        # -- shadow orders (wire.OrderFlags.SHADOW): the fire path rehearsed, never sent ---------------------------
+        self.shadow_transit = SampleBuffer(1 << 14)  # t_pickup - t_decision of shadows
+        self.shadow_to_done = SampleBuffer(1 << 14)  # t_pickup -> risk + serialisation + signing done
+        # real orders' queue_transit split by whether shadows were flowing (only once a shadow has been seen)
+        self.transit_warmed = SampleBuffer(1 << 14)
+        self.transit_unwarmed = SampleBuffer(1 << 14)
+        self.shadows = 0
+        self.shadow_risk_rejects = 0
+        self._last_shadow = 0  # t_pickup of the last shadow (0: none seen)
+        self._rehearse = getattr(transport, "rehearse", None)
         self.replies: queue.SimpleQueue[VenueReply] = queue.SimpleQueue()
         self._tracks_replies = bool(getattr(transport, "replies", True))
         self._pump = getattr(transport, "pump", None)
@@ -104,13 +118,24 @@ class Engine:
         if order is None:
             return False
         t_pickup = time.time_ns()
+        if order[O_FLAGS] & _SHADOW:
+            self._shadow(order, t_pickup)
+            return True
         buf = self.transit
+        transit = t_pickup - order[O_T_DECISION]
         if buf.n < buf.capacity:
-            buf.arr[buf.n] = t_pickup - order[O_T_DECISION]
+            buf.arr[buf.n] = transit
             buf.n += 1
         else:
             buf.full += 1
         # -- off the measured interval from here on ------------------------------------------------------
+        if self._last_shadow:
+            split = self.transit_warmed if t_pickup - self._last_shadow < WARMED_WITHIN_NS else self.transit_unwarmed
+            if split.n < split.capacity:
+                split.arr[split.n] = transit
+                split.n += 1
+            else:
+                split.full += 1
         self.orders += 1
         self.books.poll()
         reject = self.risk.check(order, t_pickup)
@@ -148,6 +173,27 @@ class Engine:
             self.risk.on_result(order, res.fill_qty)
         self._publish(order, t_pickup, res.t_sent, outcome, 0, res.venue_code, res.fill_px, res.fill_qty)
         return True
+
+    def _shadow(self, order: tuple, t_pickup: int) -> None:
+        """A shadow order: the same pickup, book refresh, risk checks and (through the transport's ``rehearse``)
+        serialisation and signing as a real one, then dropped. It changes nothing a real order depends on: no
+        EXEC record, no position, no rate-limit slot, no risk-reject counter (its producer sequence is used, as
+        the strategy took it)."""
+        self.books.poll()
+        if self.risk.rehearse(order, t_pickup):
+            self.shadow_risk_rejects += 1
+        elif self._rehearse is not None:
+            self._rehearse(order)
+        t_done = time.time_ns()
+        self.shadows += 1
+        self._last_shadow = t_pickup
+        for buf, value in ((self.shadow_transit, t_pickup - order[O_T_DECISION]), (self.shadow_to_done,
+                                                                                   t_done - t_pickup)):
+            if buf.n < buf.capacity:
+                buf.arr[buf.n] = value
+                buf.n += 1
+            else:
+                buf.full += 1
 
     def _track(self, order: tuple, t_pickup: int, t_sent: int) -> None:
         pending = self.pending

@@ -106,6 +106,11 @@ class RiskChecker:
             self.rejects[reject] += 1
         return reject
 
+    def rehearse(self, order: tuple, now: int) -> int:
+        """The checks of ``check`` for a shadow order (wire.OrderFlags.SHADOW): the same code, but a reject is not
+        counted among real orders' rejects, and nothing else changes (the sequence advances: it was taken)."""
+        return self._check(order, now)
+
     def _check(self, order: tuple, now: int) -> int:
         # -- the record itself --------------------------------------------------------------------------------
         sid = order[O_STRATEGY]

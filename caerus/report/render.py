@@ -174,6 +174,9 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         md.append("")
     md.append("## Headline\n")
     md.append(tables.markdown_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    warming = tables.warming_line(s.summary)
+    if warming:
+        md.append(warming + "\n")
     cells, gaps = _path_table(s)
     md.append("## The order path\n")
     md.append(tables.markdown_table(PATH_HEADERS, cells))
@@ -229,6 +232,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
                      + "".join(f"<li>{html.escape(c)}</li>" for c in cav) + "</ul></div>")
     parts.append("<h2>Headline</h2>")
     parts.append(tables.html_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    warming = tables.warming_line(s.summary)
+    if warming:
+        parts.append(f"<p>{html.escape(warming)}</p>")
     cells, gaps = _path_table(s)
     parts += ["<h2>The order path</h2>", tables.html_table(PATH_HEADERS, cells), f"<p>{html.escape(gaps)}</p>"]
     parts.append("<h2>Distributions and time series</h2>")

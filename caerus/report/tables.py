@@ -27,6 +27,13 @@ LABELS: dict[str, str] = {
     "info_age.hyperliquid": "information age, Hyperliquid (t_recv - t_exchange)",
     "emulator_lateness.binance": "emulator lateness, Binance (frame sent - scheduled t_exchange)",
     "emulator_lateness.hyperliquid": "emulator lateness, Hyperliquid (frame sent - scheduled t_exchange)",
+    "tick_to_decision_warmed": "tick-to-decision, real fires while shadow orders flowed",
+    "tick_to_decision_unwarmed": "tick-to-decision, real fires while shadow orders were off",
+    "queue_transit_warmed": "queue transit, real orders within 1 s of a shadow order",
+    "queue_transit_unwarmed": "queue transit, real orders with no shadow order in the last 1 s",
+    "shadow_to_decision": "shadow orders: t_decision - t_recv (the rehearsed fire path)",
+    "shadow_transit": "shadow orders: queue transit (t_pickup - t_decision)",
+    "shadow_pickup_to_done": "shadow orders: pickup -> risk, serialise, sign done (never sent)",
 }
 # The reference C++ system (Tokyo c7i.2xlarge, 4 h, isolated), from FACTS.md: p50 / p99 / max
 REFERENCE: dict[str, str] = {
@@ -156,6 +163,24 @@ def death_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 
 PROCESS_HEADERS = ["process", "status", "exit code", "died after", "restarts", "wait policy", "cpus", "log"]
+def warming_line(summary: dict) -> str | None:
+    """One sentence on shadow-order warming (StrategyConfig.shadow_every_ms): real fires' tick-to-decision with
+    and without it, from the same session's A/B windows, with each side's n."""
+    metrics = summary.get("metrics") or {}
+    warm, cold = metrics.get("tick_to_decision_warmed") or {}, metrics.get("tick_to_decision_unwarmed") or {}
+    if not warm.get("n") and not cold.get("n"):
+        return None
+    text = (f"Fire-path warming: real fires' tick-to-decision p50 {fmt_ns(warm.get('p50'))} with shadow orders "
+            f"flowing (n={warm.get('n', 0):,}) vs {fmt_ns(cold.get('p50'))} without (n={cold.get('n', 0):,})")
+    if warm.get("p50") and cold.get("p50"):
+        text += f": {cold['p50'] / warm['p50']:.2f}x"
+    qw, qc = metrics.get("queue_transit_warmed") or {}, metrics.get("queue_transit_unwarmed") or {}
+    if qw.get("n") and qc.get("n"):
+        text += (f"; queue transit {fmt_ns(qw.get('p50'))} (n={qw['n']:,}) vs {fmt_ns(qc.get('p50'))} "
+                 f"(n={qc['n']:,})")
+    return text + ". Few fires make a wide interval: compare over long sessions."
+
+
 def chaos_line(summary: dict) -> str | None:
     """One sentence on a chaos run (``invoke bench --chaos``): how many kills, how often, how many restarted."""
     chaos = summary.get("chaos")

@@ -19,7 +19,7 @@ import functools
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from caerus.config import ConfigError, load_config
@@ -40,10 +40,13 @@ from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES, LatencyArb
 from caerus.strategy.orders import FINAL_NAMES, OrderTable
-from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderReason, Tif, Venue
+from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderFlags, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
-TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "seen_to_decision")
+TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "seen_to_decision",
+        # shadow orders (StrategyConfig.shadow_every_ms): their own t_decision - t_recv, and real fires'
+        # tick_to_decision split by whether shadows were flowing in that window (shadow_ab_window_s)
+        "shadow_to_decision", "tick_to_decision_warmed", "tick_to_decision_unwarmed")
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -63,6 +66,9 @@ INT_COUNTERS = (
     "orders.unknown",
     *(f"orders.final.{n}" for n in FINAL_NAMES),
     "order_table_full",
+    "shadows",  # shadow orders pushed (never sent: execution rehearses and drops them)
+    "shadows.ring_full",
+    "shadows.warming",  # 1 while shadows flow (A/B windows alternate it)
     "exec.records",
     "exec.unmatched",
     "exec.lost",
@@ -72,6 +78,7 @@ FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
 # strategies never share an id and one strategy repeats an id only after 2**48 ns (~78 h) of sequence numbers.
 ID_LOW_BITS = 48
 ID_LOW_MASK = (1 << ID_LOW_BITS) - 1
+_NEVER = 1 << 62  # a next-shadow time no clock reaches (shadows off)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,6 +118,15 @@ class _Ctx:
     orders_lost_to_restart: int = 0
     exec_reader: SwmrReader | None = None
     table_full: int = 0
+    shadows: int = 0
+    shadow_ring_full: int = 0
+    warming: bool = True  # shadows flow in this window (always, unless shadow_ab_window_s alternates it)
+    ab_t0: int = 0  # start of the first A/B window
+    # shadow_to_decision: shadow orders' t_decision - t_recv
+    shd: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
+    # real fires' tick_to_decision while shadows flow, and while they do not (A/B windows)
+    ttd_warm: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
+    ttd_cold: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -244,6 +260,15 @@ def _loop(ctx: _Ctx) -> None:
     # bench mode reads no results: an empty table (never an order in flight) keeps the loop's test one attribute
     in_flight_of = orders if orders is not None else OrderTable(sid, capacity=2)
     on_exec = ctx.arb.on_exec
+    # shadow orders: at most one per shadow_ns, on a Binance book that fired nothing, while warming
+    shadow_of = ctx.arb.shadow
+    shadow_ns = int(ctx.cfg.shadow_every_ms * 1e6)
+    shadow_flag = int(OrderFlags.SHADOW)
+    bn = int(Venue.BINANCE)
+    warming = ctx.warming
+    next_shadow = 0 if shadow_ns and warming else _NEVER
+    shd_buf = ctx.shd
+    split_fires = shadow_ns > 0  # real fires also go to tick_to_decision_warmed / _unwarmed
     passes = 0
     while not sup.stopping:
         worked = False
@@ -260,45 +285,76 @@ def _loop(ctx: _Ctx) -> None:
             t_seen = tns()
             worked = True
             d = on_book(rec, t_seen)
+            flags = 0
             if d is not None:
                 seq = ctx.seq + 1
                 oid = sid_hi | (seq & ID_LOW_MASK)
                 if orders is not None and not orders.free(seq):
                     ctx.table_full += 1  # the slot still holds an order in flight or unknown: hold this one back
                     d = None
+            elif t_seen >= next_shadow and rec[b_venue] == bn:
+                # Nothing fired: rehearse the fire path (same pricing, push, pickup, risk, signing; never sent).
+                next_shadow = t_seen + shadow_ns
+                d = shadow_of(t_seen)
+                if d is not None:
+                    seq = ctx.seq + 1  # a shadow takes a producer sequence like any order (execution sees it)
+                    oid = sid_hi | (seq & ID_LOW_MASK)
+                    flags = shadow_flag
             if d is not None:
                 t_decision = t_eval = tns()
-                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], 0, d[D_PX], d[D_QTY], rec[b_seq],
-                        rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire]):
+                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], flags, d[D_PX], d[D_QTY],
+                        rec[b_seq], rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire]):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
                     ctx.seq = seq
-                    if ttd_buf.n < ttd_cap:
-                        ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
-                        ttd_buf.n += 1
-                    else:
-                        ttd_buf.full += 1
-                    if std_buf.n < std_buf.capacity:
-                        std[std_buf.n] = t_decision - t_seen
-                        std_buf.n += 1
-                    else:
-                        std_buf.full += 1
-                    t_wire = rec[b_t_wire]
-                    if t_wire:  # 0: the feed's client had no kernel stamp (never a substitute number)
-                        if wtd_buf.n < wtd_buf.capacity:
-                            wtd[wtd_buf.n] = t_decision - t_wire
-                            wtd_buf.n += 1
+                    if flags:  # a shadow: its own histogram; no fire, no position, no tick_to_eval sample
+                        if shd_buf.n < shd_buf.capacity:
+                            shd_buf.arr[shd_buf.n] = t_decision - rec[b_t_recv]
+                            shd_buf.n += 1
                         else:
-                            wtd_buf.full += 1
-                    fired(d, t_decision, oid, seq)
-                    by_reason[d[D_REASON]] += 1
-                    if yield_after_order:
-                        sched_yield()
+                            shd_buf.full += 1
+                        ctx.shadows += 1
+                        if yield_after_order:
+                            sched_yield()
+                    else:
+                        if split_fires:
+                            split = ctx.ttd_warm if warming else ctx.ttd_cold
+                            if split.n < split.capacity:
+                                split.arr[split.n] = t_decision - rec[b_t_recv]
+                                split.n += 1
+                            else:
+                                split.full += 1
+                        if ttd_buf.n < ttd_cap:
+                            ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
+                            ttd_buf.n += 1
+                        else:
+                            ttd_buf.full += 1
+                        if std_buf.n < std_buf.capacity:
+                            std[std_buf.n] = t_decision - t_seen
+                            std_buf.n += 1
+                        else:
+                            std_buf.full += 1
+                        t_wire = rec[b_t_wire]
+                        if t_wire:  # 0: the feed's client had no kernel stamp (never a substitute number)
+                            if wtd_buf.n < wtd_buf.capacity:
+                                wtd[wtd_buf.n] = t_decision - t_wire
+                                wtd_buf.n += 1
+                            else:
+                                wtd_buf.full += 1
+                        fired(d, t_decision, oid, seq)
+                        by_reason[d[D_REASON]] += 1
+                        if yield_after_order:
+                            sched_yield()
+                elif flags:
+                    ctx.shadow_ring_full += 1
                 else:
                     ctx.ring_full += 1
             else:
                 t_eval = tns()  # no fire: stamped after the decision (a fire's is its t_decision, before the push)
-            # tick_to_eval, every book, fire or not (sampled after the order is out, never before the push)
-            if tte_buf.n < tte_cap:
+            # tick_to_eval, every book, fire or not (sampled after the order is out, never before the push); a book
+            # that carried a shadow has no sample: its stamp came after the rehearsal, not after the decision
+            if flags:
+                pass
+            elif tte_buf.n < tte_cap:
                 tte[tte_buf.n] = t_eval - rec[b_t_recv]
                 tte_buf.n += 1
             else:
@@ -318,6 +374,9 @@ def _loop(ctx: _Ctx) -> None:
         if not passes & CHECK_MASK and clock.due(tns()):
             _housekeeping(ctx)
             push = ctx.producer.try_push  # housekeeping may have re-attached to a restarted execution
+            if ctx.warming != warming:  # an A/B window turned
+                warming = ctx.warming
+                next_shadow = 0 if shadow_ns and warming else _NEVER
             if read_exec is not None and ctx.exec_reader is not None:
                 read_exec = ctx.exec_reader.read_next  # ... and the exec reader to its new ring
 
@@ -330,9 +389,18 @@ def _housekeeping(ctx: _Ctx) -> None:
         ctx.log.drain("tick_to_eval", ctx.tte)
         ctx.log.drain("wire_to_decision", ctx.wtd)
         ctx.log.drain("seen_to_decision", ctx.std)
+        ctx.log.drain("shadow_to_decision", ctx.shd)
+        ctx.log.drain("tick_to_decision_warmed", ctx.ttd_warm)
+        ctx.log.drain("tick_to_decision_unwarmed", ctx.ttd_cold)
         ctx.log.maybe_flush()
     else:
-        ctx.hop.n = ctx.ttd.n = ctx.tte.n = ctx.wtd.n = ctx.std.n = 0
+        ctx.hop.n = ctx.ttd.n = ctx.tte.n = ctx.wtd.n = ctx.std.n = ctx.shd.n = ctx.ttd_warm.n = ctx.ttd_cold.n = 0
+    window_s = ctx.cfg.shadow_ab_window_s
+    if window_s:
+        now = time.time_ns()
+        if not ctx.ab_t0:
+            ctx.ab_t0 = now
+        ctx.warming = (now - ctx.ab_t0) // int(window_s * 1e9) % 2 == 0
     ctx.sup.check_kill_file()
     ctx.memwatch.tick()
     for r in ctx.readers:
@@ -367,6 +435,9 @@ def _housekeeping(ctx: _Ctx) -> None:
         ints[_I["exec.records"]] = orders.records
         ints[_I["exec.unmatched"]] = orders.unmatched
     ints[_I["order_table_full"]] = ctx.table_full
+    ints[_I["shadows"]] = ctx.shadows
+    ints[_I["shadows.ring_full"]] = ctx.shadow_ring_full
+    ints[_I["shadows.warming"]] = int(ctx.warming and ctx.cfg.shadow_every_ms > 0)
     ints[_I["state"]] = int(ctx.sup.state)
     ints[_I["halt_cause"]] = int(ctx.sup.halt_cause)
     ints[_I["books.other"]] = ctx.books[0]

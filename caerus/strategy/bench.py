@@ -59,6 +59,9 @@ class BenchFireEveryBook:
         px = self.hl_mid or (book[_BID] + book[_ASK]) * 0.5
         return (self.side, _BENCH, px, self._qty)
 
+    def shadow(self, now: int) -> None:
+        """No shadow orders: this strategy's fire path is never cold (it fires on every Binance book)."""
+
     def fired(self, decision: tuple, now: int, order_id: int = 0, seq: int = 0) -> None:
         self.position += decision[0] * decision[3]
         self.side = -self.side

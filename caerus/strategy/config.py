@@ -54,6 +54,15 @@ class StrategyConfig(ConfigBase, frozen=True):
     # hybrid wait policy: sched_yield right after pushing an order (after t_decision), so an execution process
     # sharing this core picks it up now instead of after our spins or the rest of our time slice.
     yield_after_order: bool = True
+    # Shadow orders (wire.OrderFlags.SHADOW) keep the rare fire path warm: at most one per this many ms, on a
+    # Binance book that fired nothing, the strategy builds the order a fire would (guards read, price rounded) and
+    # pushes it flagged; execution runs it through risk and the transport's serialisation and signing and drops
+    # it before the socket. 0 = off.
+    shadow_every_ms: NonNegative = 0.0
+    # Measure what the warming buys inside one session: alternate windows of this many seconds with shadows on
+    # and off, and record real fires' tick-to-decision per window kind (tick_to_decision_warmed / _unwarmed).
+    # 0 = shadows in every window (when shadow_every_ms is set).
+    shadow_ab_window_s: NonNegative = 0.0
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
@@ -62,6 +71,10 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError(f"exit_bps ({self.exit_bps}) must be below entry_bps ({self.entry_bps})")
         if self.order_table_size & (self.order_table_size - 1):
             raise ConfigError(f"order_table_size must be a power of two, got {self.order_table_size}")
+        if self.shadow_ab_window_s and not self.shadow_every_ms:
+            raise ConfigError("shadow_ab_window_s alternates shadow orders on and off: set shadow_every_ms too")
+        if self.shadow_every_ms and self.mode != "latency_arb":
+            raise ConfigError(f"shadow_every_ms warms a rare fire path: mode {self.mode!r} fires on every book")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
 

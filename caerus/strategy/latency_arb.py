@@ -290,6 +290,21 @@ class LatencyArb:
             px = round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
         return (side, reason, px, qty)
 
+    def shadow(self, now: int) -> tuple | None:
+        """A shadow decision (wire.OrderFlags.SHADOW): the order an entry would send now, in the signal's direction,
+        after the same book guards a real fire reads -- priced the same way, counted nowhere, changing no state.
+        None when a real fire could not be priced either (books missing, invalid or too old)."""
+        if not (self.bn_seen and self.hl_seen and self.bn_ok and self.hl_ok):
+            return None
+        if (now - self.bn_t_recv > self._age_bn or now - self.hl_t_recv > self._age_hl
+                or self.hl_t_recv - self.hl_t_exchange > self._info_hl):
+            return None
+        if self.signal >= 0.0:
+            return (_BUY, _ENTRY, round_to_grid(self.hl_ask * (1.0 + self._slip), self._sig, self._dec, True),
+                    self._qty)
+        return (_SELL, _ENTRY, round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False),
+                self._qty)
+
     def fired(self, decision: tuple, now: int, order_id: int, seq: int) -> None:
         """The decision was written to the order ring at ``now``: it is in flight (not filled: see ``on_exec``)."""
         before = self.orders.position

@@ -70,6 +70,15 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class Rehearses(Protocol):
+    """A transport that can do everything ``send_msg`` does to an order short of sending it: build the venue's
+    frame, serialise and sign it, then drop it (shadow orders, wire.OrderFlags.SHADOW). No state a real order
+    depends on may change, except what the venue tolerates (a Hyperliquid nonce skipped)."""
+
+    def rehearse(self, order: tuple) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class VenueState:
     """What the venue says the account holds on the traded instrument, read before the first order."""

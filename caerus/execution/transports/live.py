@@ -347,6 +347,7 @@ class LiveTransportBase:
     _pending: dict
     sent: int
     send_failed: int
+    rehearsed: int = 0  # shadow orders serialised and signed, then dropped (never sent)
     reply_counts: dict[str, int]
 
     name: str
@@ -379,7 +380,8 @@ class LiveTransportBase:
 
     def stats(self) -> dict[str, int]:
         s = self._session
-        return {"sent": self.sent, "send_failed": self.send_failed, **self.reply_counts, "malformed": s.malformed,
+        return {"sent": self.sent, "send_failed": self.send_failed, "rehearsed": self.rehearsed,
+                **self.reply_counts, "malformed": s.malformed,
                 "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
 
     def close(self) -> None:

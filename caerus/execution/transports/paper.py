@@ -65,6 +65,10 @@ class PaperTransport:
         self.outcomes["sent"] += 1
         return SendResult(Outcome.SENT, t_sent=t_sent)
 
+    def rehearse(self, order: tuple) -> None:
+        """A shadow order: read the book ``send_msg`` would match against; nothing is matched, filled or queued."""
+        book_ok(self.books.latest[order[O_VENUE]])
+
     def on_book(self, rec: tuple) -> None:
         """LatestBooks listener, called before ``rec`` replaces its venue's latest book."""
         venue = rec[V_VENUE]

@@ -354,6 +354,12 @@ class BinanceTransport(LiveTransportBase):
         self.send_failed += 1
         return SendResult(_SENT_FAILED, t_sent=time.time_ns())
 
+    def rehearse(self, order: tuple) -> None:
+        """A shadow order: the signed ``order.place`` frame built and encoded exactly as ``send_msg`` builds it,
+        then dropped (no request id taken, nothing pending, nothing sent)."""
+        _encode(self.build_request(order, 0, time.time_ns() // 1_000_000))
+        self.rehearsed += 1
+
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` (engine thread). Never resends the order."""
         req_id = next(self._ids)

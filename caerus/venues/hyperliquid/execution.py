@@ -329,6 +329,19 @@ class HyperliquidTransport(LiveTransportBase):
         self.send_failed += 1
         return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
 
+    def rehearse(self, order: tuple) -> None:
+        """A shadow order: the action built, hashed, signed and encoded as ``send_msg`` would, then dropped. It
+        takes a nonce it never sends (Hyperliquid accepts gaps; nonces only have to grow), and none past the
+        crash-safe reservation, which only ``send_msg``'s housekeeping extends."""
+        now_ms = time.time_ns() // 1_000_000
+        if self._nonces is not None and max(now_ms, self._signer.last_nonce + 1) > self._nonces.reserved:
+            return
+        try:
+            _encode(self.build_request(order, 0, now_ms))
+        except ValueError:
+            return  # not representable: a real order would be refused the same way (counted there)
+        self.rehearsed += 1
+
     def _subscribe_account(self) -> None:
         """(Re)subscribe to the account's order updates on the order connection (called after each connect)."""
         user = self._vault or self.address

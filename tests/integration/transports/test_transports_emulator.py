@@ -78,6 +78,16 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
         assert rb.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rb
         assert rh.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rh
         assert 0 < rb.fill_px < 10_000_000.0 and 0 < rh.fill_px < 10_000_000.0  # the emulated ask, not our limit
+        # Shadow orders: built, signed and encoded like these, then dropped. Had any left the host, its reply
+        # would come before the next real order's (which _until_filled checks by order id).
+        for i in range(3):
+            b.rehearse(_order(300 + i, wire.Venue.BINANCE, 10_000_000.0, 0.002))
+            h.rehearse(_order(300 + i, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002))
+        assert (b.stats()["rehearsed"], h.stats()["rehearsed"]) == (3, 3)
+        sent = (b.stats()["sent"], h.stats()["sent"])
+        _until_filled(b, wire.Venue.BINANCE, 400), _until_filled(h, wire.Venue.HYPERLIQUID, 500)
+        assert b.stats()["sent"] > sent[0] and h.stats()["sent"] > sent[1]  # real orders still go, nonces still ok
+        assert b.stats()["in_flight"] == 0 == h.stats()["in_flight"]
         bad_b.send_msg(_order(3, wire.Venue.BINANCE, 10_000_000.0, 0.002))
         bad_h.send_msg(_order(4, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002))
         r3, r4 = _reply(bad_b), _reply(bad_h)

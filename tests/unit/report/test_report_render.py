@@ -115,3 +115,18 @@ def test_headline_counts_do_not_double_count() -> None:
     assert hc["reconnects"] == 1 and hc["paper_pnl"] == 2.5
 
 
+
+
+def test_warming_line_compares_real_fires_with_and_without_shadows() -> None:
+    from caerus.report.tables import warming_line
+
+    assert warming_line({"metrics": {"tick_to_decision": {"n": 5, "p50": 50_000}}}) is None  # no shadows: no line
+    line = warming_line({"metrics": {"tick_to_decision_warmed": {"n": 40, "p50": 20_000},
+                                     "tick_to_decision_unwarmed": {"n": 38, "p50": 50_000},
+                                     "queue_transit_warmed": {"n": 40, "p50": 9_000},
+                                     "queue_transit_unwarmed": {"n": 38, "p50": 27_000}}})
+    assert line is not None
+    assert "20 us with shadow orders flowing (n=40) vs 50 us without (n=38): 2.50x" in line
+    assert "queue transit 9 us (n=40) vs 27 us (n=38)" in line
+    one_sided = warming_line({"metrics": {"tick_to_decision_warmed": {"n": 3, "p50": 20_000}}})
+    assert one_sided is not None and "x;" not in one_sided and "n=0" in one_sided
