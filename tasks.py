@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent
         "scenario": "emulator fault scenario name, or replay:PATH",
         "wait_policy": "force a wait policy on every hot process: spin | hybrid | sleep",
         "no_capture": "do not run the capture process",
-        "transport": "execution transport: paper (default) | null",
+        "transport": "execution transport: paper (default) | null | emulator (signed orders over TLS: t_wire_out)",
         "host": "run on a provisioned host instead of locally",
         "emulator": "with --host: run the venue emulator on the host instead of live venues",
         "no_report": "skip rendering the report at the end",

@@ -3,21 +3,23 @@
 Each repetition is a real local session (`caerus session`, one code path with `invoke bench`): the venue emulator
 on loopback, both feeds, the strategy in ``mode = "bench"`` (an IOC on every Binance book it reads) and the
 execution process, with the feeds forced onto one WebSocket client (``--feed-client asyncio|busy``); the two
-clients alternate (A B A B ...) so machine noise falls on both. Transport ``paper`` (default) stamps ``t_sent``
-when ``send_msg`` returns, so ``decision_to_wire`` exists; ``--transport null`` is the decision-only reference
-(its preallocated result carries no ``t_sent``: no ``decision_to_wire`` then).
+clients alternate (A B A B ...) so machine noise falls on both. Transport ``emulator`` (default) sends every order,
+signed, over TLS to the emulator's Hyperliquid order endpoint, so the order socket's kernel transmit stamp closes
+the path: ``wire_to_wire`` (busy client) and ``decision_to_wire_out``. ``--transport paper`` stamps ``t_sent``
+when ``send_msg`` returns (no socket); ``--transport null`` is the decision-only reference.
 
     python -m benchmarks.wire_to_decision [--quick] [--json PATH] [--seconds S] [--rounds R]
 
 Metric names: ``<metric> <client>`` from the sessions' merged histograms (``caerus.metrics.summary``):
-``stack`` (t_recv - t_wire: kernel receive stamp -> our code, busy client only), ``wire_to_decision``
+``stack`` (t_recv - t_wire: kernel receive stamp -> our code, busy client only), ``wire_to_wire`` (t_wire_out -
+t_wire: book bytes in -> order bytes out, busy client and emulator transport only), ``decision_to_wire_out``
+(t_wire_out - t_decision), ``wire_to_decision``
 (t_decision - t_wire, fires; busy only), ``tick_to_decision`` (t_decision - t_recv, fires), ``feed_internal``
 (t_publish - t_recv), ``decision_to_wire`` (t_sent - t_decision: fired -> send_msg returned), ``info_age``
 (t_recv - the emulator's scheduled time: emulator lateness + wire + stack + library). The asyncio client has no
 kernel stamp, so its ``stack`` and ``wire_to_decision`` do not exist (never substituted): the same-run comparison
 of the receive side is ``info_age`` (same emulator, same schedule), and ``benchmarks/feed_wire`` measures
-send -> callback for both clients directly. ``wire_to_wire`` needs the order socket's kernel TX stamp, which the
-fleet does not read yet: not printed.
+send -> callback for both clients directly.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from pathlib import Path
 from benchmarks.common import add_common_args, at_most, emit, summarize_histogram
 
 CLIENTS = ("asyncio", "busy")
-METRICS = ("stack.binance", "wire_to_decision", "tick_to_decision", "feed_internal.binance", "decision_to_wire",
-           "info_age.binance")
+METRICS = ("stack.binance", "wire_to_decision", "wire_to_wire", "tick_to_decision", "decision_to_wire_out",
+           "feed_internal.binance", "decision_to_wire", "info_age.binance")
 SHORT = {"stack.binance": "stack", "feed_internal.binance": "feed_internal", "info_age.binance": "info_age"}
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
 # Limits at their hard ceilings (caerus.execution.config): orders past 100/s are refused after t_pickup (no send,
@@ -67,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     add_common_args(p)
     p.add_argument("--seconds", type=float, help="length of each session")
     p.add_argument("--rounds", type=int, help="sessions per client (interleaved)")
-    p.add_argument("--transport", choices=("null", "paper"), default="paper",
-                   help="execution transport (default paper; null: the decision-only reference)")
+    p.add_argument("--transport", choices=("emulator", "paper", "null"), default="emulator",
+                   help="execution transport (default emulator: real order socket, so wire_to_wire; paper: no "
+                        "socket; null: the decision-only reference)")
     args = p.parse_args(argv)
     seconds = args.seconds or (8.0 if args.quick else 20.0)
     rounds = args.rounds or (1 if args.quick else 3)

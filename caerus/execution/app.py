@@ -54,6 +54,11 @@ TAG_BUFFERS = {
     "shadow_pickup_to_done": "shadow_to_done",
     "queue_transit_warmed": "transit_warmed",
     "queue_transit_unwarmed": "transit_unwarmed",
+    # kernel transmit stamps of the order connection (live transports): t_wire_out
+    "pickup_to_wire_out": "pickup_to_wire_out",
+    "sent_after_wire_out": "sent_after_wire_out",
+    "decision_to_wire_out": "decision_to_wire_out",
+    "wire_to_wire": "wire_to_wire",
 }
 TAGS = tuple(TAG_BUFFERS)
 INT_COUNTERS = (
@@ -81,6 +86,8 @@ INT_COUNTERS = (
     "paper.fills",
     "shadows",  # shadow orders rehearsed (risk + serialisation + signing, never sent)
     "shadows.risk_rejected",  # ... of which the risk checks refused (not rehearsed further)
+    "tx_stamps",  # orders matched to their kernel transmit stamp (t_wire_out)
+    "tx_stamps.missing",  # orders sent whose stamp never came (connection lost, or a kernel without them)
 )
 FLOAT_COUNTERS = (
     "position",  # risk's projected position (BTC)
@@ -352,6 +359,8 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["errors"]] = sup.errors
     ints[_I["shadows"]] = engine.shadows
     ints[_I["shadows.risk_rejected"]] = engine.shadow_risk_rejects
+    ints[_I["tx_stamps"]] = engine.tx_stamped
+    ints[_I["tx_stamps.missing"]] = engine.tx_missing
     ints[_I["reattached"]] += reattached
     floats[_F["position"]] = engine.risk.position
     accounts = getattr(engine.transport, "accounts", None)

@@ -26,6 +26,7 @@ from caerus.metrics.hdr import SampleBuffer
 from caerus.wire import ORDER_I, ExecFlags, OrderFlags, Outcome, RiskReject, Tif
 
 O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
+O_TRIGGER_T_WIRE = ORDER_I.TRIGGER_T_WIRE
 O_FLAGS = ORDER_I.FLAGS
 O_TIF = ORDER_I.TIF
 _IOC = int(Tif.IOC)
@@ -35,6 +36,8 @@ _SHADOW = int(OrderFlags.SHADOW)
 # A real order picked up within this long of a shadow one counts as warmed (queue_transit_warmed); the strategy
 # sends shadows every few hundred ms at most, so a longer gap means warming is off.
 WARMED_WITHIN_NS = 1_000_000_000
+# How long a sent order waits for its kernel transmit stamp (microseconds normally; a dropped connection never).
+TX_STAMP_WAIT_NS = 1_000_000_000
 _SENT = int(Outcome.SENT)
 _RISK_REJECTED = int(Outcome.RISK_REJECTED)
 _SEND_FAILED = int(Outcome.SEND_FAILED)
@@ -75,6 +78,19 @@ class Engine:
         self.shadow_risk_rejects = 0
         self._last_shadow = 0  # t_pickup of the last shadow (0: none seen)
         self._rehearse = getattr(transport, "rehearse", None)
+        # -- kernel transmit stamps (live transports: caerus.net.stamps) ----------------------------------------
+        # order_id -> (t_decision, trigger t_wire, t_pickup, t_sent) of sent orders whose t_wire_out has not come;
+        # bounded: an order whose stamp never comes (the connection went) is dropped after TX_STAMP_WAIT_NS.
+        self._tx = getattr(transport, "tx_stamps", None)
+        self._awaiting_tx: collections.OrderedDict[int, tuple[int, int, int, int]] = collections.OrderedDict()
+        # The software transmit stamp is taken inside the send syscall (when the packet reaches the device), so on
+        # an uncongested connection t_wire_out comes *before* t_sent: the path is t_pickup -> t_wire_out -> t_sent.
+        self.pickup_to_wire_out = SampleBuffer(1 << 14)  # risk, serialisation, signing, syscall entry -> bytes out
+        self.sent_after_wire_out = SampleBuffer(1 << 14)  # t_sent - t_wire_out: the syscall's return to our code
+        self.decision_to_wire_out = SampleBuffer(1 << 14)  # t_wire_out - t_decision
+        self.wire_to_wire = SampleBuffer(1 << 14)  # t_wire_out - the trigger book's t_wire (both kernel stamps)
+        self.tx_stamped = 0
+        self.tx_missing = 0  # sent orders whose transmit stamp never arrived
         self.replies: queue.SimpleQueue[VenueReply] = queue.SimpleQueue()
         self._tracks_replies = bool(getattr(transport, "replies", True))
         self._pump = getattr(transport, "pump", None)
@@ -166,6 +182,8 @@ class Engine:
             else:
                 ts.full += 1
         outcome = int(res.outcome)
+        if self._tx is not None and t_sent and outcome == _SENT:
+            self._awaiting_tx[order[O_ORDER_ID]] = (order[O_T_DECISION], order[O_TRIGGER_T_WIRE], t_pickup, t_sent)
         if outcome == _SENT:
             if self._tracks_replies:
                 self._track(order, t_pickup, res.t_sent)
@@ -209,8 +227,42 @@ class Engine:
         if self._pump is not None:
             self._pump(now)
         self.drain_replies()
+        if self._awaiting_tx:
+            self.collect_tx_stamps(now)
         if self._deadlines and self._deadlines[0][0] <= now:
             self.check_deadlines(now)
+
+    def collect_tx_stamps(self, now: int) -> int:
+        """Match the transport's kernel transmit stamps to sent orders and sample the path they close; orders
+        waiting longer than TX_STAMP_WAIT_NS are counted as missing. Returns the stamps matched."""
+        assert self._tx is not None
+        n = 0
+        awaiting = self._awaiting_tx
+        for oid, t_out in self._tx():
+            entry = awaiting.pop(oid, None)
+            if entry is None:
+                continue
+            t_decision, t_wire, t_pickup, t_sent = entry
+            n += 1
+            for buf, value in ((self.pickup_to_wire_out, t_out - t_pickup),
+                               (self.sent_after_wire_out, t_sent - t_out),
+                               (self.decision_to_wire_out, t_out - t_decision),
+                               (self.wire_to_wire, t_out - t_wire if t_wire else None)):
+                if value is None:
+                    continue  # the trigger book had no kernel receive stamp: no wire-to-wire (never substituted)
+                if buf.n < buf.capacity:
+                    buf.arr[buf.n] = value
+                    buf.n += 1
+                else:
+                    buf.full += 1
+        self.tx_stamped += n
+        while awaiting:
+            oid, (_, _, _, t_sent) = next(iter(awaiting.items()))
+            if now - t_sent < TX_STAMP_WAIT_NS:
+                break
+            del awaiting[oid]
+            self.tx_missing += 1
+        return n
 
     def check_deadlines(self, now: int) -> int:
         """Orders past their reply deadline become UNKNOWN (and the transport is asked for their status)."""

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import socket
 import ssl
-import struct
 import time
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -44,16 +43,11 @@ from websockets.protocol import OK_CLOSE_CODES, State
 from websockets.uri import parse_uri
 
 from caerus.net.failures import Failure, SessionEnded, classify
+from caerus.net.stamps import RX_ANCILLARY_SIZE, enable_rx_timestamps, rx_stamp
 from caerus.net.ws import FrameErrorHandler, MessageHandler, WsSession
 from caerus.wire import FailureClass
 
-# linux/net_tstamp.h and asm-generic/socket.h (x86-64 and arm64 alike); Python 3.11's socket module has no names
-SO_TIMESTAMPING = 37
-SCM_TIMESTAMPING = SO_TIMESTAMPING
-SOF_TIMESTAMPING_RX_SOFTWARE = 1 << 3
-SOF_TIMESTAMPING_SOFTWARE = 1 << 4
-_TIMESPECS = struct.Struct("qqqqqq")  # scm_timestamping: ts[0] software, ts[1] legacy, ts[2] hardware
-_ANC_SIZE = socket.CMSG_SPACE(_TIMESPECS.size)
+_ANC_SIZE = RX_ANCILLARY_SIZE
 READ_SIZE = 1 << 18
 _DATA = (Opcode.TEXT, Opcode.BINARY)
 
@@ -65,25 +59,6 @@ class Samples(Protocol):
     n: int
     capacity: int
     full: int
-
-
-def enable_rx_timestamps(sock: socket.socket) -> bool:
-    """Ask the kernel for a software receive stamp on every read; False where it refuses (no stamps then)."""
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE)
-    except OSError:
-        return False
-    return True
-
-
-def rx_stamp(ancdata: list[tuple[int, int, bytes]]) -> int:
-    """The software receive stamp (ns since the epoch, CLOCK_REALTIME like ``time.time_ns``) in ``recvmsg``'s
-    ancillary data, or 0 when there is none."""
-    for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPING and len(data) >= _TIMESPECS.size:
-            sec, nsec = _TIMESPECS.unpack_from(data)[:2]
-            return sec * 1_000_000_000 + nsec
-    return 0
 
 
 def _closed(proto: ClientProtocol) -> ConnectionClosed:

@@ -14,8 +14,10 @@ from typing import Any
 
 from caerus.metrics import hdr
 
+# The transmit stamp is taken inside the send syscall, as the packet reaches the device: "kernel out" comes before
+# "t_sent" (the syscall returned), unless the kernel had to queue the bytes.
 POINTS = ("scheduled", "venue send", "kernel in", "t_recv", "t_publish", "t_seen", "t_decision", "t_pickup",
-          "t_sent", "kernel out")
+          "kernel out", "t_sent")
 
 
 @dataclass(frozen=True)
@@ -41,9 +43,10 @@ CHAIN: tuple[Segment, ...] = (
     Segment("book hop", "t_publish", "t_seen", "book_hop", "no strategy samples"),
     Segment("decision", "t_seen", "t_decision", "seen_to_decision", "no fires"),
     Segment("queue transit", "t_decision", "t_pickup", "queue_transit", "no execution samples"),
-    Segment("engine to send", "t_pickup", "t_sent", "pickup_to_sent", "no order sent"),
-    Segment("kernel out", "t_sent", "kernel out", None,
-            "the order socket's kernel transmit stamp is not read yet"),
+    Segment("engine to kernel out", "t_pickup", "kernel out", "pickup_to_wire_out",
+            "no kernel transmit stamp: orders went to the paper or null transport (no socket)"),
+    Segment("send returns", "kernel out", "t_sent", "sent_after_wire_out",
+            "no kernel transmit stamp: orders went to the paper or null transport (no socket)"),
 )
 
 #: metrics spanning several segments
@@ -52,6 +55,9 @@ SPANS: tuple[Segment, ...] = (
     Segment("wire-to-decision (fires)", "kernel in", "t_decision", "wire_to_decision",
             "no fire on a book with a kernel receive stamp"),
     Segment("decision-to-send", "t_decision", "t_sent", "decision_to_wire", "no order sent"),
+    Segment("engine to send", "t_pickup", "t_sent", "pickup_to_sent", "no order sent"),
+    Segment("wire-to-wire (fires)", "kernel in", "kernel out", "wire_to_wire",
+            "needs both kernel stamps: a busy-client feed (in) and a live order socket (out)"),
 )
 
 

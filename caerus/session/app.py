@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--live", action="store_true",
                         help="feeds read the live venues (no emulator); orders still go to --transport (paper)")
     parser.add_argument("--no-capture", action="store_true", help="do not run the capture process")
-    parser.add_argument("--transport", choices=TRANSPORTS, default="paper", help="execution transport")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="paper",
+                        help="execution transport: paper (simulated fills), null (decision-only reference), emulator "
+                             "(real signed Hyperliquid order entry to the venue emulator over TLS)")
     parser.add_argument("--stop-grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL")
     parser.add_argument("--progress", choices=("auto", "rich", "lines", "none"), default="auto",
                         help="live display: rich on a terminal, a line every 5 s otherwise")

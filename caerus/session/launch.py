@@ -58,6 +58,7 @@ class ProcessSpec:
     argv: tuple[str, ...]
     cpus: tuple[int, ...]
     wait_policy: str
+    env: tuple[tuple[str, str], ...] = ()  # added to the children's environment (never a secret: argv-visible)
 
 
 def _common(name: str, seg: Segments, session_dir: Path, plan: FleetPlan) -> list[str]:
@@ -71,7 +72,7 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 
 
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
-                   jumps_per_min: float | None = None) -> ProcessSpec:
+                   jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = ()) -> ProcessSpec:
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
             "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
             "--metrics-dir", str(session_dir)]
@@ -83,7 +84,7 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
         else:
             args += ["--scenario", scenario]
     p = plan.placement("venue-sim")
-    return ProcessSpec("venue-sim", caerus_argv("venue-sim", *args), p.cpus, p.wait_policy)
+    return ProcessSpec("venue-sim", caerus_argv("venue-sim", *args), p.cpus, p.wait_policy, env)
 
 
 def kill_file_path(session_dir: Path) -> Path:
@@ -94,13 +95,13 @@ def kill_file_path(session_dir: Path) -> Path:
 def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
-    feed_client: str | None = None,
+    feed_client: str | None = None, transport_args: list[str] | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
     ``urls`` is the emulator's ready document; None means live venues (the feeds' default URLs and system CAs).
     ``kill_file`` (default :func:`kill_file_path`) is given to the strategy and execution: touching it halts
-    trading in both.
+    trading in both. ``transport_args`` replace ``--transport TRANSPORT`` (the emulator's order desk).
     """
     kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
@@ -122,7 +123,7 @@ def fleet_specs(
             "--segment", seg.exec, "--store", str(session_dir / "capture"),
         ])
     add("execution", "execution", [
-        "--segment", seg.orders, "--transport", transport, "--book-segment", seg.book("binance"),
+        "--segment", seg.orders, *(transport_args or ["--transport", transport]), "--book-segment", seg.book("binance"),
         "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec, "--kill-file", kill,
         *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
     ])
@@ -213,7 +214,7 @@ def start(spec: ProcessSpec, session_dir: Path) -> Running:
     log.write(f"# {' '.join(spec.argv)}\n".encode())
     log.flush()
     proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=child_env(), cwd=str(session_dir), start_new_session=True)
+                            env={**child_env(), **dict(spec.env)}, cwd=str(session_dir), start_new_session=True)
     r = Running(spec=spec, proc=proc, log_path=log_path, log=log, started_mono=time.monotonic())
     if spec.cpus:
         try:  # the process pins itself too (--cpus); this covers processes without that flag

@@ -42,10 +42,13 @@ from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
+from caerus.session.order_desk import EmulatorOrderDesk
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
 
-TRANSPORTS = ("paper", "null")
+# paper: simulated fills in the execution process; null: send_msg returns at once (the decision-only reference);
+# emulator: real signed Hyperliquid order entry to the venue emulator over TLS (caerus.session.order_desk).
+TRANSPORTS = ("paper", "null", "emulator")
 READY_TIMEOUT_S = 60.0
 
 
@@ -83,6 +86,9 @@ class SessionOptions:
             problems.append(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)} for a local session")
         if self.live and self.scenario is not None:
             problems.append("--scenario drives the venue emulator; it cannot be combined with live venues")
+        if self.live and self.transport == "emulator":
+            problems.append("transport emulator sends orders to the venue emulator; it cannot be combined with "
+                            "live venues")
         if self.scenario is not None:
             if not self.scenario.strip():
                 problems.append("scenario is empty")
@@ -241,18 +247,21 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
 
     if _main_thread():
         signal.signal(signal.SIGTERM, on_term)
+    desk = EmulatorOrderDesk() if opts.transport == "emulator" else None
     try:
         try:
             urls: dict[str, Any] | None = None
             started: list[launch.ProcessSpec] = []
             if not opts.live:
-                sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min)
+                sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min,
+                                                 desk.sim_env() if desk is not None else ())
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
                 write_processes()
                 urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
             specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
+                                       transport_args=desk.execution_args(urls) if desk is not None and urls else None,
                                        strategy_config=opts.strategy_config,
                                        execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
@@ -293,6 +302,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     finally:
         if _main_thread():
             signal.signal(signal.SIGTERM, old_term)
+        if desk is not None:
+            desk.close()  # the session's test wallet key goes with it
     end_ns = time.time_ns()
     leftovers = _cleanup_segments(sid)
     if live is not None:

@@ -35,6 +35,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from caerus.execution.transports.base import ReplyCallback, VenueReply
 from caerus.net.pacing import Backoff, TokenBucket
+from caerus.net.stamps import TxStamps
 from caerus.net.untrusted import decode_untrusted
 from caerus.venues import registry
 
@@ -170,6 +171,10 @@ class WsOrderSession:
         self._backoff = Backoff(backoff_base_s, backoff_cap_s)
         self._bucket = TokenBucket(connects_per_min, connect_burst)
         self.backoff_s = 0.0  # the last back-off delay chosen (reader thread)
+        # Kernel transmit stamps of our order frames (caerus.net.stamps), per connection; None where the kernel
+        # refuses them. Replaced on reconnect by the reader thread; read on the engine thread (send, take).
+        self._tx: TxStamps | None = None
+        self.tx_unavailable = 0  # connections without transmit stamps
         # counters written by the reader thread only
         self.malformed = 0
         self.disconnects = 0
@@ -228,9 +233,26 @@ class WsOrderSession:
         # websockets >= 17.1 wants instead of a bare connect() (works the same on older versions).
         return result.__enter__()
 
+    def _stamp(self, ws: ClientConnection) -> None:
+        """Transmit stamps on this connection (sends from now on); the previous connection's are dropped."""
+        try:
+            tx: TxStamps | None = TxStamps(ws.socket)
+        except OSError:
+            tx = None
+            self.tx_unavailable += 1
+        old, self._tx = self._tx, tx
+        if old is not None:
+            old.close()
+
+    def take_tx_stamps(self) -> list[tuple[int, int]]:
+        """(tag, t_wire_out) for every tagged send whose kernel transmit stamp has arrived (engine thread)."""
+        tx = self._tx
+        return tx.take() if tx is not None else []
+
     def start(self) -> None:
         self._bucket.try_take()  # the first connection counts against the limit too
         self._ws = self._connect()
+        self._stamp(self._ws)
         self._running = True
         self._thread = threading.Thread(target=self._read_loop, name=f"{self.name}-reader", daemon=True)
         if self._on_connect is not None:
@@ -242,7 +264,8 @@ class WsOrderSession:
     def connected(self) -> bool:
         return self._ws is not None
 
-    def send(self, text: str | bytes) -> bool:
+    def send(self, text: str | bytes, tag: int | None = None) -> bool:
+        """Send one frame; ``tag`` (an order id) asks for its kernel transmit stamp (``take_tx_stamps``)."""
         ws = self._ws
         if ws is None:
             return False
@@ -250,6 +273,12 @@ class WsOrderSession:
             ws.send(text, text=True)
         except (ConnectionClosed, OSError, RuntimeError):
             return False
+        tx = self._tx
+        if tag is not None and tx is not None:
+            try:  # after the send returned (t_sent is taken by the caller before this: never on its interval)
+                tx.sent(tag)
+            except OSError:
+                pass  # the connection just went: no stamp for this frame
         return True
 
     def drop(self) -> None:
@@ -279,6 +308,7 @@ class WsOrderSession:
                     if not self._running:  # closed while we were reconnecting: do not leak the new connection
                         fresh.close()
                         break
+                    self._stamp(fresh)
                     self._ws = fresh
                     self.reconnects += 1
                     self._backoff.reset()
@@ -318,6 +348,9 @@ class WsOrderSession:
         ws, self._ws = self._ws, None
         if ws is not None:
             ws.close()
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            tx.close()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=15)
             if self._thread.is_alive():
@@ -356,6 +389,10 @@ class LiveTransportBase:
     def poll_reply(self) -> VenueReply | None:
         return self._sink.poll()
 
+    def tx_stamps(self) -> list[tuple[int, int]]:
+        """(order_id, t_wire_out): kernel transmit stamps of orders sent, as they arrive (engine idle time)."""
+        return self._session.take_tx_stamps()
+
     def _request(self, req_id: int, frame: bytes, timeout_s: float, what: str) -> Any:
         """Send one request and wait (bounded) for the reader thread to hand back its answer."""
         waiter = _Waiter()
@@ -380,7 +417,9 @@ class LiveTransportBase:
 
     def stats(self) -> dict[str, int]:
         s = self._session
+        tx = s._tx
         return {"sent": self.sent, "send_failed": self.send_failed, "rehearsed": self.rehearsed,
+                "tx_stamps": tx.stamps if tx is not None else 0, "tx_unavailable": s.tx_unavailable,
                 **self.reply_counts, "malformed": s.malformed,
                 "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
 

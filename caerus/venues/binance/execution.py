@@ -346,7 +346,7 @@ class BinanceTransport(LiveTransportBase):
         frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
         self._pending[req_id] = order[O_ORDER_ID]
         self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC)
-        if self._session.send(frame):
+        if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)

@@ -321,7 +321,7 @@ class HyperliquidTransport(LiveTransportBase):
         self._pending[req_id] = (order[O_ORDER_ID], round(order[O_QTY], self._sz_decimals))
         c = cloid(order[O_ORDER_ID])
         self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC)
-        if self._session.send(frame):
+        if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)

@@ -232,3 +232,38 @@ def test_chaos_kills_hot_processes_and_the_supervisor_restarts_each(tmp_path: Pa
     md = (d / "report.md").read_text()
     assert f"Chaos: {len(kills)} hot processes killed with SIGKILL, one every 5 s" in md
     assert "Order continuity: nothing lost uncounted or doubled" in md and "first book after" in md
+
+
+def test_orders_leave_through_a_real_socket_with_kernel_stamps_both_ways(tmp_path: Path) -> None:
+    """`--transport emulator --feed-client busy`: the strategy's orders go, signed, over TLS to the emulator's order
+    endpoint, so the session measures the whole path from kernel in (the busy feed's receive stamp) to kernel out
+    (the order socket's transmit stamp). The session's test wallet key never lands in the session folder and its
+    private folder is gone when the session ends."""
+    import tempfile
+
+    shm = Path("/dev/shm") / f"caerus-test-w2w-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    strategy_cfg = tmp_path / "strategy.toml"
+    strategy_cfg.write_text('mode = "bench"\n')
+    desks_before = set(Path(tempfile.gettempdir()).glob("caerus-order-desk-*"))
+    res = subprocess.run(_session_cmd(out, reports, 8, "--strategy-config", str(strategy_cfg), "--transport",
+                                      "emulator", "--feed-client", "busy", "--no-capture"),
+                         capture_output=True, text=True, env=_env(shm), timeout=300, check=False)
+    shutil.rmtree(shm, ignore_errors=True)
+    assert res.returncode == 0, f"session failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    d = _only_session(out)
+    summary = json.loads((d / "summary.json").read_text())
+    metrics = summary["metrics"]
+    for tag in ("pickup_to_wire_out", "decision_to_wire_out", "wire_to_wire", "sent_after_wire_out"):
+        assert metrics.get(tag, {}).get("n", 0) > 0, (tag, sorted(metrics))
+    outcomes = summary["headline_counts"].get("orders_by_outcome", {})
+    assert {k.lower() for k in outcomes} & {"filled", "partial", "not_filled"}, outcomes  # the emulator answered
+    argv = (d / "config.toml").read_text()
+    assert "--transport" in argv and "hyperliquid" in argv and "--enable-live" in argv
+    for f in d.rglob("*"):
+        if f.is_file() and f.stat().st_size < 50_000_000:
+            assert b"private_key" not in f.read_bytes(), f
+    assert set(Path(tempfile.gettempdir()).glob("caerus-order-desk-*")) == desks_before  # removed at the end
+    md = (d / "report.md").read_text()
+    assert "wire-to-wire (fires)" in md and "engine to kernel out" in md

@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(scenario="no-such-fault"), "unknown scenario 'no-such-fault'"),
         (SessionOptions(live=True, scenario="drop"), "cannot be combined with live venues"),
         (SessionOptions(chaos_every_s=0.5), "chaos interval must be 0"),
+        (SessionOptions(live=True, transport="emulator"), "transport emulator sends orders to the venue emulator"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:

@@ -88,6 +88,16 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
         _until_filled(b, wire.Venue.BINANCE, 400), _until_filled(h, wire.Venue.HYPERLIQUID, 500)
         assert b.stats()["sent"] > sent[0] and h.stats()["sent"] > sent[1]  # real orders still go, nonces still ok
         assert b.stats()["in_flight"] == 0 == h.stats()["in_flight"]
+        # Every order frame sent has its kernel transmit stamp (t_wire_out), keyed by order id; rehearsals none.
+        for t, first in ((b, 400), (h, 500)):
+            stamps: dict[int, int] = {}
+            deadline = time.monotonic() + 10
+            while first not in stamps and time.monotonic() < deadline:
+                stamps.update(t.tx_stamps())
+                time.sleep(0.01)
+            assert first in stamps and not set(stamps) & {300, 301, 302}, stamps
+            assert abs(stamps[first] - time.time_ns()) < 60 * 10**9  # CLOCK_REALTIME ns, like t_sent
+            assert t.stats()["tx_stamps"] >= 1 and t.stats()["tx_unavailable"] == 0
         bad_b.send_msg(_order(3, wire.Venue.BINANCE, 10_000_000.0, 0.002))
         bad_h.send_msg(_order(4, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002))
         r3, r4 = _reply(bad_b), _reply(bad_h)

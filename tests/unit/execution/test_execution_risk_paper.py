@@ -537,3 +537,59 @@ def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) ->
         exec_w.close(unlink=True)
         producer.close()
         consumer.close(unlink=True)
+
+
+class _StampingTransport:
+    """A transport whose sends get kernel transmit stamps later, like the live ones (caerus.net.stamps)."""
+
+    name = "stamping"
+    replies = False
+
+    def __init__(self) -> None:
+        self.sent_at: dict[int, int] = {}
+        self.ready: list[tuple[int, int]] = []
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def send_msg(self, o: tuple) -> SendResult:
+        t = time.time_ns()
+        self.sent_at[o[0]] = t
+        return SendResult(Outcome.SENT, t_sent=t)
+
+    def tx_stamps(self) -> list[tuple[int, int]]:
+        out, self.ready = self.ready, []
+        return out
+
+
+def test_engine_matches_transmit_stamps_and_never_substitutes_a_missing_wire_stamp(shm_dir: Path) -> None:
+    from caerus.execution.engine import TX_STAMP_WAIT_NS
+    from caerus.wire import ORDER_I
+
+    consumer = MpscConsumer.create("tx.orders", ORDER, 64)
+    producer = MpscProducer.attach("tx.orders", ORDER, timeout=1)
+    books = books_with(t=time.time_ns())
+    transport = _StampingTransport()
+    engine = Engine(consumer, transport, RiskChecker(RiskConfig(), books), books)
+    try:
+        now = time.time_ns()
+        stamped = list(order(oid=1, seq=1, t_decision=now))
+        stamped[ORDER_I.TRIGGER_T_WIRE] = now - 50_000  # the trigger book had a kernel receive stamp
+        assert producer.try_push(*stamped)
+        assert producer.try_push(*order(oid=2, seq=2, t_decision=now))  # ... this one's had none (t_wire 0)
+        assert producer.try_push(*order(oid=3, seq=3, t_decision=now, side=-1))  # its stamp never comes
+        assert engine.step() and engine.step() and engine.step()
+        transport.ready = [(1, transport.sent_at[1] + 7_000), (2, transport.sent_at[2] + 9_000), (99, now)]
+        engine.idle_work(time.time_ns())
+        assert engine.tx_stamped == 2 and engine.tx_missing == 0
+        assert engine.pickup_to_wire_out.n == 2 and all(v > 7_000 for v in engine.pickup_to_wire_out.arr[:2])
+        assert list(engine.sent_after_wire_out.arr[:2]) == [-7_000, -9_000]  # here the stamps came after t_sent
+        assert engine.decision_to_wire_out.n == 2
+        assert engine.wire_to_wire.n == 1  # order 2's trigger had no t_wire: no sample, never a substitute
+        assert engine.wire_to_wire.arr[0] == transport.sent_at[1] + 7_000 - (now - 50_000)
+        engine.idle_work(transport.sent_at[3] + TX_STAMP_WAIT_NS)  # order 3 waited too long
+        assert engine.tx_missing == 1 and engine.tx_stamped == 2
+    finally:
+        producer.close()
+        consumer.close(unlink=True)
