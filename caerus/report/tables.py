@@ -72,10 +72,17 @@ def ordered_tags(metrics: dict[str, Any]) -> list[str]:
     return [t for t in FLEET_TAGS if t in metrics] + sorted(t for t in metrics if t not in FLEET_TAGS)
 
 
+def shown_tags(metrics: dict[str, Any]) -> list[str]:
+    """The headline's metrics: every fleet tag (a missing one shows as missing), and any other tag that has
+    samples. An optional metric the session did not exercise (shadow orders off, no order socket) is left out."""
+    return [t for t in ordered_tags(metrics) if t in FLEET_TAGS or (metrics[t] or {}).get("n")] + [
+        t for t in FLEET_TAGS if t not in metrics]
+
+
 def headline_rows(summary: dict[str, Any]) -> list[list[str]]:
     metrics = summary.get("metrics") or {}
     rows = []
-    for tag in ordered_tags(metrics) + [t for t in FLEET_TAGS if t not in metrics]:
+    for tag in shown_tags(metrics):
         m = metrics.get(tag) or {}
         rows.append([
             label(tag), fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), fmt_ns(m.get("p999")), fmt_ns(m.get("max")),
@@ -91,7 +98,7 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[li
         headers += [f"{s.get('session', '?')} p50", "p99", "max", "n"]
     tags: list[str] = []
     for s in summaries:
-        for t in ordered_tags(s.get("metrics") or {}):
+        for t in shown_tags(s.get("metrics") or {}):
             if t not in tags:
                 tags.append(t)
     rows = []

@@ -130,3 +130,13 @@ def test_warming_line_compares_real_fires_with_and_without_shadows() -> None:
     assert "queue transit 9 us (n=40) vs 27 us (n=38)" in line
     one_sided = warming_line({"metrics": {"tick_to_decision_warmed": {"n": 3, "p50": 20_000}}})
     assert one_sided is not None and "x;" not in one_sided and "n=0" in one_sided
+
+
+def test_headline_leaves_out_optional_metrics_without_samples_but_never_a_fleet_metric() -> None:
+    from caerus.report.tables import headline_rows, label
+
+    rows = headline_rows({"metrics": {"tick_to_decision_warmed": {"n": 0}, "wire_to_wire": {"n": 3, "p50": 9e5},
+                                      "tick_to_decision": {"n": 0}}})
+    labels = [r[0] for r in rows]
+    assert label("wire_to_wire") in labels and label("tick_to_decision_warmed") not in labels
+    assert label("tick_to_decision") in labels and label("queue_transit") in labels  # fleet tags always shown
