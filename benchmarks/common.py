@@ -14,6 +14,8 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -152,3 +154,19 @@ def emit(
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps(doc, indent=2, sort_keys=True))
     return doc
+
+
+def run_session(benchmark: str, out: Path, seconds: float, seed: int, args: list[str], timeout_s: float) -> Path:
+    """One whole-fleet ``caerus session`` (no capture, no report, no progress) into ``out``; returns the new
+    session folder. A failed session ends the benchmark naming it, with the tail of its stderr."""
+    cmd = [sys.executable, "-m", "caerus", "session", "--duration", f"{seconds:g}", "--seed", str(seed),
+           "--out", str(out), "--no-capture", "--no-report", "--progress", "none", *args]
+    before = set(out.glob("*")) if out.exists() else set()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{benchmark}: the session {' '.join(args)} failed ({proc.returncode}):\n"
+                         f"{proc.stderr[-3000:]}")
+    new = sorted(set(out.glob("*")) - before)
+    if len(new) != 1:
+        raise SystemExit(f"{benchmark}: expected one new session folder under {out}, found {len(new)}")
+    return new[0]

@@ -16,12 +16,10 @@ rehearsals themselves). Ratios: unwarmed / warmed p50 (above 1: the warming pays
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_common_args, emit, summarize_histogram
+from benchmarks.common import add_common_args, emit, run_session, summarize_histogram
 
 TAGS = {
     "tick_to_decision_warmed": "tick_to_decision warmed",
@@ -36,18 +34,9 @@ STRATEGY_TOML = "cooldown_ms = 200.0\nshadow_every_ms = {every}\nshadow_ab_windo
 
 
 def one_session(work: Path, seconds: float, seed: int, jumps_per_min: float, timeout_s: float) -> Path:
-    out = work / "sessions"
-    cmd = [sys.executable, "-m", "caerus", "session", "--duration", f"{seconds:g}", "--seed", str(seed),
-           "--out", str(out), "--no-capture", "--no-report", "--progress", "none",
-           "--strategy-config", str(work / "strategy.toml"), "--jumps-per-min", f"{jumps_per_min:g}"]
-    before = set(out.glob("*")) if out.exists() else set()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"fire_warming: the session failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    new = sorted(set(out.glob("*")) - before)
-    if len(new) != 1:
-        raise SystemExit(f"fire_warming: expected one new session folder under {out}, found {len(new)}")
-    return new[0]
+    return run_session("fire_warming", work / "sessions", seconds, seed,
+                       ["--strategy-config", str(work / "strategy.toml"), "--jumps-per-min", f"{jumps_per_min:g}"],
+                       timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

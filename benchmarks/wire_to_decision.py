@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_common_args, at_most, emit, summarize_histogram
+from benchmarks.common import add_common_args, at_most, emit, run_session, summarize_histogram
 
 CLIENTS = ("asyncio", "busy")
 METRICS = ("stack.binance", "wire_to_decision", "wire_to_wire", "tick_to_decision", "decision_to_wire_out",
@@ -45,20 +43,9 @@ EXECUTION_TOML = "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_
 
 def one_session(work: Path, client: str, seconds: float, seed: int, transport: str, timeout_s: float) -> Path:
     """Run one session with the feeds on ``client``; returns its folder."""
-    out = work / f"sessions-{client}"
-    cmd = [sys.executable, "-m", "caerus", "session", "--duration", f"{seconds:g}", "--seed", str(seed),
-           "--out", str(out), "--feed-client", client, "--transport", transport, "--no-capture", "--no-report",
-           "--progress", "none", "--strategy-config", str(work / "strategy.toml"),
-           "--execution-config", str(work / "execution.toml")]
-    before = set(out.glob("*")) if out.exists() else set()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"wire_to_decision: the {client} session failed ({proc.returncode}):\n"
-                         f"{proc.stderr[-3000:]}")
-    new = sorted(set(out.glob("*")) - before)
-    if len(new) != 1:
-        raise SystemExit(f"wire_to_decision: expected one new session folder under {out}, found {len(new)}")
-    return new[0]
+    return run_session("wire_to_decision", work / f"sessions-{client}", seconds, seed,
+                       ["--feed-client", client, "--transport", transport, "--strategy-config",
+                        str(work / "strategy.toml"), "--execution-config", str(work / "execution.toml")], timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -147,7 +147,7 @@ class Engine:
         # -- off the measured interval from here on ------------------------------------------------------
         if self._last_shadow:
             split = self.transit_warmed if t_pickup - self._last_shadow < WARMED_WITHIN_NS else self.transit_unwarmed
-            if split.n < split.capacity:
+            if split.n < split.capacity:  # inline: still before the send (the decision_to_wire interval)
                 split.arr[split.n] = transit
                 split.n += 1
             else:
@@ -205,13 +205,8 @@ class Engine:
         t_done = time.time_ns()
         self.shadows += 1
         self._last_shadow = t_pickup
-        for buf, value in ((self.shadow_transit, t_pickup - order[O_T_DECISION]), (self.shadow_to_done,
-                                                                                   t_done - t_pickup)):
-            if buf.n < buf.capacity:
-                buf.arr[buf.n] = value
-                buf.n += 1
-            else:
-                buf.full += 1
+        self.shadow_transit.add(t_pickup - order[O_T_DECISION])
+        self.shadow_to_done.add(t_done - t_pickup)
 
     def _track(self, order: tuple, t_pickup: int, t_sent: int) -> None:
         pending = self.pending
@@ -244,17 +239,11 @@ class Engine:
                 continue
             t_decision, t_wire, t_pickup, t_sent = entry
             n += 1
-            for buf, value in ((self.pickup_to_wire_out, t_out - t_pickup),
-                               (self.sent_after_wire_out, t_sent - t_out),
-                               (self.decision_to_wire_out, t_out - t_decision),
-                               (self.wire_to_wire, t_out - t_wire if t_wire else None)):
-                if value is None:
-                    continue  # the trigger book had no kernel receive stamp: no wire-to-wire (never substituted)
-                if buf.n < buf.capacity:
-                    buf.arr[buf.n] = value
-                    buf.n += 1
-                else:
-                    buf.full += 1
+            self.pickup_to_wire_out.add(t_out - t_pickup)
+            self.sent_after_wire_out.add(t_sent - t_out)
+            self.decision_to_wire_out.add(t_out - t_decision)
+            if t_wire:  # the trigger book had no kernel receive stamp: no wire-to-wire (never substituted)
+                self.wire_to_wire.add(t_out - t_wire)
         self.tx_stamped += n
         while awaiting:
             oid, (_, _, _, t_sent) = next(iter(awaiting.items()))

@@ -47,7 +47,6 @@ from caerus.net.stamps import RX_ANCILLARY_SIZE, enable_rx_timestamps, rx_stamp
 from caerus.net.ws import FrameErrorHandler, MessageHandler, WsSession
 from caerus.wire import FailureClass
 
-_ANC_SIZE = RX_ANCILLARY_SIZE
 READ_SIZE = 1 << 18
 _DATA = (Opcode.TEXT, Opcode.BINARY)
 
@@ -237,7 +236,7 @@ class BusyWsSession(WsSession):
         try:
             while True:
                 try:
-                    data, anc, _flags, _addr = recvmsg(READ_SIZE, _ANC_SIZE)
+                    data, anc, _flags, _addr = recvmsg(READ_SIZE, RX_ANCILLARY_SIZE)
                 except BlockingIOError:
                     break
                 if not data:

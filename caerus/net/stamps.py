@@ -37,7 +37,7 @@ IPV6_RECVERR = 25
 TCP_INFO = 11
 _TIMESPECS = struct.Struct("qqqqqq")  # scm_timestamping: ts[0] software, ts[1] legacy, ts[2] hardware
 _EXT_ERR = struct.Struct("IBBBBII")  # sock_extended_err: errno, origin, type, code, pad, info, data
-_RX_ANC = socket.CMSG_SPACE(_TIMESPECS.size)
+RX_ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMESPECS.size)  # recvmsg's ancillary buffer for one receive stamp
 _ERRQ_ANC = socket.CMSG_SPACE(_TIMESPECS.size) + socket.CMSG_SPACE(_EXT_ERR.size + 16) + 64
 # struct tcp_info offsets (linux/tcp.h): tcpi_notsent_bytes (u32), tcpi_bytes_sent and tcpi_bytes_retrans (u64)
 _NOTSENT = struct.Struct("I")
@@ -66,8 +66,6 @@ def rx_stamp(ancdata: list[tuple[int, int, bytes]]) -> int:
             return sec * 1_000_000_000 + nsec
     return 0
 
-
-RX_ANCILLARY_SIZE = _RX_ANC
 
 
 def stream_length(sock: socket.socket) -> int:
