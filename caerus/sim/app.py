@@ -1,11 +1,12 @@
 """`caerus venue-sim`: run the venue emulator as a process (ready file, SIGTERM -> exit 0, connection counts).
 
     caerus venue-sim --cert-dir DIR [--host 127.0.0.1] [--binance-port 0] [--hyperliquid-port 0] [--seed N]
-        [--scenario NAME] [--replay FRAMES.jsonl] [--ready-file PATH]
+        [--symbols BTC,ETH,SOL] [--factor-share F] [--scenario NAME] [--replay FRAMES.jsonl] [--ready-file PATH]
 
 The ready file (JSON, written atomically once the servers are bound) holds binance_url, hyperliquid_url,
-binance_order_url, ca_file and pid (plus scenario, seed and replay for the record). With ``--scenario refused``
-the ports are bound (so the URLs are final) but refuse connections for the scenario's duration.
+binance_order_url, ca_file and pid (plus scenario, seed, replay and the emulated symbols for the record). With
+``--scenario refused`` the ports are bound (so the URLs are final) but refuse connections for the scenario's
+duration.
 Bad settings stop the program with exit 2 and a message before anything starts.
 """
 
@@ -60,7 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scenario-duration", type=float, metavar="S", help="length of stall/slow-drip/refused")
     g.add_argument("--scenario-times", type=int, metavar="N", help="connections/handshakes hit per venue (0=all)")
     m = p.add_argument_group("market model")
-    m.add_argument("--binance-rate", type=float, help="mean bookTicker rate outside bursts (Hz)")
+    m.add_argument("--symbols", default="BTC", metavar="LIST",
+                   help="emulated instruments, comma-separated catalogue names (caerus/sim/catalogue.py), "
+                        "e.g. BTC,ETH,SOL (default BTC)")
+    m.add_argument("--factor-share", type=float, metavar="F",
+                   help="share (0..1) of each instrument's moves from the common factor (default 0.6)")
+    m.add_argument("--binance-rate", type=float, help="mean bookTicker rate per symbol outside bursts (Hz)")
     m.add_argument("--hl-lag-ms", type=float, help="how far Hyperliquid trails Binance")
     m.add_argument("--hl-block-ms", type=float, help="mean Hyperliquid block interval")
     m.add_argument("--jumps-per-min", type=float, help="mean number of 10-40 bps jumps per minute")
@@ -92,9 +98,13 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
     )
     market_overrides = {
         "binance_rate_hz": args.binance_rate, "hl_lag_ms": args.hl_lag_ms, "hl_block_ms": args.hl_block_ms,
-        "jumps_per_min": args.jumps_per_min,
+        "jumps_per_min": args.jumps_per_min, "factor_share": args.factor_share,
     }
-    market = MarketConfig(seed=args.seed, **{k: v for k, v in market_overrides.items() if v is not None})
+    symbols = tuple(s.strip() for s in str(args.symbols).split(",") if s.strip())
+    if not symbols:
+        raise ValueError("--symbols must name at least one instrument")
+    market = MarketConfig(seed=args.seed, symbols=symbols,
+                          **{k: v for k, v in market_overrides.items() if v is not None})
     cfg = EmulatorConfig(
         cert_dir=args.cert_dir, host=args.host, binance_port=args.binance_port,
         hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,

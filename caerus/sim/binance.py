@@ -17,6 +17,12 @@ a stream is ignored, as the venue ignores it (ccxt puts a connection number ther
 ``SET_PROPERTY ["combined", true|false]`` switches the wrapper for every stream of the connection. The server
 sends protocol pings every ``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s``
 (24 h) with 1001 and disconnects (1008) a client sending more than 10 messages per second.
+
+Instruments: ``<symbol>@bookTicker`` is served for every emulated symbol (``MarketConfig.symbols``); the other
+market streams for BTCUSDT only. A symbol the emulated venue lists but this session does not emulate, or one it
+does not list, is refused naming it. A connection holds at most ``binance_max_streams`` (1024) streams, as on the
+venue: a ``SUBSCRIBE`` past it is refused (code 2, naming the limit), a URL naming more is refused at the
+handshake (HTTP 400).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from caerus.sim import frames, orders
+from caerus.sim import catalogue, frames, orders
 from caerus.sim.binance_rest import BinanceRest
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
@@ -88,6 +94,27 @@ def parse_path(path: str) -> tuple[str, bool, list[str]] | None:
     return None
 
 
+def symbol_refusal(stream: str, emulated: frozenset[str]) -> str | None:
+    """Why a known stream's symbol is refused (``emulated``: lower-case Binance symbols of this session), or None.
+
+    bookTicker is served for every emulated symbol; every other stream for BTCUSDT only."""
+    sym, _, kind = stream.partition("@")
+    sym = sym.lower()
+    if sym.upper() not in catalogue.BINANCE:
+        return f"Invalid request: stream `{stream}`: symbol {sym.upper()} is not listed by this emulator"
+    if sym not in emulated:
+        return (f"Invalid request: stream `{stream}`: {sym.upper()} is listed but not emulated in this session "
+                "(caerus venue-sim --symbols)")
+    if kind.lower() != "bookticker" and sym != "btcusdt":
+        return (f"Invalid request: stream `{stream}`: only bookTicker is served for {sym.upper()} (the other "
+                "streams for BTCUSDT only; see the fidelity table in docs/emulator.md)")
+    return None
+
+
+def _too_many_streams(limit: int) -> str:
+    return f"Invalid request: a connection may hold at most {limit} streams"
+
+
 def _unknown_stream(stream: str) -> str:
     return (f"Invalid request: stream `{stream}` is not served by this emulator (see the fidelity table in "
             "docs/emulator.md)")
@@ -109,6 +136,8 @@ class BinanceServer:
         self.state = state
         self.counters = state.counters[self.venue]
         self.rest = BinanceRest(lambda: state.market)
+        self.emulated = frozenset(i.binance_symbol.lower() for i in state.config.market.instruments()
+                                  if i.binance_symbol is not None)
 
     def http(self, request: HttpRequest) -> HttpReply:
         """A plain HTTP request on this port (REST)."""
@@ -122,6 +151,9 @@ class BinanceServer:
         if path != ORDER_PATH and parsed is None:
             self.counters.rejected += 1
             return conn.respond(404, f"no WebSocket endpoint at {path}\n")
+        if parsed is not None and len(set(parsed[2])) > self.state.config.binance_max_streams:
+            self.counters.rejected += 1
+            return conn.respond(400, _too_many_streams(self.state.config.binance_max_streams) + "\n")
         scenario = self.state.config.scenario
         if path != ORDER_PATH and scenario.name in ("http-429", "http-503") and self.state.budget.claim(self.venue):
             self.counters.rejected += 1
@@ -140,7 +172,7 @@ class BinanceServer:
         if stream in orders.DESK.listen_keys:
             return None  # a listen key on a market route: acknowledged, silent
         _, key = classify_stream(stream)
-        return _unknown_stream(stream) if key is None else None
+        return _unknown_stream(stream) if key is None else symbol_refusal(stream, self.emulated)
 
     # -- connections -----------------------------------------------------------------------------------------
     async def handler(self, conn: ServerConnection) -> None:
@@ -246,6 +278,9 @@ class BinanceServer:
                 return frames.binance_error(2, "Invalid request: params must be a non-empty list of stream names",
                                             req_id)
             if method == "SUBSCRIBE":
+                limit = self.state.config.binance_max_streams
+                if len(sc.subscribed.keys() | set(params)) > limit:
+                    return frames.binance_error(2, _too_many_streams(limit), req_id)
                 for stream in params:
                     why = self._refusal(sc.route, stream)
                     if why is not None:

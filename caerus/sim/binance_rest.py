@@ -5,6 +5,11 @@ premiumIndex`` in the documented shapes, from the same book and tape the streams
 /fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the configured key: -2015 otherwise).
 Errors carry Binance's ``{"code":..,"msg":..}`` body: unknown symbol -1121, bad parameter -1100 / -1102, unknown
 path 404. Everything else in the REST API is refused with 404 (see the fidelity table in docs/emulator.md).
+
+``exchangeInfo`` lists every Binance symbol of caerus.sim.catalogue. The tickers (bookTicker, price, 24hr,
+premiumIndex) answer for every symbol this session emulates (a listed symbol it does not emulate: -1121 when asked
+for, left out of the all-symbols answers); the 24 h statistics come from BTC's trade tape (the other symbols show
+their mid and no trades) and the depth snapshot exists for BTCUSDT only.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from caerus.sim import frames, orders
+from caerus.sim import catalogue, frames, orders
 from caerus.sim.http import HttpReply, HttpRequest
+from caerus.sim.market import BinanceQuote
 from caerus.sim.orders import BINANCE_SYMBOLS, RATE_LIMITS
+from caerus.sim.tape import TickerStats
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
@@ -34,38 +41,45 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _symbol_info(inst: catalogue.ListedInstrument) -> dict[str, Any]:
+    assert inst.binance_symbol is not None
+    name = inst.binance_symbol
+    tick, step, max_qty = str(inst.tick), str(inst.step), str(inst.max_qty)
+    max_price = str(int(inst.start_price * 50) or 1)
+    return {
+        "symbol": name, "pair": name, "contractType": "PERPETUAL", "deliveryDate": PERPETUAL_DELIVERY_MS,
+        "onboardDate": ONBOARD_MS, "status": "TRADING", "maintMarginPercent": "2.5000",
+        "requiredMarginPercent": "5.0000", "baseAsset": name.removesuffix("USDT"), "quoteAsset": "USDT",
+        "marginAsset": "USDT", "pricePrecision": inst.price_decimals, "quantityPrecision": inst.qty_decimals,
+        "baseAssetPrecision": 8, "quotePrecision": 8, "underlyingType": "COIN",
+        "underlyingSubType": ["PoW"] if inst.name == "BTC" else [], "settlePlan": 0,
+        "triggerProtect": "0.0500", "liquidationFee": "0.012500", "marketTakeBound": "0.05",
+        "maxMoveOrderLimit": 10000,
+        "filters": [
+            {"filterType": "PRICE_FILTER", "minPrice": tick, "maxPrice": max_price, "tickSize": tick},
+            {"filterType": "LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
+            {"filterType": "MARKET_LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
+            {"filterType": "MAX_NUM_ORDERS", "limit": 200},
+            {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
+            {"filterType": "MIN_NOTIONAL", "notional": str(inst.min_notional)},
+            {"filterType": "PERCENT_PRICE", "multiplierUp": "1.0500", "multiplierDown": "0.9500",
+             "multiplierDecimal": "4"},
+        ],
+        "orderTypes": ["LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET",
+                       "TRAILING_STOP_MARKET"],
+        "timeInForce": ["GTC", "IOC", "FOK", "GTX", "GTD"],
+        "permissionSets": ["GRID", "COPY"],
+    }
+
+
 def exchange_info() -> dict[str, Any]:
-    symbols = []
-    for name, spec in BINANCE_SYMBOLS.items():
-        tick, step, max_qty = str(spec["tick"]), str(spec["step"]), str(spec["max_qty"])
-        symbols.append({
-            "symbol": name, "pair": name, "contractType": "PERPETUAL", "deliveryDate": PERPETUAL_DELIVERY_MS,
-            "onboardDate": ONBOARD_MS, "status": "TRADING", "maintMarginPercent": "2.5000",
-            "requiredMarginPercent": "5.0000", "baseAsset": name.removesuffix("USDT"), "quoteAsset": "USDT",
-            "marginAsset": "USDT", "pricePrecision": 2, "quantityPrecision": 3, "baseAssetPrecision": 8,
-            "quotePrecision": 8, "underlyingType": "COIN", "underlyingSubType": ["PoW"], "settlePlan": 0,
-            "triggerProtect": "0.0500", "liquidationFee": "0.012500", "marketTakeBound": "0.05",
-            "maxMoveOrderLimit": 10000,
-            "filters": [
-                {"filterType": "PRICE_FILTER", "minPrice": "556.80", "maxPrice": "4529764", "tickSize": tick},
-                {"filterType": "LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
-                {"filterType": "MARKET_LOT_SIZE", "minQty": step, "maxQty": "120", "stepSize": step},
-                {"filterType": "MAX_NUM_ORDERS", "limit": 200},
-                {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
-                {"filterType": "MIN_NOTIONAL", "notional": "100"},
-                {"filterType": "PERCENT_PRICE", "multiplierUp": "1.0500", "multiplierDown": "0.9500",
-                 "multiplierDecimal": "4"},
-            ],
-            "orderTypes": ["LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET",
-                           "TRAILING_STOP_MARKET"],
-            "timeInForce": ["GTC", "IOC", "FOK", "GTX", "GTD"],
-            "permissionSets": ["GRID", "COPY"],
-        })
+    """Every Binance perpetual of the catalogue with its filters (``pricePrecision`` / ``quantityPrecision`` are the
+    decimals of the tick / step)."""
     return {"timezone": "UTC", "serverTime": _now_ms(), "futuresType": "U_MARGINED",
             "rateLimits": [{k: v for k, v in r.items() if k != "count"} for r in RATE_LIMITS],
             "exchangeFilters": [],
             "assets": [{"asset": "USDT", "marginAvailable": True, "autoAssetExchange": "-10000"}],
-            "symbols": symbols}
+            "symbols": [_symbol_info(i) for i in catalogue.BINANCE.values()]}
 
 
 class BinanceRest:
@@ -109,14 +123,16 @@ class BinanceRest:
 
     def _driver(self) -> tuple[MarketDriver | None, HttpReply | None]:
         drv = self._market()
-        if drv is None or drv.last_quote is None:
+        if drv is None or not drv.quotes:
             return None, _err(503, -1001, "Internal error; unable to process your request. Please try again.")
         return drv, None
 
     def _depth(self, req: HttpRequest) -> HttpReply:
-        _, bad = self._symbol(req, required=True)
+        sym, bad = self._symbol(req, required=True)
         if bad is not None:
             return bad
+        if sym != frames.SYMBOL:
+            return _err(400, -1121, f"Invalid symbol. (this emulator keeps a depth book for {frames.SYMBOL} only)")
         try:
             limit = int(req.query.get("limit", "500"))
         except ValueError:
@@ -125,13 +141,15 @@ class BinanceRest:
             return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal values are "
                                     f"{', '.join(map(str, DEPTH_LIMITS))}.")
         drv, bad = self._driver()
-        if bad is not None or drv is None:
-            return bad or _err(503, -1001, "no market")
+        if bad is not None or drv is None or drv.last_quote is None:
+            return bad or _err(503, -1001, "Internal error; unable to process your request. Please try again.")
         book = drv.book()
         bids, asks = book.top(limit)
         return HttpReply(200, frames.binance_depth_snapshot(bids, asks, book.update_id, book.t_ns, drv.epoch_ns))
 
-    def _each(self, req: HttpRequest, one: Callable[[MarketDriver, str], dict[str, Any]]) -> HttpReply:
+    def _each(self, req: HttpRequest,
+              one: Callable[[MarketDriver, str, BinanceQuote, frames.InstrumentFormat], dict[str, Any]]) -> HttpReply:
+        """``one`` for the asked symbol, or for every emulated symbol (listed order) when none is asked for."""
         sym, bad = self._symbol(req, required=False)
         if bad is not None:
             return bad
@@ -139,43 +157,53 @@ class BinanceRest:
         if bad is not None or drv is None:
             return bad or _err(503, -1001, "no market")
         if sym is not None:
-            return HttpReply(200, one(drv, sym))
-        return HttpReply(200, [one(drv, s) for s in BINANCE_SYMBOLS])
+            q = drv.quote_of(sym)
+            if q is None:
+                return _err(400, -1121, f"Invalid symbol. ({sym} is listed but not emulated in this session)")
+            return HttpReply(200, one(drv, sym, q, drv.format_of(q.symbol)))
+        out = []
+        for s in BINANCE_SYMBOLS:
+            q = drv.quote_of(s)
+            if q is not None:
+                out.append(one(drv, s, q, drv.format_of(q.symbol)))
+        return HttpReply(200, out)
 
     def _book_ticker(self, req: HttpRequest) -> HttpReply:
-        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
-            q = drv.last_quote
-            assert q is not None
-            return {"symbol": sym, "bidPrice": f"{q.bid:.1f}", "bidQty": f"{q.bid_qty:.3f}",
-                    "askPrice": f"{q.ask:.1f}", "askQty": f"{q.ask_qty:.3f}",
+        def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
+            pd, qd = f.price_decimals, f.qty_decimals
+            return {"symbol": sym, "bidPrice": f"{q.bid:.{pd}f}", "bidQty": f"{q.bid_qty:.{qd}f}",
+                    "askPrice": f"{q.ask:.{pd}f}", "askQty": f"{q.ask_qty:.{qd}f}",
                     "time": frames.ms(drv.epoch_ns, q.t_ns), "lastUpdateId": q.update_id}
         return self._each(req, one)
 
+    @staticmethod
+    def _stats(drv: MarketDriver, sym: str, q: BinanceQuote) -> TickerStats:
+        """BTC's session statistics from its trade tape; another symbol shows its mid and no trades."""
+        if sym == frames.SYMBOL:
+            return drv.binance_tape.stats
+        mid = (q.bid + q.ask) / 2
+        return TickerStats(open=mid, high=mid, low=mid, last=mid)
+
     def _price(self, req: HttpRequest) -> HttpReply:
-        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
-            st, q = drv.binance_tape.stats, drv.last_quote
-            assert q is not None
+        def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
+            st = self._stats(drv, sym, q)
             px = st.last if st.count else (q.bid + q.ask) / 2
-            return {"symbol": sym, "price": f"{px:.1f}", "time": frames.ms(drv.epoch_ns, q.t_ns)}
+            return {"symbol": sym, "price": f"{px:.{f.price_decimals}f}", "time": frames.ms(drv.epoch_ns, q.t_ns)}
         return self._each(req, one)
 
     def _ticker_24hr(self, req: HttpRequest) -> HttpReply:
-        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
-            q = drv.last_quote
-            assert q is not None
-            f = frames.binance_ticker_fields(drv.binance_tape.stats, q.t_ns, drv.epoch_ns)
+        def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
+            fields = frames.binance_ticker_fields(self._stats(drv, sym, q), q.t_ns, drv.epoch_ns, f)
             names = {"s": "symbol", "p": "priceChange", "P": "priceChangePercent", "w": "weightedAvgPrice",
                      "c": "lastPrice", "Q": "lastQty", "o": "openPrice", "h": "highPrice", "l": "lowPrice",
                      "v": "volume", "q": "quoteVolume", "O": "openTime", "C": "closeTime", "F": "firstId",
                      "L": "lastId", "n": "count"}
-            return {names[k]: v for k, v in f.items()}
+            return {names[k]: v for k, v in fields.items()}
         return self._each(req, one)
 
     def _premium_index(self, req: HttpRequest) -> HttpReply:
-        def one(drv: MarketDriver, sym: str) -> dict[str, Any]:
-            q = drv.last_quote
-            assert q is not None
-            mark = frames.binance_mark_fields(q, q.t_ns, drv.epoch_ns)
+        def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
+            mark = frames.binance_mark_fields(q, q.t_ns, drv.epoch_ns, f)
             return {"symbol": sym, "markPrice": mark["p"], "indexPrice": mark["i"],
                     "estimatedSettlePrice": mark["P"], "lastFundingRate": mark["r"], "interestRate": "0.00010000",
                     "nextFundingTime": mark["T"], "time": mark["E"]}

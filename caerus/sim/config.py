@@ -29,8 +29,11 @@ class EmulatorConfig:
     binance_pong_timeout_s: float = 600.0  # ...and disconnects without a pong within 10 min
     binance_max_lifetime_s: float = 86_400.0  # Binance closes every connection at 24 h
     binance_max_incoming_per_s: int = 10  # Binance disconnects a client sending more messages per second
+    binance_max_streams: int = 1024  # streams one Binance stream connection may hold
     hl_idle_timeout_s: float = 60.0  # Hyperliquid closes a connection with no client message for 60 s
     hl_greeting: bool = False  # send the non-JSON greeting on every Hyperliquid connection
+    hl_max_subscriptions_per_ip: int = 1000  # Hyperliquid: subscriptions one client IP may hold across connections
+    hl_max_connections_per_ip: int = 10  # Hyperliquid: open WebSocket connections per client IP (429 beyond)
     max_message_bytes: int = 1 << 20  # largest client message accepted
     metrics_dir: Path | None = None  # write venue-sim.hlog (emulator lateness) here
 
@@ -56,8 +59,10 @@ class EmulatorConfig:
                      "hl_idle_timeout_s", "replay_wait_s"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        if self.binance_max_incoming_per_s < 1:
-            raise ValueError(f"binance_max_incoming_per_s must be >= 1, got {self.binance_max_incoming_per_s}")
+        for name in ("binance_max_incoming_per_s", "binance_max_streams", "hl_max_subscriptions_per_ip",
+                     "hl_max_connections_per_ip"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.replay is not None and not Path(self.replay).is_file():
             raise ValueError(f"replay file {self.replay} does not exist")
         self.market.validate()

@@ -1,5 +1,11 @@
 """Plays the market model in real time: each event is sent at its scheduled time and stamped with it.
 
+Every emulated instrument (``MarketConfig.symbols``) has its top-of-book topics: Binance
+``binance:<symbol lower>@bookTicker`` and Hyperliquid ``hyperliquid:bbo:<COIN>`` (:func:`book_ticker_topic`,
+:func:`bbo_topic`), each frame naming its instrument and printing its numbers on its own grid. The other streams
+(depth, trades, tickers, mark price, l2Book, allMids, activeAssetCtx) and the REST book stay BTC's: they are fed
+only when BTC is emulated.
+
 The driver sleeps until an event's scheduled time and then publishes it (the last ~1.5 ms with the kernel's
 nanosecond timer, not the event loop's millisecond one: caerus.sim.lateness measures what is left); when it wakes
 late (a busy machine),
@@ -53,6 +59,16 @@ PRECISE_S = 0.0015
 DEPTH_0MS = tuple((f"binance:btcusdt@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
 
 
+def book_ticker_topic(binance_symbol: str) -> str:
+    """The topic carrying a symbol's bookTicker frames (``binance:ethusdt@bookTicker``)."""
+    return f"binance:{binance_symbol.lower()}@bookTicker"
+
+
+def bbo_topic(coin: str) -> str:
+    """The topic carrying a coin's bbo frames (``hyperliquid:bbo:ETH``)."""
+    return f"hyperliquid:bbo:{coin}"
+
+
 class MarketDriver:
     """Runs ``MarketModel.events()`` against the wall clock and publishes frames to ``topics``."""
 
@@ -61,8 +77,20 @@ class MarketDriver:
         self.topics = topics
         self.book_sink = book_sink  # order entry's view of the top of book (fills against the emulated market)
         self.epoch_ns = 0
-        self.last_quote: BinanceQuote | None = None
-        self.last_block: HlBlock | None = None
+        self.instruments = model.instruments  # index = the events' ``symbol``
+        self.formats = [frames.instrument_format(i) for i in self.instruments]
+        self.bn_topics = [book_ticker_topic(i.binance_symbol) if i.binance_symbol else None for i in self.instruments]
+        self.hl_topics = [bbo_topic(i.name) if i.hl_asset is not None else None for i in self.instruments]
+        self._hl_index = {i.name: k for k, i in enumerate(self.instruments) if i.hl_asset is not None}
+        self._bn_index = {i.binance_symbol: k for k, i in enumerate(self.instruments) if i.binance_symbol}
+        self._btc = next((k for k, i in enumerate(self.instruments) if i.name == "BTC"), None)
+        self.quotes: dict[int, BinanceQuote] = {}  # instrument index -> its newest quote
+        self.blocks: dict[int, HlBlock] = {}  # instrument index -> its newest block top
+        self.last_quote: BinanceQuote | None = None  # BTC's (the single-instrument streams and REST read it)
+        self.last_block: HlBlock | None = None  # BTC's
+        # Ready once every emulated Binance symbol has a quote and Hyperliquid had a block (if it lists any).
+        self._unquoted = {k for k, t in enumerate(self.bn_topics) if t is not None}
+        self._blockless = any(t is not None for t in self.hl_topics)
         self.published = 0
         self.late_max_ns = 0
         self.depth = DepthBook(model.cfg.seed)  # the Binance book every depth stream and REST snapshot reads
@@ -123,16 +151,26 @@ class MarketDriver:
                 self._hyperliquid(ev)
             ev = next(events)
 
-    def _binance(self, q: BinanceQuote) -> None:
-        prev, self.last_quote = self.last_quote, q
-        if prev is None and self.last_block is not None:
+    def _prime(self) -> None:
+        if not self._unquoted and not self._blockless:
             self.primed.set()
+
+    def _binance(self, q: BinanceQuote) -> None:
+        k = q.symbol
+        self.quotes[k] = q
+        if self._unquoted:
+            self._unquoted.discard(k)
+            self._prime()
         if self.book_sink is not None:
-            self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty)
-        if self.topics.has(BOOK_TICKER):
-            self.topics.publish(BOOK_TICKER, frames.binance_book_ticker(q, self.epoch_ns))
+            self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty, symbol=self.instruments[k].name)
+        topic = self.bn_topics[k]
+        if topic is not None and self.topics.has(topic):
+            self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
             self.lateness.record("binance", time.time_ns() - self.epoch_ns - q.t_ns)
         self.published += 1
+        if k != self._btc:
+            return
+        prev, self.last_quote = self.last_quote, q
         if self._depth_live:
             self.depth.apply(q)
         for key, what in DEPTH_0MS:
@@ -148,16 +186,24 @@ class MarketDriver:
                     self.topics.publish(TRADE, frames.binance_trade(trade, self.epoch_ns))
 
     def _hyperliquid(self, b: HlBlock) -> None:
-        prev, self.last_block = self.last_block, b
-        if prev is None and self.last_quote is not None:
-            self.primed.set()
+        k = b.symbol
+        self.blocks[k] = b
+        if self._blockless:
+            self._blockless = False
+            self._prime()
         if b.changed:
             if self.book_sink is not None and b.bid is not None and b.ask is not None:
-                self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz)
-            if self.topics.has(HL_BBO):
-                self.topics.publish(HL_BBO, frames.hl_bbo(b, self.epoch_ns))
+                self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
+                               symbol=self.instruments[k].name)
+            topic = self.hl_topics[k]
+            if topic is not None and self.topics.has(topic):
+                self.topics.publish(topic, frames.hl_bbo(b, self.epoch_ns, self.formats[k]))
                 self.lateness.record("hyperliquid", time.time_ns() - self.epoch_ns - b.t_ns)
             self.published += 1
+        if k != self._btc:
+            return
+        prev, self.last_block = self.last_block, b
+        if b.changed:
             if prev is not None and None not in (prev.bid, prev.ask, b.bid, b.ask):
                 assert prev.bid is not None and prev.ask is not None and b.bid is not None and b.ask is not None
                 trade = self.hl_tape.on_top(b.t_ns, (prev.bid.px, prev.bid.sz), (prev.ask.px, prev.ask.sz),
@@ -170,6 +216,19 @@ class MarketDriver:
                     self.topics.publish(HL_ALL_MIDS, mids)
             if self.topics.has(HL_ASSET_CTX):
                 self.topics.publish(HL_ASSET_CTX, frames.hl_active_asset_ctx(b, self.hl_tape.stats))
+
+    def quote_of(self, binance_symbol: str) -> BinanceQuote | None:
+        """The newest quote of an emulated Binance symbol (None: not emulated, or no quote yet)."""
+        k = self._bn_index.get(binance_symbol.upper())
+        return self.quotes.get(k) if k is not None else None
+
+    def block_of(self, coin: str) -> HlBlock | None:
+        """The newest block top of an emulated Hyperliquid coin (None: not emulated, or no block yet)."""
+        k = self._hl_index.get(coin)
+        return self.blocks.get(k) if k is not None else None
+
+    def format_of(self, index: int) -> frames.InstrumentFormat:
+        return self.formats[index]
 
     # -- the Binance book, kept while read -----------------------------------------------------------------------
     def _on_subscribe(self, key: str, sub: object) -> None:
@@ -191,11 +250,12 @@ class MarketDriver:
 
     def current(self, key: str) -> str | None:
         """The current Hyperliquid bbo / l2Book frame for ``key`` (what the venue sends right after subscribing)."""
+        if key.startswith("hyperliquid:bbo:"):
+            block = self.block_of(key[len("hyperliquid:bbo:"):])
+            return frames.hl_bbo(block, self.epoch_ns, self.formats[block.symbol]) if block is not None else None
         b = self.last_block
         if b is None:
             return None
-        if key == HL_BBO:
-            return frames.hl_bbo(b, self.epoch_ns)
         if key in (HL_L2, HL_L2_FAST):
             return frames.hl_l2_book(b, b.t_ns, self.epoch_ns, 5 if key == HL_L2_FAST else 20)
         if key == HL_ALL_MIDS:

@@ -144,6 +144,7 @@ class VenueEmulator:
             "scenario": cfg.scenario.name,
             "seed": cfg.seed,
             "replay": str(cfg.replay) if cfg.replay else None,
+            "symbols": list(cfg.market.symbols),
         }
         log.info("venue emulator ready: %s", json.dumps(self.info))
         return self.info

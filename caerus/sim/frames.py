@@ -12,12 +12,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from caerus.sim.catalogue import ListedInstrument
 from caerus.sim.depth import DepthEvent, Level
 from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
 from caerus.sim.tape import TickerStats, Trade
 
-SYMBOL = "BTCUSDT"
+SYMBOL = "BTCUSDT"  # the instrument of the single-instrument streams (depth, trades, tickers, l2Book...)
 COIN = "BTC"
+
+
+@dataclass(frozen=True)
+class InstrumentFormat:
+    """How one instrument's top-of-book frames name it and print its numbers."""
+
+    symbol: str  # Binance symbol (``BTCUSDT``)
+    coin: str  # Hyperliquid coin (``BTC``)
+    price_decimals: int  # Binance price decimals (the tick's)
+    qty_decimals: int  # Binance quantity decimals (the step's)
+    hl_px_decimals: int  # Hyperliquid price decimals at most (6 - szDecimals)
+    hl_sz_decimals: int  # Hyperliquid szDecimals
+
+
+BTC_FORMAT = InstrumentFormat(SYMBOL, COIN, 1, 3, 1, 5)
+
+
+def instrument_format(inst: ListedInstrument) -> InstrumentFormat:
+    return InstrumentFormat(inst.binance_symbol or inst.name, inst.name, inst.price_decimals, inst.qty_decimals,
+                            inst.hl_max_decimals, inst.sz_decimals)
 
 
 def ms(epoch_ns: int, t_ns: int) -> int:
@@ -25,16 +46,21 @@ def ms(epoch_ns: int, t_ns: int) -> int:
 
 
 def hl_num(x: float, decimals: int) -> str:
-    text = f"{x:.{decimals}f}".rstrip("0")
+    """Hyperliquid's number text: at most ``decimals`` decimals, trailing zeros dropped (one kept after the point)."""
+    text = f"{x:.{decimals}f}"
+    if decimals == 0:
+        return text
+    text = text.rstrip("0")
     return text + "0" if text.endswith(".") else text
 
 
 # -- Binance ---------------------------------------------------------------------------------------------------
-def binance_book_ticker(q: BinanceQuote, epoch_ns: int) -> str:
+def binance_book_ticker(q: BinanceQuote, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT) -> str:
     e = ms(epoch_ns, q.t_ns)
+    pd, qd = fmt.price_decimals, fmt.qty_decimals
     return (
-        f'{{"e":"bookTicker","u":{q.update_id},"E":{e},"T":{e - 1},"s":"{SYMBOL}",'
-        f'"b":"{q.bid:.1f}","B":"{q.bid_qty:.3f}","a":"{q.ask:.1f}","A":"{q.ask_qty:.3f}"}}'
+        f'{{"e":"bookTicker","u":{q.update_id},"E":{e},"T":{e - 1},"s":"{fmt.symbol}",'
+        f'"b":"{q.bid:.{pd}f}","B":"{q.bid_qty:.{qd}f}","a":"{q.ask:.{pd}f}","A":"{q.ask_qty:.{qd}f}"}}'
     )
 
 
@@ -82,12 +108,15 @@ def binance_mini_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
     )
 
 
-def binance_ticker_fields(st: TickerStats, t_ns: int, epoch_ns: int) -> dict[str, Any]:
+def binance_ticker_fields(st: TickerStats, t_ns: int, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT
+                          ) -> dict[str, Any]:
     """The 24 h statistics both the ``@ticker`` stream and ``GET /fapi/v1/ticker/24hr`` carry (stream letters)."""
     change = st.last - st.open
-    return {"s": SYMBOL, "p": f"{change:.1f}", "P": f"{(change / st.open * 100) if st.open else 0:.3f}",
-            "w": f"{st.vwap:.2f}", "c": f"{st.last:.1f}", "Q": f"{st.last_qty:.3f}", "o": f"{st.open:.1f}",
-            "h": f"{st.high:.1f}", "l": f"{st.low:.1f}", "v": f"{st.volume:.3f}", "q": f"{st.quote_volume:.2f}",
+    pd, qd = fmt.price_decimals, fmt.qty_decimals
+    return {"s": fmt.symbol, "p": f"{change:.{pd}f}", "P": f"{(change / st.open * 100) if st.open else 0:.3f}",
+            "w": f"{st.vwap:.{pd + 1}f}", "c": f"{st.last:.{pd}f}", "Q": f"{st.last_qty:.{qd}f}",
+            "o": f"{st.open:.{pd}f}", "h": f"{st.high:.{pd}f}", "l": f"{st.low:.{pd}f}", "v": f"{st.volume:.{qd}f}",
+            "q": f"{st.quote_volume:.2f}",
             "O": ms(epoch_ns, st.first_t_ns), "C": ms(epoch_ns, t_ns), "F": st.first_id, "L": st.last_id,
             "n": st.count}
 
@@ -97,12 +126,14 @@ def binance_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
-def binance_mark_fields(q: BinanceQuote, t_ns: int, epoch_ns: int) -> dict[str, Any]:
+def binance_mark_fields(q: BinanceQuote, t_ns: int, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT
+                        ) -> dict[str, Any]:
     """Mark price event fields (the ``@markPrice`` stream and ``GET /fapi/v1/premiumIndex``)."""
     e = ms(epoch_ns, t_ns)
     mid = (q.bid + q.ask) / 2
-    return {"e": "markPriceUpdate", "E": e, "s": SYMBOL, "p": f"{mid:.8f}", "ap": f"{mid:.8f}", "P": f"{mid:.8f}",
-            "i": f"{mid - 15:.8f}", "r": "0.00010000", "T": (e // 28_800_000 + 1) * 28_800_000}
+    index = mid - 15 if fmt.symbol == SYMBOL else mid * (1 - 15 / 95_000)  # the index a little under the mark
+    return {"e": "markPriceUpdate", "E": e, "s": fmt.symbol, "p": f"{mid:.8f}", "ap": f"{mid:.8f}",
+            "P": f"{mid:.8f}", "i": f"{index:.8f}", "r": "0.00010000", "T": (e // 28_800_000 + 1) * 28_800_000}
 
 
 def binance_mark_price(q: BinanceQuote, t_ns: int, epoch_ns: int) -> str:
@@ -122,17 +153,18 @@ def binance_error(code: int, msg: str, req_id: object) -> str:
 
 
 # -- Hyperliquid -----------------------------------------------------------------------------------------------
-def _hl_level(level: HlLevel | None, tick: float) -> str:
+def _hl_level(level: HlLevel | None, tick: float, fmt: InstrumentFormat = BTC_FORMAT) -> str:
     if level is None:
         return "null"
-    return f'{{"px":"{hl_num(level.px, 1)}","sz":"{hl_num(level.sz, 5)}","n":{level.n}}}'
+    return (f'{{"px":"{hl_num(level.px, fmt.hl_px_decimals)}","sz":"{hl_num(level.sz, fmt.hl_sz_decimals)}",'
+            f'"n":{level.n}}}')
 
 
-def hl_bbo(block: HlBlock, epoch_ns: int) -> str:
-    tick = hl_tick(block.bid.px if block.bid else block.ask.px if block.ask else 1.0)
+def hl_bbo(block: HlBlock, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT) -> str:
+    tick = hl_tick(block.bid.px if block.bid else block.ask.px if block.ask else 1.0, fmt.hl_sz_decimals)
     return (
-        f'{{"channel":"bbo","data":{{"coin":"{COIN}","time":{ms(epoch_ns, block.t_ns)},'
-        f'"bbo":[{_hl_level(block.bid, tick)},{_hl_level(block.ask, tick)}]}}}}'
+        f'{{"channel":"bbo","data":{{"coin":"{fmt.coin}","time":{ms(epoch_ns, block.t_ns)},'
+        f'"bbo":[{_hl_level(block.bid, tick, fmt)},{_hl_level(block.ask, tick, fmt)}]}}}}'
     )
 
 
@@ -165,10 +197,10 @@ def hl_trades(trades: list[Trade], epoch_ns: int) -> str:
     return json.dumps({"channel": "trades", "data": items}, separators=(",", ":"))
 
 
-def hl_mid(block: HlBlock) -> str | None:
+def hl_mid(block: HlBlock, fmt: InstrumentFormat = BTC_FORMAT) -> str | None:
     if block.bid is None or block.ask is None:
         return None
-    return hl_num((block.bid.px + block.ask.px) / 2, 1)
+    return hl_num((block.bid.px + block.ask.px) / 2, fmt.hl_px_decimals)
 
 
 def hl_all_mids(block: HlBlock) -> str | None:
@@ -178,14 +210,21 @@ def hl_all_mids(block: HlBlock) -> str | None:
     return f'{{"channel":"allMids","data":{{"mids":{{"{COIN}":"{mid}"}}}}}}'
 
 
-def hl_asset_ctx(block: HlBlock, day: TickerStats) -> dict[str, Any]:
+def hl_asset_ctx(block: HlBlock, day: TickerStats, fmt: InstrumentFormat = BTC_FORMAT) -> dict[str, Any]:
     """The perp's asset context (``metaAndAssetCtxs`` and the ``activeAssetCtx`` channel), session as the day."""
-    mid = hl_mid(block) or "0"
-    bid = hl_num(block.bid.px, 1) if block.bid else mid
-    ask = hl_num(block.ask.px, 1) if block.ask else mid
-    return {"funding": "0.0000125", "openInterest": "10000.0", "prevDayPx": hl_num(day.open, 1) if day.count else mid,
+    pd = fmt.hl_px_decimals
+    mid = hl_mid(block, fmt) or "0"
+    bid = hl_num(block.bid.px, pd) if block.bid else mid
+    ask = hl_num(block.ask.px, pd) if block.ask else mid
+    return {"funding": "0.0000125", "openInterest": "10000.0", "prevDayPx": hl_num(day.open, pd) if day.count else mid,
             "dayNtlVlm": hl_num(day.quote_volume, 2), "premium": "0.0", "oraclePx": mid, "markPx": mid,
-            "midPx": mid, "impactPxs": [bid, ask], "dayBaseVlm": hl_num(day.volume, 5)}
+            "midPx": mid, "impactPxs": [bid, ask], "dayBaseVlm": hl_num(day.volume, fmt.hl_sz_decimals)}
+
+
+#: the asset context of a coin with no book (listed, not emulated): the venue shows a null mid, no impact prices
+HL_EMPTY_ASSET_CTX: dict[str, Any] = {
+    "funding": "0.0", "openInterest": "0.0", "prevDayPx": "0.0", "dayNtlVlm": "0.0", "premium": None,
+    "oraclePx": "0.0", "markPx": "0.0", "midPx": None, "impactPxs": None, "dayBaseVlm": "0.0"}
 
 
 def hl_active_asset_ctx(block: HlBlock, day: TickerStats) -> str:

@@ -14,11 +14,17 @@
   (caerus.sim.hyperliquid_rest).
 * A connection with no client message for ``hl_idle_timeout_s`` (60 s) is closed; the optional non-JSON greeting
   "Websocket connection established." is sent on connect when configured.
+* Coins: ``bbo`` is served for every emulated coin (``MarketConfig.symbols``), ``l2Book``, ``trades`` and
+  ``activeAssetCtx`` for BTC only; a coin listed but not emulated in this session, or not listed, is refused naming
+  it. Limits as on the venue: at most ``hl_max_subscriptions_per_ip`` (1000) subscriptions per client IP across
+  its connections (an ``error`` frame naming the limit) and ``hl_max_connections_per_ip`` (10) open connections
+  per IP (the next handshake gets HTTP 429).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
 from urllib.parse import urlsplit
@@ -26,8 +32,9 @@ from urllib.parse import urlsplit
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+from websockets.protocol import State
 
-from caerus.sim import frames, orders
+from caerus.sim import catalogue, frames, orders
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
@@ -63,14 +70,27 @@ def topic_for(subscription: dict) -> str | None:
     return None
 
 
-def refusal(subscription: dict) -> str | None:
-    """Why a known subscription is refused here (a market channel not modelled, another coin), else None."""
+def refusal(subscription: dict, coins: frozenset[str] = frozenset({frames.COIN})) -> str | None:
+    """Why a known subscription is refused here (a market channel not modelled, a coin not emulated), else None.
+    ``coins``: the coins this session emulates (bbo is served for each; the other market channels for BTC)."""
     kind = subscription.get("type")
     if kind in UNMODELLED_TYPES:
         return f"{kind} is not served by this emulator (see the fidelity table in docs/emulator.md)"
-    if kind in ("bbo", "l2Book", "trades", "activeAssetCtx") and subscription.get("coin") != frames.COIN:
-        return f"coin {subscription.get('coin')!r} is not listed by this emulator (only {frames.COIN})"
+    if kind in ("bbo", "l2Book", "trades", "activeAssetCtx"):
+        coin = subscription.get("coin")
+        listed = catalogue.BY_NAME.get(coin) if isinstance(coin, str) else None
+        if listed is None or listed.hl_asset is None:
+            return f"coin {coin!r} is not listed by this emulator"
+        if coin not in coins:
+            return f"coin {coin!r} is listed but not emulated in this session (caerus venue-sim --symbols)"
+        if kind != "bbo" and coin != frames.COIN:
+            return f"coin {coin!r}: {kind} is served for {frames.COIN} only (bbo for every emulated coin)"
     return None
+
+
+def _client_ip(conn: ServerConnection) -> str:
+    addr = conn.remote_address
+    return str(addr[0]) if addr else "?"
 
 
 def _sub_id(subscription: dict) -> str:
@@ -84,6 +104,9 @@ class HyperliquidServer:
         self.state = state
         self.counters = state.counters[self.venue]
         self.rest = HyperliquidRest(lambda: state.market)
+        self.coins = frozenset(i.name for i in state.config.market.instruments() if i.hl_asset is not None)
+        self._ip_conns: dict[str, set[ServerConnection]] = collections.defaultdict(set)  # handshakes let in
+        self._ip_subs: collections.Counter[str] = collections.Counter()  # subscriptions held per client IP
 
     def http(self, request: HttpRequest) -> HttpReply:
         """A plain HTTP request on this port (``POST /info``, ``POST /exchange``)."""
@@ -109,6 +132,13 @@ class HyperliquidServer:
         if path != PATH:
             self.counters.rejected += 1
             return conn.respond(404, f"no WebSocket endpoint at {path}\n")
+        ip, limit = _client_ip(conn), self.state.config.hl_max_connections_per_ip
+        live = self._ip_conns[ip]
+        live.difference_update([c for c in live if c.state is State.CLOSED])
+        if len(live) >= limit:
+            self.counters.rejected += 1
+            log.info("hyperliquid handshake from %s rejected: %d connections open (limit %d)", ip, len(live), limit)
+            return conn.respond(429, f"Too many connections: at most {limit} websocket connections per IP address\n")
         scenario = self.state.config.scenario
         if scenario.name in ("http-429", "http-503") and self.state.budget.claim(self.venue):
             self.counters.rejected += 1
@@ -117,6 +147,7 @@ class HyperliquidServer:
             resp = conn.respond(status, "Too Many Requests\n" if status == 429 else "Service Unavailable\n")
             resp.headers["Retry-After"] = "1"
             return resp
+        live.add(conn)
         return None
 
     async def handler(self, conn: ServerConnection) -> None:
@@ -141,7 +172,7 @@ class HyperliquidServer:
                 await conn.send(frames.HL_GREETING)
             async for msg in conn:
                 reset_idle()
-                reply = self._request(msg, sub, subscribed)
+                reply = self._request(msg, sub, subscribed, _client_ip(conn))
                 if reply is not None:
                     await conn.send(reply)
                 self.publish_account_events()
@@ -152,10 +183,18 @@ class HyperliquidServer:
                 h.cancel()
             state.topics.remove_all(sub)
             sub.close()
+            ip = _client_ip(conn)
+            self._ip_conns[ip].discard(conn)
+            self._ip_subs[ip] -= len(subscribed)
+            if self._ip_subs[ip] <= 0:
+                del self._ip_subs[ip]
+            if not self._ip_conns[ip]:
+                del self._ip_conns[ip]
             self.counters.closed += 1
             log.info("hyperliquid connection closed (active %d)", self.counters.active)
 
-    def _request(self, msg: str | bytes, sub: Subscriber, subscribed: dict[str, str | None]) -> str | None:
+    def _request(self, msg: str | bytes, sub: Subscriber, subscribed: dict[str, str | None], ip: str = "?"
+                 ) -> str | None:
         text = msg if isinstance(msg, str) else msg.decode("utf-8", "replace")
         try:
             req = json.loads(text)
@@ -184,13 +223,18 @@ class HyperliquidServer:
                 return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: missing coin")
             sid = _sub_id(subscription)
             if method == "subscribe":
-                why = refusal(subscription)
+                why = refusal(subscription, self.coins)
                 if why is not None:
                     return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: {why}")
                 if sid in subscribed:
                     return frames.hl_error(f"Already subscribed: {json.dumps(subscription)}")
+                limit = self.state.config.hl_max_subscriptions_per_ip
+                if self._ip_subs[ip] >= limit:
+                    return frames.hl_error(f"Cannot subscribe to {json.dumps(subscription)}: at most {limit} "
+                                           "subscriptions per IP address (across its connections)")
                 key = topic_for(subscription)
                 subscribed[sid] = key
+                self._ip_subs[ip] += 1
                 sub.arm()
                 reply = frames.hl_subscription_response(method, subscription)
                 if key is not None:
@@ -208,6 +252,7 @@ class HyperliquidServer:
             if sid not in subscribed:
                 return frames.hl_error(f"Already unsubscribed: {json.dumps(subscription)}")
             key = subscribed.pop(sid)
+            self._ip_subs[ip] -= 1
             if key is not None:
                 self.state.topics.remove(key, sub)
             return frames.hl_subscription_response(method, subscription)

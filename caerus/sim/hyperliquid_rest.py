@@ -6,6 +6,10 @@
 that answered the orders. ``/exchange`` takes the signed action body the SDK posts and answers exactly what a
 WebSocket ``post`` carries as its payload (caerus.sim.orders.hyperliquid_action). A body that does not
 deserialize, or an unknown ``type``, is answered 422 as the venue does.
+
+``meta`` lists every Hyperliquid coin of caerus.sim.catalogue in asset-index order; ``metaAndAssetCtxs`` has one
+context per coin (a coin this session does not emulate shows no book), ``allMids`` every emulated coin's mid;
+``l2Book`` is BTC's only (null for another coin, as the venue answers for a coin it does not list).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from caerus.sim import frames, orders
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.orders import HL_ASSETS, hyperliquid_action
+from caerus.sim.tape import TickerStats
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
@@ -52,7 +57,7 @@ class HyperliquidRest:
         self._info: dict[str, Callable[[dict[str, Any]], Any]] = {
             "meta": lambda r: meta(),
             "spotMeta": lambda r: spot_meta(),
-            "metaAndAssetCtxs": lambda r: [meta(), [self._asset_ctx()]],
+            "metaAndAssetCtxs": lambda r: [meta(), [self._asset_ctx(a["coin"]) for a in HL_ASSETS.values()]],
             "spotMetaAndAssetCtxs": lambda r: [spot_meta(), []],
             "perpDexs": lambda r: [None],
             "allMids": lambda r: self._all_mids(),
@@ -93,18 +98,29 @@ class HyperliquidRest:
             return drv, None
         return drv, block
 
-    def _all_mids(self) -> dict[str, str]:
-        _, block = self._block()
-        mid = frames.hl_mid(block) if block is not None else None
-        return {frames.COIN: mid} if mid is not None else {}
+    def _coin_block(self, coin: str) -> tuple[Any, Any]:
+        """(driver, newest block of ``coin`` with both sides) or (driver, None) (no book yet, or not emulated)."""
+        drv = self._market()
+        block = drv.block_of(coin) if drv is not None else None
+        if block is None or block.bid is None or block.ask is None:
+            return drv, None
+        return drv, block
 
-    def _asset_ctx(self) -> dict[str, Any]:
-        drv, block = self._block()
-        if block is None:  # no book yet: the venue shows a null mid and no impact prices
-            return {"funding": "0.0", "openInterest": "0.0", "prevDayPx": "0.0", "dayNtlVlm": "0.0",
-                    "premium": None, "oraclePx": "0.0", "markPx": "0.0", "midPx": None, "impactPxs": None,
-                    "dayBaseVlm": "0.0"}
-        return frames.hl_asset_ctx(block, drv.hl_tape.stats)
+    def _all_mids(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for asset in HL_ASSETS.values():
+            drv, block = self._coin_block(asset["coin"])
+            mid = frames.hl_mid(block, drv.format_of(block.symbol)) if block is not None else None
+            if mid is not None:
+                out[asset["coin"]] = mid
+        return out
+
+    def _asset_ctx(self, coin: str) -> dict[str, Any]:
+        drv, block = self._coin_block(coin)
+        if block is None:  # no book (yet): the venue shows a null mid and no impact prices
+            return dict(frames.HL_EMPTY_ASSET_CTX)
+        day = drv.hl_tape.stats if coin == frames.COIN else TickerStats()
+        return frames.hl_asset_ctx(block, day, drv.format_of(block.symbol))
 
     def _l2_book(self, req: dict[str, Any]) -> Any:
         if req.get("coin") != frames.COIN:

@@ -1,37 +1,55 @@
-"""Seeded BTC market model for the venue emulator: pure, deterministic, testable without sockets.
+"""Seeded market model for the venue emulator (N instruments): pure, deterministic, testable without sockets.
 
-One "fair" BTC price process drives both venues:
+Each emulated instrument (``MarketConfig.symbols``, names from caerus.sim.catalogue; BTC alone by default) has a
+"fair" price that drives both venues:
 
-* Binance USD-M BTCUSDT leads. Its top of book changes at bursty Poisson times (base rate ``binance_rate_hz``,
-  occasionally multiplied during short bursts), on a 0.1 USD tick with quantities on a 0.001 BTC step. Every
-  change is a bookTicker event with an increasing update id (ids jump, as they do on the real venue, because
-  the counter is shared by every symbol).
-* Hyperliquid BTC follows: blocks come every ~70 ms (jittered); a block's top of book is built from the fair
-  price as it was ``hl_lag_ms`` earlier, on Hyperliquid's price grid (5 significant figures, integers always
-  allowed: a 1 USD tick from 10k up). A bbo event exists only for blocks whose top (price, size or order count)
-  changed, exactly like the real ``bbo`` channel.
-* Jumps of ``jump_bps_min..jump_bps_max`` basis points arrive ``jumps_per_min`` times a minute on average, so a
-  latency-arb strategy with an entry threshold of a few bps fires a few times per minute: Binance moves first,
-  Hyperliquid catches up ``hl_lag_ms`` plus up to one block later.
+* Fair price = start price x exp(common factor path + the instrument's own path). The factor (one diffusion plus
+  jumps, shared by every instrument) carries ``factor_share`` of each instrument's diffusion variance and of its
+  jumps; the rest is the instrument's own (independent) diffusion and jumps. So two instruments' log-returns
+  correlate by about ``factor_share``. With one instrument the whole path is the factor: the BTC-only model
+  draw for draw.
+* Binance USD-M leads. Each symbol's top of book changes at its own bursty Poisson times (base rate
+  ``binance_rate_hz`` per symbol, occasionally multiplied during short bursts), on its own tick with quantities
+  on its own step (the catalogue's). Every change is a bookTicker event with an update id increasing per symbol
+  (ids jump, as on the real venue).
+* Hyperliquid follows: ONE block clock for every coin (~70 ms, jittered); a block's top of book for a coin is
+  built from that coin's fair price as it was ``hl_lag_ms`` earlier (per-coin overrides allowed), on Hyperliquid's
+  grid for the coin (5 significant figures, at most ``6 - szDecimals`` decimals, integers always allowed). The
+  model yields one ``HlBlock`` per coin per block; ``changed`` says whether that coin's top (price, size or order
+  count) changed, i.e. whether the real ``bbo`` channel would send it.
+* Jumps of ``jump_bps_min..jump_bps_max`` basis points arrive ``jumps_per_min`` times a minute on average per
+  instrument, so a latency-arb strategy with an entry threshold of a few bps fires a few times per minute: Binance
+  moves first, Hyperliquid catches up ``hl_lag_ms`` plus up to one block later.
 
-Event times are offsets in nanoseconds from the session start. The emulator sends each event at its scheduled
-time and stamps the scheduled time as the exchange time, so a late send shows up as information age instead of
-vanishing (no coordinated omission).
+Events carry ``symbol``: the instrument's index in ``cfg.symbols``. Event times are offsets in nanoseconds from
+the session start. The emulator sends each event at its scheduled time and stamps the scheduled time as the
+exchange time, so a late send shows up as information age instead of vanishing (no coordinated omission).
+
+Random streams: the factor draws from ``Random(seed)``, the first instrument's Binance process from
+``Random(seed * 1_000_003 + 1)`` and the block clock plus the first coin's sizes from ``Random(seed * 1_000_003 +
+2)`` (the BTC-only model's streams, so ``symbols=("BTC",)`` gives exactly its events); every other stream is
+seeded from the seed and the instrument's name.
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import cast
+
+from caerus.sim.catalogue import BY_NAME, ListedInstrument
 
 BINANCE_TICK = 0.1  # BTCUSDT perpetual price tick (USD)
 BINANCE_QTY_STEP = 0.001  # BTCUSDT perpetual quantity step (BTC)
 HL_SZ_DECIMALS = 5  # Hyperliquid BTC szDecimals
 HL_MAX_DECIMALS = 6  # perps: price decimals <= 6 - szDecimals
 HL_SIG_FIGS = 5
+#: sizes are drawn in BTC-equivalent notional: an instrument's sizes scale by this over its start price
+REFERENCE_PRICE = 95_000.0
 
 
 @dataclass(frozen=True)
@@ -39,19 +57,46 @@ class MarketConfig:
     """Market model settings. Defaults are modest on purpose: this machine has 2 cores shared by the fleet."""
 
     seed: int = 1
-    start_price: float = 95_000.0
-    annual_vol: float = 0.5  # diffusion volatility of the fair price
-    binance_rate_hz: float = 75.0  # mean bookTicker rate outside bursts (~100/s overall with bursts)
+    start_price: float = 95_000.0  # BTC's start price (other instruments start at their catalogue price)
+    annual_vol: float = 0.5  # diffusion volatility of each fair price
+    binance_rate_hz: float = 75.0  # mean bookTicker rate per symbol outside bursts (~100/s overall with bursts)
     burst_prob_per_s: float = 0.5  # chance per second that a burst starts
     burst_multiplier: float = 4.0  # rate multiplier during a burst
     burst_len_s: float = 0.3
-    jumps_per_min: float = 6.0
+    jumps_per_min: float = 6.0  # per instrument
     jump_bps_min: float = 10.0
     jump_bps_max: float = 40.0
     hl_lag_ms: float = 100.0  # how far Hyperliquid's book trails Binance's fair price
     hl_block_ms: float = 70.0  # mean block interval
     hl_block_jitter_ms: float = 15.0  # uniform +- jitter of one block interval
     hl_size_change_prob: float = 0.25  # chance a block changes top sizes even when prices stay
+    symbols: tuple[str, ...] = ("BTC",)  # emulated instruments (caerus.sim.catalogue names), in event index order
+    factor_share: float = 0.6  # share of each instrument's diffusion variance and jumps from the common factor
+    # per-instrument hl_lag_ms overrides: a mapping or (name, ms) pairs; kept as sorted pairs (hashable)
+    hl_lag_ms_by_symbol: Mapping[str, float] | tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        lags = self.hl_lag_ms_by_symbol
+        pairs = lags.items() if isinstance(lags, Mapping) else lags
+        object.__setattr__(self, "hl_lag_ms_by_symbol", tuple(sorted((str(k), float(v)) for k, v in pairs)))
+        object.__setattr__(self, "symbols", tuple(self.symbols))
+
+    def instruments(self) -> tuple[ListedInstrument, ...]:
+        """The catalogue entries of ``symbols`` (ValueError naming unknown ones)."""
+        unknown = [s for s in self.symbols if s not in BY_NAME]
+        if unknown:
+            raise ValueError(f"market setting symbols: not listed by the emulated venues: "
+                             f"{', '.join(map(repr, unknown))} (see caerus/sim/catalogue.py)")
+        return tuple(BY_NAME[s] for s in self.symbols)
+
+    @property
+    def lag_overrides(self) -> tuple[tuple[str, float], ...]:
+        """``hl_lag_ms_by_symbol`` as sorted (name, ms) pairs."""
+        return cast(tuple[tuple[str, float], ...], self.hl_lag_ms_by_symbol)
+
+    def lag_ms(self, name: str) -> float:
+        """Hyperliquid's lag for instrument ``name`` (its override, else ``hl_lag_ms``)."""
+        return dict(self.lag_overrides).get(name, self.hl_lag_ms)
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad setting."""
@@ -82,11 +127,24 @@ class MarketConfig:
             raise ValueError(f"hl_block_jitter_ms ({self.hl_block_jitter_ms}) must be < hl_block_ms")
         if not 0 <= self.hl_size_change_prob <= 1:
             raise ValueError(f"hl_size_change_prob must be in [0, 1], got {self.hl_size_change_prob!r}")
+        if not self.symbols:
+            raise ValueError("market setting symbols must name at least one instrument")
+        dup = sorted({s for s in self.symbols if self.symbols.count(s) > 1})
+        if dup:
+            raise ValueError(f"market setting symbols lists {', '.join(map(repr, dup))} more than once")
+        self.instruments()
+        if not 0 <= self.factor_share <= 1:
+            raise ValueError(f"market setting factor_share must be in [0, 1], got {self.factor_share!r}")
+        for name, lag in self.lag_overrides:
+            if name not in self.symbols:
+                raise ValueError(f"market setting hl_lag_ms_by_symbol names {name!r}, which is not in symbols")
+            if not lag >= 0:
+                raise ValueError(f"market setting hl_lag_ms_by_symbol[{name!r}] must be >= 0, got {lag!r}")
 
 
 @dataclass(frozen=True, slots=True)
 class BinanceQuote:
-    """One Binance bookTicker event (top of book changed)."""
+    """One Binance bookTicker event (top of book changed) of instrument ``symbol`` (index in cfg.symbols)."""
 
     t_ns: int  # scheduled time, offset from session start
     update_id: int
@@ -94,6 +152,7 @@ class BinanceQuote:
     bid_qty: float
     ask: float
     ask_qty: float
+    symbol: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,22 +164,24 @@ class HlLevel:
 
 @dataclass(frozen=True, slots=True)
 class HlBlock:
-    """One Hyperliquid block's BTC top of book. ``changed``: the top differs from the previous block's."""
+    """One Hyperliquid block's top of book for coin ``symbol`` (index in cfg.symbols). ``changed``: the top
+    differs from the previous block's (the bbo channel sends it). Every coin of a block has the same time/index."""
 
     t_ns: int  # block time, offset from session start
     index: int
     bid: HlLevel | None
     ask: HlLevel | None
     changed: bool
+    symbol: int = 0
 
 
-def hl_tick(price: float) -> float:
-    """Hyperliquid's price increment for BTC at ``price``: 5 significant figures, at most 1 decimal
-    (6 - szDecimals), and integer prices are always valid (so never coarser than 1 USD)."""
+def hl_tick(price: float, sz_decimals: int = HL_SZ_DECIMALS) -> float:
+    """Hyperliquid's price increment at ``price`` for a coin with ``sz_decimals``: 5 significant figures, at most
+    ``6 - szDecimals`` decimals (BTC: 1), and integer prices are always valid (so never coarser than 1 USD)."""
     if price <= 0:
         raise ValueError(f"price must be > 0, got {price!r}")
     exponent = math.floor(math.log10(price)) - (HL_SIG_FIGS - 1)
-    return min(1.0, max(10.0**exponent, 10.0 ** -(HL_MAX_DECIMALS - HL_SZ_DECIMALS)))
+    return min(1.0, max(10.0**exponent, 10.0 ** -(HL_MAX_DECIMALS - sz_decimals)))
 
 
 def round_to(value: float, step: float) -> float:
@@ -135,32 +196,98 @@ def fmt_price(value: float, step: float) -> str:
     return f"{value:.{decimals}f}"
 
 
-class FairPrice:
-    """The latent BTC price path: diffusion plus jumps, sampled on demand at increasing times.
+def _no_jump() -> int:
+    return 1 << 62
 
-    The path is recorded so the Hyperliquid side can look it up ``lag`` in the past.
-    """
 
-    def __init__(self, cfg: MarketConfig, rng: random.Random) -> None:
-        self._cfg = cfg
+class _Factor:
+    """The common driver: diffusion increments and jump multipliers, drawn at every time any instrument samples.
+
+    Increments are kept (not summed into a level) so an instrument sampling after exactly one factor step applies
+    exactly that draw: with one instrument this is the BTC-only model's path, float for float."""
+
+    def __init__(self, rng: random.Random, sigma_per_sqrt_s: float, jumps_per_min: float, cfg: MarketConfig) -> None:
         self._rng = rng
-        self._sigma_per_sqrt_s = cfg.annual_vol / math.sqrt(365.0 * 86400.0)
+        self._sigma_per_sqrt_s = sigma_per_sqrt_s
+        self._jumps_per_min = jumps_per_min
+        self._cfg = cfg
+        self.t_ns = 0
+        self.base = 0  # step number of increments[0] (older ones were dropped)
+        self.increments: list[float] = []
+        self.jumps: list[tuple[int, float]] = []  # (steps taken when it happened, multiplier)
+        self.jump_base = 0
+        self._next_jump_ns = self._draw_jump_gap(0)
+
+    @property
+    def steps(self) -> int:
+        return self.base + len(self.increments)
+
+    def _draw_jump_gap(self, now_ns: int) -> int:
+        if self._jumps_per_min <= 0:
+            return _no_jump()
+        return now_ns + int(self._rng.expovariate(self._jumps_per_min / 60.0) * 1e9)
+
+    def advance(self, t_ns: int) -> int:
+        """Sample the factor at ``t_ns`` (never before the last sample); returns the steps taken so far."""
+        dt_s = (t_ns - self.t_ns) / 1e9
+        if dt_s > 0:
+            self.increments.append(self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(dt_s)))
+            self.t_ns = t_ns
+        while t_ns >= self._next_jump_ns:
+            size_bps = self._rng.uniform(self._cfg.jump_bps_min, self._cfg.jump_bps_max)
+            self.jumps.append((self.steps, 1.0 + (size_bps if self._rng.random() < 0.5 else -size_bps) / 1e4))
+            self._next_jump_ns = self._draw_jump_gap(self._next_jump_ns)
+        return self.steps
+
+    def forget(self, steps: int, jumps: int) -> None:
+        """Drop increments before step ``steps`` and jumps before jump number ``jumps`` (every path consumed them)."""
+        if steps - self.base > 4096:
+            del self.increments[: steps - self.base]
+            self.base = steps
+        if jumps - self.jump_base > 256:
+            del self.jumps[: jumps - self.jump_base]
+            self.jump_base = jumps
+
+
+class FairPrice:
+    """One instrument's latent price path: the factor's moves plus its own diffusion and jumps, sampled on demand
+    at increasing times. The path is recorded so the Hyperliquid side can look it up ``lag`` in the past."""
+
+    def __init__(self, start_price: float, factor: _Factor, rng: random.Random, sigma_per_sqrt_s: float,
+                 jumps_per_min: float, cfg: MarketConfig) -> None:
+        self._factor = factor
+        self._rng = rng
+        self._sigma_per_sqrt_s = sigma_per_sqrt_s
+        self._jumps_per_min = jumps_per_min
+        self._cfg = cfg
         self._times: list[int] = [0]
-        self._prices: list[float] = [cfg.start_price]
+        self._prices: list[float] = [start_price]
+        self.step = factor.steps  # factor steps applied so far
+        self.jump = factor.jump_base + len(factor.jumps)  # factor jumps applied so far
         self._next_jump_ns = self._draw_jump_gap(0)
 
     def _draw_jump_gap(self, now_ns: int) -> int:
-        if self._cfg.jumps_per_min <= 0:
-            return 1 << 62
-        return now_ns + int(self._rng.expovariate(self._cfg.jumps_per_min / 60.0) * 1e9)
+        if self._jumps_per_min <= 0:
+            return _no_jump()
+        return now_ns + int(self._rng.expovariate(self._jumps_per_min / 60.0) * 1e9)
 
     def advance(self, t_ns: int) -> float:
-        """Price at ``t_ns`` (must not precede the last sampled time)."""
+        """Price at ``t_ns`` (must not precede the last sampled time of this path or of the factor)."""
+        f = self._factor
+        steps = f.advance(t_ns)
         last_t = self._times[-1]
         price = self._prices[-1]
         dt_s = (t_ns - last_t) / 1e9
-        if dt_s > 0:
-            price *= math.exp(self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(dt_s)))
+        if steps > self.step or (dt_s > 0 and self._sigma_per_sqrt_s > 0):
+            move = sum(f.increments[self.step - f.base : steps - f.base])
+            if dt_s > 0 and self._sigma_per_sqrt_s > 0:
+                move += self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(dt_s))
+            price *= math.exp(move)
+        self.step = steps
+        jumps = f.jump_base + len(f.jumps)
+        for _, mult in f.jumps[self.jump - f.jump_base :]:
+            price *= mult
+        self.jump = jumps
         while t_ns >= self._next_jump_ns:
             size_bps = self._rng.uniform(self._cfg.jump_bps_min, self._cfg.jump_bps_max)
             price *= 1.0 + (size_bps if self._rng.random() < 0.5 else -size_bps) / 1e4
@@ -182,98 +309,155 @@ class FairPrice:
             del self._prices[:i]
 
 
+class _BinanceProcess:
+    """One symbol's bookTicker process: bursty Poisson times, then each quote's top on the symbol's grid."""
+
+    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random) -> None:
+        self.cfg, self.index, self.rng = cfg, index, rng
+        self.tick, self.step = float(inst.tick), float(inst.step)
+        self.scale = REFERENCE_PRICE / inst.start_price  # sizes in BTC-equivalent notional
+        self.update_id = 5_000_000_000 + rng.randrange(1_000_000)
+        self.burst_until = -1
+        self.t_ns = 0
+
+    def next_time(self) -> int:
+        cfg, rng = self.cfg, self.rng
+        rate = cfg.binance_rate_hz * (cfg.burst_multiplier if self.t_ns < self.burst_until else 1.0)
+        gap_s = rng.expovariate(rate)
+        if self.t_ns >= self.burst_until and rng.random() < cfg.burst_prob_per_s * gap_s:
+            self.burst_until = self.t_ns + int(cfg.burst_len_s * 1e9)
+        self.t_ns += max(1, int(gap_s * 1e9))
+        return self.t_ns
+
+    def quote(self, fair: float) -> BinanceQuote:
+        rng, tick = self.rng, self.tick
+        bid = math.floor(fair / tick) * tick
+        spread_ticks = 1 if rng.random() < 0.9 else rng.randint(2, 4)
+        self.update_id += rng.randint(1, 40)
+        return BinanceQuote(
+            t_ns=self.t_ns,
+            update_id=self.update_id,
+            bid=round_to(bid, tick),
+            bid_qty=self._qty(),
+            ask=round_to(bid + spread_ticks * tick, tick),
+            ask_qty=self._qty(),
+            symbol=self.index,
+        )
+
+    def _qty(self) -> float:
+        return round_to(max(self.step, self.rng.lognormvariate(0.0, 1.2) * self.scale), self.step)
+
+
+class _HlCoin:
+    """One coin's Hyperliquid top, rebuilt each block from its fair price ``lag`` earlier."""
+
+    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random) -> None:
+        self.cfg, self.index, self.rng = cfg, index, rng
+        self.sz_decimals = inst.sz_decimals
+        self.scale = REFERENCE_PRICE / inst.start_price
+        self.lag_ns = int(cfg.lag_ms(inst.name) * 1e6)
+        self.prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
+
+    def block(self, t_ns: int, index: int, fair: FairPrice) -> HlBlock:
+        cfg, rng = self.cfg, self.rng
+        px = fair.at(t_ns - self.lag_ns)
+        tick = hl_tick(px, self.sz_decimals)
+        bid_px = round_to(math.floor(px / tick) * tick, tick)
+        ask_px = round_to(bid_px + tick, tick)
+        bid, ask = self.prev
+        if bid is None or bid.px != bid_px or rng.random() < cfg.hl_size_change_prob:
+            bid = HlLevel(bid_px, self._size(), rng.randint(1, 12))
+        if ask is None or ask.px != ask_px or rng.random() < cfg.hl_size_change_prob:
+            ask = HlLevel(ask_px, self._size(), rng.randint(1, 12))
+        changed = (bid, ask) != self.prev
+        self.prev = (bid, ask)
+        fair.forget_before(t_ns - self.lag_ns - 10_000_000_000)
+        return HlBlock(t_ns=t_ns, index=index, bid=bid, ask=ask, changed=changed, symbol=self.index)
+
+    def _size(self) -> float:
+        d = self.sz_decimals
+        return round(max(10.0**-d, self.rng.lognormvariate(-0.5, 1.3) * self.scale), d)
+
+
 class MarketModel:
-    """Merged, time-ordered stream of Binance quotes and Hyperliquid blocks (``events()``), fully seeded."""
+    """Merged, time-ordered stream of every instrument's Binance quotes and Hyperliquid block tops (``events()``),
+    fully seeded."""
 
     def __init__(self, cfg: MarketConfig | None = None) -> None:
         self.cfg = cfg or MarketConfig()
         self.cfg.validate()
-        self._rng = random.Random(self.cfg.seed)
-        self._fair = FairPrice(self.cfg, self._rng)
-        self._hl_prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
-        self._hl_index = 0
+        self.instruments = self.cfg.instruments()
         # Separate streams for venue microstructure so adding a field to one does not shift the other.
+        self._rng = random.Random(self.cfg.seed)
         self._bn_rng = random.Random(self.cfg.seed * 1_000_003 + 1)
         self._hl_rng = random.Random(self.cfg.seed * 1_000_003 + 2)
 
-    # -- Binance -----------------------------------------------------------------------------------------------
-    def _binance_quotes(self) -> Iterator[BinanceQuote]:
-        cfg, rng = self.cfg, self._bn_rng
-        t_ns = 0
-        update_id = 5_000_000_000 + rng.randrange(1_000_000)
-        burst_until = -1
-        while True:
-            rate = cfg.binance_rate_hz * (cfg.burst_multiplier if t_ns < burst_until else 1.0)
-            gap_s = rng.expovariate(rate)
-            if t_ns >= burst_until and rng.random() < cfg.burst_prob_per_s * gap_s:
-                burst_until = t_ns + int(cfg.burst_len_s * 1e9)
-            t_ns += max(1, int(gap_s * 1e9))
-            fair = self._fair.advance(t_ns)
-            bid = math.floor(fair / BINANCE_TICK) * BINANCE_TICK
-            spread_ticks = 1 if rng.random() < 0.9 else rng.randint(2, 4)
-            update_id += rng.randint(1, 40)
-            yield BinanceQuote(
-                t_ns=t_ns,
-                update_id=update_id,
-                bid=round_to(bid, BINANCE_TICK),
-                bid_qty=self._binance_qty(rng),
-                ask=round_to(bid + spread_ticks * BINANCE_TICK, BINANCE_TICK),
-                ask_qty=self._binance_qty(rng),
-            )
+    def _stream(self, k: int, inst: ListedInstrument, what: str) -> random.Random:
+        """The first instrument keeps the BTC-only model's streams; the others get their own per name."""
+        if k == 0 and what == "binance":
+            return self._bn_rng
+        if k == 0 and what == "hyperliquid":
+            return self._hl_rng
+        return random.Random(f"caerus-sim:{self.cfg.seed}:{inst.name}:{what}")
 
-    @staticmethod
-    def _binance_qty(rng: random.Random) -> float:
-        return round_to(max(BINANCE_QTY_STEP, rng.lognormvariate(0.0, 1.2)), BINANCE_QTY_STEP)
+    def _paths(self) -> tuple[_Factor, list[FairPrice]]:
+        cfg = self.cfg
+        share = 1.0 if len(self.instruments) == 1 else cfg.factor_share  # one instrument: the path is the factor
+        sigma = cfg.annual_vol / math.sqrt(365.0 * 86400.0)
+        factor = _Factor(self._rng, sigma * math.sqrt(share), cfg.jumps_per_min * share, cfg)
+        paths = []
+        for k, inst in enumerate(self.instruments):
+            start = cfg.start_price if inst.name == "BTC" else inst.start_price
+            paths.append(FairPrice(start, factor, self._stream(k, inst, "idio"), sigma * math.sqrt(1.0 - share),
+                                   cfg.jumps_per_min * (1.0 - share), cfg))
+        return factor, paths
 
-    # -- Hyperliquid -------------------------------------------------------------------------------------------
-    def _hl_block_times(self) -> Iterator[int]:
+    def _block_times(self) -> Iterator[int]:
         cfg, rng = self.cfg, self._hl_rng
         t_ns = 0
         while True:
             t_ns += int((cfg.hl_block_ms + rng.uniform(-cfg.hl_block_jitter_ms, cfg.hl_block_jitter_ms)) * 1e6)
             yield t_ns
 
-    def _hl_block(self, t_ns: int) -> HlBlock:
-        cfg, rng = self.cfg, self._hl_rng
-        lag_ns = int(cfg.hl_lag_ms * 1e6)
-        fair = self._fair.at(t_ns - lag_ns)
-        tick = hl_tick(fair)
-        bid_px = round_to(math.floor(fair / tick) * tick, tick)
-        ask_px = round_to(bid_px + tick, tick)
-        bid, ask = self._hl_prev
-        if bid is None or bid.px != bid_px or rng.random() < cfg.hl_size_change_prob:
-            bid = HlLevel(bid_px, self._hl_size(rng), rng.randint(1, 12))
-        if ask is None or ask.px != ask_px or rng.random() < cfg.hl_size_change_prob:
-            ask = HlLevel(ask_px, self._hl_size(rng), rng.randint(1, 12))
-        changed = (bid, ask) != self._hl_prev
-        self._hl_prev = (bid, ask)
-        self._hl_index += 1
-        self._fair.forget_before(t_ns - lag_ns - 10_000_000_000)
-        return HlBlock(t_ns=t_ns, index=self._hl_index, bid=bid, ask=ask, changed=changed)
-
-    @staticmethod
-    def _hl_size(rng: random.Random) -> float:
-        return round(max(10.0**-HL_SZ_DECIMALS, rng.lognormvariate(-0.5, 1.3)), HL_SZ_DECIMALS)
-
     def events(self) -> Iterator[BinanceQuote | HlBlock]:
-        """Every Binance quote and every Hyperliquid block (``changed`` tells whether bbo fires), time-ordered.
+        """Every Binance quote and, per block, every coin's top (``changed`` tells whether bbo fires), time-ordered
+        (a block before a quote at the same time; a block's coins in ``cfg.symbols`` order).
 
-        A block is built only when it is due, after the Binance side has sampled the fair price past the block
-        time, so its look-up ``hl_lag_ms`` in the past reads a settled path and the model never needs the future.
-        """
-        self._hl_prev = (None, None)
-        self._hl_index = 0
-        quotes = self._binance_quotes()
-        block_times = self._hl_block_times()
-        q = next(quotes)
-        tb = next(block_times)
-        while True:
-            if tb <= q.t_ns:
-                yield self._hl_block(tb)
-                tb = next(block_times)
-            else:
+        An instrument's fair price is sampled when its quote is due (and, for a coin Binance does not list, at each
+        block), so every sample is in time order across instruments and a block's look-up ``hl_lag_ms`` in the past
+        reads a settled path: the model never needs the future."""
+        factor, paths = self._paths()
+        procs = [_BinanceProcess(self.cfg, inst, k, self._stream(k, inst, "binance"))
+                 for k, inst in enumerate(self.instruments) if inst.binance_symbol is not None]
+        coins = [_HlCoin(self.cfg, inst, k, self._stream(k, inst, "hyperliquid"))
+                 for k, inst in enumerate(self.instruments) if inst.hl_asset is not None]
+        hl_only = [paths[c.index] for c in coins if self.instruments[c.index].binance_symbol is None]
+        # (time, 0 = block / 1 = quote, position in procs): blocks win ties, as they always did
+        heap: list[tuple[int, int, int]] = [(p.next_time(), 1, i) for i, p in enumerate(procs)]
+        block_times = self._block_times() if coins else None
+        if block_times is not None:
+            heap.append((next(block_times), 0, 0))
+        heapq.heapify(heap)
+        block_index = 0
+        sampled = 0
+        while heap:
+            t_ns, kind, i = heap[0]
+            if kind == 1:
+                p = procs[i]
+                q = p.quote(paths[p.index].advance(t_ns))
+                heapq.heapreplace(heap, (p.next_time(), 1, i))
                 yield q
-                q = next(quotes)
+            else:
+                block_index += 1
+                for path in hl_only:
+                    path.advance(t_ns)
+                blocks = [c.block(t_ns, block_index, paths[c.index]) for c in coins]
+                assert block_times is not None
+                heapq.heapreplace(heap, (next(block_times), 0, 0))
+                yield from blocks
+            sampled += 1
+            if sampled % 1024 == 0:
+                factor.forget(min(p.step for p in paths), min(p.jump for p in paths))
 
 
 def depth_levels(best: float, step: float, side: int, n: int, seed: int) -> list[tuple[float, float]]:

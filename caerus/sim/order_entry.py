@@ -11,7 +11,7 @@ import importlib
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("caerus.sim")
 
@@ -81,7 +81,11 @@ def _post_error(msg: object, text: str) -> str:
     return _dumps({"channel": "error", "data": text})
 
 
-BookSink = Callable[[str, float, float, float, float], None]
+class BookSink(Protocol):
+    """``orders.update_book``: one instrument's top of book on one venue (``symbol``: catalogue name)."""
+
+    def __call__(self, venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, *,
+                 symbol: str = "BTC") -> None: ...
 
 
 def book_sink() -> BookSink | None:

@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 from eth_account import Account
 
+from caerus.sim import catalogue
 from caerus.sim.verify import binance_signature_ok, hyperliquid_signer
 
 ENV_API_KEY = "CAERUS_SIM_BINANCE_API_KEY"
@@ -48,8 +49,15 @@ ENV_HL_ADDRESS = "CAERUS_SIM_HL_ADDRESS"
 ENV_HL_NETWORK = "CAERUS_SIM_HL_NETWORK"
 ENV_HL_VAULTS = "CAERUS_SIM_HL_VAULTS"  # comma-separated vault addresses the wallet may trade for
 
-BINANCE_SYMBOLS = {"BTCUSDT": {"tick": Decimal("0.1"), "step": Decimal("0.001"), "max_qty": Decimal("1000")}}
-HL_ASSETS = {0: {"coin": "BTC", "sz_decimals": 5}}
+#: every symbol the emulated Binance lists (caerus.sim.catalogue): its rules and its catalogue name
+BINANCE_SYMBOLS: dict[str, dict[str, Any]] = {
+    sym: {"tick": i.tick, "step": i.step, "max_qty": i.max_qty, "min_notional": i.min_notional, "name": i.name,
+          "qty_decimals": i.qty_decimals, "price_decimals": i.price_decimals}
+    for sym, i in catalogue.BINANCE.items()}
+#: every coin the emulated Hyperliquid lists, by asset index (meta order)
+HL_ASSETS: dict[int, dict[str, Any]] = {
+    i.hl_asset: {"coin": i.name, "sz_decimals": i.sz_decimals} for i in catalogue.HYPERLIQUID
+    if i.hl_asset is not None}
 HL_MIN_NOTIONAL = 10.0
 HL_NONCE_PAST_MS = 2 * 24 * 3600 * 1000
 HL_NONCE_FUTURE_MS = 24 * 3600 * 1000
@@ -84,7 +92,8 @@ class OrderDesk:
     hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
     binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
     binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
-    # venue -> (position in BTC, signed; average entry price): what fills built, what position queries answer
+    # book key (see book_key) -> (position in the instrument, signed; average entry price): what fills built,
+    # what position queries answer
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)
     # account events (user-data stream payloads) per venue, queued by the order functions and drained by the
     # servers after each answer (drain_events): this module stays free of sockets
@@ -92,7 +101,7 @@ class OrderDesk:
     trade_ids: itertools.count = field(default_factory=lambda: itertools.count(7_000_001))
     listen_keys: set[str] = field(default_factory=set)  # Binance user-data stream keys (REST or WS-API issued)
     binance_clock_offset_ms: int = 0  # the venue's clock ahead of this host's by this much (tests of skew)
-    books: dict[str, Book] = field(default_factory=dict)
+    books: dict[str, Book] = field(default_factory=dict)  # book key (see book_key) -> top of book
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
     requests_ms: collections.deque[tuple[int, bool]] = field(default_factory=collections.deque)  # (ms, is order)
@@ -178,9 +187,17 @@ def _text(table: dict[str, Any], venue: str, name: str, path: Path) -> str:
     return value
 
 
-def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float) -> None:
-    """Top of book the fill check uses (venue 'binance' | 'hyperliquid'); the market model calls this per tick."""
-    DESK.books[venue] = Book(bid_px, bid_qty, ask_px, ask_qty)
+def book_key(venue: str, name: str = "BTC") -> str:
+    """Where the desk keeps an instrument's book and position: the venue for BTC (as the BTC-only desk always
+    did), ``venue:NAME`` for every other catalogue instrument."""
+    return venue if name == "BTC" else f"{venue}:{name}"
+
+
+def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, symbol: str = "BTC"
+                ) -> None:
+    """Top of book of instrument ``symbol`` (catalogue name) the fill check uses (venue 'binance' |
+    'hyperliquid'); the market driver calls this for every emulated instrument's top."""
+    DESK.books[book_key(venue, symbol)] = Book(bid_px, bid_qty, ask_px, ask_qty)
 
 
 def reset() -> None:
@@ -189,9 +206,10 @@ def reset() -> None:
     DESK = OrderDesk()
 
 
-def _fill(venue: str, is_buy: bool, px: float, qty: float) -> None:
-    """Book a fill into the venue's position (average entry price kept for the position queries)."""
-    pos, entry = DESK.positions.get(venue, (0.0, 0.0))
+def _fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") -> None:
+    """Book a fill into the venue's position in ``name`` (average entry price kept for the position queries)."""
+    key = book_key(venue, name)
+    pos, entry = DESK.positions.get(key, (0.0, 0.0))
     signed = qty if is_buy else -qty
     new = round(pos + signed, 8)
     if new == 0.0:
@@ -200,7 +218,7 @@ def _fill(venue: str, is_buy: bool, px: float, qty: float) -> None:
         entry = px  # opened, or flipped through zero: the fill's price
     elif (pos > 0) == (signed > 0):
         entry = (entry * abs(pos) + px * qty) / abs(new)  # added to: weighted average
-    DESK.positions[venue] = (new, entry)
+    DESK.positions[key] = (new, entry)
 
 
 MAX_ORDERS_KEPT = 100_000  # per venue: status queries reach this far back; older records are forgotten
@@ -225,13 +243,15 @@ def _binance_events(result: dict[str, Any], params: dict[str, Any], now_ms: int)
     """ORDER_TRADE_UPDATE events for one answered order (NEW, then TRADE for a fill, then EXPIRED for what an
     IOC did not fill) and an ACCOUNT_UPDATE when the position changed, as the user-data stream sends them."""
     filled, status = float(result["executedQty"]), result["status"]
+    spec = BINANCE_SYMBOLS[result["symbol"]]
+    qd = spec["qty_decimals"]
 
     def order_update(x: str, big_x: str, last_qty: float, trade_id: int) -> dict[str, Any]:
         return {"e": "ORDER_TRADE_UPDATE", "E": now_ms, "T": now_ms, "o": {
             "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": "LIMIT",
             "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
             "ap": result["avgPrice"] if filled else "0", "sp": "0", "x": x, "X": big_x, "i": result["orderId"],
-            "l": f"{last_qty:.3f}", "z": f"{filled if x != 'NEW' else 0.0:.3f}",
+            "l": f"{last_qty:.{qd}f}", "z": f"{filled if x != 'NEW' else 0.0:.{qd}f}",
             "L": result["avgPrice"] if last_qty else "0", "N": "USDT", "n": "0", "T": now_ms, "t": trade_id,
             "b": "0", "a": "0", "m": False, "R": False, "wt": "CONTRACT_PRICE", "ot": "LIMIT", "ps": "BOTH",
             "cp": False, "rp": "0", "pP": False, "si": 0, "ss": 0, "V": "NONE", "pm": "NONE", "gtd": 0}}
@@ -244,10 +264,10 @@ def _binance_events(result: dict[str, Any], params: dict[str, Any], now_ms: int)
     if status == "EXPIRED":
         out.append(order_update("EXPIRED", "EXPIRED", 0.0, 0))
     if filled:
-        amt, entry = position("binance")
+        amt, entry = position("binance", spec["name"])
         out.append({"e": "ACCOUNT_UPDATE", "E": now_ms, "T": now_ms, "a": {
             "m": "ORDER", "B": [{"a": "USDT", "wb": "0", "cw": "0", "bc": "0"}],
-            "P": [{"s": result["symbol"], "pa": f"{amt:.3f}", "ep": f"{entry:.2f}", "bep": f"{entry:.2f}",
+            "P": [{"s": result["symbol"], "pa": f"{amt:.{qd}f}", "ep": _px(entry, spec), "bep": _px(entry, spec),
                    "cr": "0", "up": "0", "mt": "cross", "iw": "0", "ps": "BOTH"}]}})
 
 
@@ -257,26 +277,52 @@ def _hl_events(record: dict[str, Any], status: str, fill: tuple[float, float] | 
     out.append({"channel": "orderUpdates", "data": [{"order": record, "status": status, "statusTimestamp": now_ms}]})
     if fill is not None:
         px, qty = fill
-        szi, _ = position("hyperliquid")
+        szi, _ = position("hyperliquid", record["coin"])
+        szd = _sz_decimals(record["coin"])
         start = szi - (qty if record["side"] == "B" else -qty)
         out.append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address, "fills": [{
-            "coin": record["coin"], "px": f"{px:.1f}", "sz": f"{qty:.5f}".rstrip("0").rstrip("."),
-            "side": record["side"], "time": now_ms, "startPosition": f"{start:.5f}",
+            "coin": record["coin"], "px": _hl_px(px, szd), "sz": _hl_sz(qty, szd),
+            "side": record["side"], "time": now_ms, "startPosition": f"{start:.{szd}f}",
             "dir": "Open Long" if record["side"] == "B" else "Open Short", "closedPnl": "0.0",
             "hash": f"0x{record['oid']:064x}", "oid": record["oid"], "crossed": True, "fee": "0.0",
             "tid": next(DESK.trade_ids), "feeToken": "USDC",
             **({"cloid": record["cloid"]} if record["cloid"] else {})}]}})
 
 
-def position(venue: str) -> tuple[float, float]:
-    """(signed position in BTC, average entry price) the desk holds on ``venue``."""
-    return DESK.positions.get(venue, (0.0, 0.0))
+def position(venue: str, name: str = "BTC") -> tuple[float, float]:
+    """(signed position in instrument ``name``, average entry price) the desk holds on ``venue``."""
+    return DESK.positions.get(book_key(venue, name), (0.0, 0.0))
 
 
-def _cross(venue: str, is_buy: bool, px: float, qty: float) -> tuple[float, float] | None:
-    """(fill price, fill qty) when a limit at ``px`` crosses the book; None when it does not."""
-    book = DESK.books.get(venue)
-    if book is None:  # no market yet: no liquidity to take
+def _px(value: float, spec: dict[str, Any]) -> str:
+    """A Binance price in an order answer: at least 2 decimals, more when the symbol's tick has more."""
+    return f"{value:.{max(2, spec['price_decimals'])}f}"
+
+
+def _sz_decimals(coin: str) -> int:
+    inst = catalogue.BY_NAME.get(coin)
+    return inst.sz_decimals if inst is not None else 5
+
+
+def _hl_px(px: float, sz_decimals: int) -> str:
+    """A Hyperliquid price: at most ``6 - szDecimals`` decimals, trailing zeros dropped (one kept)."""
+    decimals = max(0, 6 - sz_decimals)
+    text = f"{px:.{decimals}f}"
+    if decimals == 0:
+        return text
+    text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _hl_sz(sz: float, sz_decimals: int) -> str:
+    return f"{sz:.{sz_decimals}f}".rstrip("0").rstrip(".") if sz_decimals else f"{sz:.0f}"
+
+
+def _cross(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") -> tuple[float, float] | None:
+    """(fill price, fill qty) when a limit at ``px`` crosses instrument ``name``'s book; None when it does not
+    (also when the instrument has no book: listed but not emulated in this session, or no market yet)."""
+    book = DESK.books.get(book_key(venue, name))
+    if book is None:  # no market: no liquidity to take
         return None
     if is_buy and px >= book.ask_px:
         return book.ask_px, min(qty, book.ask_qty)
@@ -399,7 +445,7 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if qty > spec["max_qty"]:
         return _b_error(req_id, -1013, "Filter failure: LOT_SIZE")
 
-    fill = _cross("binance", side == "BUY", float(price), float(qty))
+    fill = _cross("binance", side == "BUY", float(price), float(qty), spec["name"])
     if tif == "GTX" and fill is not None:
         status, fpx, fqty = "EXPIRED", 0.0, 0.0  # post-only would have taken liquidity
     elif fill is None:
@@ -410,12 +456,13 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         if tif == "FOK" and status != "FILLED":
             status, fpx, fqty = "EXPIRED", 0.0, 0.0
     if fqty > 0:
-        _fill("binance", side == "BUY", fpx, fqty)
+        _fill("binance", side == "BUY", fpx, fqty, spec["name"])
     result = {
         "orderId": next(DESK.ids), "symbol": params["symbol"], "status": status,
         "clientOrderId": params.get("newClientOrderId") or f"sim{now_ms}",
-        "price": str(price), "avgPrice": f"{fpx:.2f}", "origQty": str(qty), "executedQty": f"{fqty:.3f}",
-        "cumQty": f"{fqty:.3f}", "cumQuote": f"{fpx * fqty:.5f}", "timeInForce": tif, "type": otype,
+        "price": str(price), "avgPrice": _px(fpx, spec), "origQty": str(qty),
+        "executedQty": f"{fqty:.{spec['qty_decimals']}f}", "cumQty": f"{fqty:.{spec['qty_decimals']}f}",
+        "cumQuote": f"{fpx * fqty:.5f}", "timeInForce": tif, "type": otype,
         "reduceOnly": params.get("reduceOnly") in (True, "true"), "closePosition": False, "side": side,
         "positionSide": "BOTH", "stopPrice": "0.00", "workingType": "CONTRACT_PRICE", "priceProtect": False,
         "origType": otype, "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": 0,
@@ -481,17 +528,21 @@ def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     symbol = params.get("symbol")
     if symbol is not None and symbol not in BINANCE_SYMBOLS:
         return _b_error(msg.get("id"), -1121, "Invalid symbol.")
-    amt, entry = position("binance")
-    book = DESK.books.get("binance")
+    out = [_binance_position(name, spec, now_ms) for name, spec in BINANCE_SYMBOLS.items()
+           if symbol in (None, name)]
+    return {"id": msg.get("id"), "status": 200, "result": out}
+
+
+def _binance_position(symbol: str, spec: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    amt, entry = position("binance", spec["name"])
+    book = DESK.books.get(book_key("binance", spec["name"]))
     mark = (book.bid_px + book.ask_px) / 2 if book else entry
-    out = [{"symbol": name, "positionSide": "BOTH", "positionAmt": f"{amt:.3f}", "entryPrice": f"{entry:.2f}",
-            "breakEvenPrice": f"{entry:.2f}", "markPrice": f"{mark:.2f}",
+    return {"symbol": symbol, "positionSide": "BOTH", "positionAmt": f"{amt:.{spec['qty_decimals']}f}",
+            "entryPrice": _px(entry, spec), "breakEvenPrice": _px(entry, spec), "markPrice": _px(mark, spec),
             "unRealizedProfit": f"{(mark - entry) * amt:.8f}", "liquidationPrice": "0", "isolatedMargin": "0",
             "notional": f"{mark * amt:.8f}", "marginAsset": "USDT", "isolatedWallet": "0",
             "initialMargin": "0", "maintMargin": "0", "positionInitialMargin": "0", "openOrderInitialMargin": "0",
             "adl": 0, "bidNotional": "0", "askNotional": "0", "updateTime": now_ms}
-           for name in BINANCE_SYMBOLS if symbol in (None, name)]
-    return {"id": msg.get("id"), "status": 200, "result": out}
 
 
 def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
@@ -538,7 +589,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     if spec is None:
         return {"error": f"Invalid asset {o['a']!r}."}
     px, sz = _decimal(o["p"]), _decimal(o["s"])
-    sz_decimals = int(spec["sz_decimals"])  # type: ignore[call-overload]  # the asset table holds ints here
+    sz_decimals = int(spec["sz_decimals"])
     if px is None or not px.is_finite() or px <= 0 or int(px.as_tuple().exponent) < -(6 - sz_decimals) \
             or (px != px.to_integral_value() and len(px.normalize().as_tuple().digits) > 5):
         return {"error": "Order has invalid price."}
@@ -550,7 +601,8 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     if tif not in ("Ioc", "Gtc", "Alo"):
         return {"error": "Invalid order type."}
     is_buy = bool(o["b"])
-    fill = _cross("hyperliquid", is_buy, float(px), float(sz))
+    coin = str(spec["coin"])
+    fill = _cross("hyperliquid", is_buy, float(px), float(sz), coin)
     oid = next(DESK.ids)
     _forget_oldest(DESK.hl_orders, DESK.hl_cloids)
     cloid = o.get("c") if isinstance(o.get("c"), str) else None
@@ -559,7 +611,7 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
     if cloid is not None:
         DESK.hl_cloids[cloid.lower()] = oid
     if tif == "Alo" and fill is not None:
-        book = DESK.books.get("hyperliquid")
+        book = DESK.books.get(book_key("hyperliquid", coin))
         bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
         return {"error": f"Post only order would have immediately matched, bbo was {bbo}. asset={o['a']}"}
     if fill is None:
@@ -569,14 +621,14 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
         _hl_events(record, "open", None, now_ms)
         return {"resting": {"oid": oid}}
     fpx, fqty = fill
-    _fill("hyperliquid", is_buy, fpx, fqty)
+    _fill("hyperliquid", is_buy, fpx, fqty, coin)
     # A partial fill: the rest of a Gtc order rests (open), an Ioc remainder is canceled.
     status = "filled" if fqty >= float(sz) else ("open" if tif == "Gtc" else "canceled")
     DESK.hl_orders[oid] = {"order": {**record, "sz": str(float(sz) - fqty)}, "status": status,
                            "statusTimestamp": now_ms}
     _hl_events(DESK.hl_orders[oid]["order"], status, fill, now_ms)
     return {"filled": {"totalSz": f"{fqty:.{spec['sz_decimals']}f}".rstrip("0").rstrip("."),
-                       "avgPx": f"{fpx:.1f}", "oid": oid}}
+                       "avgPx": _hl_px(fpx, sz_decimals), "oid": oid}}
 
 
 def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
@@ -605,15 +657,21 @@ _HL_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 def hyperliquid_clearinghouse_state(now_ms: int) -> dict[str, Any]:
-    """``clearinghouseState``: the desk's perp position (``szi`` signed) and a flat margin summary."""
-    szi, entry = position("hyperliquid")
-    summary = {"accountValue": "0.0", "totalNtlPos": f"{abs(szi) * entry:.2f}", "totalRawUsd": "0.0",
+    """``clearinghouseState``: the desk's perp position in each coin (``szi`` signed) and a flat margin summary."""
+    positions, notional = [], 0.0
+    for inst in catalogue.HYPERLIQUID:
+        szi, entry = position("hyperliquid", inst.name)
+        if szi == 0.0:
+            continue
+        szd = inst.sz_decimals
+        notional += abs(szi) * entry
+        positions.append({"type": "oneWay", "position": {
+            "coin": inst.name, "szi": f"{szi:.{szd}f}", "entryPx": f"{entry:.{max(0, 6 - szd)}f}",
+            "positionValue": f"{abs(szi) * entry:.2f}", "unrealizedPnl": "0.0", "returnOnEquity": "0.0",
+            "liquidationPx": None, "marginUsed": "0.0", "maxLeverage": 40, "leverage": {"type": "cross", "value": 20},
+            "cumFunding": {"allTime": "0.0", "sinceOpen": "0.0", "sinceChange": "0.0"}}})
+    summary = {"accountValue": "0.0", "totalNtlPos": f"{notional:.2f}", "totalRawUsd": "0.0",
                "totalMarginUsed": "0.0"}
-    positions = [] if szi == 0.0 else [{"type": "oneWay", "position": {
-        "coin": "BTC", "szi": f"{szi:.5f}", "entryPx": f"{entry:.1f}", "positionValue": f"{abs(szi) * entry:.2f}",
-        "unrealizedPnl": "0.0", "returnOnEquity": "0.0", "liquidationPx": None, "marginUsed": "0.0",
-        "maxLeverage": 40, "leverage": {"type": "cross", "value": 20}, "cumFunding": {
-            "allTime": "0.0", "sinceOpen": "0.0", "sinceChange": "0.0"}}}]
     return {"marginSummary": summary, "crossMarginSummary": summary, "crossMaintenanceMarginUsed": "0.0",
             "withdrawable": "0.0", "assetPositions": positions, "time": now_ms}
 

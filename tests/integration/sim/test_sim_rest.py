@@ -49,7 +49,7 @@ def test_binance_rest_shapes_and_errors(tmp_path: Path) -> None:
         reqs = {
             "info": get("/fapi/v1/exchangeInfo"),
             "depth": get("/fapi/v1/depth?symbol=BTCUSDT&limit=10"),
-            "depth_eth": get("/fapi/v1/depth?symbol=ETHUSDT"),
+            "depth_eth": get("/fapi/v1/depth?symbol=FOOUSDT"),  # not listed
             "depth_nosym": get("/fapi/v1/depth"),
             "depth_limit": get("/fapi/v1/depth?symbol=BTCUSDT&limit=7"),
             "book": get("/fapi/v1/ticker/bookTicker?symbol=BTCUSDT"),

@@ -122,7 +122,7 @@ def test_binance_bad_signature_rejected(order_server: OrderServer) -> None:
 
 
 def test_binance_venue_rules_rejected(order_server: OrderServer) -> None:
-    t = _binance(order_server, symbol="ETHUSDT")
+    t = _binance(order_server, symbol="FOOUSDT")
     try:
         t.send_msg(_order(41))
         assert next_reply(t).venue_code == -1121

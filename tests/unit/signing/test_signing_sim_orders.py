@@ -59,7 +59,7 @@ def test_binance_ioc_against_book() -> None:
 
 
 @pytest.mark.parametrize(("over", "code"), [
-    ({"symbol": "ETHUSDT"}, -1121),
+    ({"symbol": "FOOUSDT"}, -1121),
     ({"quantity": "0"}, -4003),
     ({"quantity": "0.0105"}, -1111),
     ({"price": "100000.05"}, -4014),

@@ -23,6 +23,14 @@ def test_good_config(tmp_path: Path) -> None:
     assert cfg.market.hl_lag_ms == 250
 
 
+def test_symbols_and_factor_share(tmp_path: Path) -> None:
+    cfg = app.config_from_args(parse("--cert-dir", str(tmp_path), "--symbols", "BTC, ETH,SOL", "--factor-share",
+                                     "0.3"))
+    assert cfg.market.symbols == ("BTC", "ETH", "SOL") and cfg.market.factor_share == 0.3
+    default = app.config_from_args(parse("--cert-dir", str(tmp_path)))
+    assert default.market.symbols == ("BTC",) and default.market.factor_share == 0.6
+
+
 def test_replay_scenario_spelling(tmp_path: Path) -> None:
     frames = tmp_path / "f.jsonl"
     frames.write_text('{"venue":"binance","t_ns":0,"frame":"x"}\n')
@@ -42,6 +50,10 @@ def test_replay_scenario_spelling(tmp_path: Path) -> None:
         (("--cert-dir", "X", "--binance-rate", "-3"), "binance_rate_hz"),
         (("--cert-dir", "X", "--hl-idle-timeout", "0"), "hl_idle_timeout_s"),
         (("--cert-dir", "X", "--ready-file", "/nonexistent/dir/ready.json"), "--ready-file folder"),
+        (("--cert-dir", "X", "--symbols", "BTC,FOO,ETH,BAR"), "'FOO', 'BAR'"),
+        (("--cert-dir", "X", "--symbols", "BTC,ETH,BTC"), "'BTC' more than once"),
+        (("--cert-dir", "X", "--symbols", ","), "--symbols"),
+        (("--cert-dir", "X", "--symbols", "BTC,ETH", "--factor-share", "2"), "factor_share"),
     ],
 )
 def test_bad_config_exits_2_with_a_message(argv: tuple[str, ...], message: str,

@@ -136,7 +136,7 @@ def test_binance_rate_limits_count_this_desks_requests_and_can_be_turned_off() -
         counts.append({(r["rateLimitType"], r["interval"]): r["count"] for r in reply["rateLimits"]})
     assert [c[("ORDERS", "MINUTE")] for c in counts] == [1, 2, 3]
     assert [c[("REQUEST_WEIGHT", "MINUTE")] for c in counts] == [1, 2, 3]
-    refused = orders.binance_ws_api_response(_binance(now + 3, symbol="ETHUSDT"), now_ms=now + 3)
+    refused = orders.binance_ws_api_response(_binance(now + 3, symbol="FOOUSDT"), now_ms=now + 3)  # not listed
     limits = {(r["rateLimitType"], r["interval"]): r["count"] for r in refused["rateLimits"]}
     assert limits[("ORDERS", "MINUTE")] == 3 and limits[("REQUEST_WEIGHT", "MINUTE")] == 4  # a refusal is no order
     quiet = orders.binance_ws_api_response(_binance(now + 4, returnRateLimits=False), now_ms=now + 4)

@@ -20,5 +20,6 @@ def test_hyperliquid_info_before_the_first_block() -> None:
     assert (mids.status, mids.body) == (200, {})
     book = rest(_post({"type": "l2Book", "coin": "BTC"}))
     assert book.status == 200 and book.body["levels"] == [[], []]
-    meta, [ctx] = rest(_post({"type": "metaAndAssetCtxs"})).body
-    assert meta["universe"][0]["name"] == "BTC" and ctx["midPx"] is None
+    meta, ctxs = rest(_post({"type": "metaAndAssetCtxs"})).body
+    assert len(ctxs) == len(meta["universe"])  # one context per listed coin, in universe order
+    assert meta["universe"][0]["name"] == "BTC" and all(ctx["midPx"] is None for ctx in ctxs)
