@@ -40,6 +40,8 @@ ROOT = Path(__file__).resolve().parent
         "jumps_per_min": "emulated market activity: 10-40 bps Binance jumps per minute (local, default 30)",
         "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
         "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
+        "symbols": "local: instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL",
+        "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
     }
 )
 def bench(
@@ -60,11 +62,16 @@ def bench(
     jumps_per_min: float = 30.0,
     live: bool = False,
     feed_client: str = "",
+    symbols: str = "BTC",
+    symbol_rate: float = 0.0,
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
     Locally this is exactly `caerus session` (one code path: same options, duration grammar and exit codes: 1 when
     the session failed, 2 for bad input); with --host it runs that on the host and collects the result."""
+    if host and symbols != "BTC":
+        print("bench --host: --symbols is local-only for now (the host's units trade BTC)", file=sys.stderr)
+        sys.exit(2)
     if host:
         from infra.hosts import StateError
         from infra.remote import HostKeyMismatch, RemoteError
@@ -82,7 +89,10 @@ def bench(
     from caerus.session.app import run as run_session
 
     argv = ["--duration", duration, "--out", out, "--seed", str(seed), "--transport", transport,
-            "--jumps-per-min", str(jumps_per_min), "--chaos", str(chaos), "--reports", str(ROOT / "reports")]
+            "--jumps-per-min", str(jumps_per_min), "--chaos", str(chaos), "--reports", str(ROOT / "reports"),
+            "--symbols", symbols]
+    if symbol_rate:
+        argv += ["--symbol-rate", str(symbol_rate)]
     for flag, value in (("--scenario", scenario), ("--wait-policy", wait_policy),
                         ("--strategy-config", strategy_config), ("--execution-config", execution_config),
                         ("--feed-client", feed_client)):

@@ -42,7 +42,7 @@ def _book(t: int) -> tuple:
 
 
 def _order(t: int) -> tuple:
-    return (0, 1, 2, 1, 1, 6, 1, 0, 1.0, 1.0, 0, t, 0, 0, 0, 0, 0)
+    return (0, 1, 2, 1, 1, 6, 1, 0, 1.0, 1.0, 0, t, 0, 0, 0, 0, 0, 0, 0)
 
 
 def _pace_spin(next_ns: int) -> None:

@@ -16,10 +16,11 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 6  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
+LAYOUT_VERSION = 7  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
 #                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID);
 #                    5: BOOK.t_wire, ORDER.trigger_t_wire (the kernel's receive stamp, 0 when there is none);
 #                    6: OrderFlags.SHADOW (a rehearsal of the fire path, never sent)
+#                    7: ORDER.symbol (the instrument id, as in BOOK.symbol: many instruments per session)
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -191,6 +192,9 @@ class RiskReject(IntEnum):
     BAD_SIZE = 12  # qty not finite or <= 0
     OUT_OF_RANGE = 13  # venue, tif or reason not a known code
     MAX_NOTIONAL = 14  # px * qty above max_order_notional
+    MAX_POSITION_NOTIONAL = 15  # the instrument's |projected position| * px above max_position_notional
+    MAX_TOTAL_NOTIONAL = 16  # every instrument's projected notional together above max_total_notional
+    UNKNOWN_INSTRUMENT = 17  # symbol not in the session's instrument list
 
 
 # --- layouts ----------------------------------------------------------------------------------------------
@@ -200,7 +204,9 @@ BOOK = Layout(
     (
         ("venue", "B"),
         ("flags", "B"),
-        ("symbol", "H"),  # venue-local symbol id; 0 = the configured BTC perpetual
+        # the instrument id: its index in the session's instrument list (caerus.instruments; 0 = the first, BTC by
+        # default). The same id on both venues' records: the strategy pairs books by it.
+        ("symbol", "H"),
         ("conn", "H"),  # connection number within the feed's life (changes on reconnect/rotation)
         ("reason", "B"),  # RejectReason on a REJECTED record, else 0
         ("_pad", "B"),
@@ -241,6 +247,11 @@ ORDER = Layout(
         # older one (RiskReject.DUPLICATE / OUT_OF_ORDER): a re-delivered slot never becomes a second order.
         ("seq", "q"),
         ("trigger_t_wire", "q"),  # the trigger book's t_wire (0: none)
+        # the instrument id (as BOOK.symbol): what to trade. 32 bits with one spare word rather than 16 with two:
+        # 19 fields keep the unpacked tuple within CPython's tuple free lists (sizes below 20), a 20-field tuple
+        # is a fresh allocation per order (tests/unit/runtime/test_runtime_loops_memory.py saw the difference)
+        ("symbol", "I"),
+        ("_spare", "I"),  # keeps the record a multiple of 8 bytes
     ),
 )
 

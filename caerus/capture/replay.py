@@ -10,6 +10,10 @@ Pacing: ``exchange`` (default) orders and spaces frames by venue event time, ``r
 the fleet actually experienced, including network jitter). Only tradeable books (VALID and not STALE,
 caerus.wire.TRADEABLE) are replayed: a STALE record is the feed's own note that a connection dropped, not a venue
 message. What the store does not keep is filled in by each venue's encoder, which documents it.
+
+Many instruments: each row's instrument id (``symbol``) becomes the venue's name for it from the session's
+instrument list (``ReplayOptions.instruments``, the session folder's instruments.json); a row whose id the list
+does not hold is refused, naming the id.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from caerus.instruments import InstrumentSet
 from caerus.venues import registry
 from caerus.venues.spec import VenueSpec
 from caerus.wire import TRADEABLE, TRADEABLE_MASK
@@ -34,7 +39,8 @@ class ReplayOptions:
     pace: str = "exchange"
     session: str | None = None
     symbols: Mapping[str, str] = field(default_factory=dict)  # venue -> symbol written into frames (default: the
-    # venue's default symbol)
+    # venue's default symbol); single-instrument stores only
+    instruments: InstrumentSet | None = None  # the session's list: instrument id -> each venue's symbol
 
 
 def _replayable(venue: str) -> VenueSpec:
@@ -57,7 +63,7 @@ def load_books(store: ChdbStore, opts: ReplayOptions) -> pd.DataFrame:
     if opts.session is not None:
         where.append("session = '" + opts.session.replace("\\", "\\\\").replace("'", "\\'") + "'")
     order = "t_exchange, t_recv" if opts.pace == "exchange" else "t_recv, t_exchange"
-    sql = (f"SELECT toString(venue) AS venue, seq, t_exchange, t_recv, bid_px, bid_qty, ask_px, ask_qty "
+    sql = (f"SELECT toString(venue) AS venue, symbol, seq, t_exchange, t_recv, bid_px, bid_qty, ask_px, ask_qty "
            f"FROM caerus.books FINAL WHERE {' AND '.join(where)} ORDER BY {order}, venue, seq")
     return store.query_df(sql)
 
@@ -68,12 +74,25 @@ def frames(books: pd.DataFrame, opts: ReplayOptions) -> Iterator[tuple[str, int,
         return
     clock = books["t_exchange" if opts.pace == "exchange" else "t_recv"].to_numpy()
     t0 = int(clock[0])
-    cols = [books[c].to_numpy() for c in ("venue", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")]
-    encoders: dict[str, tuple[Callable[[int, int, str, float, float, float, float], str], str]] = {}
+    names = ("venue", "symbol", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")
+    cols = [books[c].to_numpy() if c in books else [0] * len(books) for c in names]
+    encoders: dict[str, tuple[Callable[[int, int, str, float, float, float, float], str], dict[int, str]]] = {}
     for v in opts.venues:
         spec = _replayable(v)
         assert spec.feed.book_frame is not None  # _replayable refuses a venue without one
-        encoders[v] = (spec.feed.book_frame, opts.symbols.get(v) or spec.feed.default_symbol)
-    for i, (venue, seq, t_ex, bid, bq, ask, aq) in enumerate(zip(*cols, strict=True)):
-        encode, symbol = encoders[venue]
+        encoders[v] = (spec.feed.book_frame, _venue_symbols(spec, opts))
+    for i, (venue, sym, seq, t_ex, bid, bq, ask, aq) in enumerate(zip(*cols, strict=True)):
+        encode, by_id = encoders[venue]
+        symbol = by_id.get(int(sym))
+        if symbol is None:
+            raise ValueError(f"captured {venue} book for instrument id {int(sym)}, which the instrument list "
+                             f"({len(by_id)} instruments) does not hold: give the session's instruments.json")
         yield venue, int(clock[i]) - t0, encode(int(seq), int(t_ex) // 1_000_000, symbol, bid, bq, ask, aq)
+
+
+def _venue_symbols(spec: VenueSpec, opts: ReplayOptions) -> dict[int, str]:
+    """Instrument id -> the symbol this venue's frames carry."""
+    name_of = spec.feed.instrument_symbol
+    if opts.instruments is not None and name_of is not None:
+        return {i.id: name_of(i) for i in opts.instruments}
+    return {0: opts.symbols.get(spec.name) or spec.feed.default_symbol}

@@ -15,6 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from caerus.instruments import FILE_NAME, InstrumentError
+from caerus.instruments import load as load_instruments
 from caerus.recording import write_frames
 from caerus.venues import registry
 
@@ -33,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", help="only rows of this session id (a store normally holds one)")
     p.add_argument("--symbol", action="append", default=[], metavar="VENUE=SYMBOL",
                    help="symbol written into that venue's frames (repeat; default: the venue's default symbol)")
+    p.add_argument("--instruments", type=Path, metavar="FILE",
+                   help="the session's instruments.json, mapping captured instrument ids to each venue's symbol "
+                        "(default: the one beside --store, when there is one)")
     p.add_argument("--run", action="store_true", help="then exec `caerus venue-sim --replay OUT ARGS...`")
     p.add_argument("sim_args", nargs=argparse.REMAINDER, help="after --: arguments for venue-sim (with --run)")
 
@@ -54,8 +59,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from .store import ChdbStore, StoreError
 
+    inst_file = args.instruments or next((p for p in (args.store.parent / FILE_NAME, args.store / FILE_NAME)
+                                          if p.is_file()), None)
+    try:
+        insts = load_instruments(inst_file) if inst_file is not None else None
+    except InstrumentError as exc:
+        print(f"caerus replay: {exc}", file=sys.stderr)
+        return 2
     opts = ReplayOptions(venues=tuple(args.venue or registry.names()), pace=args.pace, session=args.session,
-                         symbols=symbols)
+                         symbols=symbols, instruments=insts)
     try:
         store = ChdbStore(args.store)
     except StoreError as e:
@@ -69,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus replay: the store at {db} holds no valid books for {', '.join(opts.venues)}", file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    n = write_frames(args.out, frames(books, opts))
+    try:
+        n = write_frames(args.out, frames(books, opts))
+    except ValueError as exc:
+        print(f"caerus replay: {exc}", file=sys.stderr)
+        return 2
     span_s = 0.0 if n < 2 else (books["t_exchange" if opts.pace == "exchange" else "t_recv"].iloc[-1]
                                 - books["t_exchange" if opts.pace == "exchange" else "t_recv"].iloc[0]) / 1e9
     log.info("replay: wrote %d frames (%s) spanning %.3f s to %s", n,

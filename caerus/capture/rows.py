@@ -23,8 +23,8 @@ SCHEMA_PATH = Path(__file__).with_name("schema.sql")
 DATABASE = "caerus"
 TABLES = ("books", "orders", "fills", "feed_events")
 
-BOOK_COLUMNS = tuple(n for n in BOOK.names if n != "_pad")
-ORDER_COLUMNS = tuple(n for n in EXEC.names if n != "_pad")
+BOOK_COLUMNS = tuple(n for n in BOOK.names if not n.startswith("_"))  # padding is not stored
+ORDER_COLUMNS = tuple(n for n in EXEC.names if not n.startswith("_"))
 FILL_COLUMNS = ("order_id", "venue", "side", "outcome", "px", "qty", "t_decision", "t_sent")
 EVENT_COLUMNS = EVENT.names
 COLUMNS: dict[str, tuple[str, ...]] = {

@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS caerus.books
     t_wire Int64
 )
 ENGINE = ReplacingMergeTree()
-ORDER BY (venue, seq, t_recv);
+ORDER BY (venue, symbol, seq, t_recv);
 
 CREATE TABLE IF NOT EXISTS caerus.orders
 (
@@ -49,6 +49,7 @@ CREATE TABLE IF NOT EXISTS caerus.orders
     t_decision Int64,
     seq Int64,
     trigger_t_wire Int64,
+    symbol UInt32,
     t_pickup Int64,
     t_sent Int64,
     outcome UInt8,

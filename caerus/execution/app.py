@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from caerus import instruments
 from caerus.config import ConfigError, load_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig
@@ -28,6 +29,7 @@ from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
 from caerus.execution.transports.base import VenueState
+from caerus.instruments import InstrumentSet
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
@@ -127,6 +129,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--exec-segment", metavar="NAME", help="SWMR ring of EXEC records to create (S.exec)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="execution TOML config (default: defaults)")
     parser.add_argument("--kill-file", metavar="PATH", help="reject every order once this file exists")
+    parser.add_argument("--instruments", type=Path, metavar="FILE",
+                        help="the session's instruments.json (default: BTC alone)")
     parser.add_argument("--order-capacity", type=int, default=1024, help="slots per producer lane (power of 2)")
     parser.add_argument("--exec-capacity", type=int, default=8192, help="EXEC ring slots (power of 2)")
     live = parser.add_argument_group("live transports (binance | hyperliquid)")
@@ -145,8 +149,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with the strategy on small hosts
 
 
-def _validate(args: argparse.Namespace) -> ExecutionConfig:
+def _validate(args: argparse.Namespace) -> tuple[ExecutionConfig, InstrumentSet]:
     cfg = load_config(ExecutionConfig, args.config, "execution")
+    try:
+        insts = instruments.load(args.instruments)
+    except instruments.InstrumentError as exc:
+        raise ConfigError(f"--instruments: {exc}") from None
+    unknown = sorted(set(cfg.risk.instruments) - set(insts.names))
+    if unknown:
+        raise ConfigError(f"[risk.instruments] names {', '.join(unknown)}, which the session does not trade "
+                          f"({', '.join(insts.names)})")
+    if args.transport in LIVE and len(insts) > 1:
+        raise ConfigError(f"--transport {args.transport} trades one instrument per process: its order entry, "
+                          f"start-up reconciliation and position watch read one symbol ({len(insts)} given); use "
+                          f"paper or null for many instruments")
     for flag, cap in (("--order-capacity", args.order_capacity), ("--exec-capacity", args.exec_capacity)):
         if cap < 2 or cap & (cap - 1):
             raise ConfigError(f"{flag} must be a power of two >= 2, got {cap}")
@@ -166,12 +182,12 @@ def _validate(args: argparse.Namespace) -> ExecutionConfig:
     if cfg.risk.require_book and not args.book_segment:
         raise ConfigError("risk.require_book is true but no --book-segment was given: every order would be "
                           "rejected (NO_BOOK); pass the target venue's book ring or set [risk] require_book = false")
-    return cfg
+    return cfg, insts
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        cfg = _validate(args)
+        cfg, insts = _validate(args)
         cpus = parse_cpus(args.cpus)
         if args.metrics_dir:
             Path(args.metrics_dir).mkdir(parents=True, exist_ok=True)
@@ -182,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail_config(f"--metrics-dir {args.metrics_dir}: {exc.strerror}")
 
-    books = LatestBooks()
-    risk = RiskChecker(cfg.risk, books, live=args.transport in LIVE)
+    books = LatestBooks(instruments=len(insts))
+    risk = RiskChecker(cfg.risk, books, live=args.transport in LIVE, instruments=insts)
     engine_ref: list[Engine] = []
 
     def on_reply(reply: object) -> None:
@@ -224,7 +240,9 @@ def run(args: argparse.Namespace) -> int:
         reconciled = reconcile_at_start(transport, risk, _venue_timeout_s(cfg), PROCESS)
         if reconciled is None:
             return 1
-        counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+        # many instruments: per-instrument counters for the session's report (inst.<ID>.<what>)
+        inst_floats = tuple(f"inst.{i.id}.{w}" for i in insts for w in INSTRUMENT_FLOATS) if len(insts) > 1 else ()
+        counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS + inst_floats)
         consumer = MpscConsumer.create(args.segment, ORDER, args.order_capacity)
         if args.exec_segment:
             exec_writer = SwmrWriter.create(args.exec_segment, EXEC, args.exec_capacity)
@@ -364,21 +382,36 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["reattached"]] += reattached
     floats[_F["position"]] = engine.risk.position
     accounts = getattr(engine.transport, "accounts", None)
+    per_instrument = getattr(engine.transport, "instrument_accounts", None) or {}
     if accounts:
         acct = accounts[int(Venue.HYPERLIQUID)]
-        ints[_I["paper.fills"]] = sum(a.fills for a in accounts.values())
-        floats[_F["paper.position"]] = acct.position
-        floats[_F["paper.pnl.realized"]] = acct.realized
-        floats[_F["paper.pnl.unrealized"]] = acct.unrealized
-        floats[_F["paper.pnl.fees"]] = acct.fees
-        floats[_F["paper.pnl.total"]] = acct.total_pnl
+        hl = [a for (v, _), a in per_instrument.items() if v == int(Venue.HYPERLIQUID)] or [acct]
+        ints[_I["paper.fills"]] = sum(a.fills for a in (per_instrument or accounts).values())
+        floats[_F["paper.position"]] = acct.position  # the first instrument's
+        floats[_F["paper.pnl.realized"]] = sum(a.realized for a in hl)  # PnL: every instrument's
+        floats[_F["paper.pnl.unrealized"]] = sum(a.unrealized for a in hl)
+        floats[_F["paper.pnl.fees"]] = sum(a.fees for a in hl)
+        floats[_F["paper.pnl.total"]] = sum(a.total_pnl for a in hl)
         for i in range(min(3, len(acct.horizons_ms))):
             floats[_F[f"paper.markout.{i}"]] = acct.markout_mean_bps(i)
+    n_inst = engine.risk.instruments
+    if n_inst > 1:
+        base = len(FLOAT_COUNTERS)
+        for k in range(n_inst):
+            a = per_instrument.get((int(Venue.HYPERLIQUID), k))
+            f = base + k * len(INSTRUMENT_FLOATS)
+            floats[f] = engine.risk.positions[k]
+            floats[f + 1] = a.total_pnl if a is not None else 0.0
+            floats[f + 2] = float(a.fills) if a is not None else 0.0
     counters.beat()
     if consumer is not None:
         consumer.beat()
     if exec_writer is not None:
         exec_writer.beat()
+
+
+#: per-instrument float counters (inst.<ID>.<what>) when the session trades more than one instrument
+INSTRUMENT_FLOATS = ("position", "paper_pnl", "paper_fills")
 
 
 def _venue_timeout_s(cfg: ExecutionConfig) -> float:

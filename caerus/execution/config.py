@@ -12,22 +12,42 @@ import msgspec
 
 from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
-__all__ = ["HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_NOTIONAL", "HARD_MAX_POSITION", "ExecutionConfig",
-           "PaperConfig", "RiskConfig"]
+__all__ = ["HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_NOTIONAL", "HARD_MAX_POSITION", "HARD_MAX_POSITION_NOTIONAL",
+           "HARD_MAX_TOTAL_NOTIONAL", "ExecutionConfig", "InstrumentLimits", "PaperConfig", "RiskConfig"]
 
 # Hard ceilings, in code on purpose: a config file may lower a limit, never lift it above these (a config above
 # one is a ConfigError naming both values). Changing one is a reviewed code change, not an edit on a host.
 HARD_MAX_ORDER_NOTIONAL = 25_000.0  # USD per order (px * qty)
 HARD_MAX_POSITION = 0.25  # BTC, |projected position|
 HARD_MAX_ORDERS_PER_S = 100  # accepted orders in any one-second window
+HARD_MAX_POSITION_NOTIONAL = 25_000.0  # USD, |projected position| * price, per instrument
+HARD_MAX_TOTAL_NOTIONAL = 100_000.0  # USD, the sum of that over every instrument
+
+
+class InstrumentLimits(ConfigBase, frozen=True):
+    """One instrument's own size limits (``[risk.instruments.ETH]``), in its own units."""
+
+    max_order_qty: Positive
+    max_position: Positive
 
 
 class RiskConfig(ConfigBase, frozen=True):
-    """Pre-trade checks, in the order they run: kill switch, size, notional, position, rate, book, price band."""
+    """Pre-trade checks, in the order they run: kill switch, size, notional, position, rate, book, price band.
 
-    max_order_qty: Positive = 0.01  # BTC per order
+    Size limits are in an instrument's own units: ``max_order_qty`` and ``max_position`` are the first
+    instrument's (BTC in every default session), ``[risk.instruments.NAME]`` gives another instrument its own;
+    an instrument with neither is bounded by the notional limits alone. Notional limits (USD) hold for every
+    instrument, and ``max_total_notional`` and ``max_orders_per_s`` for all of them together.
+    """
+
+    max_order_qty: Positive = 0.01  # BTC per order (the first instrument)
     max_order_notional: Positive = 2_500.0  # USD per order (px * qty); ceiling HARD_MAX_ORDER_NOTIONAL
     max_position: Positive = 0.01  # |position| in BTC if every accepted or resting order filled in full
+    # per instrument: |projected position| * the price of the order that moves it; ceiling
+    # HARD_MAX_POSITION_NOTIONAL
+    max_position_notional: Positive = 10_000.0
+    max_total_notional: Positive = 25_000.0  # the sum of that over every instrument; ceiling HARD_MAX_TOTAL_NOTIONAL
+    instruments: dict[str, InstrumentLimits] = msgspec.field(default_factory=dict)
     max_orders_per_s: Annotated[int, msgspec.Meta(ge=1)] = 20  # sliding one-second window
     price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid
     # Reject (NO_BOOK) when the target venue has no valid, fresh book. Live transports always require one. With
@@ -49,6 +69,8 @@ def check_ceilings(cfg: RiskConfig) -> None:
     """ConfigError when a limit is above its hard ceiling, naming both (read at call time: tests may patch)."""
     for name, value, ceiling in (("max_order_notional", cfg.max_order_notional, HARD_MAX_ORDER_NOTIONAL),
                                  ("max_position", cfg.max_position, HARD_MAX_POSITION),
+                                 ("max_position_notional", cfg.max_position_notional, HARD_MAX_POSITION_NOTIONAL),
+                                 ("max_total_notional", cfg.max_total_notional, HARD_MAX_TOTAL_NOTIONAL),
                                  ("max_orders_per_s", cfg.max_orders_per_s, HARD_MAX_ORDERS_PER_S)):
         if value > ceiling:
             raise ConfigError(f"{name} = {value:g} is above the hard ceiling {ceiling:g} (caerus.execution.config."
@@ -87,6 +109,10 @@ class ExecutionConfig(ConfigBase, frozen=True):
         if self.risk.max_order_qty > self.risk.max_position:
             raise ConfigError(f"risk.max_order_qty ({self.risk.max_order_qty}) must not exceed "
                               f"risk.max_position ({self.risk.max_position})")
+        for name, lim in self.risk.instruments.items():
+            if lim.max_order_qty > lim.max_position:
+                raise ConfigError(f"risk.instruments.{name}.max_order_qty ({lim.max_order_qty}) must not exceed "
+                                  f"its max_position ({lim.max_position})")
         if len(set(self.paper.markout_ms)) != len(self.paper.markout_ms):
             raise ConfigError(f"paper.markout_ms has duplicate horizons: {list(self.paper.markout_ms)}")
 

@@ -26,6 +26,7 @@ import math
 
 from caerus.execution.books import V_ASK, V_BID, V_T_RECV, LatestBooks, book_ok
 from caerus.execution.config import RiskConfig, check_ceilings
+from caerus.instruments import DEFAULT, InstrumentSet
 from caerus.wire import ORDER_I, OrderReason, RiskReject, Tif, Venue
 
 # Field positions from the one table (wire.ORDER_I), bound to globals for the per-order path.
@@ -38,6 +39,7 @@ O_REASON = ORDER_I.REASON
 O_STRATEGY = ORDER_I.STRATEGY_ID
 O_SEQ = ORDER_I.SEQ
 O_T_DECISION = ORDER_I.T_DECISION
+O_SYMBOL = ORDER_I.SYMBOL
 
 _NONE = int(RiskReject.NONE)
 _KILL = int(RiskReject.KILL_SWITCH)
@@ -54,6 +56,9 @@ _BAD_PRICE = int(RiskReject.BAD_PRICE)
 _BAD_SIZE = int(RiskReject.BAD_SIZE)
 _OUT_OF_RANGE = int(RiskReject.OUT_OF_RANGE)
 _NOTIONAL = int(RiskReject.MAX_NOTIONAL)
+_POS_NOTIONAL = int(RiskReject.MAX_POSITION_NOTIONAL)
+_TOTAL_NOTIONAL = int(RiskReject.MAX_TOTAL_NOTIONAL)
+_UNKNOWN_INSTRUMENT = int(RiskReject.UNKNOWN_INSTRUMENT)
 _VENUES = frozenset(int(v) for v in Venue)
 _TIFS = frozenset(int(t) for t in Tif)
 _REASONS = frozenset(int(r) for r in OrderReason)
@@ -70,33 +75,50 @@ class RiskChecker:
         "_max_notional",
         "_max_order_age",
         "_max_pos",
+        "_max_pos_notional",
         "_max_qty",
+        "_max_total",
+        "_n",
+        "_notional",
         "_rate_i",
         "_rate_n",
         "_require_book",
         "_times",
         "kill",
         "last_seq",
-        "position",
+        "positions",
         "rejects",
+        "total_notional",
     )
 
-    def __init__(self, cfg: RiskConfig, books: LatestBooks, *, live: bool = False) -> None:
+    def __init__(self, cfg: RiskConfig, books: LatestBooks, *, live: bool = False,
+                 instruments: InstrumentSet = DEFAULT) -> None:
         check_ceilings(cfg)  # a RiskConfig built in code skipped load_config's check
+        unknown = sorted(set(cfg.instruments) - set(instruments.names))
+        if unknown:
+            raise ValueError(f"risk.instruments names {', '.join(unknown)}, which the session does not trade")
         self._max_notional = cfg.max_order_notional
-        self._max_qty = cfg.max_order_qty
-        self._max_pos = cfg.max_position
+        n = self._n = len(instruments)
+        # size limits per instrument id: the first instrument's are the top-level ones, others' their own entry,
+        # else none (the notional limits bound them)
+        own = [cfg.instruments.get(i.name) for i in instruments]
+        self._max_qty = [o.max_order_qty if o else cfg.max_order_qty if k == 0 else _INF for k, o in enumerate(own)]
+        self._max_pos = [o.max_position if o else cfg.max_position if k == 0 else _INF for k, o in enumerate(own)]
+        self._max_pos_notional = cfg.max_position_notional
+        self._max_total = cfg.max_total_notional
+        self.positions = [0.0] * n  # projected, per instrument, in its units
+        self._notional = [0.0] * n  # |projected position| * the price of the order that last moved it
+        self.total_notional = 0.0
         self._rate_n = cfg.max_orders_per_s
         self._times = [-(1 << 62)] * cfg.max_orders_per_s
         self._rate_i = 0
         self._band = cfg.price_band_bps * 1e-4
         self._require_book = cfg.require_book or live  # live orders never go out without a book to band against
         self._max_age = int(cfg.max_book_age_ms * 1e6)
-        self._books = books.latest
+        self._books = books.by_venue
         self._max_order_age = int(cfg.max_order_age_ms * 1e6)
         self.last_seq = [0] * 65_536  # by strategy_id (u16): the newest sequence number seen
         self.kill = False
-        self.position = 0.0  # projected, BTC
         self.rejects = [0] * (max(RiskReject) + 1)  # by RiskReject code
 
     def check(self, order: tuple, now: int) -> int:
@@ -133,20 +155,29 @@ class RiskChecker:
         age = now - order[O_T_DECISION]
         if age > self._max_order_age or age < -self._max_order_age:
             return _STALE_ORDER
+        sym = order[O_SYMBOL]
+        if sym >= self._n:
+            return _UNKNOWN_INSTRUMENT
         # -- the limits ---------------------------------------------------------------------------------------
         if self.kill:
             return _KILL
-        if qty > self._max_qty + _EPS:
+        if qty > self._max_qty[sym] + _EPS:
             return _SIZE
         if px * qty > self._max_notional:
             return _NOTIONAL
-        new_pos = self.position + side * qty
-        if new_pos > self._max_pos + _EPS or new_pos < -self._max_pos - _EPS:
+        new_pos = self.positions[sym] + side * qty
+        limit = self._max_pos[sym]
+        if new_pos > limit + _EPS or new_pos < -limit - _EPS:
             return _POSITION
+        notional = (new_pos if new_pos > 0.0 else -new_pos) * px
+        if notional > self._max_pos_notional:
+            return _POS_NOTIONAL
+        if self.total_notional - self._notional[sym] + notional > self._max_total:
+            return _TOTAL_NOTIONAL
         if now - self._times[self._rate_i] < _SECOND:
             return _RATE
         venue = order[O_VENUE]
-        book = self._books[venue] if 0 < venue < len(self._books) else None
+        book = self._books[venue][sym] if 0 < venue < len(self._books) else None
         if not book_ok(book) or now - book[V_T_RECV] > self._max_age:
             if self._require_book:
                 return _NO_BOOK
@@ -159,8 +190,9 @@ class RiskChecker:
         return _NONE
 
     def accepted(self, order: tuple, now: int) -> None:
-        """The order passed and is being sent: count it against position and rate."""
-        self.position += order[O_SIDE] * order[O_QTY]
+        """The order passed and is being sent: count it against position, notional and rate."""
+        sym = order[O_SYMBOL]
+        self._move(sym, self.positions[sym] + order[O_SIDE] * order[O_QTY], order[O_PX])
         self._times[self._rate_i] = now
         self._rate_i = (self._rate_i + 1) % self._rate_n
 
@@ -168,4 +200,25 @@ class RiskChecker:
         """A final result for an accepted order: take the unfilled part back out of the projected position."""
         unfilled = order[O_QTY] - fill_qty
         if unfilled > _EPS:
-            self.position -= order[O_SIDE] * unfilled
+            sym = order[O_SYMBOL]
+            self._move(sym, self.positions[sym] - order[O_SIDE] * unfilled, order[O_PX])
+
+    def _move(self, sym: int, position: float, px: float) -> None:
+        self.positions[sym] = position
+        notional = (position if position > 0.0 else -position) * px
+        self.total_notional += notional - self._notional[sym]
+        self._notional[sym] = notional
+
+    @property
+    def instruments(self) -> int:
+        return self._n
+
+    @property
+    def position(self) -> float:
+        """The first instrument's projected position (BTC in a default session)."""
+        return self.positions[0]
+
+    @position.setter
+    def position(self, value: float) -> None:
+        # start-up reconciliation sets the first instrument's position from the venue (no price: no notional)
+        self.positions[0] = value

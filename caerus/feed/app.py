@@ -15,6 +15,7 @@ import functools
 import gc
 import signal
 import sys
+import time
 from collections.abc import Callable
 
 from caerus.config import ConfigError
@@ -61,17 +62,21 @@ def run(args: argparse.Namespace) -> int:
             capacity=cfg.capacity,
             metrics_dir=cfg.metrics_dir,
             venue_code=cfg.spec.code,
+            instrument_ids=cfg.ids,
             comment=f"caerus feed {cfg.venue} wait_policy={cfg.wait_policy} url={cfg.url}",
         )
     except (SegmentError, OSError, ValueError) as exc:
         print(f"caerus feed: cannot create segments for {cfg.segment!r}: {exc}", file=sys.stderr)
         return 1
     try:
-        sink = cfg.spec.feed.sink(out, symbol=cfg.symbol, parse_error_limit=cfg.parse_error_limit)
+        sink = cfg.spec.feed.sink(out, symbols=cfg.symbols, ids=cfg.ids, lanes=cfg.connections,
+                                  parse_error_limit=cfg.parse_error_limit)
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
-        supervisor = Supervisor(cfg.endpoint(), cfg.supervisor, sink, out, ssl_context=ssl_context,
-                                session_factory=_session_factory(cfg, out))
+        out.counters.set("instruments", len(cfg.symbols))
+        # one supervisor per connection of the pool: its own reconnects, data watchdog and rotation
+        supervisors = [Supervisor(cfg.endpoint(lane.symbols), cfg.supervisor, lane, lane, ssl_context=ssl_context,
+                                  session_factory=_session_factory(cfg, out)) for lane in sink.lanes]
         out.log(
             "start",
             venue=cfg.venue,
@@ -82,11 +87,13 @@ def run(args: argparse.Namespace) -> int:
             stats_segment=cfg.stats_segment,
             wait_policy=cfg.wait_policy,
             client=cfg.client,
+            instruments=len(cfg.symbols),
+            connections=cfg.connections,
             cpus=list(cfg.cpus),
             stale_after_s=cfg.supervisor.stale_after_s,
             rotate_after_s=cfg.supervisor.rotate_after_s,
         )
-        eventloop.run(_main(cfg, supervisor, out), cfg.wait_policy)
+        eventloop.run(_main(cfg, supervisors, out), cfg.wait_policy)
         out.log("stop", books=sink.n_books)
     finally:
         out.close()
@@ -100,24 +107,42 @@ def _session_factory(cfg: FeedConfig, out: FeedOutputs) -> Callable[..., WsSessi
     return WsSession
 
 
-async def _main(cfg: FeedConfig, supervisor: Supervisor, out: FeedOutputs) -> None:
+def _stop_all(supervisors: list[Supervisor]) -> None:
+    for s in supervisors:
+        s.stop()
+
+
+def _live_msgs(supervisors: list[Supervisor]) -> int:
+    return sum(s.msg_count for sup in supervisors for s in sup.sessions())
+
+
+async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, supervisor.stop)
-    housekeeping = loop.create_task(_housekeeping(cfg, supervisor, out))
+        loop.add_signal_handler(sig, _stop_all, supervisors)
+    housekeeping = loop.create_task(_housekeeping(cfg, supervisors, out))
     # Start-up garbage is frozen out of the collector's view; the loop itself allocates little per message.
     gc.collect()
     gc.freeze()
     try:
-        await supervisor.run()
+        # every connection of the pool in this one loop; one that raises stops the others (and the process)
+        runs = [loop.create_task(s.run(), name=f"lane-{i}") for i, s in enumerate(supervisors)]
+        try:
+            await asyncio.gather(*runs)
+        finally:
+            _stop_all(supervisors)
+            await asyncio.wait(runs, timeout=cfg.supervisor.close_timeout_s + 5.0)
     finally:
         housekeeping.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await housekeeping
-        out.housekeeping(sum(s.msg_count for s in supervisor.sessions()))
+        out.housekeeping(_live_msgs(supervisors))
 
 
-async def _housekeeping(cfg: FeedConfig, supervisor: Supervisor, out: FeedOutputs) -> None:
+async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs) -> None:
+    stale_ns = int(cfg.instrument_stale_after_s * 1e9)
     while True:
-        out.housekeeping(sum(s.msg_count for s in supervisor.sessions()), supervisor.next_connect_in())
+        if out.sink is not None:
+            out.sink.watch_instruments(time.time_ns(), stale_ns)
+        out.housekeeping(_live_msgs(supervisors), max(s.next_connect_in() for s in supervisors))
         await asyncio.sleep(cfg.housekeeping_s)

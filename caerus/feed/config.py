@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from caerus import instruments
 from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.supervisor import Endpoint, SupervisorConfig
@@ -31,7 +32,10 @@ class FeedConfig(ConfigBase, frozen=True):
     events_segment: str
     stats_segment: str
     base_url: str
-    symbol: str
+    symbols: tuple[str, ...]  # the venue's names of the instruments, in instrument-id order of ``ids``
+    ids: tuple[int, ...]  # each symbol's instrument id (BOOK.symbol)
+    connections: int  # the pool: instruments split into this many connections, each with its own supervisor
+    instrument_stale_after_s: float  # the per-instrument watchdog
     channel: str
     route: str
     ca_file: str | None
@@ -54,11 +58,17 @@ class FeedConfig(ConfigBase, frozen=True):
     def url(self) -> str:
         return self.spec.feed.url(self.base_url, self.route)
 
-    def endpoint(self) -> Endpoint:
+    @property
+    def symbol(self) -> str:
+        """The first instrument's venue symbol (the single-instrument view)."""
+        return self.symbols[0]
+
+    def endpoint(self, symbols: tuple[str, ...] | None = None) -> Endpoint:
+        """Where one connection of the pool subscribes: ``symbols`` (default: every instrument)."""
         feed = self.spec.feed
         return Endpoint(
             self.url,
-            feed.subscribe(self.symbol, self.channel),
+            feed.subscribe(symbols or self.symbols, self.channel),
             keepalive_frame=feed.keepalive_frame if self.keepalive_s else None,
             keepalive_s=self.keepalive_s,
             max_size=self.max_frame_bytes,
@@ -89,7 +99,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats-segment", help="counter block (default: S.stats.feed-<venue> derived from --segment)")
     p.add_argument("--url", help="venue base URL, scheme+host[:port] (the feed adds the venue path)")
     p.add_argument("--ca-file", help="PEM CA bundle to verify the venue certificate (the emulator's ca.pem)")
-    p.add_argument("--symbol", help="BTCUSDT (binance) or BTC (hyperliquid); default: the venue's BTC perpetual")
+    p.add_argument("--symbol", help="one instrument by the venue's name: BTCUSDT (binance) or BTC (hyperliquid); "
+                                    "default: the venue's BTC perpetual")
+    p.add_argument("--symbols", help="several instruments by the venue's names, comma-separated (ids 0, 1, ...)")
+    p.add_argument("--instruments", type=Path, metavar="FILE",
+                   help="the session's instruments.json (caerus.instruments): every instrument, with its id")
+    p.add_argument("--connections", type=int,
+                   help="connections in the pool (instruments split evenly; default: as few as the venue's "
+                        "per-connection limit allows)")
+    p.add_argument("--instrument-stale-after", type=float,
+                   help="per-instrument watchdog, seconds: an instrument silent this long on a live connection is "
+                        "marked STALE (default: the connection watchdog's threshold)")
     p.add_argument("--channel", help="binance: bookTicker (default) | depth5; hyperliquid: bbo (default) | l2Book")
     p.add_argument("--route", help="stream route (binance: public (default) | market)")
     p.add_argument("--allow-silent-route", action="store_true",
@@ -121,6 +141,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="restart a connection after this many unparseable frames (when they are most of it)")
 
 
+def _instruments(a: argparse.Namespace, venue: str, spec: VenueSpec) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The venue symbols and instrument ids from --instruments, --symbols or --symbol (one of them)."""
+    given = [name for name in ("symbol", "symbols", "instruments") if getattr(a, name, None)]
+    if len(given) > 1:
+        both = " and ".join("--" + g for g in given)
+        raise ConfigError(f"give one of --symbol, --symbols, --instruments, not {both}")
+    if a.instruments:
+        try:
+            insts = instruments.load(a.instruments)
+        except instruments.InstrumentError as exc:
+            raise ConfigError(f"--instruments: {exc}") from None
+        name_of = spec.feed.instrument_symbol
+        if name_of is None:
+            raise ConfigError(f"--instruments: {venue} has no column in an instrument list; use --symbols")
+        return tuple(name_of(i) for i in insts), tuple(i.id for i in insts)
+    if a.symbols:
+        symbols = tuple(s.strip() for s in a.symbols.split(","))
+        if any(not s for s in symbols) or len(set(symbols)) != len(symbols):
+            raise ConfigError(f"--symbols {a.symbols!r}: distinct, non-empty names separated by commas")
+        return symbols, tuple(range(len(symbols)))
+    return (a.symbol or spec.feed.default_symbol,), (0,)
+
+
 def from_args(a: argparse.Namespace) -> FeedConfig:
     """Build and validate the config; raises ConfigError naming the first bad setting."""
     venue = a.venue
@@ -129,9 +172,14 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     except registry.UnknownVenue as exc:
         raise ConfigError(f"--venue: {exc}") from None
     feed = spec.feed
-    symbol = a.symbol or feed.default_symbol
-    if symbol != feed.default_symbol:
-        raise ConfigError(f"--symbol {symbol!r} is not supported for {venue}: only {feed.default_symbol}")
+    symbols, ids = _instruments(a, venue, spec)
+    per_conn = feed.max_per_connection
+    need = -(-len(symbols) // per_conn)
+    connections = a.connections if a.connections is not None else need
+    if not need <= connections <= min(len(symbols), feed.max_connections):
+        raise ConfigError(f"--connections {connections}: {len(symbols)} {venue} instruments need "
+                          f"{need}..{min(len(symbols), feed.max_connections)} connections (at most {per_conn} per "
+                          f"connection, {feed.max_connections} connections)")
     channel = a.channel or feed.channels[0]
     if channel not in feed.channels:
         raise ConfigError(f"--channel {channel!r} is not a {venue} channel: {', '.join(feed.channels)}")
@@ -186,13 +234,19 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     )
     if a.stats_interval <= 0:
         raise ConfigError("--stats-interval must be > 0")
+    inst_stale = a.instrument_stale_after if a.instrument_stale_after is not None else sup.stale_after_s
+    if a.instrument_stale_after is not None and not inst_stale > 0:
+        raise ConfigError(f"--instrument-stale-after must be > 0, got {inst_stale}")
     cfg = FeedConfig(
         venue=venue,
         segment=a.segment,
         events_segment=a.events_segment or companion_segment(a.segment, "events", venue),
         stats_segment=a.stats_segment or companion_segment(a.segment, "stats", venue),
         base_url=base,
-        symbol=symbol,
+        symbols=symbols,
+        ids=ids,
+        connections=connections,
+        instrument_stale_after_s=inst_stale,
         channel=channel,
         route=route,
         ca_file=a.ca_file,

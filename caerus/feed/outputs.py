@@ -25,7 +25,7 @@ from caerus.venues.book import reject_counter
 from caerus.wire import BOOK, EVENT, EventKind, FailureClass, RejectReason
 
 if TYPE_CHECKING:
-    from caerus.feed.sink import FeedSink
+    from caerus.feed.sink import FeedSink, Lane
     from caerus.net.ws import WsSession
 
 #: integer counters in the feed's counter block (documented in docs/feeds.md)
@@ -48,6 +48,8 @@ INT_COUNTERS: tuple[str, ...] = (
     "connected",  # WebSocket handshakes completed
     "reconnects",  # the primary connection ended and a new one was scheduled
     "stale",  # data watchdog fired
+    "instrument_stale",  # per-instrument watchdog fired: one instrument silent on a live connection
+    "instruments",  # instruments this feed carries
     "rotations",  # make-before-break switches completed
     "pings",  # application keepalive pings sent
     *(counter_name(c) for c in FailureClass),
@@ -58,12 +60,15 @@ INT_COUNTERS: tuple[str, ...] = (
     "events",  # records written to the events ring
     "samples_full",  # latency samples not stored because the buffer was full before a drain
     "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
+    "cpu_ns",  # this process's CPU time so far (user + system): the cost per message is cpu_ns / msgs
 )
 WAIT_POLICY_CODES = {str(p): i for i, p in enumerate(WaitPolicy, 1)}  # spin 1, hybrid 2, sleep 3
 # Connection-level events also get a log line (rejects and dropped frames are counted, not logged one by one).
 _LOGGED_EVENTS = frozenset({EventKind.CONNECTED, EventKind.ROTATION_STARTED, EventKind.ROTATION_DONE,
                             EventKind.STALE})
 FLOAT_COUNTERS: tuple[str, ...] = ("backoff_s",)
+#: per-instrument counters, ``inst.<ID>.<what>`` (the id as in BOOK.symbol), when the feed carries several
+INSTRUMENT_INTS: tuple[str, ...] = ("books", "rejects", "stale", "untradeable_ns")
 
 
 class FeedOutputs:
@@ -83,11 +88,15 @@ class FeedOutputs:
         log_stream: IO[str] | None = None,
         comment: str | None = None,
         venue_code: int,
+        instrument_ids: tuple[int, ...] = (),
     ) -> None:
         self.venue_name = venue_name
         self.books = SwmrWriter.create(books_segment, BOOK, capacity)
         self.events = SwmrWriter.create(events_segment, EVENT, events_capacity)
-        self.counters = CounterBlock.create(stats_segment, ints=INT_COUNTERS, floats=FLOAT_COUNTERS)
+        # many instruments: per-instrument counters for the session's report (inst.<ID>.<what>)
+        self.instrument_ids = instrument_ids if len(instrument_ids) > 1 else ()
+        inst_ints = tuple(f"inst.{i}.{w}" for i in self.instrument_ids for w in INSTRUMENT_INTS)
+        self.counters = CounterBlock.create(stats_segment, ints=INT_COUNTERS + inst_ints, floats=FLOAT_COUNTERS)
         self.feed_internal = SampleBuffer(sample_capacity)
         self.info_age = SampleBuffer(sample_capacity)
         self.stack = SampleBuffer(sample_capacity)  # t_recv - t_wire (busy client with kernel stamps only)
@@ -138,9 +147,10 @@ class FeedOutputs:
             url=session.url,
         )
 
-    def connection_lost(self, conn: int) -> None:
+    def connection_lost(self, conn: int, lane: Lane | None = None) -> None:
+        """A connection of the pool is gone: its instruments get STALE records (``lane`` None: the first lane)."""
         if self.sink is not None:
-            self.sink.connection_lost(conn, time.time_ns())
+            self.sink.connection_lost(conn, time.time_ns(), lane)
         self.counters.ints[self._idx["connected_now"]] = 0
         self.counters.ints[self._idx["conn"]] = 0
 
@@ -155,6 +165,7 @@ class FeedOutputs:
         ints = c.ints
         idx = self._idx
         ints[idx["msgs"]] = self._msgs_closed + live_msgs
+        ints[idx["cpu_ns"]] = time.process_time_ns()
         c.floats[0] = backoff_s
         sink = self.sink
         if sink is None:
@@ -167,6 +178,8 @@ class FeedOutputs:
             ints[idx["conn"]] = active.conn_id
             ints[idx["connected_now"]] = 1 if active.data_count else 0
             ints[idx["last_t_recv_ns"]] = active.last_data_ns
+        if self.instrument_ids:
+            self._instrument_counters(sink, ints)
         sink.take_samples()
         if self.hlog is not None:
             self.hlog.drain(self.tag_internal, self.feed_internal)
@@ -177,6 +190,20 @@ class FeedOutputs:
             self.feed_internal.n = 0
             self.info_age.n = 0
             self.stack.n = 0
+
+    def _instrument_counters(self, sink: FeedSink, ints: memoryview) -> None:
+        base = len(INT_COUNTERS)
+        now = time.time_ns()
+        by_id = {st.id: st for st in sink.books.values()}
+        for k, i in enumerate(self.instrument_ids):
+            st = by_id.get(i)
+            if st is None:
+                continue
+            j = base + k * len(INSTRUMENT_INTS)
+            ints[j] = st.n_books
+            ints[j + 1] = st.rejects
+            ints[j + 2] = st.stale_count
+            ints[j + 3] = st.untradeable_ns(now)
 
     def close(self) -> None:
         if self.hlog is not None:

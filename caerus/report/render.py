@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caerus import instruments
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
 from caerus.report import charts, path, tables
@@ -165,6 +166,14 @@ def _overview_rows(s: Session) -> list[list[str]]:
     return rows
 
 
+def _instrument_names(s: Session) -> dict[int, str]:
+    """Instrument id -> name from the session's instruments.json (ids alone when it is missing or unreadable)."""
+    try:
+        return {i.id: i.name for i in instruments.load(s.path / instruments.FILE_NAME)}
+    except instruments.InstrumentError:
+        return {}
+
+
 def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]]) -> str:
     md = [f"# Session {s.name}\n"]
     md.append(tables.markdown_table(["", ""], _overview_rows(s)))
@@ -177,6 +186,10 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
     warming = tables.warming_line(s.summary)
     if warming:
         md.append(warming + "\n")
+    inst_rows = tables.instrument_rows(s.summary, _instrument_names(s))
+    if inst_rows:
+        md.append("## Instruments\n")
+        md.append(tables.markdown_table(tables.INSTRUMENT_HEADERS, inst_rows))
     cells, gaps = _path_table(s)
     md.append("## The order path\n")
     md.append(tables.markdown_table(PATH_HEADERS, cells))
@@ -235,6 +248,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     warming = tables.warming_line(s.summary)
     if warming:
         parts.append(f"<p>{html.escape(warming)}</p>")
+    inst_rows = tables.instrument_rows(s.summary, _instrument_names(s))
+    if inst_rows:
+        parts += ["<h2>Instruments</h2>", tables.html_table(tables.INSTRUMENT_HEADERS, inst_rows)]
     cells, gaps = _path_table(s)
     parts += ["<h2>The order path</h2>", tables.html_table(PATH_HEADERS, cells), f"<p>{html.escape(gaps)}</p>"]
     parts.append("<h2>Distributions and time series</h2>")

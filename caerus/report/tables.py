@@ -145,6 +145,48 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+INSTRUMENT_HEADERS = ["instrument", "Binance books", "Hyperliquid books", "rejects", "silent",
+                      "untradeable s (worst venue)", "strategy books", "fires", "guarded", "position", "paper fills",
+                      "paper PnL"]
+
+
+def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list[str]]:
+    """One row per instrument from the processes' ``inst.<ID>.*`` counters, then the fleet's totals; empty for a
+    single-instrument session (its numbers are the headline's)."""
+    counters = summary.get("counters") or {}
+    ids = sorted({int(k.split(".")[1]) for block in counters.values() for k in block
+                  if k.startswith("inst.") and k.split(".")[1].isdigit()})
+    if len(ids) < 2:
+        return []
+
+    def get(process: str, i: int, what: str) -> float:
+        v = (counters.get(process) or {}).get(f"inst.{i}.{what}")
+        return float(v) if isinstance(v, int | float) else 0.0
+
+    rows: list[list[float]] = []
+    for i in ids:
+        rows.append([
+            get("feed-binance", i, "books"), get("feed-hyperliquid", i, "books"),
+            get("feed-binance", i, "rejects") + get("feed-hyperliquid", i, "rejects"),
+            get("feed-binance", i, "stale") + get("feed-hyperliquid", i, "stale"),
+            max(get("feed-binance", i, "untradeable_ns"), get("feed-hyperliquid", i, "untradeable_ns")) / 1e9,
+            get("strategy", i, "books"), get("strategy", i, "orders"), get("strategy", i, "guards"),
+            get("execution", i, "position"), get("execution", i, "paper_fills"), get("execution", i, "paper_pnl"),
+        ])
+
+    def fmt(r: list[float]) -> list[str]:
+        return [f"{r[0]:,.0f}", f"{r[1]:,.0f}", f"{r[2]:,.0f}", f"{r[3]:,.0f}", f"{r[4]:,.1f}", f"{r[5]:,.0f}",
+                f"{r[6]:,.0f}", f"{r[7]:,.0f}", f"{r[8]:+g}", f"{r[9]:,.0f}", f"{r[10]:+,.2f}"]
+
+    out = [[names.get(i, str(i)), *fmt(r)] for i, r in zip(ids, rows, strict=True)]
+    total = [sum(col) for col in zip(*rows, strict=True)]
+    total[4] = max(r[4] for r in rows)  # the worst instrument, not a sum of times
+    cells = fmt(total)
+    cells[8] = "-"  # positions in different units do not add up
+    out.append([f"all {len(ids)}", *cells])
+    return out
+
+
 def process_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, p in (summary.get("processes") or {}).items():

@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed-client", choices=FEED_CLIENTS, default=None,
                         help="force the feeds' WebSocket client: asyncio (websockets) or busy (our read path with "
                              "kernel receive stamps); default: the plan's choice (busy only on a core of its own)")
+    parser.add_argument("--symbols", default="BTC",
+                        help="instruments to trade, comma-separated (BTC,ETH,SOL; NAME=BINANCESYMBOL/HLCOIN where the "
+                             "venues' names differ); each must be listed by both venues (default BTC)")
+    parser.add_argument("--symbol-rate", type=float, default=None, metavar="HZ",
+                        help="emulated Binance bookTicker rate per instrument (default: the emulator's)")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder (index.html)")
 
@@ -65,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
         jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
+        symbols=args.symbols, symbol_rate_hz=args.symbol_rate,
     )
     try:
         session_dir = run_local_session(opts)

@@ -72,12 +72,17 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 
 
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
-                   jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = ()) -> ProcessSpec:
+                   jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = (),
+                   symbols: tuple[str, ...] = ("BTC",), rate_hz: float | None = None) -> ProcessSpec:
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
             "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
             "--metrics-dir", str(session_dir)]
     if jumps_per_min is not None:
         args += ["--jumps-per-min", f"{jumps_per_min:g}"]
+    if tuple(symbols) != ("BTC",):
+        args += ["--symbols", ",".join(symbols)]
+    if rate_hz is not None:
+        args += ["--binance-rate", f"{rate_hz:g}"]
     if scenario:
         if scenario.startswith("replay:"):
             args += ["--replay", scenario.split(":", 1)[1]]
@@ -95,13 +100,14 @@ def kill_file_path(session_dir: Path) -> Path:
 def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
-    feed_client: str | None = None, transport_args: list[str] | None = None,
+    feed_client: str | None = None, transport_args: list[str] | None = None, instruments: Path | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
     ``urls`` is the emulator's ready document; None means live venues (the feeds' default URLs and system CAs).
     ``kill_file`` (default :func:`kill_file_path`) is given to the strategy and execution: touching it halts
     trading in both. ``transport_args`` replace ``--transport TRANSPORT`` (the emulator's order desk).
+    ``instruments`` is the session's instruments.json (every process trades what it lists); None: BTC alone.
     """
     kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
@@ -110,6 +116,8 @@ def fleet_specs(
         if urls is None:
             return []
         return ["--url", str(urls[f"{name}_url"]), "--ca-file", str(urls["ca_file"])]
+
+    inst = ["--instruments", str(Path(instruments).resolve())] if instruments is not None else []
 
     def add(name: str, sub: str, args: list[str]) -> None:
         p = plan.placement(name)
@@ -124,21 +132,22 @@ def fleet_specs(
         ])
     add("execution", "execution", [
         "--segment", seg.orders, *(transport_args or ["--transport", transport]), "--book-segment", seg.book("binance"),
-        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec, "--kill-file", kill,
+        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec, "--kill-file", kill, *inst,
         *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
     ])
     add("strategy", "strategy", [
         "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
-        "--exec-segment", seg.exec, "--kill-file", kill,
+        "--exec-segment", seg.exec, "--kill-file", kill, *inst,
         *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        *venue("binance"), "--symbol", "BTCUSDT", "--client", feed_client or plan.placement("feed-binance").feed_client,
+        *venue("binance"), *(inst or ["--symbol", "BTCUSDT"]),
+        "--client", feed_client or plan.placement("feed-binance").feed_client,
     ])
     add("feed-hyperliquid", "feed", [
         "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
-        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), "--symbol", "BTC",
+        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), *(inst or ["--symbol", "BTC"]),
         "--client", feed_client or plan.placement("feed-hyperliquid").feed_client,
     ])
     return specs

@@ -32,6 +32,7 @@ from rich.live import Live
 from rich.table import Table
 
 from caerus.config import ConfigError
+from caerus.instruments import InstrumentError, parse_symbols
 from caerus.ipc.segment import shm_dir
 from caerus.ipc.wait import POLICIES
 from caerus.metrics.env import chrony_tracking, collect_env
@@ -42,6 +43,7 @@ from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
+from caerus.session.instruments import resolve_into
 from caerus.session.order_desk import EmulatorOrderDesk
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
@@ -75,6 +77,10 @@ class SessionOptions:
     jumps_per_min: float = 30.0
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
     feed_client: str | None = None  # force the feeds' WebSocket client (asyncio | busy); None = the plan's choice
+    # what to trade: caerus.instruments.parse_symbols syntax (BTC,ETH,SOL); listed by both venues or the session
+    # stops before it starts anything
+    symbols: str = "BTC"
+    symbol_rate_hz: float | None = None  # emulated Binance bookTicker rate per instrument (None: the emulator's)
 
     def validate(self) -> None:
         problems = []
@@ -107,6 +113,16 @@ class SessionOptions:
         if not (self.chaos_every_s == 0 or self.chaos_every_s >= 2.0):
             problems.append(f"chaos interval must be 0 (off) or >= 2 seconds (a restart needs time to show), got "
                             f"{self.chaos_every_s}")
+        try:
+            requests = parse_symbols(self.symbols)
+        except InstrumentError as exc:
+            problems.append(str(exc))
+            requests = ()
+        if len(requests) > 1 and self.transport == "emulator":
+            problems.append("transport emulator sends real signed orders for one instrument; trade many with paper "
+                            "or null")
+        if self.symbol_rate_hz is not None and not self.symbol_rate_hz > 0:
+            problems.append(f"symbol rate must be > 0 Hz, got {self.symbol_rate_hz}")
         if self.progress not in ("auto", "rich", "lines", "none"):
             problems.append(f"progress {self.progress!r} is not one of auto, rich, lines, none")
         if problems:
@@ -254,15 +270,20 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             started: list[launch.ProcessSpec] = []
             if not opts.live:
                 sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min,
-                                                 desk.sim_env() if desk is not None else ())
+                                                 desk.sim_env() if desk is not None else (),
+                                                 symbols=_emulated(opts), rate_hz=opts.symbol_rate_hz)
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
                 write_processes()
                 urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
+            # the instruments from the venues' listings, before any fleet process starts (an unlisted symbol
+            # stops the session here, naming it)
+            inst_file = _instruments(session_dir, opts, urls)
+            strategy_config = opts.strategy_config or _default_strategy_config(session_dir, opts)
             specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
                                        transport_args=desk.execution_args(urls) if desk is not None and urls else None,
-                                       strategy_config=opts.strategy_config,
+                                       strategy_config=strategy_config, instruments=inst_file,
                                        execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True
@@ -359,6 +380,45 @@ def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restart
                           "rings": {r: {"records": int(cap.get(f"records.{r}", 0)),
                                         "lost": int(cap.get(f"lost.{r}", 0))} for r in roles}}
     return out
+
+
+def _emulated(opts: SessionOptions) -> tuple[str, ...]:
+    """The emulator's market for the session: each requested instrument both emulated venues list (by its coin).
+
+    A symbol the emulator does not list is left out here on purpose: the venues' listings then lack it and the
+    instrument check names it before the fleet starts, as it would against the real venues."""
+    from caerus.sim import catalogue
+
+    both = {i.name for i in catalogue.LISTED if i.binance_symbol is not None and i.hl_asset is not None}
+    return tuple(r.hl_coin for r in parse_symbols(opts.symbols) if r.hl_coin in both) or ("BTC",)
+
+
+def _instruments(session_dir: Path, opts: SessionOptions, urls: dict[str, Any] | None) -> Path:
+    """Fetch both venues' listings (the emulator's, or the real venues' when live) and write instruments.json."""
+    from caerus.venues.binance.data import DEFAULT_BASE_URL as BINANCE_WS
+    from caerus.venues.hyperliquid.data import DEFAULT_BASE_URL as HL_WS
+
+    bn = str(urls["binance_url"]) if urls else BINANCE_WS
+    hl = str(urls["hyperliquid_url"]) if urls else HL_WS
+    try:
+        return resolve_into(session_dir, parse_symbols(opts.symbols), bn, hl,
+                            ca_file=str(urls["ca_file"]) if urls else None)
+    except InstrumentError as exc:
+        raise RuntimeError(f"instruments: {exc}") from None
+
+
+#: many instruments, no strategy config given: size each entry to this notional (USD) instead of BTC's order_qty
+MULTI_ORDER_NOTIONAL = 100.0
+
+
+def _default_strategy_config(session_dir: Path, opts: SessionOptions) -> Path | None:
+    """A strategy config for a many-instrument session without one: entries sized by notional per instrument."""
+    if len(parse_symbols(opts.symbols)) == 1:
+        return None
+    path = session_dir / "strategy.toml"
+    path.write_text(f"# written by caerus session: {len(parse_symbols(opts.symbols))} instruments, entries sized "
+                    f"by notional\norder_notional = {MULTI_ORDER_NOTIONAL}\n")
+    return path
 
 
 def _main_thread() -> bool:

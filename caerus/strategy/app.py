@@ -1,4 +1,9 @@
-"""`caerus strategy`: the strategy process -- two book rings in latest-value mode -> decisions -> MPSC order ring.
+"""`caerus strategy`: the strategy process -- two book rings -> decisions per instrument -> MPSC order ring.
+
+One instrument (the default) reads each ring in latest-value mode: a burst is skipped to its newest book. Many
+instruments share each venue's ring, so it is read in every-record mode (the newest record of the ring is not the
+newest of every instrument); each record goes to its instrument's decision object (caerus.strategy.desk), and a
+reader lapped by the feed counts what it lost (``books.lost``).
 
 Hot loop (per new book): stamp t_seen, sample book_hop (t_seen - t_publish), run the decision; on an order stamp
 t_decision immediately before the push into the order ring and sample tick_to_decision (t_decision - the trigger
@@ -22,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from caerus import instruments
 from caerus.config import ConfigError, load_config
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscProducer
@@ -36,9 +42,9 @@ from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.pinning import pin
 from caerus.runtime.process import serve
 from caerus.runtime.supervisor import HaltCause, Supervisor
-from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES, LatencyArb
+from caerus.strategy.desk import Desk
+from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES
 from caerus.strategy.orders import FINAL_NAMES, OrderTable
 from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderFlags, OrderReason, Tif, Venue
 
@@ -72,6 +78,9 @@ INT_COUNTERS = (
     "exec.records",
     "exec.unmatched",
     "exec.lost",
+    "books.lost",  # records the feeds wrote over before this process read them (many-instrument mode)
+    "instruments",
+    "cpu_ns",  # this process's CPU time so far (user + system)
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
 # Order ids: strategy_id in the bits above ID_LOW_BITS, the low bits of the producer sequence below, so two
@@ -90,6 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "position (required in latency_arb mode)")
     parser.add_argument("--config", type=Path, metavar="FILE", help="strategy TOML config (default: defaults)")
     parser.add_argument("--kill-file", metavar="PATH", help="halt once this file exists (overrides config)")
+    parser.add_argument("--instruments", type=Path, metavar="FILE",
+                        help="the session's instruments.json (default: BTC alone)")
     add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with execution on small hosts
 
 
@@ -100,7 +111,7 @@ class _Ctx:
     producer: MpscProducer
     counters: Counters
     sup: Supervisor
-    arb: LatencyArb | BenchFireEveryBook
+    desk: Desk
     log: IntervalLog | None
     hop: SampleBuffer
     ttd: SampleBuffer
@@ -137,8 +148,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = load_config(StrategyConfig, args.config, "strategy")
         cpus = parse_cpus(args.cpus)
+        insts = instruments.load(args.instruments)
     except (ConfigError, ValueError) as exc:
         return fail_config(str(exc))
+    unknown = sorted(set(cfg.instruments) - set(insts.names))
+    if unknown:
+        return fail_config(f"[instruments] names {', '.join(unknown)}, which the session does not trade "
+                           f"({', '.join(insts.names)})")
     if cfg.mode == "latency_arb" and not args.exec_segment:
         return fail_config("--exec-segment is required in latency_arb mode: the position comes from confirmed "
                            "fills (the EXEC ring the execution engine writes), never from assumed ones")
@@ -152,10 +168,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail_config(str(exc))
 
-    arb: LatencyArb | BenchFireEveryBook = BenchFireEveryBook(cfg) if cfg.mode == "bench" else LatencyArb(cfg)
+    desk = Desk(cfg, insts)
 
     def on_halt(cause: HaltCause) -> None:
-        arb.halted = True
+        desk.halt()
 
     sup = Supervisor.for_process(cfg, args.kill_file, on_halt)
     counters: Counters | None = None
@@ -166,12 +182,15 @@ def run(args: argparse.Namespace) -> int:
     ctx: _Ctx | None = None
     memwatch = MemWatch(PROCESS)
     try:
-        counters = open_counters(args.stats_segment, INT_COUNTERS, FLOAT_COUNTERS)
+        inst_ints, inst_floats = desk.counter_names()
+        counters = open_counters(args.stats_segment, INT_COUNTERS + inst_ints, FLOAT_COUNTERS + inst_floats)
         for name in args.segment:
             r = attach_until(functools.partial(SwmrReader.attach, name, BOOK),
                              f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
             if r is None:
                 return 0
+            if desk.multi:
+                r.seek_end()  # every-record mode: books from now on (what the ring held before is old)
             readers.append(r)
         producer = attach_until(lambda t: MpscProducer.attach(args.order_segment, ORDER, timeout=t),
                                 f"order segment {args.order_segment!r}", lambda: sup.stopping,
@@ -190,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         if args.metrics_dir:
             log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS,
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
-        ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, arb=arb, log=log,
+        ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, desk=desk, log=log,
                    hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), tte=SampleBuffer(1 << 16),
                    wtd=SampleBuffer(1 << 14), std=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
@@ -222,9 +241,14 @@ def run(args: argparse.Namespace) -> int:
 def _loop(ctx: _Ctx) -> None:
     """The hot loop; returns on stop (or raises, and the caller counts the error and re-enters)."""
     sup = ctx.sup
-    reads = tuple(r.read_latest for r in ctx.readers)
-    on_book = ctx.arb.on_book
-    fired = ctx.arb.fired
+    desk = ctx.desk
+    arbs = desk.arbs
+    n_arbs = len(arbs)
+    multi = desk.multi
+    # many instruments share a ring: every record (see the module docstring); one: the newest only
+    reads = tuple(r.read_next if multi else r.read_latest for r in ctx.readers)
+    inst_books = desk.books
+    inst_fires = desk.fires
     push = ctx.producer.try_push
     tns = time.time_ns
     hop_buf = ctx.hop
@@ -253,15 +277,17 @@ def _loop(ctx: _Ctx) -> None:
     ioc = int(Tif.IOC)
     b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
     b_t_wire = BOOK_I.T_WIRE
+    b_sym = BOOK_I.SYMBOL
     clock = ctx.clock
-    orders = ctx.arb.orders  # None in bench mode: no results read
+    reads_results = arbs[0].orders is not None  # None in bench mode: no results read
     exec_reader = ctx.exec_reader
-    read_exec = exec_reader.read_next if exec_reader is not None and orders is not None else None
-    # bench mode reads no results: an empty table (never an order in flight) keeps the loop's test one attribute
-    in_flight_of = orders if orders is not None else OrderTable(sid, capacity=2)
-    on_exec = ctx.arb.on_exec
-    # shadow orders: at most one per shadow_ns, on a Binance book that fired nothing, while warming
-    shadow_of = ctx.arb.shadow
+    read_exec = exec_reader.read_next if exec_reader is not None and reads_results else None
+    # bench mode reads no results: an empty table (never an order in flight) keeps the loop's test one attribute;
+    # many instruments read results on every pass (one order table per instrument)
+    first_orders = arbs[0].orders
+    in_flight_of = first_orders if first_orders is not None and not multi else OrderTable(sid, capacity=2)
+    always_exec = multi
+    on_exec = desk.on_exec
     shadow_ns = int(ctx.cfg.shadow_every_ms * 1e6)
     shadow_flag = int(OrderFlags.SHADOW)
     bn = int(Venue.BINANCE)
@@ -272,7 +298,7 @@ def _loop(ctx: _Ctx) -> None:
     passes = 0
     while not sup.stopping:
         worked = False
-        if read_exec is not None and in_flight_of.in_flight:
+        if read_exec is not None and (always_exec or in_flight_of.in_flight):
             # An order is out: its result comes back on the EXEC ring (one record per pass; results are rare).
             erec = read_exec()
             if erec is not None:
@@ -284,18 +310,25 @@ def _loop(ctx: _Ctx) -> None:
                 continue
             t_seen = tns()
             worked = True
-            d = on_book(rec, t_seen)
+            sym = rec[b_sym]
+            if sym >= n_arbs:
+                books[0] += 1  # an instrument this process does not trade (a feed started with another list)
+                continue
+            arb = arbs[sym]
+            inst_books[sym] += 1
+            d = arb.on_book(rec, t_seen)
             flags = 0
             if d is not None:
                 seq = ctx.seq + 1
                 oid = sid_hi | (seq & ID_LOW_MASK)
+                orders = arb.orders
                 if orders is not None and not orders.free(seq):
                     ctx.table_full += 1  # the slot still holds an order in flight or unknown: hold this one back
                     d = None
             elif t_seen >= next_shadow and rec[b_venue] == bn:
                 # Nothing fired: rehearse the fire path (same pricing, push, pickup, risk, signing; never sent).
                 next_shadow = t_seen + shadow_ns
-                d = shadow_of(t_seen)
+                d = arb.shadow(t_seen)
                 if d is not None:
                     seq = ctx.seq + 1  # a shadow takes a producer sequence like any order (execution sees it)
                     oid = sid_hi | (seq & ID_LOW_MASK)
@@ -303,7 +336,7 @@ def _loop(ctx: _Ctx) -> None:
             if d is not None:
                 t_decision = t_eval = tns()
                 if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], flags, d[D_PX], d[D_QTY],
-                        rec[b_seq], rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire]):
+                        rec[b_seq], rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire], sym, 0):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
                     ctx.seq = seq
                     if flags:  # a shadow: its own histogram; no fire, no position, no tick_to_eval sample
@@ -340,8 +373,9 @@ def _loop(ctx: _Ctx) -> None:
                                 wtd_buf.n += 1
                             else:
                                 wtd_buf.full += 1
-                        fired(d, t_decision, oid, seq)
+                        arb.fired(d, t_decision, oid, seq)
                         by_reason[d[D_REASON]] += 1
+                        inst_fires[sym] += 1
                         if yield_after_order:
                             sched_yield()
                 elif flags:
@@ -415,25 +449,27 @@ def _housekeeping(ctx: _Ctx) -> None:
         ctx.producer = new_producer
         ctx.counters.ints[_I["reattached"]] += 1
     ctx.counters.ints[_I["orders_lost_to_restart"]] = ctx.orders_lost_to_restart
-    arb = ctx.arb
+    desk = ctx.desk
     ints = ctx.counters.ints
-    orders = arb.orders
+    tables = [a.orders for a in desk.arbs if a.orders is not None]
     if ctx.exec_reader is not None:
         if ctx.exec_reader.refresh():
             ints[_I["reattached"]] += 1
         # Keep up with the ring (other strategies' records too), so the loop reads only fresh ones.
         while (erec := ctx.exec_reader.read_next()) is not None:
-            if orders is not None:
-                arb.on_exec(erec)
+            if tables:
+                desk.on_exec(erec)
         ints[_I["exec.lost"]] = ctx.exec_reader.lost
-    if orders is not None:
-        orders.expire(time.time_ns())
-        ints[_I["orders.in_flight"]] = orders.in_flight
-        ints[_I["orders.unknown"]] = orders.unknown
+    if tables:
+        now = time.time_ns()
+        for orders in tables:
+            orders.expire(now)
+        ints[_I["orders.in_flight"]] = sum(o.in_flight for o in tables)
+        ints[_I["orders.unknown"]] = sum(o.unknown for o in tables)
         for i, name in enumerate(FINAL_NAMES):
-            ints[_I[f"orders.final.{name}"]] = orders.finals[i]
-        ints[_I["exec.records"]] = orders.records
-        ints[_I["exec.unmatched"]] = orders.unmatched
+            ints[_I[f"orders.final.{name}"]] = sum(o.finals[i] for o in tables)
+        ints[_I["exec.records"]] = sum(o.records for o in tables)  # each table sees its instrument's records
+        ints[_I["exec.unmatched"]] = sum(o.unmatched for o in tables)
     ints[_I["order_table_full"]] = ctx.table_full
     ints[_I["shadows"]] = ctx.shadows
     ints[_I["shadows.ring_full"]] = ctx.shadow_ring_full
@@ -443,19 +479,24 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["books.other"]] = ctx.books[0]
     ints[_I["books.binance"]] = ctx.books[int(Venue.BINANCE)]
     ints[_I["books.hyperliquid"]] = ctx.books[int(Venue.HYPERLIQUID)]
-    ints[_I["decisions"]] = arb.decisions
+    ints[_I["decisions"]] = desk.decisions
+    ints[_I["instruments"]] = len(desk.arbs)
+    ints[_I["books.lost"]] = sum(r.lost for r in ctx.readers)
+    ints[_I["cpu_ns"]] = time.process_time_ns()
     ints[_I["orders"]] = sum(ctx.by_reason)
     for reason in OrderReason:
         ints[_I[f"orders.{reason.name.lower()}"]] = ctx.by_reason[reason]
     ints[_I["ring_full"]] = ctx.ring_full
     ints[_I["errors"]] = ctx.sup.errors
-    for i, name in enumerate(GUARD_NAMES):
-        ints[_I[name]] = arb.guards[i]
+    for i, total in enumerate(desk.guards()):
+        ints[_I[GUARD_NAMES[i]]] = total
     floats = ctx.counters.floats
-    floats[_F["position"]] = arb.position
-    floats[_F["basis_bps"]] = arb.basis
-    floats[_F["ewma_bps"]] = arb.ewma
-    floats[_F["signal_bps"]] = arb.signal
+    first = desk.arbs[0]
+    floats[_F["position"]] = first.position
+    floats[_F["basis_bps"]] = first.basis
+    floats[_F["ewma_bps"]] = first.ewma
+    floats[_F["signal_bps"]] = first.signal
+    desk.write_counters(ctx.counters, len(INT_COUNTERS), len(FLOAT_COUNTERS))
     ctx.counters.beat()
 
 

@@ -8,6 +8,7 @@ no per-order state (``orders`` is None): it does not read results, and its ``pos
 
 from __future__ import annotations
 
+from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES
 from caerus.strategy.orders import OrderTable
@@ -26,7 +27,7 @@ class BenchFireEveryBook:
     __slots__ = ("_qty", "basis", "decisions", "ewma", "guards", "halted", "hl_mid", "orders", "position", "side",
                  "signal")
 
-    def __init__(self, cfg: StrategyConfig) -> None:
+    def __init__(self, cfg: StrategyConfig, instrument: Instrument | None = None) -> None:
         self._qty = cfg.order_qty
         self.side = 1
         self.hl_mid = 0.0
@@ -36,6 +37,10 @@ class BenchFireEveryBook:
         self.guards = [0] * len(GUARD_NAMES)
         self.decisions = 0
         self.signal = self.basis = self.ewma = 0.0
+
+    @property
+    def order_qty(self) -> float:
+        return self._qty
 
     def on_exec(self, rec: tuple) -> None:
         """Results are not read in bench mode (``orders`` is None, so the loop never calls this)."""

@@ -15,6 +15,23 @@ import msgspec
 from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
 
+class InstrumentParams(ConfigBase, frozen=True):
+    """One instrument's own values (``[instruments.ETH]``); every field left out takes the strategy's default."""
+
+    order_qty: Positive | None = None  # in the instrument's units
+    max_position: Positive | None = None
+    entry_bps: Positive | None = None
+    exit_bps: NonNegative | None = None
+    reversal_bps: Positive | None = None
+    max_hold_ms: Positive | None = None
+    cooldown_ms: NonNegative | None = None
+    slippage_bps: NonNegative | None = None
+
+
+#: the InstrumentParams fields, each overriding the StrategyConfig field of the same name
+OVERRIDABLE = tuple(InstrumentParams.__struct_fields__)
+
+
 class StrategyConfig(ConfigBase, frozen=True):
     """Latency-arb settings. Prices/thresholds in basis points, times in milliseconds unless named otherwise."""
 
@@ -24,6 +41,12 @@ class StrategyConfig(ConfigBase, frozen=True):
     strategy_id: Annotated[int, msgspec.Meta(ge=0, le=32767)] = 1  # bits 48-62 of every order id
     order_qty: Positive = 0.001  # BTC per entry order
     max_position: Positive = 0.002  # |position| limit in BTC (entries that would exceed it are blocked)
+    # Many instruments: an instrument without its own order_qty sizes each entry to this notional (USD) at its
+    # first Hyperliquid book (rounded down to its szDecimals), and its position limit keeps the default ratio
+    # max_position / order_qty (entries per direction). Unset: every instrument trades order_qty.
+    order_notional: Positive | None = None
+    # per-instrument values by the session's instrument name ([instruments.ETH] entry_bps = 8, ...)
+    instruments: dict[str, InstrumentParams] = msgspec.field(default_factory=dict)
     entry_bps: Positive = 5.0  # |basis - EWMA| needed to enter
     exit_bps: NonNegative = 1.0  # exit once the deviation (in the position's direction) falls to this
     reversal_bps: Positive = 3.0  # exit at once when the deviation goes this far against the position
@@ -77,4 +100,20 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError(f"shadow_every_ms warms a rare fire path: mode {self.mode!r} fires on every book")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
+        for name in self.instruments:
+            p = self.for_instrument(name)
+            if p.exit_bps >= p.entry_bps:
+                raise ConfigError(f"instruments.{name}: exit_bps ({p.exit_bps}) must be below entry_bps "
+                                  f"({p.entry_bps})")
+            if p.order_qty > p.max_position:
+                raise ConfigError(f"instruments.{name}: order_qty ({p.order_qty}) must not exceed max_position "
+                                  f"({p.max_position})")
+
+    def for_instrument(self, name: str) -> StrategyConfig:
+        """This config with instrument ``name``'s own values in place of the defaults."""
+        own = self.instruments.get(name)
+        if own is None:
+            return self
+        changes = {f: getattr(own, f) for f in OVERRIDABLE if getattr(own, f) is not None}
+        return msgspec.structs.replace(self, **changes)
 

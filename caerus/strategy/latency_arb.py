@@ -11,6 +11,11 @@ falls to ``exit_bps`` (Hyperliquid caught up, or the EWMA absorbed the move), go
 or the position is ``max_hold_ms`` old. ``cooldown_ms`` separates an order from the next entry; exits are never
 held back by the cooldown. Entries that would take |position| beyond ``max_position`` are blocked.
 
+One instance per instrument (caerus.strategy.desk): its own books, EWMA, orders and position; its parameters are
+the config's with the instrument's own values (``StrategyConfig.for_instrument``), and its price grid comes from
+the instrument's ``szDecimals``. With ``order_notional`` set and no ``order_qty`` of its own, the entry size is
+fixed at the instrument's first Hyperliquid book.
+
 Kill switch: once ``halted`` no order fires, except -- with ``flatten_on_halt`` -- one FLATTEN IOC closing the
 position the strategy believes it holds (still subject to the book guards below).
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import math
 
+from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.orders import OrderTable
 from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Side, Venue
@@ -105,6 +111,8 @@ class LatencyArb:
         "_k",
         "_max_hold",
         "_max_pos",
+        "_notional",
+        "_pos_ratio",
         "_qty",
         "_reversal_bps",
         "_sig",
@@ -130,13 +138,18 @@ class LatencyArb:
         "hl_seen",
         "hl_t_exchange",
         "hl_t_recv",
+        "instrument",
         "last_fire_t",
         "orders",
         "signal",
         "start_t",
     )  # fmt: skip
 
-    def __init__(self, cfg: StrategyConfig) -> None:
+    def __init__(self, cfg: StrategyConfig, instrument: Instrument | None = None) -> None:
+        own = instrument is not None and instrument.name in cfg.instruments
+        if instrument is not None:
+            cfg = cfg.for_instrument(instrument.name)
+        self.instrument = instrument
         self._entry_bps = cfg.entry_bps
         self._exit_bps = cfg.exit_bps
         self._reversal_bps = cfg.reversal_bps
@@ -147,11 +160,15 @@ class LatencyArb:
         self._slip = cfg.slippage_bps * 1e-4
         self._qty = cfg.order_qty
         self._max_pos = cfg.max_position
+        self._notional = 0.0  # > 0: size entries to this notional at the first Hyperliquid book
+        self._pos_ratio = cfg.max_position / cfg.order_qty
+        if cfg.order_notional is not None and not (own and cfg.instruments[instrument.name].order_qty):  # type: ignore[union-attr]
+            self._notional = cfg.order_notional
         self._age_bn = int(cfg.max_book_age_ms_binance * 1e6)
         self._age_hl = int(cfg.max_book_age_ms_hyperliquid * 1e6)
         self._info_hl = int(cfg.max_info_age_ms_hyperliquid * 1e6)
         self._sig = cfg.hl_sig_figs
-        self._dec = cfg.hl_max_decimals
+        self._dec = instrument.hl_max_decimals if instrument is not None else cfg.hl_max_decimals
         self._flatten = cfg.flatten_on_halt
         self.bn_bid = self.bn_ask = self.bn_mid = 0.0
         self.hl_bid = self.hl_ask = self.hl_mid = 0.0
@@ -194,7 +211,8 @@ class LatencyArb:
                 self.hl_bid = bid
                 self.hl_ask = ask
                 self.hl_mid = (bid + ask) * 0.5
-                self.hl_seen = True
+                if not self.hl_seen:
+                    self._first_hl_book()
         else:
             return None
         if not (self.bn_seen and self.hl_seen):
@@ -289,6 +307,21 @@ class LatencyArb:
         else:
             px = round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
         return (side, reason, px, qty)
+
+    def _first_hl_book(self) -> None:
+        """The instrument's first valid Hyperliquid book: size entries to ``order_notional`` when asked to."""
+        self.hl_seen = True
+        if self._notional > 0.0:
+            decimals = self.instrument.sz_decimals if self.instrument is not None else 5
+            step = 10.0 ** -decimals
+            qty = round(math.floor(self._notional / self.hl_mid / step + 1e-9) * step, decimals)
+            self._qty = max(qty, step)
+            self._max_pos = self._qty * self._pos_ratio
+            self._notional = 0.0
+
+    @property
+    def order_qty(self) -> float:
+        return self._qty
 
     def shadow(self, now: int) -> tuple | None:
         """A shadow decision (wire.OrderFlags.SHADOW): the order an entry would send now, in the signal's direction,

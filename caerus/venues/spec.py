@@ -7,13 +7,13 @@ transport, the signer) only when called, so a feed process never loads the order
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    pass
+    from caerus.instruments import Instrument
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,11 @@ class FeedSpec:
     channels: tuple[str, ...]  # the first is the default
     #: ``url(base, route)``: the full stream URL from a base (scheme + host[:port]) and a route name
     url: Callable[[str, str], str]
-    #: ``subscribe(symbol, channel)``: the frames sent after the handshake
-    subscribe: Callable[[str, str], tuple[bytes, ...]]
-    #: ``sink(outputs, symbol=S, parse_error_limit=N)``: the venue's feed loop (a caerus.feed.sink.FeedSink; typed
-    #: Any so this lower layer does not import the feed)
+    #: ``subscribe(symbols, channel)``: the frames sent after the handshake for these venue symbols on one
+    #: connection (raises ValueError past the venue's per-connection limit)
+    subscribe: Callable[[Sequence[str], str], tuple[bytes, ...]]
+    #: ``sink(outputs, symbols=(S, ...), ids=(I, ...), lanes=K, parse_error_limit=N)``: the venue's feed loop (a
+    #: caerus.feed.sink.FeedSink; typed Any so this lower layer does not import the feed)
     sink: Callable[..., Any]
     stale_after_s: float  # data watchdog default
     #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a
@@ -45,6 +46,13 @@ class FeedSpec:
     keepalive_frame: bytes | None = None  # application ping, sent every keepalive_s when set
     keepalive_s: float = 0.0  # default interval
     keepalive_max_s: float = 0.0  # the venue's idle limit: the interval must stay below it
+    #: the venue's name of a session instrument (Binance ``BTCUSDT``, Hyperliquid ``BTC``); None: the session
+    #: name itself (a venue without a caerus.instruments column)
+    instrument_symbol: Callable[[Instrument], str] | None = None
+    #: instruments one connection may carry (streams or subscriptions); a pool needs more connections beyond it
+    max_per_connection: int = 1024
+    #: connections one client may hold at once (a pool larger than this is refused at start)
+    max_connections: int = 10
 
 
 @dataclass(frozen=True)

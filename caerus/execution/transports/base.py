@@ -27,6 +27,7 @@ O_SIDE = wire.ORDER_I.SIDE
 O_TIF = wire.ORDER_I.TIF
 O_PX = wire.ORDER_I.PX
 O_QTY = wire.ORDER_I.QTY
+O_SYMBOL = wire.ORDER_I.SYMBOL
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,17 @@ from __future__ import annotations
 import collections
 import time
 
-from caerus.execution.books import V_ASK, V_ASK_QTY, V_BID, V_BID_QTY, V_T_RECV, V_VENUE, LatestBooks, book_ok
+from caerus.execution.books import (
+    V_ASK,
+    V_ASK_QTY,
+    V_BID,
+    V_BID_QTY,
+    V_SYMBOL,
+    V_T_RECV,
+    V_VENUE,
+    LatestBooks,
+    book_ok,
+)
 from caerus.execution.config import PaperConfig
 from caerus.execution.paper import PaperAccount
 from caerus.execution.transports.base import (
@@ -24,6 +34,7 @@ from caerus.execution.transports.base import (
     O_PX,
     O_QTY,
     O_SIDE,
+    O_SYMBOL,
     O_VENUE,
     ReplyCallback,
     SendResult,
@@ -48,7 +59,10 @@ class PaperTransport:
         self.replies = self.latency_ns > 0  # results come later, through on_reply
         if self.replies and on_reply is None:
             raise ValueError("paper transport with latency_ms > 0 needs an on_reply callback")
-        self.accounts = {int(v): PaperAccount(cfg.fee_bps, cfg.markout_ms) for v in Venue}
+        # one account per venue and instrument; ``accounts`` is the first instrument's (a default session's BTC)
+        self.instrument_accounts = {(int(v), k): PaperAccount(cfg.fee_bps, cfg.markout_ms) for v in Venue
+                                    for k in range(books.instruments)}
+        self.accounts = {int(v): self.instrument_accounts[(int(v), 0)] for v in Venue}
         self._pending: collections.deque[tuple[int, tuple]] = collections.deque()  # (due ns, order), due order
         self.outcomes = {o.name.lower(): 0 for o in (Outcome.SENT, _FILLED, _PARTIAL, _NOT_FILLED)}
         books.listeners.append(self.on_book)
@@ -59,7 +73,7 @@ class PaperTransport:
     def send_msg(self, order: tuple) -> SendResult:
         t_sent = time.time_ns()
         if not self.replies:
-            outcome, px, qty = self._match(order, self.books.latest[order[O_VENUE]], t_sent)
+            outcome, px, qty = self._match(order, self.books.book(order[O_VENUE], order[O_SYMBOL]), t_sent)
             return SendResult(outcome, px, qty, 0, t_sent)
         self._pending.append((t_sent + self.latency_ns, order))
         self.outcomes["sent"] += 1
@@ -67,7 +81,7 @@ class PaperTransport:
 
     def rehearse(self, order: tuple) -> None:
         """A shadow order: read the book ``send_msg`` would match against; nothing is matched, filled or queued."""
-        book_ok(self.books.latest[order[O_VENUE]])
+        book_ok(self.books.book(order[O_VENUE], order[O_SYMBOL]))
 
     def on_book(self, rec: tuple) -> None:
         """LatestBooks listener, called before ``rec`` replaces its venue's latest book."""
@@ -77,13 +91,13 @@ class PaperTransport:
         if pending and pending[0][0] < t_recv:
             self._settle(t_recv - 1, venue)
         if book_ok(rec):
-            self.accounts[venue].on_book((rec[V_BID] + rec[V_ASK]) * 0.5, t_recv)
+            self.instrument_accounts[(venue, rec[V_SYMBOL])].on_book((rec[V_BID] + rec[V_ASK]) * 0.5, t_recv)
 
     def pump(self, now: int) -> None:
         """Settle orders and markouts due at or before ``now`` against the latest books (engine idle time)."""
         if self._pending and self._pending[0][0] <= now:
             self._settle(now, None)
-        for acct in self.accounts.values():
+        for acct in self.instrument_accounts.values():
             acct.settle(now)
 
     def _settle(self, until: int, venue: int | None) -> None:
@@ -95,7 +109,7 @@ class PaperTransport:
             if venue is not None and order[O_VENUE] != venue:
                 keep.append((due, order))
                 continue
-            outcome, px, qty = self._match(order, self.books.latest[order[O_VENUE]], due)
+            outcome, px, qty = self._match(order, self.books.book(order[O_VENUE], order[O_SYMBOL]), due)
             assert self.on_reply is not None  # checked at construction whenever replies are delayed
             self.on_reply(VenueReply(order[O_ORDER_ID], outcome, px, qty, 0, time.time_ns()))
         pending.extendleft(reversed(keep))
@@ -114,7 +128,7 @@ class PaperTransport:
             if top > 0.0:
                 filled = min(qty, top) if self.cfg.limit_to_top_size else qty
                 outcome = _FILLED if filled >= qty - _EPS else _PARTIAL
-                self.accounts[order[O_VENUE]].fill(side, px, filled, t_fill)
+                self.instrument_accounts[(order[O_VENUE], order[O_SYMBOL])].fill(side, px, filled, t_fill)
             else:
                 px = 0.0
         self.outcomes[outcome.name.lower()] += 1
@@ -122,6 +136,13 @@ class PaperTransport:
 
     def close(self) -> None:
         pass
+
+    def _by_instrument(self) -> dict[str, dict[str, object]]:
+        out: dict[str, dict[str, object]] = {}
+        for (v, k), a in self.instrument_accounts.items():
+            if a.fills:
+                out.setdefault(str(k), {})[Venue(v).name.lower()] = a.summary()
+        return out
 
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (written to <metrics-dir>/paper.json by the execution process)."""
@@ -132,5 +153,7 @@ class PaperTransport:
             "outcomes": dict(self.outcomes),
             "unsettled_orders": len(self._pending),
             "venues": {Venue(v).name.lower(): a.summary() for v, a in self.accounts.items() if a.fills},
+            # every instrument's accounts by id (the first instrument's are ``venues`` too)
+            "instruments": self._by_instrument(),
             "t_ns": time.time_ns(),
         }

@@ -7,8 +7,10 @@ imported by the spec's factories only when a process builds them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from caerus.instruments import Instrument
 from caerus.venues.binance import credentials, data
 from caerus.venues.spec import CredentialSpec, FeedSpec, OrderEntrySpec, VenueSpec
 from caerus.wire import Venue
@@ -19,8 +21,12 @@ ORDER_URLS = {"mainnet": "wss://ws-fapi.binance.com/ws-fapi/v1",
 ORDER_PATH = "/ws-fapi/v1"
 
 
-def _subscribe(symbol: str, channel: str) -> tuple[bytes, ...]:
-    return (data.subscribe_frame([data.stream(symbol, channel)]),)
+def _subscribe(symbols: Sequence[str], channel: str) -> tuple[bytes, ...]:
+    return data.subscribe_frames(tuple(symbols), channel)
+
+
+def _symbol(instrument: Instrument) -> str:
+    return instrument.binance_symbol
 
 
 def _sink(out: Any, **kw: Any) -> Any:
@@ -52,6 +58,8 @@ SPEC = VenueSpec(
         stale_after_s=data.DEFAULT_STALE_AFTER_S,
         book_frame=data.book_frame,
         rotate_after_s=data.DEFAULT_ROTATE_AFTER_S,
+        instrument_symbol=_symbol,
+        max_per_connection=data.MAX_STREAMS_PER_CONNECTION,
     ),
     order_entry=OrderEntrySpec(
         urls=ORDER_URLS,

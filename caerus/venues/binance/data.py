@@ -111,6 +111,22 @@ def subscribe_frame(streams: list[str], request_id: int = SUBSCRIBE_ID) -> bytes
     return msgspec.json.encode({"method": "SUBSCRIBE", "params": streams, "id": request_id})
 
 
+#: streams one connection may carry (the venue's documented limit)
+MAX_STREAMS_PER_CONNECTION = 1024
+#: streams per SUBSCRIBE frame: a whole connection's worth in a few frames, well under the venue's 10 incoming
+#: messages per second (the frames go out together right after the handshake)
+STREAMS_PER_FRAME = 200
+
+
+def subscribe_frames(symbols: list[str] | tuple[str, ...], channel: str) -> tuple[bytes, ...]:
+    """SUBSCRIBE frames for one channel of many symbols on one connection (raw, unwrapped messages: every
+    payload names its symbol in ``s``, so the combined-stream wrapper would only add a layer to decode)."""
+    if len(symbols) > MAX_STREAMS_PER_CONNECTION:
+        raise ValueError(f"{len(symbols)} streams on one Binance connection: at most {MAX_STREAMS_PER_CONNECTION}")
+    streams = [stream(s, channel) for s in symbols]
+    return tuple(subscribe_frame(streams[i:i + STREAMS_PER_FRAME]) for i in range(0, len(streams), STREAMS_PER_FRAME))
+
+
 def classify(raw: bytes | str) -> tuple[FrameKind, str]:
     """Classify a frame the data decoder refused; returns the kind and a short description (off the hot path)."""
     try:
@@ -135,6 +151,16 @@ def classify(raw: bytes | str) -> tuple[FrameKind, str]:
             return FrameKind.ACK, f"id {obj['id']}"
         return FrameKind.UNKNOWN, _excerpt(raw)
     return FrameKind.UNKNOWN, _excerpt(raw)
+
+
+def frame_symbol(raw: bytes | str) -> str | None:
+    """The ``s`` (symbol) of a data frame the typed decoder refused, when the frame is still JSON (off the hot path)."""
+    try:
+        obj: Any = decode_untrusted(raw)
+    except msgspec.DecodeError:
+        return None
+    sym = obj.get("s") if isinstance(obj, dict) else None
+    return sym if isinstance(sym, str) else None
 
 
 def _excerpt(raw: bytes | str, n: int = 120) -> str:

@@ -7,15 +7,17 @@ No logging, no dict/list allocation, no syscalls beyond the clock read. Everythi
 
 Ordering: ``u`` is the order-book update id. ``u`` equal to the newest seen one is a DUPLICATE (dropped, counted),
 lower is SEQ_NOT_INCREASING; exchange time ``E`` going backwards is TIME_BACKWARDS. The ordering state advances on
-every parsed update of our symbol, valid or not, so an older update never follows a newer rejected one. A frame for
-another symbol is WRONG_INSTRUMENT. A depth5 frame must look like a snapshot (exactly 5 levels a side, every size
-positive, bids descending, asks ascending); anything else (a diff) is NOT_SNAPSHOT, never read as a top of book.
-Ids and times out of range (negative, or past what a record holds) fail the typed decode: MALFORMED.
+every parsed update of an instrument, valid or not, so an older update never follows a newer rejected one; it is
+kept per instrument (one dict look-up by the frame's ``s`` finds the instrument's state). A frame for a symbol the
+feed did not subscribe is WRONG_INSTRUMENT. A depth5 frame must look like a snapshot (exactly 5 levels a side,
+every size positive, bids descending, asks ascending); anything else (a diff) is NOT_SNAPSHOT, never read as a top
+of book. Ids and times out of range (negative, or past what a record holds) fail the typed decode: MALFORMED.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
 
@@ -41,9 +43,15 @@ class BinanceSink(FeedSink):
     venue = _VENUE
     classify = staticmethod(binance.classify)
 
-    def __init__(self, out: FeedOutputs, *, symbol: str = binance.DEFAULT_SYMBOL, parse_error_limit: int = 100) -> None:
-        super().__init__(out, symbol=symbol, parse_error_limit=parse_error_limit)
+    def __init__(self, out: FeedOutputs, **kw: Any) -> None:
+        super().__init__(out, **kw)
         self._decode = binance.DATA_DECODER.decode
+
+    def default_symbol(self) -> str:
+        return binance.DEFAULT_SYMBOL
+
+    def frame_symbol(self, raw: bytes) -> str | None:
+        return binance.frame_symbol(raw)
 
     def on_message(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
         try:
@@ -52,17 +60,19 @@ class BinanceSink(FeedSink):
             return self.other(raw, session)
         seq = m.u
         t_ex = m.E * 1_000_000
-        if m.s != self.symbol:
-            return self.reject(WRONG_INSTRUMENT, session, seq, t_ex)
-        if session is not self.active and not self.overlap(session, seq):
+        try:
+            st = self.books[m.s]
+        except KeyError:  # a symbol the feed did not subscribe (try costs nothing when it does not raise)
+            return self.reject(WRONG_INSTRUMENT, None, session, seq, t_ex)
+        if session is not st.active and not self.overlap(st, session, seq):
             return True
-        last = self.last_key
-        if seq <= last and not self.venue_restarted(session, seq):
-            return self.reject(DUPLICATE if seq == last else SEQ_NOT_INCREASING, session, seq, t_ex)
-        if t_ex < self.last_t_ex:
-            return self.reject(TIME_BACKWARDS, session, seq, t_ex)
-        self.last_key = seq
-        self.last_t_ex = t_ex
+        last = st.last_key
+        if seq <= last and not self.venue_restarted(st, session, seq):
+            return self.reject(DUPLICATE if seq == last else SEQ_NOT_INCREASING, st, session, seq, t_ex)
+        if t_ex < st.last_t_ex:
+            return self.reject(TIME_BACKWARDS, st, session, seq, t_ex)
+        st.last_key = seq
+        st.last_t_ex = t_ex
         if type(m) is binance.BookTicker:
             bp = m.b
             bq = m.B
@@ -71,27 +81,26 @@ class BinanceSink(FeedSink):
             flags = VALID
         else:
             if not m.b or not m.a:
-                return self.reject(NULL_SIDE, session, seq, t_ex, t_recv)
+                return self.reject(NULL_SIDE, st, session, seq, t_ex, t_recv)
             # m is a Depth here: mypy narrows `type(m) is` only in the positive branch (hence the ignores)
             if not binance.is_snapshot(m):  # type: ignore[arg-type]
-                return self.reject(NOT_SNAPSHOT, session, seq, t_ex, t_recv)
+                return self.reject(NOT_SNAPSHOT, st, session, seq, t_ex, t_recv)
             bp, bq = m.b[0]  # type: ignore[index]
             ap, aq = m.a[0]  # type: ignore[index]
             flags = VALID | DEPTH
         reason = check_levels(bp, bq, ap, aq)
         if reason:
-            return self.reject(reason, session, seq, t_ex, t_recv, bp, bq, ap, aq)
+            return self.reject(reason, st, session, seq, t_ex, t_recv, bp, bq, ap, aq)
         # FeedSink.publish_valid's body, inlined: the call alone costs ~70 ns, ~6% of this whole path
         # (benchmarks/feed_parse); tests/unit/venues/test_venues_feed_loops.py checks both stay in step.
-        if self.extra_flags:
-            flags |= self.extra_flags
-            self.extra_flags = 0
+        if st.pending:
+            flags |= self.first_publish(st)
         t_pub = time.time_ns()
-        self.publish(_VENUE, flags, 0, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq,
+        self.publish(_VENUE, flags, st.id, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq,
                      session.t_wire)
-        if self.untradeable_since:
-            self._tradeable_again(t_pub)
-        self.n_books += 1
+        if st.untradeable_since:
+            self._tradeable_again(st, t_pub)
+        st.n_books += 1
         n = self.n_samples
         if n < self.sample_cap:
             self.fi_mv[n] = t_pub - t_recv

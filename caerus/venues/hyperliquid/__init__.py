@@ -7,8 +7,10 @@ Importing this package is cheap (URLs, decoders, the credentials type); the feed
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from caerus.instruments import Instrument
 from caerus.venues.hyperliquid import credentials, data
 from caerus.venues.spec import CredentialSpec, FeedSpec, OrderEntrySpec, VenueSpec
 from caerus.wire import Venue
@@ -23,8 +25,12 @@ def _url(base: str, route: str = "ws") -> str:
     return data.url(base)
 
 
-def _subscribe(symbol: str, channel: str) -> tuple[bytes, ...]:
-    return (data.subscribe_frame(symbol, channel),)
+def _subscribe(symbols: Sequence[str], channel: str) -> tuple[bytes, ...]:
+    return data.subscribe_frames(tuple(symbols), channel)
+
+
+def _symbol(instrument: Instrument) -> str:
+    return instrument.hl_coin
 
 
 def _sink(out: Any, **kw: Any) -> Any:
@@ -56,6 +62,11 @@ SPEC = VenueSpec(
         keepalive_frame=data.PING_FRAME,
         keepalive_s=data.DEFAULT_KEEPALIVE_S,
         keepalive_max_s=IDLE_LIMIT_S,
+        instrument_symbol=_symbol,
+        # 1000 subscriptions per client IP in all: the feed's whole pool stays within it
+        max_per_connection=data.MAX_SUBSCRIPTIONS,
+        # 10 connections per IP, less one for order entry and one for a rotation candidate
+        max_connections=data.MAX_CONNECTIONS - 2,
     ),
     order_entry=OrderEntrySpec(
         urls=ORDER_URLS,

@@ -86,6 +86,31 @@ def subscribe_frame(coin: str = DEFAULT_SYMBOL, channel: str = "bbo") -> bytes:
     return msgspec.json.encode({"method": "subscribe", "subscription": sub})
 
 
+#: subscriptions one client IP may hold across its connections (the venue's documented limit)
+MAX_SUBSCRIPTIONS = 1000
+#: websocket connections one client IP may hold
+MAX_CONNECTIONS = 10
+
+
+def subscribe_frames(coins: list[str] | tuple[str, ...], channel: str) -> tuple[bytes, ...]:
+    """One subscribe frame per coin (the venue takes one subscription per message); refused past the limit."""
+    if len(coins) > MAX_SUBSCRIPTIONS:
+        raise ValueError(f"{len(coins)} Hyperliquid subscriptions: at most {MAX_SUBSCRIPTIONS} per client IP")
+    return tuple(subscribe_frame(c, channel) for c in coins)
+
+
+def frame_coin(raw: bytes | str) -> str | None:
+    """The ``data.coin`` of a data frame the typed decoder refused, when the frame is still JSON (off the hot
+    path)."""
+    try:
+        obj: Any = decode_untrusted(raw)
+    except msgspec.DecodeError:
+        return None
+    data = obj.get("data") if isinstance(obj, dict) else None
+    coin = data.get("coin") if isinstance(data, dict) else None
+    return coin if isinstance(coin, str) else None
+
+
 def classify_control(msg: Pong | SubscriptionResponse | Error, subscribed: bool) -> tuple[FrameKind, str]:
     """Kind of a decoded non-data frame. An error before the subscription was acknowledged is a rejection."""
     if isinstance(msg, Pong):

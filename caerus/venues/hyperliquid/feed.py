@@ -4,19 +4,21 @@ One tagged-union msgspec decode classifies and parses every JSON frame at once (
 ``subscriptionResponse``, ``error``); only a valid top of book on the active session takes the publish path. A
 ``null`` side is NULL_SIDE; block ``time`` going backwards is TIME_BACKWARDS (equal is normal: one block, several
 coins). Hyperliquid has no sequence numbers, so the record's ``seq`` is the feed's own publish counter.
-Ordering state (the newest block ``time`` seen) advances on every parsed update of our coin, valid or not, so an
-older update never follows a newer rejected one. A frame for another coin is WRONG_INSTRUMENT. Times out of range
+Ordering state (the newest block ``time`` seen) is kept per coin and advances on every parsed update of that coin,
+valid or not, so an older update never follows a newer rejected one; record ``seq`` counts per coin too. A frame for
+a coin the feed did not subscribe is WRONG_INSTRUMENT. Times out of range
 (negative, or past what a record holds) fail the typed decode: MALFORMED.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
 
 from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import DEPTH, VALID, FeedSink
+from caerus.feed.sink import DEPTH, VALID, BookState, FeedSink
 from caerus.net.ws import WsSession
 from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, WRONG_INSTRUMENT, check_levels
 from caerus.venues.hyperliquid import data as hyperliquid
@@ -31,19 +33,28 @@ class HyperliquidSink(FeedSink):
     venue = _VENUE
     classify = staticmethod(hyperliquid.classify)
 
-    def __init__(self, out: FeedOutputs, *, symbol: str = hyperliquid.DEFAULT_SYMBOL,
-                 parse_error_limit: int = 100) -> None:
-        super().__init__(out, symbol=symbol, parse_error_limit=parse_error_limit)
+    def __init__(self, out: FeedOutputs, **kw: Any) -> None:
+        super().__init__(out, **kw)
         self._decode = hyperliquid.DECODER.decode
-        self.seq = 0
 
-    def current_seq(self) -> int:
-        return self.seq
+    def default_symbol(self) -> str:
+        return hyperliquid.DEFAULT_SYMBOL
 
-    def rejected_seq(self, seq: int) -> int:
-        # Hyperliquid has no update ids: a REJECTED record takes the next number of the feed's own counter.
-        self.seq += 1
-        return self.seq
+    def frame_symbol(self, raw: bytes) -> str | None:
+        return hyperliquid.frame_coin(raw)
+
+    @property
+    def seq(self) -> int:
+        """The first instrument's record counter (the single-instrument view)."""
+        return self._first.seq
+
+    def current_seq(self, st: BookState) -> int:
+        return st.seq
+
+    def rejected_seq(self, st: BookState, seq: int) -> int:
+        # Hyperliquid has no update ids: a REJECTED record takes the next number of the instrument's own counter.
+        st.seq += 1
+        return st.seq
 
     def on_message(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
         try:
@@ -65,36 +76,40 @@ class HyperliquidSink(FeedSink):
             kind, detail = hyperliquid.classify_control(m, session.subscribed)
             return self.control(kind, detail, session)
         t_ex = d.time * 1_000_000
-        if d.coin != self.symbol:
-            return self.reject(WRONG_INSTRUMENT, session, 0, t_ex)
-        if session is not self.active and not self.overlap(session, t_ex):
+        try:
+            st = self.books[d.coin]
+        except KeyError:  # a symbol the feed did not subscribe (try costs nothing when it does not raise)
+            return self.reject(WRONG_INSTRUMENT, None, session, 0, t_ex)
+        if session is not st.active and not self.overlap(st, session, t_ex):
             return True
-        if t_ex < self.last_t_ex and not self.venue_restarted(session, t_ex):
-            return self.reject(TIME_BACKWARDS, session, 0, t_ex)
-        self.last_key = t_ex
-        self.last_t_ex = t_ex
+        last = st.last_t_ex
+        # Equal block times are normal (one block, several updates) except while catching up after a switch, when
+        # an equal time is the update the old connection already published.
+        if t_ex <= last and (t_ex < last or st.catching_up) and not self.venue_restarted(st, session, t_ex):
+            return self.reject(TIME_BACKWARDS, st, session, 0, t_ex)
+        st.last_key = t_ex
+        st.last_t_ex = t_ex
         if bid is None or ask is None:
-            return self.reject(NULL_SIDE, session, 0, t_ex, t_recv)
+            return self.reject(NULL_SIDE, st, session, 0, t_ex, t_recv)
         bp = bid.px
         bq = bid.sz
         ap = ask.px
         aq = ask.sz
         reason = check_levels(bp, bq, ap, aq)
         if reason:
-            return self.reject(reason, session, 0, t_ex, t_recv, bp, bq, ap, aq)
-        seq = self.seq + 1
-        self.seq = seq
+            return self.reject(reason, st, session, 0, t_ex, t_recv, bp, bq, ap, aq)
+        seq = st.seq + 1
+        st.seq = seq
         # FeedSink.publish_valid's body, inlined: the call alone costs ~70 ns, ~6% of this whole path
         # (benchmarks/feed_parse); tests/unit/venues/test_venues_feed_loops.py checks both stay in step.
-        if self.extra_flags:
-            flags |= self.extra_flags
-            self.extra_flags = 0
+        if st.pending:
+            flags |= self.first_publish(st)
         t_pub = time.time_ns()
-        self.publish(_VENUE, flags, 0, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq,
+        self.publish(_VENUE, flags, st.id, session.conn_id, 0, 0, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq,
                      session.t_wire)
-        if self.untradeable_since:
-            self._tradeable_again(t_pub)
-        self.n_books += 1
+        if st.untradeable_since:
+            self._tradeable_again(st, t_pub)
+        st.n_books += 1
         n = self.n_samples
         if n < self.sample_cap:
             self.fi_mv[n] = t_pub - t_recv

@@ -380,7 +380,11 @@ def test_bad_config_exits_2_before_starting_anything(tmp_path: Path, shm_dir: Pa
 
     for args, needle in [
         (["--venue", "binance", "--segment", "x", "--url", "ws://127.0.0.1:1"], "wss://"),
-        (["--venue", "binance", "--segment", "x", "--symbol", "ETHUSDT"], "--symbol"),
+        (["--venue", "binance", "--segment", "x", "--symbol", "ETHUSDT", "--symbols", "BTCUSDT"], "give one of"),
+        (["--venue", "binance", "--segment", "x", "--symbols", "BTCUSDT,ETHUSDT", "--connections", "3"],
+         "--connections 3"),
+        (["--venue", "hyperliquid", "--segment", "x", "--instruments", str(tmp_path / "none.json")],
+         "--instruments"),
         (["--venue", "hyperliquid", "--segment", "x", "--keepalive", "90"], "--keepalive"),
         (["--venue", "binance", "--segment", "x", "--ca-file", str(tmp_path / "missing.pem")], "--ca-file"),
         (["--venue", "binance", "--segment", "x", "--stale-after", "-1"], "stale_after_s"),

@@ -31,10 +31,10 @@ MS = 1_000_000
 
 
 def _order(seq: int, *, side: int = 1, px: float = 95_000.0, qty: float = 0.001, venue: int = HL,
-           t_decision: int | None = None) -> tuple:
+           t_decision: int | None = None, symbol: int = 0) -> tuple:
     t = time.time_ns() if t_decision is None else t_decision
     return ((1 << 48) | seq, 1, venue, side, int(Tif.IOC), int(OrderReason.ENTRY), int(Venue.BINANCE), 0, px, qty,
-            7, t, t, t, t, seq, 0)
+            7, t, t, t, t, seq, 0, symbol, 0)
 
 
 @pytest.fixture
@@ -68,7 +68,8 @@ def test_duplicate_stale_forged_and_out_of_range_records_are_refused_and_counted
         (_order(base + 6, qty=0.0), RiskReject.BAD_SIZE),
         (_order(base + 7, qty=-0.001), RiskReject.BAD_SIZE),
         (_order(base + 8, venue=9), RiskReject.OUT_OF_RANGE),
-        (_order(base + 9, side=-1), RiskReject.NONE),
+        (_order(base + 9, symbol=3), RiskReject.UNKNOWN_INSTRUMENT),  # the process trades BTC alone (id 0)
+        (_order(base + 10, side=-1), RiskReject.NONE),
     ]
     for rec, _ in pushes:
         assert producer.try_push(*rec)
@@ -89,13 +90,13 @@ def test_duplicate_stale_forged_and_out_of_range_records_are_refused_and_counted
 
     # The counter block counts by reason (housekeeping mirrors them every ~100 ms).
     expect = {"duplicate": 1, "out_of_order": 1, "stale_order": 1, "bad_side": 1, "bad_price": 1, "bad_size": 2,
-              "out_of_range": 1}
+              "out_of_range": 1, "unknown_instrument": 1}
     deadline = time.monotonic() + 10
     while {k: stats.get(f"risk.{k}") for k in expect} != expect:
         assert time.monotonic() < deadline, {k: stats.get(f"risk.{k}") for k in expect}
         time.sleep(0.05)
     assert stats.get("outcome.sent") == 3
-    assert stats.get("outcome.risk_rejected") == 8
+    assert stats.get("outcome.risk_rejected") == 9
     assert stats.get("position") == pytest.approx(-0.001)  # +1, -1, -1 lots of 0.001: the forged ones moved nothing
     producer.close()
     reader.close()

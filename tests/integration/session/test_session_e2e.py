@@ -267,3 +267,53 @@ def test_orders_leave_through_a_real_socket_with_kernel_stamps_both_ways(tmp_pat
     assert set(Path(tempfile.gettempdir()).glob("caerus-order-desk-*")) == desks_before  # removed at the end
     md = (d / "report.md").read_text()
     assert "wire-to-wire (fires)" in md and "engine to kernel out" in md
+
+
+def test_a_session_of_many_instruments_trades_each_and_reports_each(tmp_path: Path) -> None:
+    """`--symbols BTC,ETH,SOL`: the instruments come from the emulator's exchangeInfo and meta (cached in the
+    session folder), one feed per venue carries all three on one connection, the strategy decides per instrument
+    (bench mode: an order per Binance book, sized by notional), execution fills each against its own book, and the
+    report has a row per instrument plus the fleet's totals."""
+    shm = Path("/dev/shm") / f"caerus-test-many-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    strategy_cfg = tmp_path / "strategy.toml"
+    strategy_cfg.write_text('mode = "bench"\n')
+    execution_cfg = tmp_path / "execution.toml"
+    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n")
+    res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "10",
+                                      "--strategy-config", str(strategy_cfg), "--execution-config",
+                                      str(execution_cfg), "--no-capture"),
+                         capture_output=True, text=True, env=_env(shm), timeout=300, check=False)
+    shutil.rmtree(shm, ignore_errors=True)
+    assert res.returncode == 0, f"session failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    d = _only_session(out)
+    insts = json.loads((d / "instruments.json").read_text())["instruments"]
+    assert [(i["id"], i["name"], i["binance_symbol"], i["hl_coin"]) for i in insts] == [
+        (0, "BTC", "BTCUSDT", "BTC"), (1, "ETH", "ETHUSDT", "ETH"), (2, "SOL", "SOLUSDT", "SOL")]
+    assert (d / "listings.json").is_file()
+    counters = json.loads((d / "summary.json").read_text())["counters"]
+    for feed in ("feed-binance", "feed-hyperliquid"):
+        c = counters[feed]
+        assert c["instruments"] == 3 and c["connects"] == 1, (feed, c)  # all three on one connection
+        for i in range(3):
+            assert c[f"inst.{i}.books"] > 0, (feed, i)
+    for i in range(3):
+        assert counters["strategy"][f"inst.{i}.orders"] > 0, i
+    assert counters["strategy"]["books.lost"] == 0
+    md = (d / "report.md").read_text()
+    assert "## Instruments" in md and "| SOL |" in md and "| all 3 |" in md
+
+
+def test_an_unlisted_symbol_stops_the_session_before_the_fleet_starts(tmp_path: Path) -> None:
+    shm = Path("/dev/shm") / f"caerus-test-unlisted-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    res = subprocess.run(_session_cmd(out, reports, 5, "--symbols", "BTC,NOPE=NOPEUSDT/NOPE", "--no-capture"),
+                         capture_output=True, text=True, env=_env(shm), timeout=180, check=False)
+    shutil.rmtree(shm, ignore_errors=True)
+    assert res.returncode == 1, res.stderr
+    text = res.stdout + res.stderr
+    assert "NOPE: Binance lists no trading perpetual NOPEUSDT" in text and "NOPE: Hyperliquid" in text
+    processes = json.loads((_only_session(out) / "summary.json").read_text())["processes"]
+    assert set(processes) == {"venue-sim"}, processes  # no fleet process was started

@@ -28,6 +28,10 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(live=True, scenario="drop"), "cannot be combined with live venues"),
         (SessionOptions(chaos_every_s=0.5), "chaos interval must be 0"),
         (SessionOptions(live=True, transport="emulator"), "transport emulator sends orders to the venue emulator"),
+        (SessionOptions(symbols="BTC,,ETH"), "empty entry"),
+        (SessionOptions(symbols="BTC,ETH,BTC"), "lists BTC twice"),
+        (SessionOptions(symbols="BTC,ETH", transport="emulator"), "one instrument"),
+        (SessionOptions(symbol_rate_hz=0), "symbol rate must be > 0"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -76,6 +80,13 @@ def test_fleet_argv_emulator_and_live(tmp_path: Path) -> None:
     kill = str(launch.kill_file_path(tmp_path))
     assert ex[ex.index("--kill-file") + 1] == kill == st[st.index("--kill-file") + 1]
     assert kill == str(tmp_path.resolve() / "KILL")
+    assert fb[fb.index("--symbol") + 1] == "BTCUSDT" and "--instruments" not in st
+    many = {s.name: list(s.argv) for s in launch.fleet_specs(tmp_path, plan, seg, urls, capture=False,
+                                                            transport="paper", instruments=tmp_path / "i.json")}
+    for name in ("execution", "strategy", "feed-binance", "feed-hyperliquid"):
+        argv = many[name]
+        assert argv[argv.index("--instruments") + 1] == str((tmp_path / "i.json").resolve()), name
+        assert "--symbol" not in argv, name
     live = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, None, capture=False, transport="paper")}
     assert "capture" not in live
     assert "--url" not in live["feed-hyperliquid"].argv and "--ca-file" not in live["feed-hyperliquid"].argv

@@ -81,14 +81,15 @@ def test_exec_records_give_orders_and_only_filled_ones_give_fills() -> None:
     for i in range(6):
         filled = i % 3 == 0
         recs.append((i + 1, 7, int(Venue.BINANCE), -1, 1, 2, int(Venue.HYPERLIQUID), 0, 100.0, 0.5, 10 + i, 11, 12,
-                     13, 14 + i, i + 1, 0, 15, 16 + i, 2 if filled else 4, 0, 0, 0, 101.5 if filled else 0.0,
-                     0.5 if filled else 0.0))
+                     13, 14 + i, i + 1, 0, i % 2, 0, 15, 16 + i, 2 if filled else 4, 0, 0, 0,
+                     101.5 if filled else 0.0, 0.5 if filled else 0.0))
     t = rows.tables_from("exec", np.array(recs, dtype=EXEC.dtype))
     assert list(t["orders"].columns) == list(rows.ORDER_COLUMNS) and len(t["orders"]) == 6
     assert list(t["fills"].columns) == list(rows.FILL_COLUMNS)
     assert t["fills"]["order_id"].tolist() == [1, 4]
     assert t["fills"]["px"].tolist() == [101.5, 101.5] and t["fills"]["t_sent"].tolist() == [16, 19]
     assert t["fills"]["side"].tolist() == [-1, -1]
+    assert t["orders"]["symbol"].tolist() == [0, 1, 0, 1, 0, 1] and "_spare" not in t["orders"].columns
 
 
 def test_book_and_event_frames_and_unknown_layouts() -> None:

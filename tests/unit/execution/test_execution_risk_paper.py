@@ -44,9 +44,10 @@ def load_config(path: Path | None) -> ExecutionConfig:
 
 def order(oid: int = 1, side: int = 1, px: float = 95_010.0, qty: float = 0.001, venue: int = HL,
           t_decision: int = T0, seq: int | None = None, tif: int = int(Tif.IOC),
-          reason: int = int(OrderReason.ENTRY), strategy_id: int = 1) -> tuple:
+          reason: int = int(OrderReason.ENTRY), strategy_id: int = 1, symbol: int = 0) -> tuple:
     return (oid, strategy_id, venue, side, tif, reason, int(Venue.BINANCE), 0, px, qty, 7,
-            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision, oid + 1 if seq is None else seq, 0)
+            t_decision - 10_000, t_decision - 5_000, t_decision - 2_000, t_decision, oid + 1 if seq is None else seq, 0,
+            symbol, 0)
 
 
 def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: object) -> LatestBooks:

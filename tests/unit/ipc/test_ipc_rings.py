@@ -81,7 +81,7 @@ def test_layout_mismatch_names_both_sides(shm_dir) -> None:
     with pytest.raises(segment.SegmentMismatch) as err:
         SwmrReader.attach("r", wire.ORDER, timeout=1)
     text = str(err.value)
-    assert "book records (80 B" in text and "order records (88 B" in text
+    assert "book records (80 B" in text and "order records (96 B" in text
 
 
 def test_version_mismatch_names_both_versions(shm_dir) -> None:

@@ -26,6 +26,7 @@ from caerus.execution.engine import Engine
 from caerus.execution.reconcile import PositionWatch
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
+from caerus.instruments import DEFAULT
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.metrics.hdr import IntervalLog, SampleBuffer
@@ -34,8 +35,8 @@ from caerus.runtime.counters import LocalCounters
 from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.supervisor import Supervisor
 from caerus.strategy import app as strategy_app
-from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
+from caerus.strategy.desk import Desk
 from caerus.wire import BOOK, EXEC, ORDER, OrderReason, Tif, Venue
 from tests.fixtures.pipeline import make_book
 
@@ -53,6 +54,7 @@ class _Driven:
         self.writer, self.reader, self.books, self.sup = writer, reader, books, sup
         self.i = 0
         self.n = 0
+        self.lost = 0  # a scripted reader is never lapped
         self.drain: object = None  # the execution side's poll, run once per record (keeps the order ring open)
 
     def read_latest(self) -> tuple | None:
@@ -120,7 +122,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
     ctx = strategy_app._Ctx(
         cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
         counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
-        arb=BenchFireEveryBook(cfg), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
+        desk=Desk(cfg, DEFAULT), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
         tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
         wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
         books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment="m.orders")
@@ -137,7 +139,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
 
     try:
         growth, unreachable = _measure(phase, N)
-        assert ctx.arb.decisions >= N // 2, "the loop did not see the books it was fed"
+        assert ctx.desk.decisions >= N // 2, "the loop did not see the books it was fed"
         assert sum(ctx.by_reason) > N // 4, "the loop did not fire (nothing on the order path was exercised)"
         assert ctx.counters.ints[strategy_app._I["books.binance"]] > 0, "housekeeping did not run"
         assert log.intervals_written > 10, "housekeeping did not flush the metrics log"
@@ -196,7 +198,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         state[0] = i + 1
         now = time.time_ns()
         books.put(make_book(HL, 95_000.0, 95_001.0, now, seq=i + 1))
-        producer.try_push(*orders[i & 63], now, i + 1, 0)  # t_decision now (fresh), seq increasing
+        producer.try_push(*orders[i & 63], now, i + 1, 0, 0, 0)  # t_decision now (fresh), seq increasing
         return real_step()
 
     engine.step = driven_step  # type: ignore[method-assign]

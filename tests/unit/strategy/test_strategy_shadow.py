@@ -15,9 +15,11 @@ from caerus.execution.config import PaperConfig, RiskConfig
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
+from caerus.instruments import DEFAULT
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.strategy.config import StrategyConfig
+from caerus.strategy.desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.wire import EXEC, EXEC_I, ORDER, ORDER_I, OrderFlags, OrderReason, Outcome, RiskReject, Side
 from tests.unit.execution.test_execution_risk_paper import books_with, order
@@ -131,7 +133,7 @@ def test_strategy_loop_pushes_flagged_shadows_at_its_rate_and_fires_nothing_real
     ctx = strategy_app._Ctx(
         cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
         counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
-        arb=LatencyArb(cfg), log=None, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
+        desk=Desk(cfg, DEFAULT), log=None, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
         tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
         wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
         books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=seq0, order_segment="s.orders")
@@ -147,7 +149,7 @@ def test_strategy_loop_pushes_flagged_shadows_at_its_rate_and_fires_nothing_real
         assert all(o[ORDER_I.FLAGS] == SHADOW for o in pushed)
         assert [o[ORDER_I.SEQ] for o in pushed] == list(range(seq0 + 1, seq0 + 1 + len(pushed)))
         assert ctx.tte.n == seen - ctx.shadows  # a shadow's book has no tick_to_eval sample
-        assert sum(ctx.by_reason) == 0 and ctx.ttd.n == 0 and ctx.ttd_warm.n == 0 and ctx.arb.position == 0.0
+        assert sum(ctx.by_reason) == 0 and ctx.ttd.n == 0 and ctx.ttd_warm.n == 0 and ctx.desk.position == 0.0
         assert ctx.shd.n == ctx.shadows and ctx.ring_full == 0 == ctx.shadow_ring_full
     finally:
         for r in readers:

@@ -421,23 +421,30 @@ def test_inlined_publish_tail_matches_feed_sink_publish_valid(shm_dir: Path, ven
         sink = (BinanceSink if venue == "binance" else HyperliquidSink)(out)
         out.sink = sink
         sink.active = WsSession("wss://x/ws", 3, sink.on_message)
-        sink.extra_flags = int(BookFlags.ROTATED)
+        st = sink.books[sink.symbol]
+        st.extra_flags = int(BookFlags.ROTATED)
+        st.pending = True
         sinks.append((out, sink, SwmrReader.attach(f"{tag}.book", BOOK, timeout=1)))
     (_, loop, books_a), (_, base, books_b) = sinks
     t_recv = 1_796_000_000_500_000_000
     if venue == "binance":
         deliver(loop, bt(10, e_ms=1_796_000_000_000, b="100.5", a="100.6", bq="1.5", aq="2.5"), t_recv, loop.active)
-        base.publish_valid(int(BookFlags.VALID), 3, 10, 1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
+        base.publish_valid(base.books[base.symbol], int(BookFlags.VALID), 3, 10,
+                            1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
     else:
         deliver(loop, bbo(1_796_000_000_000, bid=("100.5", "1.5"), ask=("100.6", "2.5")), t_recv, loop.active)
-        base.publish_valid(int(BookFlags.VALID), 3, 1, 1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
+        base.publish_valid(base.books[base.symbol], int(BookFlags.VALID), 3, 1,
+                            1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
     (a,), (b,) = drain(books_a), drain(books_b)
     t_pub = BOOK.index("t_publish")
     assert a[:t_pub] + a[t_pub + 1:] == b[:t_pub] + b[t_pub + 1:]
     assert a[BOOK.index("flags")] == BookFlags.VALID | BookFlags.ROTATED
-    for attr in ("n_books", "n_samples", "extra_flags", "untradeable_since"):
+    for attr in ("n_books", "n_samples"):
         assert getattr(loop, attr) == getattr(base, attr), attr
-    assert loop.ia_mv[0] == base.ia_mv[0] and loop.untradeable_closed_ns > 0 and base.untradeable_closed_ns > 0
+    sa, sb = loop.books[loop.symbol], base.books[base.symbol]
+    for attr in ("n_books", "extra_flags", "pending", "catching_up", "untradeable_since"):
+        assert getattr(sa, attr) == getattr(sb, attr), attr
+    assert loop.ia_mv[0] == base.ia_mv[0] and sa.untradeable_closed_ns > 0 and sb.untradeable_closed_ns > 0
     for out, _, books in sinks:
         books.close()
         out.close()

@@ -1,0 +1,129 @@
+"""The cost curve of many instruments: whole-fleet sessions at N = 1, 4, 16, 64 at a fixed rate per instrument.
+
+Each N is a real local session (`caerus session`, one code path with `invoke bench`): the venue emulator on
+loopback emulating N correlated perpetuals (Binance bookTicker at ``--rate`` Hz each, Hyperliquid blocks carrying
+every coin), one feed process per venue carrying all N on one pooled connection, the strategy in ``mode =
+"bench"`` (an IOC on every Binance book it reads, so every Binance book gives a tick-to-decision sample) and the
+execution process (paper). Capture is off: its cost is not the subject.
+
+Printed per N: tick_to_decision p50/p99 (t_decision - t_recv of the trigger book, every Binance book), the feeds'
+CPU time per WebSocket message (``cpu_ns / msgs`` from each feed's counters, both venues together), the strategy's
+CPU time per book, the records the strategy lost to a lapping ring (``books.lost``) and the per-message cost ratio
+against N = 1 *in the same run*. Goals: feed cost per message at N = 64 within 1.5x of N = 1; no ring loss.
+
+    python -m benchmarks.symbols_scaling [--quick] [--json PATH] [--seconds S] [--rate HZ] [--counts 1,4,16,64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import Goal, add_common_args, at_most, emit, run_session, summarize_histogram
+
+COUNTS = (1, 4, 16, 64)
+STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
+# every order is refused after pickup by the rate limit past 100/s: the decision path is what is measured
+EXECUTION_TOML = ("[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\n"
+                  "price_band_bps = 1000.0\n")
+FEEDS = ("feed-binance", "feed-hyperliquid")
+
+
+def instrument_names(n: int) -> list[str]:
+    """``--symbols`` entries for the first ``n`` perpetuals both emulated venues list (BTC first), each naming
+    both venues' symbols (the emulator lists some under other names, like Binance 1000PEPEUSDT / Hyperliquid
+    kPEPE)."""
+    from caerus.sim.catalogue import LISTED
+
+    both = [i for i in LISTED if i.binance_symbol is not None and i.hl_asset is not None]
+    if n > len(both):
+        raise SystemExit(f"symbols_scaling: the emulator lists {len(both)} instruments on both venues, not {n}")
+    return [f"{i.name}={i.binance_symbol}/{i.name}" for i in both[:n]]
+
+
+def one_session(work: Path, n: int, seconds: float, seed: int, rate: float, timeout_s: float) -> Path:
+    return run_session("symbols_scaling", work / f"sessions-{n}", seconds, seed,
+                       ["--symbols", ",".join(instrument_names(n)), "--symbol-rate", f"{rate:g}", "--transport",
+                        "paper", "--strategy-config", str(work / "strategy.toml"), "--execution-config",
+                        str(work / "execution.toml")], timeout_s)
+
+
+def measure(session: Path) -> dict[str, Any]:
+    """What one session says about its cost (from summary.json counters and the merged histograms)."""
+    from caerus.metrics.summary import load_metrics
+
+    summary = json.loads((session / "summary.json").read_text())
+    counters = summary.get("counters") or {}
+    feed_cpu = sum(float((counters.get(f) or {}).get("cpu_ns", 0)) for f in FEEDS)
+    feed_msgs = sum(float((counters.get(f) or {}).get("msgs", 0)) for f in FEEDS)
+    strat = counters.get("strategy") or {}
+    strat_books = float(strat.get("books.binance", 0)) + float(strat.get("books.hyperliquid", 0))
+    out: dict[str, Any] = {
+        "feed_cpu_ns_per_msg": feed_cpu / feed_msgs if feed_msgs else float("nan"),
+        "feed_msgs": feed_msgs,
+        "strategy_cpu_ns_per_book": float(strat.get("cpu_ns", 0)) / strat_books if strat_books else float("nan"),
+        "strategy_books": strat_books,
+        "ring_lost": int(strat.get("books.lost", 0)),
+        "instrument_stale": sum(int((counters.get(f) or {}).get("instrument_stale", 0)) for f in FEEDS),
+    }
+    m = load_metrics(session).metrics.get("tick_to_decision")
+    if m is not None and m.hist.get_total_count():
+        out["tick_to_decision"] = summarize_histogram(m.hist)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(p)
+    p.add_argument("--seconds", type=float, help="length of each session (default 20, quick 8)")
+    p.add_argument("--rate", type=float, default=5.0,
+                   help="Binance bookTicker messages per second per instrument (default 5: 320/s at N = 64)")
+    p.add_argument("--counts", default=",".join(map(str, COUNTS)), help="instrument counts, comma-separated")
+    args = p.parse_args(argv)
+    seconds = args.seconds or (8.0 if args.quick else 20.0)
+    counts = [int(c) for c in args.counts.split(",")]
+    if not counts or counts[0] != 1:
+        raise SystemExit("symbols_scaling: the counts must start at 1 (the in-run reference)")
+    results: dict[int, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="caerus-symbols-") as tmp:
+        work = Path(tmp)
+        (work / "strategy.toml").write_text(STRATEGY_TOML)
+        (work / "execution.toml").write_text(EXECUTION_TOML)
+        for n in counts:
+            session = one_session(work, n, seconds, args.seed, args.rate, timeout_s=seconds * 4 + 240)
+            results[n] = measure(session)
+    metrics: dict[str, dict[str, float]] = {}
+    ratios: dict[str, float] = {}
+    base = results[1]["feed_cpu_ns_per_msg"]
+    base_s = results[1]["strategy_cpu_ns_per_book"]
+    for n, r in results.items():
+        ttd = r.get("tick_to_decision")
+        if ttd:
+            metrics[f"tick_to_decision N={n}"] = ttd
+        if n != 1:
+            ratios[f"feed cost per message N={n}/N=1"] = r["feed_cpu_ns_per_msg"] / base
+            ratios[f"strategy cost per book N={n}/N=1"] = r["strategy_cpu_ns_per_book"] / base_s
+    goals: list[Goal] = []
+    top = max(results)
+    if top != 1:
+        goals.append(at_most(f"feed cost per message N={top}/N=1", ratios[f"feed cost per message N={top}/N=1"],
+                             1.5, unit="x"))
+    goals.append(at_most("ring records lost (all N)", float(sum(r["ring_lost"] for r in results.values())), 0.0,
+                         unit=""))
+    print("N    feed msgs   feed ns/msg   strategy ns/book   ttd p50 us   ttd p99 us   ring lost   silent")
+    for n, r in results.items():
+        ttd = r.get("tick_to_decision") or {}
+        print(f"{n:<4} {r['feed_msgs']:>9,.0f}   {r['feed_cpu_ns_per_msg']:>11,.0f}   "
+              f"{r['strategy_cpu_ns_per_book']:>16,.0f}   {ttd.get('p50', float('nan')) / 1e3:>10.1f}   "
+              f"{ttd.get('p99', float('nan')) / 1e3:>10.1f}   {r['ring_lost']:>9}   {r['instrument_stale']:>6}")
+    emit("symbols_scaling", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
+         extra={"seconds": seconds, "rate_per_instrument_hz": args.rate, "counts": counts,
+                "per_count": {str(n): r for n, r in results.items()}})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

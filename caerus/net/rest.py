@@ -1,0 +1,40 @@
+"""One bounded JSON request over HTTPS: what start-up needs from a venue's REST API (listings), never the hot path.
+
+Plain ``urllib`` on purpose: two calls at start-up, no session to keep. Every call has a timeout; every failure
+(DNS, refused, TLS, HTTP status, a body that is not JSON) raises :class:`RestError` naming the URL and the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+class RestError(RuntimeError):
+    """A REST call that did not produce a JSON answer; the message names the URL and why."""
+
+
+def request_json(url: str, *, body: object = None, ssl_context: ssl.SSLContext | None = None,
+                 timeout_s: float = 10.0, max_bytes: int = 16 << 20) -> Any:
+    """GET ``url`` (or POST ``body`` as JSON) and decode the JSON answer."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Accept": "application/json"} | ({"Content-Type": "application/json"} if data is not None else {})
+    req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s, context=ssl_context) as r:
+            raw = r.read(max_bytes + 1)
+    except urllib.error.HTTPError as exc:
+        text = exc.read(300).decode("utf-8", "replace") if exc.fp is not None else ""
+        raise RestError(f"{url}: HTTP {exc.code} {text.strip()}".rstrip()) from None
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RestError(f"{url}: {reason}") from None
+    if len(raw) > max_bytes:
+        raise RestError(f"{url}: answer larger than {max_bytes} bytes")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise RestError(f"{url}: the answer is not JSON ({exc})") from None
