@@ -80,7 +80,10 @@ INT_COUNTERS = (
     "exec.lost",
     "books.lost",  # records the feeds wrote over before this process read them (many-instrument mode)
     "instruments",
-    "cpu_ns",  # this process's CPU time so far (user + system)
+    # CPU time (user + system) since the first book, and the books since then (cost per book: cpu_ns / cpu_books;
+    # meaningful with the sleep wait policy)
+    "cpu_ns",
+    "cpu_books",
 )
 FLOAT_COUNTERS = ("position", "basis_bps", "ewma_bps", "signal_bps")
 # Order ids: strategy_id in the bits above ID_LOW_BITS, the low bits of the producer sequence below, so two
@@ -133,6 +136,7 @@ class _Ctx:
     shadow_ring_full: int = 0
     warming: bool = True  # shadows flow in this window (always, unless shadow_ab_window_s alternates it)
     ab_t0: int = 0  # start of the first A/B window
+    cpu0: tuple[int, int] | None = None  # (CPU time, books read) when the first book had been read
     # shadow_to_decision: shadow orders' t_decision - t_recv
     shd: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
     # real fires' tick_to_decision while shadows flow, and while they do not (A/B windows)
@@ -482,7 +486,12 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["decisions"]] = desk.decisions
     ints[_I["instruments"]] = len(desk.arbs)
     ints[_I["books.lost"]] = sum(r.lost for r in ctx.readers)
-    ints[_I["cpu_ns"]] = time.process_time_ns()
+    books = sum(ctx.books)
+    if books:
+        if ctx.cpu0 is None:
+            ctx.cpu0 = (time.process_time_ns(), books)
+        ints[_I["cpu_ns"]] = time.process_time_ns() - ctx.cpu0[0]
+        ints[_I["cpu_books"]] = books - ctx.cpu0[1]
     ints[_I["orders"]] = sum(ctx.by_reason)
     for reason in OrderReason:
         ints[_I[f"orders.{reason.name.lower()}"]] = ctx.by_reason[reason]
