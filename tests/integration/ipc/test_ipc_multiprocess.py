@@ -163,7 +163,8 @@ def order_producer(name: str, producer_id: int, count: int, out: mp.Queue) -> No
     refused = 0
     for i in range(count):
         oid = producer_id * 1_000_000 + i
-        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns(), i + 1, 0):
+        while not p.try_push(oid, producer_id, 2, 1, 1, 6, 1, 0, 1.0, 1.0, i, 0, 0, 0, time.time_ns(), i + 1, 0, 0,
+                             0):
             refused += 1
     out.put((producer_id, p.lane, refused))
 
@@ -177,10 +178,15 @@ def test_mpsc_several_producers_deliver_every_order_exactly_once(shm_dir) -> Non
         p.start()
     seen: dict[int, int] = {}
     per_lane_last: dict[int, int] = {}
+    deadline = time.monotonic() + 120
     try:
         while len(seen) < producers * per_producer:
             rec = c.poll()
             if rec is None:
+                # bounded: a producer that died (its exit code says why) must not leave this loop polling forever
+                dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+                assert not dead and time.monotonic() < deadline, (
+                    f"{len(seen)} of {producers * per_producer} orders; producer exit codes {dead}")
                 continue
             oid, pid_field, seq = rec[0], rec[1], rec[10]
             seen[oid] = seen.get(oid, 0) + 1
