@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
         out.counters.set("instruments", len(cfg.symbols))
         # one supervisor per connection of the pool: its own reconnects, data watchdog and rotation
         supervisors = [Supervisor(cfg.endpoint(lane.symbols), cfg.supervisor, lane, lane, ssl_context=ssl_context,
-                                  session_factory=_session_factory(cfg, out)) for lane in sink.lanes]
+                                  session_factory=_session_factory(cfg, out),
+                                  conn_ids=(lane.number + 1, len(sink.lanes))) for lane in sink.lanes]
         out.log(
             "start",
             venue=cfg.venue,

@@ -113,6 +113,7 @@ class Supervisor:
         ssl_context: ssl.SSLContext | None = None,
         rng: random.Random | None = None,
         session_factory: Callable[..., WsSession] = WsSession,
+        conn_ids: tuple[int, int] = (1, 1),
     ) -> None:
         cfg.validate()
         self.endpoint = endpoint
@@ -124,7 +125,10 @@ class Supervisor:
         self.session_factory = session_factory
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s, rng)
         self.bucket = TokenBucket(cfg.connects_per_min, cfg.connect_burst)
-        self.conn_seq = 0
+        # connection ids (first, step): a feed's pool gives its lanes interleaved ids (lane k of K: k+1, k+1+K, ...)
+        # so every connection of the process has its own (BOOK.conn, EVENT.conn)
+        self._conn_step = conn_ids[1]
+        self.conn_seq = conn_ids[0] - conn_ids[1]
         self.primary: WsSession | None = None
         self.candidate: WsSession | None = None
         self.rotations = 0
@@ -188,7 +192,7 @@ class Supervisor:
         self._rotation(now, now_ns)
 
     def _start(self, role: str) -> WsSession:
-        self.conn_seq += 1
+        self.conn_seq += self._conn_step
         ep = self.endpoint
         session = self.session_factory(
             ep.url,
