@@ -72,8 +72,12 @@ def bbo_topic(coin: str) -> str:
 class MarketDriver:
     """Runs ``MarketModel.events()`` against the wall clock and publishes frames to ``topics``."""
 
-    def __init__(self, model: MarketModel, topics: Topics, book_sink: BookSink | None = None) -> None:
+    def __init__(self, model: MarketModel, topics: Topics, book_sink: BookSink | None = None,
+                 silence: tuple[int, int] | None = None) -> None:
         self.model = model
+        # (instrument index, from t_ns): that instrument's book frames stop at that time on both venues while the
+        # others flow (scenario silent-instrument); (-1, never) when nothing is silenced
+        self._silent, self._silent_from = silence if silence is not None else (-1, 1 << 62)
         self.topics = topics
         self.book_sink = book_sink  # order entry's view of the top of book (fills against the emulated market)
         self.epoch_ns = 0
@@ -164,6 +168,8 @@ class MarketDriver:
         if self.book_sink is not None:
             self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty, symbol=self.instruments[k].name)
         topic = self.bn_topics[k]
+        if k == self._silent and q.t_ns >= self._silent_from:
+            topic = None
         if topic is not None and self.topics.has(topic):
             self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
             self.lateness.record("binance", time.time_ns() - self.epoch_ns - q.t_ns)
@@ -196,6 +202,8 @@ class MarketDriver:
                 self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
                                symbol=self.instruments[k].name)
             topic = self.hl_topics[k]
+            if k == self._silent and b.t_ns >= self._silent_from:
+                topic = None
             if topic is not None and self.topics.has(topic):
                 self.topics.publish(topic, frames.hl_bbo(b, self.epoch_ns, self.formats[k]))
                 self.lateness.record("hyperliquid", time.time_ns() - self.epoch_ns - b.t_ns)

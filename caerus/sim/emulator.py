@@ -88,7 +88,10 @@ class VenueEmulator:
             self.driver = ReplayDriver(self._recorded, self.state.topics, retime=cfg.replay_retime,
                                        wait_s=cfg.replay_wait_s)
         else:
-            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink())
+            silence = None
+            if cfg.scenario.name == "silent-instrument":  # the last emulated instrument goes quiet, the rest flow
+                silence = (len(cfg.market.symbols) - 1, int(cfg.scenario.after_s * 1e9))
+            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink(), silence)
             self.state.snapshot = self.driver.current
             self.state.market = self.driver
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)

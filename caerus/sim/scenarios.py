@@ -82,6 +82,8 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("tls-failure", "serve a certificate from an untrusted CA on the first `times` handshakes"),
         Scenario("early-close", "Binance's 24 h connection limit compressed to after_s seconds (every connection)",
                  venues=("binance",), after_s=5.0, times=0),
+        Scenario("silent-instrument", "from after_s seconds into the market, the last of --symbols sends no more "
+                 "book frames on either venue while the connection and the other instruments carry on"),
         Scenario("greeting", "Hyperliquid sends the non-JSON text 'Websocket connection established.' on connect",
                  venues=("hyperliquid",), times=0),
         Scenario("lost-reply", "order entry executes the first `times` orders per venue and never answers them, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from caerus.wire import BookFlags
+from caerus.wire import EVENT_I, BookFlags, EventKind
 from tests.integration.feed.test_feed_scenarios import F, Feed, client, feed_factory  # noqa: F401 - fixtures
 from tests.unit.venues.test_venues_feed_loops import SEQ
 
@@ -70,3 +70,27 @@ def test_a_pool_splits_the_instruments_and_rotates_without_gap_or_repeat(venue_s
     conns = {sym: conns_of(feed, sym) for sym in range(len(COINS))}
     assert conns[0] == conns[1] and conns[2] == conns[3] and not conns[0] & conns[2], conns
     assert {c % 2 for c in conns[0]} == {1} and {c % 2 for c in conns[2]} == {0}, conns
+
+
+@pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
+def test_a_silent_instrument_on_a_live_connection_is_caught(venue_sim_factory, feed_factory, venue: str) -> None:  # noqa: F811
+    """The emulator stops one instrument's frames while the connection and the others flow: the connection's
+    watchdog cannot see it; the per-instrument one marks that instrument STALE (readers stop trading it), names
+    it in an event, and the others stay tradeable."""
+    sim = venue_sim_factory(scenario="silent-instrument", args=[*EMULATED, "--scenario-after", "2"])
+    feed = feed_factory(venue, sim, "--symbols", ",".join(SYMBOLS[venue]), "--instrument-stale-after", "1.5")
+    silent = len(COINS) - 1
+    feed.wait_for("the silent instrument caught", lambda f: f.counters()["instrument_stale"] >= 1)
+    n_before = {i: len(rs) for i, rs in per_instrument(feed.records).items()}
+    feed.wait_for("the others still flowing", lambda f: all(
+        len(per_instrument(f.records).get(i, [])) > n_before.get(i, 0) + 5 for i in range(silent)))
+    assert feed.stop() == 0
+    c = feed.counters()
+    assert c["instrument_stale"] == 1 and c["stale"] == 0 and c["reconnects"] == 0, c
+    stale = [r for r in feed.records if r[F["flags"]] & BookFlags.STALE]
+    assert stale[0][F["symbol"]] == silent  # the first STALE record: the silent one, before the shutdown's
+    ev = [e for e in feed.event_records if e[1] == EventKind.STALE]
+    assert [e[EVENT_I.AUX] for e in ev] == [silent]
+    last_valid = max(i for i, r in enumerate(feed.records)
+                     if r[F["symbol"]] == silent and r[F["flags"]] & BookFlags.VALID)
+    assert feed.records.index(stale[0]) > last_valid  # nothing of it after the STALE mark
