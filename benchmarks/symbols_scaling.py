@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--same-total", action="store_true",
                    help="the same total Binance rate (rate x 16) at every N instead of the same rate per instrument")
     p.add_argument("--counts", default=",".join(map(str, COUNTS)), help="instrument counts, comma-separated")
+    p.add_argument("--reports", type=Path, default=Path("reports"),
+                   help="reports folder: the result is also left there as symbols_scaling.json, which the report "
+                        "of a many-instrument session plots")
     args = p.parse_args(argv)
     seconds = args.seconds or (8.0 if args.quick else 20.0)
     counts = [int(c) for c in args.counts.split(",")]
@@ -139,9 +142,13 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['strategy_cpu_ns_per_book']:>20,.0f}   {ttd.get('p50', nan) / 1e3:>10.1f}   "
               f"{ttd.get('p99', nan) / 1e3:>10.1f}   {r['ring_lost']:>9}   {r['instrument_stale']:>6}")
     print("* strategy CPU time includes its idle polls, so it falls as books arrive more often")
-    emit("symbols_scaling", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
-         extra={"seconds": seconds, "rate_hz": args.rate, "same_total": args.same_total, "counts": counts,
-                "per_count": {str(n): r for n, r in results.items()}})
+    doc = emit("symbols_scaling", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
+               extra={"seconds": seconds, "rate_hz": args.rate, "same_total": args.same_total, "counts": counts,
+                      "per_count": {str(n): r for n, r in results.items()}})
+    # the newest curve, where the report of a many-instrument session looks for it (caerus.report.render)
+    args.reports.mkdir(parents=True, exist_ok=True)
+    (args.reports / "symbols_scaling.json").write_text(json.dumps(doc, indent=2, sort_keys=True))
+    print(f"cost curve for the reports: {args.reports / 'symbols_scaling.json'}")
     return 0
 
 

@@ -167,6 +167,59 @@ def rate_chart(points: Sequence[tuple[float, float]], title: str, ylabel: str) -
     return _png(fig)
 
 
+def instruments_chart(names: Sequence[str], binance: Sequence[float], hyperliquid: Sequence[float],
+                      fires: Sequence[float]) -> bytes:
+    """Books per instrument and venue (bars) and the strategy's orders per instrument (dots, right axis)."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.28 * len(names) + 3), 3.2))
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, binance, width=0.4, label="Binance books", color="C0")
+    ax.bar(x + 0.2, hyperliquid, width=0.4, label="Hyperliquid books", color="C2")
+    ax.set_xticks(x, names, rotation=90 if len(names) > 12 else 0, fontsize=8)
+    ax.set_ylabel("books")
+    ax2 = ax.twinx()
+    ax2.plot(x, fires, "o", color="C3", label="orders")
+    ax2.set_ylabel("orders")
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(handles, ["Binance books", "Hyperliquid books", "orders"], fontsize=8, loc="upper right")
+    ax.set_title("Per instrument")
+    ax.grid(True, axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def cost_curve_chart(doc: dict[str, Any]) -> bytes:
+    """benchmarks/symbols_scaling's result: tick-to-decision p50/p99 against N (left), the feeds' cost per message
+    against N = 1 with the 1.5x goal (right); N on a log axis."""
+    per = {int(n): r for n, r in (doc.get("extra") or {}).get("per_count", {}).items()}
+    ns = sorted(per)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4))
+    if ns:
+        for key, style in (("p50", "o-"), ("p99", "s--")):
+            a1.plot(ns, [(per[n].get("tick_to_decision") or {}).get(key, np.nan) / 1e3 for n in ns], style,
+                    label=f"tick-to-decision {key}")
+        base = per[ns[0]].get("feed_cpu_ns_per_msg") or np.nan
+        a2.plot(ns, [per[n].get("feed_cpu_ns_per_msg", np.nan) / base for n in ns], "o-",
+                label="feed CPU per message / N=1")
+        fi0 = (per[ns[0]].get("feed_internal.binance") or {}).get("p50") or np.nan
+        a2.plot(ns, [(per[n].get("feed_internal.binance") or {}).get("p50", np.nan) / fi0 for n in ns], "s--",
+                label="Binance feed_internal p50 / N=1")
+        a2.axhline(1.5, color="C3", lw=1, ls=":", label="goal 1.5x")
+    for ax in (a1, a2):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns or [1], [str(n) for n in ns] or ["1"])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("instruments (N)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    a1.set_yscale("log")
+    a1.set_ylabel("us")
+    a2.set_ylabel("ratio to N = 1")
+    extra = doc.get("extra") or {}
+    rate = f"{extra.get('rate_hz', extra.get('rate_per_instrument_hz', '?'))} Hz" + (
+        " x 16 in total" if extra.get("same_total") else " per instrument")
+    fig.suptitle(f"Cost curve (benchmarks/symbols_scaling, {rate}, {extra.get('seconds', '?')} s per N)")
+    return _png(fig)
+
+
 def path_chart(rows: Sequence[Any]) -> bytes:
     """The order path as a waterfall (caerus.report.path rows): each measured segment a bar of its p50 starting
     where the previous measured segment's p50 ended, its p99 as a lighter bar behind; spans drawn from their start;

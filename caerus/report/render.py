@@ -119,6 +119,14 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
                                      charts.over_time_chart(age, t0, "Information age per interval"))
     out["path"] = ("The order path: each segment from its own histogram (missing ones named below the table)",
                    charts.path_chart(_path_rows(s)))
+    inst = tables.instrument_series(s.summary, _instrument_names(s))
+    if inst:
+        out["instruments"] = ("Per instrument: books per venue and the strategy's orders",
+                              charts.instruments_chart(*inst))
+        curve = _cost_curve(s)
+        if curve is not None:
+            caption, doc = curve
+            out["cost_curve"] = (caption, charts.cost_curve_chart(doc))
     fires = (s.summary.get("exec") or {}).get("fires_per_s") or []
     if fires:
         out["fire_rate"] = ("Fire rate: orders per second (from the exec ring)",
@@ -164,6 +172,26 @@ def _overview_rows(s: Session) -> list[list[str]]:
     if s.summary_missing:
         rows.append(["summary.json", "MISSING (runner did not finish): numbers from the .hlog files only"])
     return rows
+
+
+#: where benchmarks/symbols_scaling leaves its newest result for the reports (beside a session folder's parent,
+#: or in the reports folder)
+COST_CURVE_FILE = "symbols_scaling.json"
+
+
+def _cost_curve(s: Session) -> tuple[str, dict[str, Any]] | None:
+    """The newest cost curve measured on this machine, for a many-instrument session's report (None if none)."""
+    for folder in (s.path.parent, s.path.parent.parent / "reports"):
+        f = folder / COST_CURVE_FILE
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and doc.get("benchmark") == "symbols_scaling":
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime((doc.get("started_ns") or 0) / 1e9))
+            return (f"The cost curve: benchmarks/symbols_scaling as last run here ({when}, {f}); not this session's "
+                    f"own measurement", doc)
+    return None
 
 
 def _instrument_names(s: Session) -> dict[int, str]:

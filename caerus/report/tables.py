@@ -187,6 +187,24 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
     return out
 
 
+def instrument_series(summary: dict[str, Any], names: dict[int, str]
+                      ) -> tuple[list[str], list[float], list[float], list[float]] | None:
+    """(names, Binance books, Hyperliquid books, orders) per instrument for the chart; None for one instrument."""
+    rows = instrument_rows(summary, names)
+    if not rows:
+        return None
+    counters = summary.get("counters") or {}
+    ids = sorted({int(k.split(".")[1]) for block in counters.values() for k in block
+                  if k.startswith("inst.") and k.split(".")[1].isdigit()})
+
+    def get(process: str, i: int, what: str) -> float:
+        v = (counters.get(process) or {}).get(f"inst.{i}.{what}")
+        return float(v) if isinstance(v, int | float) else 0.0
+
+    return ([names.get(i, str(i)) for i in ids], [get("feed-binance", i, "books") for i in ids],
+            [get("feed-hyperliquid", i, "books") for i in ids], [get("strategy", i, "orders") for i in ids])
+
+
 def process_rows(summary: dict[str, Any]) -> list[list[str]]:
     rows = []
     for name, p in (summary.get("processes") or {}).items():

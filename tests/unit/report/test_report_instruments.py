@@ -1,0 +1,66 @@
+"""The report of a many-instrument session: the Instruments table and chart, and the cost curve when one was run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from caerus import instruments
+from caerus.instruments import BTC, Instrument, InstrumentSet
+from caerus.report import tables
+from caerus.report.render import render_sessions
+from caerus.session.synthetic import make_session
+
+ETH = Instrument(id=1, name="ETH", binance_symbol="ETHUSDT", hl_coin="ETH", tick_size=0.01, lot_size=0.001,
+                 min_qty=0.001, min_notional=20.0, hl_asset=1, sz_decimals=4)
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A synthetic session folder of two instruments (made before the per-test in-process guard applies: collecting
+    a session reads the environment with subprocesses)."""
+    d = make_session(tmp_path_factory.mktemp("many") / "sessions", intervals=5, samples_per_interval=50)
+    instruments.save(InstrumentSet([BTC, ETH]), d / instruments.FILE_NAME)
+    summary = json.loads((d / "summary.json").read_text())
+    c = summary["counters"]
+    for i, (bn, hl, fires) in enumerate(((900, 80, 7), (400, 60, 3))):
+        c["feed-binance"] |= {f"inst.{i}.books": bn, f"inst.{i}.rejects": 1, f"inst.{i}.stale": i,
+                              f"inst.{i}.untradeable_ns": (i + 1) * 1_000_000_000}
+        c["feed-hyperliquid"] |= {f"inst.{i}.books": hl, f"inst.{i}.rejects": 0, f"inst.{i}.stale": 0,
+                                  f"inst.{i}.untradeable_ns": 0}
+        c["strategy"] |= {f"inst.{i}.books": bn + hl, f"inst.{i}.orders": fires, f"inst.{i}.guards": 2}
+        c["execution"] |= {f"inst.{i}.position": 0.001 * (i + 1), f"inst.{i}.paper_pnl": 1.5,
+                           f"inst.{i}.paper_fills": fires}
+    (d / "summary.json").write_text(json.dumps(summary))
+    return d
+
+
+def test_rows_name_each_instrument_and_total_the_fleet(many: Path) -> None:
+    summary = json.loads((many / "summary.json").read_text())
+    rows = tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})
+    assert [r[0] for r in rows] == ["BTC", "ETH", "all 2"]
+    assert rows[0][1] == "900" and rows[1][1] == "400" and rows[2][1] == "1,300"  # Binance books
+    assert rows[2][4] == "1" and rows[2][5] == "2.0"  # silences add up; untradeable time: the worst instrument
+    assert rows[2][9] == "-"  # positions in different units are not added
+    assert tables.instrument_rows({"counters": {"strategy": {"books": 3}}}, {}) == []  # one instrument: no table
+
+
+def test_the_report_has_the_table_the_chart_and_the_newest_cost_curve(many: Path) -> None:
+    d = many
+    curve = {"benchmark": "symbols_scaling", "started_ns": 1_800_000_000_000_000_000,
+             "extra": {"rate_hz": 20.0, "seconds": 8.0, "per_count": {
+                 str(n): {"feed_cpu_ns_per_msg": 1e5 / n, "feed_internal.binance": {"p50": 9000.0},
+                          "tick_to_decision": {"p50": 1e5, "p99": 3e6}} for n in (1, 4, 16, 64)}}}
+    reports = d.parent.parent / "reports"  # the default layout: <root>/sessions/<session>, <root>/reports
+    reports.mkdir()
+    (reports / "symbols_scaling.json").write_text(json.dumps(curve))
+    render_sessions([d], reports)
+    md = (d / "report.md").read_text()
+    assert "## Instruments" in md and "| ETH |" in md and "| all 2 |" in md
+    assert "Per instrument: books per venue" in md and "The cost curve: benchmarks/symbols_scaling" in md
+    for rel in re.findall(r"\]\((charts/(?:instruments|cost_curve)\.png)\)", md):
+        assert (d / rel).stat().st_size > 1000
+    assert len(re.findall(r"charts/(instruments|cost_curve)\.png", md)) == 2
