@@ -135,9 +135,12 @@ def count_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 
 def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """Every counter by process, except the per-instrument ones (``inst.<ID>.*``: the Instruments table)."""
     rows = []
     for process, block in sorted((summary.get("counters") or {}).items()):
         for name, v in block.items():
+            if name.startswith("inst."):
+                continue
             if v is None:
                 rows.append([process, name, "-"])
             else:

@@ -221,9 +221,12 @@ def render(live: LiveStats, procs: list[Running], elapsed_s: float, duration_s: 
         rates = live.rates.get(r.spec.name, {})
         parts = []
         hidden = 0
+        per_instrument = 0
         for k, v in snap.items():
             rate = rates.get(k)
-            if not v:
+            if k.startswith("inst."):
+                per_instrument += 1  # many instruments: the report's Instruments table has them
+            elif not v:
                 hidden += 1  # feeds publish ~50 counters, most of them 0 on a healthy run
             elif isinstance(v, float):
                 parts.append(f"{k}={v:.4g}")
@@ -233,6 +236,8 @@ def render(live: LiveStats, procs: list[Running], elapsed_s: float, duration_s: 
                 parts.append(f"{k}={v}")
         if hidden:
             parts.append(f"[{hidden} at 0]")
+        if per_instrument:
+            parts.append(f"[{per_instrument} per-instrument counters: see the report]")
         if r.status == "died":
             parts.insert(0, f"DIED exit {r.proc.returncode}")
         table.add_row(r.spec.name, str(r.pid), Text(status, style=style),
