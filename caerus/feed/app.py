@@ -142,8 +142,17 @@ async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs
 
 async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs) -> None:
     stale_ns = int(cfg.instrument_stale_after_s * 1e9)
+    loop = asyncio.get_running_loop()
+    sends: set[asyncio.Task[None]] = set()
+
+    def resubscribe(session: WsSession, symbol: str) -> None:
+        for frame in cfg.spec.feed.subscribe((symbol,), cfg.channel):
+            task = loop.create_task(session.send(frame))
+            sends.add(task)
+            task.add_done_callback(sends.discard)
+
     while True:
         if out.sink is not None:
-            out.sink.watch_instruments(time.time_ns(), stale_ns)
+            out.sink.watch_instruments(time.time_ns(), stale_ns, resubscribe)
         out.housekeeping(_live_msgs(supervisors), max(s.next_connect_in() for s in supervisors))
         await asyncio.sleep(cfg.housekeeping_s)

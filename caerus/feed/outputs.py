@@ -49,6 +49,7 @@ INT_COUNTERS: tuple[str, ...] = (
     "reconnects",  # the primary connection ended and a new one was scheduled
     "stale",  # data watchdog fired
     "instrument_stale",  # per-instrument watchdog fired: one instrument silent on a live connection
+    "resubscribes",  # subscribe frames sent again for a silent instrument (once per silence)
     "instruments",  # instruments this feed carries
     "rotations",  # make-before-break switches completed
     "pings",  # application keepalive pings sent

@@ -451,10 +451,13 @@ class FeedSink:
                          0.0, 0.0, 0.0, 0.0, 0)
             self._untradeable(st, t_ns)
 
-    def watch_instruments(self, now_ns: int, stale_ns: int) -> int:
+    def watch_instruments(self, now_ns: int, stale_ns: int,
+                          resubscribe: Callable[[WsSession, str], None] | None = None) -> int:
         """The per-instrument watchdog (housekeeping): an instrument with no update for ``stale_ns`` on a
         connection that is delivering other data gets a STALE record (readers stop trading it), a STALE event
-        (``aux`` = its id) and a count. Its next VALID record makes it tradeable again. Returns how many fired.
+        (``aux`` = its id) and a count, and ``resubscribe(session, symbol)`` asks the venue for it again once (a
+        subscription the venue dropped comes back; a halted market is acknowledged and stays quiet). Its next
+        VALID record makes it tradeable again. Returns how many fired.
 
         A silent connection is the supervisor's data watchdog's; this catches one instrument gone quiet on a live
         connection (a subscription the venue dropped, a halted market).
@@ -480,6 +483,9 @@ class FeedSink:
                 self.out.count("instrument_stale")
                 self.out.event(EventKind.STALE, FailureClass.STALE, session.conn_id, age_ms, st.id)
                 self.out.log("instrument_stale", symbol=st.symbol, id=st.id, conn=session.conn_id, silent_ms=age_ms)
+                if resubscribe is not None:
+                    resubscribe(session, st.symbol)
+                    self.out.count("resubscribes")
         return fired
 
     def untradeable_ns(self, t_ns: int) -> int:

@@ -143,12 +143,15 @@ def test_a_silent_instrument_on_a_live_connection_is_marked_stale(many) -> None:
     deliver(sink, bt("BTCUSDT", 3), 3, s1)
     assert sink.watch_instruments(5_500, 5_000) == 0  # ETH silent 4.5 (threshold 5)
     deliver(sink, bt("BTCUSDT", 4), 4, s1)
-    assert sink.watch_instruments(6_500, 5_000) == 1  # ETH: no update since 1_000; SOL moved at 2_000
+    asked: list[tuple[int, str]] = []
+    assert sink.watch_instruments(6_500, 5_000, lambda sess, sym: asked.append((sess.conn_id, sym))) == 1
+    assert asked == [(1, "ETHUSDT")]  # ETH (silent since 1_000) asked for again on its connection; SOL moved at 2_000
     recs = drain(books)
     assert [(r[BOOK_I.SYMBOL], r[BOOK_I.FLAGS]) for r in recs if r[BOOK_I.FLAGS] & BookFlags.STALE] == [
         (1, BookFlags.STALE)]
     ev = [e for e in drain(events) if e[EVENT_I.KIND] == EventKind.STALE]
     assert len(ev) == 1 and ev[0][EVENT_I.AUX] == 1 and counters(out)["instrument_stale"] == 1
+    assert counters(out)["resubscribes"] == 1
     assert sink.watch_instruments(7_500, 5_000) == 1  # SOL now (since 2_000); ETH is not counted twice
     deliver(sink, bt("ETHUSDT", 2), 5, s1)  # ETH back: tradeable again, can be caught again later
     assert not sink.books["ETHUSDT"].silent and sink.books["ETHUSDT"].untradeable_since == 0
