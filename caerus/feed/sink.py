@@ -324,12 +324,19 @@ class FeedSink:
         if st is None:
             return True
         st.rejects += 1
-        if reason in WITHDRAWS_QUOTE and session is st.active:
+        if reason in WITHDRAWS_QUOTE:
+            self.withdraw(reason, st, session, seq, t_ex, t_recv, bp, bq, ap, aq)
+        return True
+
+    def withdraw(self, reason: int, st: BookState, session: WsSession, seq: int, t_ex: int, t_recv: int = 0,
+                 bp: float = _NAN, bq: float = _NAN, ap: float = _NAN, aq: float = _NAN) -> None:
+        """Publish a REJECTED record for the instrument (its quote is no longer the venue's), when ``session`` is
+        its active connection; readers stop trading it until its next VALID record."""
+        if session is st.active:
             t_ns = time.time_ns()
             self.publish(self.venue, REJECTED, st.id, session.conn_id, reason, 0, self.rejected_seq(st, seq), t_ex,
                          t_recv or t_ns, t_ns, bp, bq, ap, aq, session.t_wire if t_recv else 0)
             self._untradeable(st, t_ns)
-        return True
 
     def rejected_seq(self, st: BookState, seq: int) -> int:
         """The seq field of a REJECTED record (the venue's update id; Hyperliquid numbers its own records)."""
@@ -409,10 +416,11 @@ class FeedSink:
             # An unreadable update withdraws the quote of the instrument it names; when it names none we can read,
             # of every instrument on that connection (the safe side: their next VALID records restore them).
             st = self.books.get(self.frame_symbol(raw) or "")
-            for target in (st,) if st is not None else self._books_of(session):
-                self.reject(MALFORMED, target, session, 0, target.last_t_ex)
-            if st is None and not self._books_of(session):
-                self.reject(MALFORMED, None, session, 0, 0)
+            targets = (st,) if st is not None else self._books_of(session)
+            first = targets[0] if targets else None
+            self.reject(MALFORMED, first, session, 0, first.last_t_ex if first is not None else 0)  # counted once
+            for other in targets[1:]:
+                self.withdraw(MALFORMED, other, session, 0, other.last_t_ex)
             self._bad_frame(session, detail)
             return True
         else:  # MALFORMED / UNKNOWN

@@ -76,7 +76,7 @@ def test_a_withdrawn_quote_stops_only_its_instrument(many) -> None:
 
 
 def test_an_unreadable_update_withdraws_the_instrument_it_names(many) -> None:
-    _out, sink, s1, books, _, _ = many
+    out, sink, s1, books, _, _ = many
     for sym in SYMBOLS:
         deliver(sink, bt(sym, 1), 1, s1)
     drain(books)
@@ -85,6 +85,7 @@ def test_an_unreadable_update_withdraws_the_instrument_it_names(many) -> None:
     assert [(r[BOOK_I.SYMBOL], r[BOOK_I.FLAGS]) for r in recs] == [(2, BookFlags.REJECTED)]
     deliver(sink, b'{"e":"bookTicker","u":"x"}', 3, s1)  # names no instrument: every one on the connection
     assert sorted(r[BOOK_I.SYMBOL] for r in drain(books)) == [0, 1, 2]
+    assert counters(out)["reject.malformed"] == 2  # one per frame, however many quotes it withdrew
 
 
 def test_rotation_switches_every_instrument_and_loses_or_repeats_nothing(many) -> None:
