@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent
         "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
         "symbols": "local: instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL",
         "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
+        "feed_connections": "local: connections per feed, the instruments split among them (default: the fewest)",
     }
 )
 def bench(
@@ -64,6 +65,7 @@ def bench(
     feed_client: str = "",
     symbols: str = "BTC",
     symbol_rate: float = 0.0,
+    feed_connections: int = 0,
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
@@ -93,6 +95,8 @@ def bench(
             "--symbols", symbols]
     if symbol_rate:
         argv += ["--symbol-rate", str(symbol_rate)]
+    if feed_connections:
+        argv += ["--feed-connections", str(feed_connections)]
     for flag, value in (("--scenario", scenario), ("--wait-policy", wait_policy),
                         ("--strategy-config", strategy_config), ("--execution-config", execution_config),
                         ("--feed-client", feed_client)):

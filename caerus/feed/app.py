@@ -14,6 +14,7 @@ import contextlib
 import functools
 import gc
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -22,9 +23,11 @@ from caerus.config import ConfigError
 from caerus.feed import config as feed_config
 from caerus.feed.config import FeedConfig
 from caerus.feed.outputs import WAIT_POLICY_CODES, FeedOutputs
+from caerus.feed.sink import FeedSink
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
 from caerus.net.busy import BusyWsSession
+from caerus.net.pacing import TokenBucket
 from caerus.net.supervisor import Supervisor
 from caerus.net.ws import WsSession, client_ssl_context
 from caerus.plan import pin_current_process
@@ -74,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
         out.counters.set("instruments", len(cfg.symbols))
-        # one supervisor per connection of the pool: its own reconnects, data watchdog and rotation
-        supervisors = [Supervisor(cfg.endpoint(lane.symbols), cfg.supervisor, lane, lane, ssl_context=ssl_context,
-                                  session_factory=_session_factory(cfg, out),
-                                  conn_ids=(lane.number + 1, len(sink.lanes))) for lane in sink.lanes]
+        supervisors = pool_supervisors(cfg, sink, out, ssl_context)
         out.log(
             "start",
             venue=cfg.venue,
@@ -99,6 +99,18 @@ def run(args: argparse.Namespace) -> int:
     finally:
         out.close()
     return 0
+
+
+def pool_supervisors(cfg: FeedConfig, sink: FeedSink, out: FeedOutputs,
+                     ssl_context: ssl.SSLContext | None) -> list[Supervisor]:
+    """One supervisor per connection of the pool: its own reconnects, data watchdog and rotation, and connection
+    ids interleaved with the other lanes'. One bucket of new connections for all of them: the venue counts them
+    per client (Hyperliquid 30/min per IP), with a burst large enough to open every lane at start."""
+    sup = cfg.supervisor
+    bucket = TokenBucket(sup.connects_per_min, max(sup.connect_burst, len(sink.lanes)))
+    return [Supervisor(cfg.endpoint(lane.symbols), sup, lane, lane, ssl_context=ssl_context,
+                       session_factory=_session_factory(cfg, out), bucket=bucket,
+                       conn_ids=(lane.number + 1, len(sink.lanes))) for lane in sink.lanes]
 
 
 def _session_factory(cfg: FeedConfig, out: FeedOutputs) -> Callable[..., WsSession]:

@@ -114,6 +114,7 @@ class Supervisor:
         rng: random.Random | None = None,
         session_factory: Callable[..., WsSession] = WsSession,
         conn_ids: tuple[int, int] = (1, 1),
+        bucket: TokenBucket | None = None,
     ) -> None:
         cfg.validate()
         self.endpoint = endpoint
@@ -124,7 +125,8 @@ class Supervisor:
         # WsSession (websockets' asyncio client) or BusyWsSession (caerus.net.busy): the same seam, any client
         self.session_factory = session_factory
         self.backoff = Backoff(cfg.backoff_base_s, cfg.backoff_cap_s, rng)
-        self.bucket = TokenBucket(cfg.connects_per_min, cfg.connect_burst)
+        # new connections per minute: the venue counts them per client, so a feed's pool shares one bucket
+        self.bucket = bucket if bucket is not None else TokenBucket(cfg.connects_per_min, cfg.connect_burst)
         # connection ids (first, step): a feed's pool gives its lanes interleaved ids (lane k of K: k+1, k+1+K, ...)
         # so every connection of the process has its own (BOOK.conn, EVENT.conn)
         self._conn_step = conn_ids[1]

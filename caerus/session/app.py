@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--symbols", default="BTC",
                         help="instruments to trade, comma-separated (BTC,ETH,SOL; NAME=BINANCESYMBOL/HLCOIN where the "
                              "venues' names differ); each must be listed by both venues (default BTC)")
+    parser.add_argument("--feed-connections", type=int, default=None, metavar="K",
+                        help="connections per feed, the instruments split evenly among them (default: as few as the "
+                             "venue's per-connection limit allows, one for 64 instruments)")
     parser.add_argument("--symbol-rate", type=float, default=None, metavar="HZ",
                         help="emulated Binance bookTicker rate per instrument (default: the emulator's)")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
         jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
-        symbols=args.symbols, symbol_rate_hz=args.symbol_rate,
+        symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
     )
     try:
         session_dir = run_local_session(opts)

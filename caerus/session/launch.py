@@ -101,6 +101,7 @@ def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
     feed_client: str | None = None, transport_args: list[str] | None = None, instruments: Path | None = None,
+    feed_connections: int | None = None,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
@@ -108,6 +109,7 @@ def fleet_specs(
     ``kill_file`` (default :func:`kill_file_path`) is given to the strategy and execution: touching it halts
     trading in both. ``transport_args`` replace ``--transport TRANSPORT`` (the emulator's order desk).
     ``instruments`` is the session's instruments.json (every process trades what it lists); None: BTC alone.
+    ``feed_connections`` sets each feed's pool (``--connections``); None: the feed's own choice.
     """
     kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
@@ -118,6 +120,7 @@ def fleet_specs(
         return ["--url", str(urls[f"{name}_url"]), "--ca-file", str(urls["ca_file"])]
 
     inst = ["--instruments", str(Path(instruments).resolve())] if instruments is not None else []
+    pool = ["--connections", str(feed_connections)] if feed_connections else []
 
     def add(name: str, sub: str, args: list[str]) -> None:
         p = plan.placement(name)
@@ -142,12 +145,12 @@ def fleet_specs(
     ])
     add("feed-binance", "feed", [
         "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        *venue("binance"), *(inst or ["--symbol", "BTCUSDT"]),
+        *venue("binance"), *(inst or ["--symbol", "BTCUSDT"]), *pool,
         "--client", feed_client or plan.placement("feed-binance").feed_client,
     ])
     add("feed-hyperliquid", "feed", [
         "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
-        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), *(inst or ["--symbol", "BTC"]),
+        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), *(inst or ["--symbol", "BTC"]), *pool,
         "--client", feed_client or plan.placement("feed-hyperliquid").feed_client,
     ])
     return specs

@@ -81,6 +81,7 @@ class SessionOptions:
     # stops before it starts anything
     symbols: str = "BTC"
     symbol_rate_hz: float | None = None  # emulated Binance bookTicker rate per instrument (None: the emulator's)
+    feed_connections: int | None = None  # connections per feed (the pool); None: as few as the venue's limits allow
 
     def validate(self) -> None:
         problems = []
@@ -121,6 +122,9 @@ class SessionOptions:
         if len(requests) > 1 and self.transport == "emulator":
             problems.append("transport emulator sends real signed orders for one instrument; trade many with paper "
                             "or null")
+        if self.feed_connections is not None and not 1 <= self.feed_connections <= len(requests or (1,)):
+            problems.append(f"feed connections must be 1..{len(requests or (1,))} (one instrument per connection at "
+                            f"most), got {self.feed_connections}")
         if self.symbol_rate_hz is not None and not self.symbol_rate_hz > 0:
             problems.append(f"symbol rate must be > 0 Hz, got {self.symbol_rate_hz}")
         if self.progress not in ("auto", "rich", "lines", "none"):
@@ -284,6 +288,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             specs = launch.fleet_specs(session_dir, plan, seg, urls, capture=opts.capture, transport=opts.transport,
                                        transport_args=desk.execution_args(urls) if desk is not None and urls else None,
                                        strategy_config=strategy_config, instruments=inst_file,
+                                       feed_connections=opts.feed_connections,
                                        execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(symbols="BTC,ETH,BTC"), "lists BTC twice"),
         (SessionOptions(symbols="BTC,ETH", transport="emulator"), "one instrument"),
         (SessionOptions(symbol_rate_hz=0), "symbol rate must be > 0"),
+        (SessionOptions(symbols="BTC,ETH", feed_connections=3), "feed connections must be 1..2"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -82,11 +83,15 @@ def test_fleet_argv_emulator_and_live(tmp_path: Path) -> None:
     assert kill == str(tmp_path.resolve() / "KILL")
     assert fb[fb.index("--symbol") + 1] == "BTCUSDT" and "--instruments" not in st
     many = {s.name: list(s.argv) for s in launch.fleet_specs(tmp_path, plan, seg, urls, capture=False,
-                                                            transport="paper", instruments=tmp_path / "i.json")}
+                                                            transport="paper", instruments=tmp_path / "i.json",
+                                                            feed_connections=2)}
     for name in ("execution", "strategy", "feed-binance", "feed-hyperliquid"):
         argv = many[name]
         assert argv[argv.index("--instruments") + 1] == str((tmp_path / "i.json").resolve()), name
         assert "--symbol" not in argv, name
+        assert ("--connections" in argv) == name.startswith("feed-"), name
+        if name.startswith("feed-"):
+            assert argv[argv.index("--connections") + 1] == "2", name
     live = {s.name: s for s in launch.fleet_specs(tmp_path, plan, seg, None, capture=False, transport="paper")}
     assert "capture" not in live
     assert "--url" not in live["feed-hyperliquid"].argv and "--ca-file" not in live["feed-hyperliquid"].argv
