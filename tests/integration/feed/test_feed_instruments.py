@@ -66,10 +66,11 @@ def test_a_pool_splits_the_instruments_and_rotates_without_gap_or_repeat(venue_s
     assert len(stale) == len(COINS), "an instrument's book was gapped (only the shutdown's STALE records expected)"
     check_each_instrument_in_order(feed.records)
     # lanes: BTC, ETH on one connection, SOL, XRP on the other; each lane's connection ids (odd, even) move on with
-    # its own rotations
+    # its own rotations. (An instrument may stop before its first record on its lane's newest connection: the
+    # switch happens at whichever of the lane's instruments catches up first, so the sets need not be equal.)
     conns = {sym: conns_of(feed, sym) for sym in range(len(COINS))}
-    assert conns[0] == conns[1] and conns[2] == conns[3] and not conns[0] & conns[2], conns
-    assert {c % 2 for c in conns[0]} == {1} and {c % 2 for c in conns[2]} == {0}, conns
+    assert {c % 2 for c in conns[0] | conns[1]} == {1} and {c % 2 for c in conns[2] | conns[3]} == {0}, conns
+    assert len(conns[1]) >= 2 and len(conns[3]) >= 2, conns  # both instruments of each lane rotated
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
