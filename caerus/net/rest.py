@@ -10,11 +10,19 @@ import json
 import ssl
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 
 
 class RestError(RuntimeError):
     """A REST call that did not produce a JSON answer; the message names the URL and why."""
+
+
+def rest_base_for(stream_base: str, known: Mapping[str, str]) -> str:
+    """The REST base that answers for a WebSocket stream base: the venue's own for a base it publishes
+    (``known``: stream base -> REST base), else the same host over https (the emulator serves both on one port)."""
+    stream_base = stream_base.rstrip("/")
+    return known.get(stream_base) or "https://" + stream_base.split("://", 1)[-1]
 
 
 def request_json(url: str, *, body: object = None, ssl_context: ssl.SSLContext | None = None,

@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from caerus.net.rest import request_json
+from caerus.net.rest import request_json, rest_base_for
 from caerus.venues.binance.data import DEFAULT_BASE_URL, TESTNET_BASE_URL
 
 REST_BASE_URL = "https://fapi.binance.com"
@@ -35,12 +35,7 @@ class BinanceListing:
 
 def rest_base(stream_base: str) -> str:
     """The REST base that lists the instruments of a stream base (the emulator serves both on one port)."""
-    stream_base = stream_base.rstrip("/")
-    if stream_base == DEFAULT_BASE_URL:
-        return REST_BASE_URL
-    if stream_base == TESTNET_BASE_URL:
-        return TESTNET_REST_BASE_URL
-    return "https://" + stream_base.split("://", 1)[-1]
+    return rest_base_for(stream_base, {DEFAULT_BASE_URL: REST_BASE_URL, TESTNET_BASE_URL: TESTNET_REST_BASE_URL})
 
 
 def fetch(rest: str, ssl_context: ssl.SSLContext | None, timeout_s: float) -> Any:
