@@ -2,7 +2,8 @@
 the feed loops with a real SWMR ring behind them.
 
 Inputs: random bytes; the venues' documented frames with fields dropped, retyped, given huge / negative /
-non-finite numbers or another instrument, plus extra fields; truncated frames; pathological nesting. Properties:
+non-finite numbers or another instrument, plus extra fields; truncated frames; pathological nesting; the
+family that made a backtracking scan quadratic (many brackets, then an unterminated run of ``\\"``). Properties:
 nothing raises (not even into the receive loop's safety net, ``frames_failed``); no VALID record is ever published
 for a book that breaks the rules or belongs to another instrument; every frame is accounted for exactly once
 (published, or counted under one reason). A fixed example budget and a fixed seed keep ``invoke test`` bounded and
@@ -111,10 +112,15 @@ def _encode(obj: Any) -> bytes:
 @st.composite
 def _framed(draw: st.DrawFn, documents: st.SearchStrategy[Any]) -> bytes:
     """A document as JSON, sometimes truncated, sometimes buried in deep nesting; or random bytes."""
-    kind = draw(st.sampled_from(["doc", "doc", "doc", "truncated", "nested", "bytes"]))
+    kind = draw(st.sampled_from(["doc", "doc", "doc", "truncated", "nested", "bytes", "backtrack"]))
     if kind == "bytes":
         return draw(st.binary(max_size=300))
     raw = _encode(draw(documents))
+    if kind == "backtrack":  # issue 26: > MAX_DEPTH brackets, then a string that never ends in a run of \"
+        brackets = draw(st.integers(65, 300))
+        run = b'\\"' * draw(st.integers(1, 20_000))
+        return draw(st.sampled_from([b"[" * brackets + b'"' + run, raw[:-1] + b"[" * brackets + b'"' + run,
+                                     b"{" * brackets + b'"a' + run + b"\\"]))
     if kind == "truncated":
         return raw[: draw(st.integers(0, max(0, len(raw) - 1)))]
     if kind == "nested":
