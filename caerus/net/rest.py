@@ -1,17 +1,24 @@
 """One bounded JSON request over HTTPS: what start-up needs from a venue's REST API (listings), never the hot path.
 
-Plain ``urllib`` on purpose: two calls at start-up, no session to keep. Every call has a timeout; every failure
-(DNS, refused, TLS, HTTP status, a body that is not JSON) raises :class:`RestError` naming the URL and the cause.
+Plain ``urllib`` on purpose: two calls at start-up, no session to keep. Every call has a deadline for the whole
+answer (a per-read socket timeout alone lets a server drip one byte at a time for ever); every failure (DNS,
+refused, TLS, HTTP status, an answer too large, too slow, too deep or not JSON) raises :class:`RestError` naming the
+URL and the cause. The answer is venue bytes, so it is decoded with bounded nesting (caerus.net.untrusted).
 """
 
 from __future__ import annotations
 
 import json
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from typing import Any
+
+import msgspec
+
+from caerus.net.untrusted import decode_untrusted
 
 
 class RestError(RuntimeError):
@@ -32,8 +39,19 @@ def request_json(url: str, *, body: object = None, ssl_context: ssl.SSLContext |
     headers = {"Accept": "application/json"} | ({"Content-Type": "application/json"} if data is not None else {})
     req = urllib.request.Request(url, data=data, method="GET" if data is None else "POST", headers=headers)
     try:
+        deadline = time.monotonic() + timeout_s
         with urllib.request.urlopen(req, timeout=timeout_s, context=ssl_context) as r:
-            raw = r.read(max_bytes + 1)
+            chunks: list[bytes] = []
+            size = 0
+            while size <= max_bytes:
+                if time.monotonic() > deadline:
+                    raise RestError(f"{url}: no complete answer within {timeout_s:g} s")
+                chunk = r.read1(min(1 << 16, max_bytes + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            raw = b"".join(chunks)
     except urllib.error.HTTPError as exc:
         text = exc.read(300).decode("utf-8", "replace") if exc.fp is not None else ""
         raise RestError(f"{url}: HTTP {exc.code} {text.strip()}".rstrip()) from None
@@ -43,6 +61,6 @@ def request_json(url: str, *, body: object = None, ssl_context: ssl.SSLContext |
     if len(raw) > max_bytes:
         raise RestError(f"{url}: answer larger than {max_bytes} bytes")
     try:
-        return json.loads(raw)
-    except ValueError as exc:
+        return decode_untrusted(raw)
+    except msgspec.DecodeError as exc:
         raise RestError(f"{url}: the answer is not JSON ({exc})") from None
