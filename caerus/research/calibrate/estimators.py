@@ -1,0 +1,394 @@
+"""Estimators for calibrating the market model: pure numpy functions on arrays of times (int ns) and log prices.
+
+Nothing here knows about venues, DataFrames or the emulator's parameter names (fit.py maps them). Conventions:
+times are sorted int64 nanoseconds; prices are log prices; a *lag* ``theta > 0`` means series B follows series A
+by ``theta`` (B's price at ``t + theta`` reflects A's at ``t``).
+
+* ``previous_tick`` / ``cross_correlation``: the simple lead-lag estimator, correlation of returns on a regular grid
+  (previous-tick sampling) with B's grid shifted by each lag.
+* ``hayashi_yoshida``: the Hayashi & Yoshida (2005) covariance of asynchronous ticks with B's times shifted by each
+  lag; the lead-lag estimate is the lag maximising it (Hoffmann, Rosenbaum & Yoshida 2013). Computed as a sum over
+  A's intervals of B's price change across the run of B intervals overlapping it: two ``searchsorted`` per lag,
+  O((n + m) log m), never the O(n * m) double loop.
+* ``roll_noise``: microstructure noise from the negative first-order autocorrelation of tick returns (Roll 1984).
+* ``bipower_vol``: diffusion volatility robust to jumps (bipower variation, Barndorff-Nielsen & Shephard 2004).
+* ``detect_jumps`` / ``uniform_bounds``: large persistent tick moves, and the range of a uniform size law.
+* ``match_moves``: per-move lag matching, each lag interval-censored by the two venues' update times.
+* ``censored_location_scale``: median and dispersion of those lags with the censoring width taken out.
+* ``block_cadence``, ``catch_up``: the follower's update cadence and how far it follows a leader's move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+NS_PER_S = 1_000_000_000
+SECONDS_PER_YEAR = 365.0 * 86400.0
+
+
+def _sorted_times(t: npt.ArrayLike, name: str) -> IntArray:
+    arr = np.asarray(t, dtype=np.int64)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.size > 1 and bool(np.any(np.diff(arr) < 0)):
+        raise ValueError(f"{name} must be sorted in time")
+    return arr
+
+
+def _series(t: npt.ArrayLike, x: npt.ArrayLike, name: str, min_len: int = 2) -> tuple[IntArray, FloatArray]:
+    times = _sorted_times(t, f"{name} times")
+    values = np.asarray(x, dtype=np.float64)
+    if values.shape != times.shape:
+        raise ValueError(f"{name}: {times.size} times but {values.size} values")
+    if times.size < min_len:
+        raise ValueError(f"{name} needs at least {min_len} observations, got {times.size}")
+    if not bool(np.all(np.isfinite(values))):
+        raise ValueError(f"{name} has non-finite values")
+    return times, values
+
+
+def previous_tick(t: npt.ArrayLike, x: npt.ArrayLike, at: npt.ArrayLike) -> FloatArray:
+    """The value of the series (``t``, ``x``) at each time of ``at``: its last observation at or before it (NaN
+    before the first observation)."""
+    times, values = _series(t, x, "series", min_len=1)
+    idx = np.searchsorted(times, np.asarray(at, dtype=np.int64), side="right") - 1
+    out = values[np.maximum(idx, 0)]
+    return np.where(idx >= 0, out, np.nan)
+
+
+def cross_correlation(t_a: npt.ArrayLike, x_a: npt.ArrayLike, t_b: npt.ArrayLike, x_b: npt.ArrayLike,
+                      lags_ns: npt.ArrayLike, step_ns: int) -> FloatArray:
+    """Correlation of A's returns over ``(g, g + step]`` with B's over ``(g + lag, g + lag + step]`` on a regular
+    grid ``g`` (previous-tick sampling), for each lag. Returns are not demeaned (high-frequency convention: their
+    mean is negligible against their spread). NaN for a lag whose grid would leave B's observed range."""
+    ta, xa = _series(t_a, x_a, "A")
+    tb, xb = _series(t_b, x_b, "B")
+    if step_ns <= 0:
+        raise ValueError(f"grid step must be > 0 ns, got {step_ns}")
+    lags = np.asarray(lags_ns, dtype=np.int64)
+    lo, hi = max(ta[0], tb[0]), min(ta[-1], tb[-1])
+    # one grid for every lag, inside both ranges whatever the shift, so each lag sees the same A returns
+    lo_g, hi_g = lo + max(0, -int(lags.min(initial=0))), hi - max(0, int(lags.max(initial=0)))
+    if hi_g - lo_g < 2 * step_ns:
+        return np.full(lags.shape, np.nan)
+    grid = np.arange(lo_g, hi_g + 1, step_ns, dtype=np.int64)
+    ra = np.diff(previous_tick(ta, xa, grid))
+    out = np.empty(lags.shape, dtype=np.float64)
+    for k, lag in enumerate(lags):
+        rb = np.diff(previous_tick(tb, xb, grid + lag))
+        denom = float(np.sqrt(np.dot(ra, ra) * np.dot(rb, rb)))
+        out[k] = float(np.dot(ra, rb)) / denom if denom > 0 else np.nan
+    return out
+
+
+def hayashi_yoshida(t_a: npt.ArrayLike, x_a: npt.ArrayLike, t_b: npt.ArrayLike, x_b: npt.ArrayLike,
+                    lags_ns: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
+    """Hayashi-Yoshida covariance of A with B shifted back by each lag, and the matching correlation.
+
+    For lag ``theta``: sum over A's intervals ``(a_{i-1}, a_i]`` and B's shifted intervals ``(b_{j-1} - theta,
+    b_j - theta]`` that overlap of ``dA_i * dB_j``. One series' intervals overlapping an interval of the other are
+    a contiguous run ``j_lo..j_hi``, so their summed return is ``x[j_hi] - x[j_lo - 1]``: two searchsorted calls per
+    lag. The correlation divides by ``sqrt(sum dA^2 * sum dB^2)``."""
+    ta, xa = _series(t_a, x_a, "A")
+    tb, xb = _series(t_b, x_b, "B")
+    lags = np.asarray(lags_ns, dtype=np.int64)
+    norm = float(np.sqrt(np.dot(np.diff(xa), np.diff(xa)) * np.dot(np.diff(xb), np.diff(xb))))
+    # The sum is symmetric: walk the intervals of the sparser series and look the denser one up (shifting B back
+    # by theta is shifting A forward by theta), so each lag costs O(min(n, m) log max(n, m)).
+    if tb.size <= ta.size:
+        cov = np.array([_hy_sum(tb - lag, xb, ta, xa) for lag in lags.tolist()], dtype=np.float64)
+    else:
+        cov = np.array([_hy_sum(ta + lag, xa, tb, xb) for lag in lags.tolist()], dtype=np.float64)
+    corr = cov / norm if norm > 0 else np.full(lags.shape, np.nan)
+    return cov, corr
+
+
+def _hy_sum(t_outer: IntArray, x_outer: FloatArray, t_inner: IntArray, x_inner: FloatArray) -> float:
+    """Sum over the outer series' intervals ``(s, e]`` of its return times the inner series' return over the run
+    of inner intervals overlapping it. Inner interval j = ``(t_inner[j-1], t_inner[j]]``, j = 1..m-1, overlaps
+    ``(s, e]`` iff ``t_inner[j] > s`` and ``t_inner[j-1] < e``."""
+    m = t_inner.size
+    j_lo = np.searchsorted(t_inner, t_outer[:-1], side="right")
+    j_hi = np.searchsorted(t_inner, t_outer[1:], side="left")
+    np.maximum(j_lo, 1, out=j_lo)
+    np.minimum(j_hi, m - 1, out=j_hi)
+    d_inner = x_inner[j_hi] - x_inner[j_lo - 1]
+    d_inner[j_hi < j_lo] = 0.0
+    return float(np.dot(np.diff(x_outer), d_inner))
+
+
+def peak_lag(lags_ns: npt.ArrayLike, values: npt.ArrayLike) -> float:
+    """The lag (ns, float) where ``values`` peaks, refined between grid points by the parabola through the maximum
+    and its two neighbours (the grid point itself at an edge). ValueError if every value is NaN."""
+    lags = np.asarray(lags_ns, dtype=np.float64)
+    vals = np.asarray(values, dtype=np.float64)
+    if lags.shape != vals.shape or lags.size == 0:
+        raise ValueError("lags and values must be non-empty and the same length")
+    if bool(np.all(np.isnan(vals))):
+        raise ValueError("no finite value to find a peak in")
+    i = int(np.nanargmax(vals))
+    if 0 < i < vals.size - 1 and np.isfinite(vals[i - 1]) and np.isfinite(vals[i + 1]):
+        y0, y1, y2 = vals[i - 1], vals[i], vals[i + 1]
+        curvature = y0 - 2.0 * y1 + y2
+        if curvature < 0:
+            offset = 0.5 * (y0 - y2) / curvature  # in grid steps, within (-0.5, 0.5) at a true maximum
+            step = 0.5 * (lags[i + 1] - lags[i - 1])
+            return float(lags[i] + offset * step)
+    return float(lags[i])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its standard error (NaN when none could be computed) and the sample size behind it."""
+
+    value: float
+    se: float
+    n: int
+
+
+@dataclass(frozen=True)
+class RollNoise:
+    """Roll (1984): with noise ``e`` that reverts, tick returns ``r_i = m_i + e_i - e_{i-1}`` have first-order
+    autocovariance ``-var(e)``. ``share`` is the part of the tick-return variance the noise makes, ``2 var(e) /
+    var(r)`` = ``-2 rho_1`` (0 when rho_1 >= 0), with its standard error from Bartlett's formula for an MA(1)."""
+
+    share: Estimate
+    noise_sd: float  # sqrt(var(e)) in the returns' units
+    rho1: float
+
+
+def roll_noise(returns: npt.ArrayLike) -> RollNoise:
+    r = np.asarray(returns, dtype=np.float64)
+    if r.size < 3:
+        raise ValueError(f"noise estimate needs at least 3 returns, got {r.size}")
+    r = r - r.mean()
+    gamma0 = float(np.dot(r, r)) / r.size
+    gamma1 = float(np.dot(r[1:], r[:-1])) / r.size
+    if gamma0 <= 0:
+        return RollNoise(Estimate(0.0, float("nan"), r.size), 0.0, 0.0)
+    rho1 = gamma1 / gamma0
+    share = min(1.0, max(0.0, -2.0 * rho1))
+    se = 2.0 * float(np.sqrt(max(0.0, 1.0 - 3.0 * rho1**2 + 4.0 * rho1**4) / r.size))
+    return RollNoise(Estimate(share, se, r.size), float(np.sqrt(max(0.0, -gamma1))), rho1)
+
+
+def bipower_vol(t: npt.ArrayLike, x: npt.ArrayLike, step_ns: int, exclude: npt.ArrayLike = ()) -> Estimate:
+    """Annualised diffusion volatility of log price ``x`` from bipower variation on a regular ``step_ns`` grid
+    (previous-tick): ``(pi / 2) * sum |r_i| |r_{i-1}|`` is robust to jumps, and a coarse grid keeps tick noise out.
+    Grid returns whose interval contains a time in ``exclude`` (known jumps) are dropped too, pairs and all. The
+    standard error uses bipower's asymptotic relative variance ``(pi^2 / 4 + pi - 5) / n`` for the variance."""
+    times, values = _series(t, x, "price")
+    grid = np.arange(times[0], times[-1] + 1, step_ns, dtype=np.int64)
+    if grid.size < 4:
+        raise ValueError(f"volatility needs at least 3 grid steps of {step_ns} ns, the series spans "
+                         f"{times[-1] - times[0]} ns")
+    r = np.abs(np.diff(previous_tick(times, values, grid)))
+    keep = np.ones(r.size, dtype=bool)
+    ex = np.asarray(exclude, dtype=np.int64)
+    if ex.size:
+        k = np.searchsorted(grid, ex, side="left") - 1  # grid interval (g_k, g_{k+1}] holding each excluded time
+        keep[k[(k >= 0) & (k < r.size)]] = False
+    pair = keep[1:] & keep[:-1]
+    n = int(pair.sum())
+    if n < 2:
+        raise ValueError("volatility: no usable grid returns left after excluding jumps")
+    bv_per_step = (np.pi / 2.0) * float(np.sum((r[1:] * r[:-1])[pair])) / n
+    var_per_s = bv_per_step * NS_PER_S / step_ns
+    sigma = float(np.sqrt(var_per_s * SECONDS_PER_YEAR))
+    rel_var_se = float(np.sqrt((np.pi**2 / 4.0 + np.pi - 5.0) / n))
+    return Estimate(sigma, 0.5 * sigma * rel_var_se, n)  # d sigma / sigma = d var / (2 var)
+
+
+def robust_sd(values: npt.ArrayLike) -> float:
+    """Standard deviation from the median absolute deviation (consistent for a normal law; ignores outliers)."""
+    v = np.asarray(values, dtype=np.float64)
+    return float(1.4826 * np.median(np.abs(v - np.median(v)))) if v.size else float("nan")
+
+
+@dataclass(frozen=True)
+class Jumps:
+    """Large tick moves of a price: where (index of the tick after the move), when, and signed size (log)."""
+
+    index: IntArray
+    t: IntArray
+    size: FloatArray
+
+
+def detect_jumps(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, hold_ticks: int = 5,
+                 hold_share: float = 0.5, dead_ns: int = 0) -> Jumps:
+    """Ticks whose log move ``x[i] - x[i-1]`` exceeds ``threshold`` in size and *persists*: the mean level over
+    the ``hold_ticks`` ticks from ``i`` differs from the mean over the ``hold_ticks`` ticks before ``i`` by at least
+    ``hold_share`` of the move, so a spike that reverts within a few ticks (both its up and its down tick) is not a
+    jump. A move within ``dead_ns`` after an accepted jump is dropped (one event, not two)."""
+    times, values = _series(t, x, "price")
+    if threshold <= 0:
+        raise ValueError(f"jump threshold must be > 0, got {threshold}")
+    r = np.diff(values)
+    cand = np.flatnonzero(np.abs(r) > threshold) + 1  # tick index after the move
+    cand = cand[(cand + hold_ticks <= values.size) & (cand >= hold_ticks)]
+    if cand.size:
+        # mean levels over the windows after and before the move, from a cumulative sum
+        csum = np.concatenate(([0.0], np.cumsum(values)))
+        after = (csum[cand + hold_ticks] - csum[cand]) / hold_ticks
+        before = (csum[cand] - csum[cand - hold_ticks]) / hold_ticks
+        moved = values[cand] - values[cand - 1]
+        cand = cand[(after - before) / moved >= hold_share]
+    kept: list[int] = []
+    last = 0
+    for i in cand.tolist():  # jumps are rare: a Python loop over them is cheap
+        if not kept or int(times[i]) - last >= dead_ns:
+            kept.append(i)
+            last = int(times[i])
+    idx = np.asarray(kept, dtype=np.int64)
+    return Jumps(idx, times[idx], values[idx] - values[idx - 1] if idx.size else np.empty(0))
+
+
+def uniform_bounds(samples: npt.ArrayLike) -> tuple[Estimate, Estimate]:
+    """Minimum-variance unbiased bounds of a uniform law from a sample: ``min - range/(n-1)`` and ``max +
+    range/(n-1)``, each with standard error ``range / (n - 1)`` (approximately: order-statistic spread)."""
+    s = np.asarray(samples, dtype=np.float64)
+    if s.size < 2:
+        raise ValueError(f"a uniform range needs at least 2 samples, got {s.size}")
+    lo, hi = float(s.min()), float(s.max())
+    pad = (hi - lo) / (s.size - 1)
+    return Estimate(lo - pad, pad, s.size), Estimate(hi + pad, pad, s.size)
+
+
+@dataclass(frozen=True)
+class MovesMatched:
+    """Per-move lags, interval-censored: for move k the lag lies in ``(lo[k], hi[k]]`` ns. ``matched`` says which
+    moves the follower answered within the search window (the others have NaN bounds)."""
+
+    lo: FloatArray
+    hi: FloatArray
+    matched: npt.NDArray[np.bool_]
+
+
+def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.ArrayLike, x_b: npt.ArrayLike,
+                share: float = 0.5, max_delay_ns: int = 2 * NS_PER_S) -> MovesMatched:
+    """For each move of A (``moves``, found by ``detect_jumps`` on A), the delay until B has moved ``share`` of it
+    in the same direction, relative to B's level when A moved.
+
+    A's move happened in ``(t_a[i-1], t_a[i]]`` (between the tick before and the tick showing it); B first shows
+    it at update ``b_k`` and did not at ``b_{k-1}``, so its lag lies in ``(t_b[k-1] - t_a[i], t_b[k] -
+    t_a[i-1]]``. Both ends come from the venues' own update times, so no grid resolution enters."""
+    ta, _ = _series(t_a, x_a, "A")
+    tb, xb = _series(t_b, x_b, "B")
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    n = moves.index.size
+    lo = np.full(n, np.nan)
+    hi = np.full(n, np.nan)
+    matched = np.zeros(n, dtype=bool)
+    for k in range(n):  # one short scan per move; moves are few (tens to thousands a day)
+        i = int(moves.index[k])
+        t_move, t_before = int(ta[i]), int(ta[i - 1])
+        base_i = int(np.searchsorted(tb, t_before, side="right")) - 1  # B's last update when A last sat still
+        if base_i < 0:
+            continue
+        end = int(np.searchsorted(tb, t_move + max_delay_ns, side="right"))
+        target = share * float(moves.size[k])
+        path = (xb[base_i + 1:end] - xb[base_i]) * np.sign(target)
+        hits = np.flatnonzero(path >= abs(target))
+        if hits.size == 0:
+            continue
+        j = base_i + 1 + int(hits[0])
+        lo[k] = float(tb[j - 1] - t_move)
+        hi[k] = float(tb[j] - t_before)
+        matched[k] = True
+    return MovesMatched(lo, hi, matched)
+
+
+def bootstrap_se(samples: npt.ArrayLike, stat: Callable[[FloatArray], float], n_boot: int = 400,
+                 seed: int = 0) -> float:
+    """Standard error of ``stat`` over resamples (with replacement) of ``samples`` (rows if 2-D)."""
+    s = np.asarray(samples, dtype=np.float64)
+    if s.shape[0] < 2:
+        return float("nan")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
+    values = np.array([stat(s[d]) for d in draws])
+    return float(np.std(values, ddof=1))
+
+
+@dataclass(frozen=True)
+class LocationScale:
+    """Median and standard deviation of a law seen through interval censoring, each with a bootstrap SE."""
+
+    median: Estimate
+    sd: Estimate
+
+
+def _censored_stats(lo_hi: FloatArray) -> tuple[float, float]:
+    mid = 0.5 * (lo_hi[:, 0] + lo_hi[:, 1])
+    width = lo_hi[:, 1] - lo_hi[:, 0]
+    # the true value sits anywhere in its interval: uniform error of variance width^2 / 12, taken out of the spread
+    var = float(np.var(mid, ddof=1)) - float(np.mean(width**2)) / 12.0
+    return float(np.median(mid)), float(np.sqrt(max(var, 0.0)))
+
+
+def censored_location_scale(lo: npt.ArrayLike, hi: npt.ArrayLike, n_boot: int = 400, seed: int = 0) -> LocationScale:
+    """Median and dispersion of values known only to lie in ``(lo, hi]``: the median of the interval midpoints, and
+    the midpoints' variance less the mean censoring variance ``width^2 / 12`` (a value uniform in its interval)."""
+    lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
+    ok = np.isfinite(lo_a) & np.isfinite(hi_a)
+    pairs = np.column_stack([lo_a[ok], hi_a[ok]])
+    n = pairs.shape[0]
+    if n < 3:
+        raise ValueError(f"lag distribution needs at least 3 matched moves, got {n}")
+    med, sd = _censored_stats(pairs)
+    med_se = bootstrap_se(pairs, lambda p: _censored_stats(p)[0], n_boot, seed)
+    sd_se = bootstrap_se(pairs, lambda p: _censored_stats(p)[1], n_boot, seed + 1)
+    return LocationScale(Estimate(med, med_se, n), Estimate(sd, sd_se, n))
+
+
+@dataclass(frozen=True)
+class Cadence:
+    """The follower's update clock: median gap between distinct update times, and the spread of single gaps."""
+
+    median_gap_ns: Estimate
+    jitter_ns: float  # half-width of a uniform law with the single gaps' standard deviation (sqrt(3) * sd)
+
+
+def block_cadence(t: npt.ArrayLike) -> Cadence:
+    """Median gap between distinct update times (a venue stamping every coin of a block with one time sends
+    repeats). Gaps longer than 1.5 medians are skipped blocks (nothing changed) and are left out of the jitter."""
+    times = np.unique(_sorted_times(t, "update times"))
+    if times.size < 3:
+        raise ValueError(f"block cadence needs at least 3 distinct update times, got {times.size}")
+    gaps = np.diff(times).astype(np.float64)
+    med = float(np.median(gaps))
+    single = gaps[gaps <= 1.5 * med]
+    # SE of a median: 1.2533 * sd / sqrt(n) for a normal law; the single gaps' sd is the honest spread here
+    sd = float(np.std(single, ddof=1)) if single.size > 1 else 0.0
+    return Cadence(Estimate(med, 1.2533 * sd / np.sqrt(single.size), int(gaps.size)), float(np.sqrt(3.0) * sd))
+
+
+def catch_up(moves: Jumps, t_b: npt.ArrayLike, x_b: npt.ArrayLike, window_ns: int) -> Estimate:
+    """Slope (through the origin) of B's move over ``(t_move, t_move + window]`` on A's move, across ``moves``:
+    1 when B catches up fully within the window, less when it follows part of the way. B's move is measured from
+    its level at A's move time, so a window shorter than B's lag sees nothing."""
+    tb, xb = _series(t_b, x_b, "B")
+    if moves.index.size < 2:
+        raise ValueError(f"catch-up needs at least 2 moves, got {moves.index.size}")
+    t_move = moves.t
+    x_move = moves.size
+    b0 = previous_tick(tb, xb, t_move)
+    b1 = previous_tick(tb, xb, t_move + window_ns)
+    ok = np.isfinite(b0) & np.isfinite(b1) & (t_move + window_ns <= tb[-1])
+    x, y = x_move[ok], (b1 - b0)[ok]
+    n = int(x.size)
+    if n < 2:
+        raise ValueError("catch-up: fewer than 2 moves have the follower observed over the whole window")
+    sxx = float(np.dot(x, x))
+    beta = float(np.dot(x, y)) / sxx
+    resid = y - beta * x
+    se = float(np.sqrt(float(np.dot(resid, resid)) / (n - 1) / sxx))
+    return Estimate(beta, se, n)
