@@ -1,0 +1,227 @@
+"""The replay loop: book events -> the fleet's own decision code (caerus.strategy's Desk / LatencyArb) -> orders,
+fills and EXEC records back, deterministically.
+
+What the live strategy process does (caerus.strategy.app), replayed in simulated time:
+
+* Books reach the strategy at ``t_seen`` (caerus.research.backtest.latency: feed latency) and are fed, in t_seen
+  order, one BOOK record tuple at a time to ``Desk.arbs[symbol].on_book(record, t_seen)`` -- the same objects,
+  unmodified. A decision takes a producer sequence and order id as the live loop does (a slot still in flight
+  holds the order back: ``order_table_full``), and ``fired`` is told at ``t_decision``.
+* The order's path (decision, queue transit, engine to send, wire) is drawn per order; the fill model judges it
+  against the target venue's book as of its match time (caerus.research.backtest.fills).
+* The EXEC record carrying the result reaches the strategy a wire time and a book hop after the venue answered;
+  until then the strategy holds further orders (``guard.in_flight``), exactly as live. Orders with no result
+  within ``order_timeout_ms`` expire to UNKNOWN on the strategy's housekeeping period, as live.
+
+The loop allocates nothing per book around the decision call: record tuples are built before it (one list), the
+only per-book work besides ``on_book`` is one comparison against the next due EXEC/housekeeping time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from caerus.instruments import InstrumentSet
+from caerus.research.backtest.events import BookEvents
+from caerus.research.backtest.fills import FillModel, FillRules
+from caerus.research.backtest.latency import LatencyDraws, LatencyModel
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.desk import Desk
+from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE
+from caerus.wire import EXEC, BookFlags, Tif, Venue
+
+ID_LOW_BITS = 48  # as caerus.strategy.app: strategy id above, the producer sequence below
+ID_LOW_MASK = (1 << ID_LOW_BITS) - 1
+_NEVER = 1 << 62
+_IOC = int(Tif.IOC)
+_HL = int(Venue.HYPERLIQUID)
+#: one row per order, these columns (JSON, consistency checks, metrics)
+ORDER_COLUMNS = ("symbol", "reason", "side", "px", "qty", "trigger_venue", "trigger_seq", "trigger_t_recv",
+                 "t_seen", "t_decision", "t_pickup", "t_sent", "t_match", "outcome", "fill_px", "fill_qty")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run depends on (with the events): the same spec and seed give the same result."""
+
+    strategy: StrategyConfig
+    instruments: InstrumentSet
+    latency: LatencyModel
+    fills: FillRules
+    seed: int = 1
+    start_ns: int | None = None  # the strategy starts here: earlier books only set the latest book per venue
+    target_venue: int = _HL
+
+
+@dataclass
+class RunOutput:
+    orders: dict[str, np.ndarray]
+    decisions: list[int]
+    guards: list[list[int]]  # per instrument, in GUARD_NAMES order
+    books: list[int]  # books fed per instrument
+    table_full: int
+    t_first: int  # first and last t_seen replayed
+    t_last: int
+    events: int
+    target: dict[str, np.ndarray] = field(default_factory=dict)  # the target venue's tradeable books: sym, t, mid
+
+
+def prepare(events: BookEvents, spec: RunSpec,
+            draws: LatencyDraws) -> tuple[BookEvents, list[tuple], list[int], np.ndarray]:
+    """(events with t_recv and t_publish filled in, records, t_seen, the row of each record in ``events``); records
+    and t_seen in t_seen order, built before the loop."""
+    have_recv = bool((events.t_recv != 0).any())
+    recv, pub, seen = draws.t_seen(events.venue, events.t_exchange, events.t_recv, events.t_publish,
+                                   have_recv=have_recv)
+    events = BookEvents(**{**events.__dict__, "t_recv": recv, "t_publish": pub})
+    order = np.argsort(seen, kind="stable")
+    if spec.start_ns is not None:
+        before = order[seen[order] < spec.start_ns]
+        after = order[seen[order] >= spec.start_ns]
+        # the newest book per (venue, instrument) before the start is what the strategy reads first (latest value)
+        key = events.venue[before].astype(np.int64) << 16 | events.symbol[before]
+        _, last = np.unique(key[::-1], return_index=True)
+        keep = np.sort(before[::-1][last])
+        seen = seen.copy()
+        seen[keep] = spec.start_ns
+        order = np.concatenate([keep, after])
+    recs_all = events.records(pub)
+    recs = [recs_all[i] for i in order.tolist()]
+    return events, recs, seen[order].tolist(), order
+
+
+def run(events: BookEvents, spec: RunSpec) -> RunOutput:
+    """Replay ``events`` through a fresh Desk under ``spec``."""
+    draws = LatencyDraws(spec.latency, spec.seed)
+    events, recs, seen, rows = prepare(events, spec, draws)
+    rules = spec.fills
+    clock = {"exchange": events.t_exchange, "publish": events.t_publish, "recv": events.t_recv}[rules.clock]
+    fills = FillModel(rules, spec.target_venue, events.symbol, events.venue, events.flags, clock, events.bid_px,
+                      events.bid_qty, events.ask_px, events.ask_qty)
+    desk = Desk(spec.strategy, spec.instruments)
+    loop = _Loop(desk, fills, draws, spec)
+    loop.run(recs, seen)
+    tgt = (events.venue == spec.target_venue) & ((events.flags & (BookFlags.VALID | BookFlags.STALE))
+                                                 == BookFlags.VALID)
+    t_order = np.argsort(clock[tgt], kind="stable")
+    sym_by_row = events.symbol[rows]
+    return RunOutput(
+        orders={c: np.asarray(v) for c, v in zip(ORDER_COLUMNS, zip(*loop.orders, strict=True), strict=True)}
+        if loop.orders else {c: np.zeros(0) for c in ORDER_COLUMNS},
+        decisions=[a.decisions for a in desk.arbs],
+        guards=[list(a.guards) for a in desk.arbs],
+        books=np.bincount(sym_by_row, minlength=len(desk.arbs)).tolist()[:len(desk.arbs)],
+        table_full=loop.table_full,
+        t_first=seen[0] if seen else 0,
+        t_last=seen[-1] if seen else 0,
+        events=len(recs),
+        target={"symbol": events.symbol[tgt][t_order], "t": clock[tgt][t_order],
+                "mid": ((events.bid_px[tgt] + events.ask_px[tgt]) * 0.5)[t_order]},
+    )
+
+
+class _Loop:
+    """The per-book loop and the per-order path; state of one run."""
+
+    def __init__(self, desk: Desk, fills: FillModel, draws: LatencyDraws, spec: RunSpec) -> None:
+        self.desk = desk
+        self.fills = fills
+        self.draws = draws
+        self.sid = spec.strategy.strategy_id
+        self.seq = 0
+        self.orders: list[tuple] = []
+        self.table_full = 0
+        self.pending: list[tuple[int, int, tuple]] = []  # (t the strategy reads it, seq, EXEC record)
+        self.hk_ns = int(spec.strategy.housekeeping_ms * 1e6)
+        self.next_hk = _NEVER
+        paper0 = spec.fills.clock == "publish"
+        self.paper0 = paper0
+        self.paper_lat = spec.fills.paper_latency_ns
+        self.target = spec.target_venue
+
+    def run(self, recs: list[tuple], seen: list[int]) -> None:
+        if not recs:
+            return
+        self.next_hk = seen[0] + self.hk_ns
+        wake = self.next_hk
+        arbs = self.desk.arbs
+        n_arbs = len(arbs)
+        fire = self._fire
+        wake_up = self._wake
+        if n_arbs == 1:
+            arb = arbs[0]
+            on = arb.on_book
+            for rec, t in zip(recs, seen, strict=True):
+                if t >= wake:
+                    wake = wake_up(t)
+                d = on(rec, t)
+                if d is not None:
+                    w = fire(arb, rec, t, d)
+                    if w < wake:
+                        wake = w
+            return
+        ons = [a.on_book for a in arbs]
+        for rec, t in zip(recs, seen, strict=True):
+            if t >= wake:
+                wake = wake_up(t)
+            sym = rec[2]
+            if sym >= n_arbs:
+                continue
+            d = ons[sym](rec, t)
+            if d is not None:
+                w = fire(arbs[sym], rec, t, d)
+                if w < wake:
+                    wake = w
+
+    def _wake(self, t: int) -> int:
+        """EXEC records due by ``t`` to the strategy, then housekeeping (order expiry); the next wake time."""
+        pending = self.pending
+        on_exec = self.desk.on_exec
+        while pending and pending[0][0] <= t:
+            on_exec(heapq.heappop(pending)[2])
+        if t >= self.next_hk:
+            for a in self.desk.arbs:
+                if a.orders is not None and a.orders.in_flight:
+                    a.orders.expire(t)
+            self.next_hk = t - (t - self.next_hk) % self.hk_ns + self.hk_ns
+        return min(pending[0][0], self.next_hk) if pending else self.next_hk
+
+    def _fire(self, arb: object, rec: tuple, t_seen: int, d: tuple) -> int:
+        """One decision: take a sequence, draw its path, match it, tell the strategy, schedule its EXEC."""
+        seq = self.seq + 1
+        orders = arb.orders  # type: ignore[attr-defined]
+        if orders is not None and not orders.free(seq):
+            self.table_full += 1
+            return _NEVER
+        self.seq = seq
+        oid = (self.sid << ID_LOW_BITS) | (seq & ID_LOW_MASK)
+        dec, qt, ps, wire, back = self.draws.order()
+        t_decision = t_seen + dec
+        t_pickup = t_decision + qt
+        t_sent = t_pickup + ps
+        t_arrival = t_sent + wire
+        if self.paper0:
+            t_match = t_pickup + wire
+        elif self.paper_lat:
+            t_match = t_sent + self.paper_lat + wire
+        else:
+            t_match = t_arrival
+        side, reason, px, qty = d[D_SIDE], d[D_REASON], d[D_PX], d[D_QTY]
+        sym = rec[2]
+        outcome, fill_px, fill_qty = self.fills.match(sym, side, px, qty, t_match)
+        arb.fired(d, t_decision, oid, seq)  # type: ignore[attr-defined]
+        self.orders.append((sym, reason, side, px, qty, rec[0], rec[6], rec[8], t_seen, t_decision, t_pickup,
+                            t_sent, t_match, outcome, fill_px, fill_qty))
+        # the EXEC record as the engine publishes it (caerus.wire.EXEC), final at once (an IOC)
+        exec_rec = (oid, self.sid, self.target, side, _IOC, reason, rec[0], 0, px, qty, rec[6], rec[8], rec[9],
+                    t_seen, t_decision, seq, 0, sym, 0, t_pickup, t_sent, outcome, 0, 0, 0, fill_px, fill_qty)
+        t_back = (t_match if t_match > t_arrival else t_arrival) + back
+        heapq.heappush(self.pending, (t_back, seq, exec_rec))
+        return t_back
+
+
+if len(EXEC.names) != 27:  # pragma: no cover - _fire builds EXEC tuples field by field
+    raise ImportError(f"caerus.wire.EXEC changed ({EXEC.names}): update caerus.research.backtest.engine._fire")
