@@ -11,7 +11,8 @@ by ``theta`` (B's price at ``t + theta`` reflects A's at ``t``).
   A's intervals of B's price change across the run of B intervals overlapping it: two ``searchsorted`` per lag,
   O((n + m) log m), never the O(n * m) double loop.
 * ``roll_noise``: microstructure noise from the negative first-order autocorrelation of tick returns (Roll 1984).
-* ``bipower_vol``: diffusion volatility robust to jumps (bipower variation, Barndorff-Nielsen & Shephard 2004).
+* ``realised_vol``: diffusion volatility from realised variance with the jumps' intervals left out and the noise's
+  share taken off.
 * ``detect_jumps`` / ``uniform_bounds``: large persistent tick moves, and the range of a uniform size law.
 * ``match_moves``: per-move lag matching, each lag interval-censored by the two venues' update times.
 * ``censored_location_scale``: median and dispersion of those lags with the censoring width taken out.
@@ -179,31 +180,36 @@ def roll_noise(returns: npt.ArrayLike) -> RollNoise:
     return RollNoise(Estimate(share, se, r.size), float(np.sqrt(max(0.0, -gamma1))), rho1)
 
 
-def bipower_vol(t: npt.ArrayLike, x: npt.ArrayLike, step_ns: int, exclude: npt.ArrayLike = ()) -> Estimate:
-    """Annualised diffusion volatility of log price ``x`` from bipower variation on a regular ``step_ns`` grid
-    (previous-tick): ``(pi / 2) * sum |r_i| |r_{i-1}|`` is robust to jumps, and a coarse grid keeps tick noise out.
-    Grid returns whose interval contains a time in ``exclude`` (known jumps) are dropped too, pairs and all. The
-    standard error uses bipower's asymptotic relative variance ``(pi^2 / 4 + pi - 5) / n`` for the variance."""
+def realised_vol(t: npt.ArrayLike, x: npt.ArrayLike, step_ns: int, exclude: npt.ArrayLike = (),
+                 noise_var: float = 0.0, truncate_sd: float = 5.0) -> Estimate:
+    """Annualised diffusion volatility of log price ``x``: mean squared return on a regular ``step_ns`` grid
+    (previous-tick) over the intervals holding no time of ``exclude`` (the detected jumps) and no return beyond
+    ``truncate_sd`` jump-robust (bipower) standard deviations (Mancini's threshold: a jump the detector merged or
+    missed), less ``2 * noise_var`` per return (each grid return carries two draws of noise that reverts; Roll's
+    estimate gives it). A coarse grid keeps that correction small. SE: ``sqrt(2 / n)`` relative on the observed
+    mean square (squared normals), carried to the square root."""
     times, values = _series(t, x, "price")
+    if step_ns <= 0:
+        raise ValueError(f"grid step must be > 0 ns, got {step_ns}")
     grid = np.arange(times[0], times[-1] + 1, step_ns, dtype=np.int64)
-    if grid.size < 4:
-        raise ValueError(f"volatility needs at least 3 grid steps of {step_ns} ns, the series spans "
-                         f"{times[-1] - times[0]} ns")
-    r = np.abs(np.diff(previous_tick(times, values, grid)))
+    r = np.diff(previous_tick(times, values, grid))
     keep = np.ones(r.size, dtype=bool)
     ex = np.asarray(exclude, dtype=np.int64)
     if ex.size:
         k = np.searchsorted(grid, ex, side="left") - 1  # grid interval (g_k, g_{k+1}] holding each excluded time
         keep[k[(k >= 0) & (k < r.size)]] = False
-    pair = keep[1:] & keep[:-1]
-    n = int(pair.sum())
-    if n < 2:
-        raise ValueError("volatility: no usable grid returns left after excluding jumps")
-    bv_per_step = (np.pi / 2.0) * float(np.sum((r[1:] * r[:-1])[pair])) / n
-    var_per_s = bv_per_step * NS_PER_S / step_ns
-    sigma = float(np.sqrt(var_per_s * SECONDS_PER_YEAR))
-    rel_var_se = float(np.sqrt((np.pi**2 / 4.0 + np.pi - 5.0) / n))
-    return Estimate(sigma, 0.5 * sigma * rel_var_se, n)  # d sigma / sigma = d var / (2 var)
+    r = r[keep]
+    if r.size > 2 and truncate_sd > 0:
+        scale = float(np.sqrt(np.pi / 2.0 * np.mean(np.abs(r[1:]) * np.abs(r[:-1]))))
+        r = r[np.abs(r) <= truncate_sd * scale]
+    if r.size < 10:
+        raise ValueError(f"volatility: {r.size} grid returns of {step_ns} ns without a jump, need at least 10")
+    mean_sq = float(np.mean(r**2))
+    per_year = NS_PER_S / step_ns * SECONDS_PER_YEAR
+    sigma = float(np.sqrt(max(mean_sq - 2.0 * noise_var, 0.0) * per_year))
+    # the spread of the observed squares (noise included) drives the error: sqrt(2 / n) * mean_sq on the variance
+    se_var = mean_sq * float(np.sqrt(2.0 / r.size)) * per_year
+    return Estimate(sigma, se_var / (2.0 * sigma) if sigma > 0 else float("nan"), int(r.size))
 
 
 def robust_sd(values: npt.ArrayLike) -> float:
@@ -250,6 +256,16 @@ def detect_jumps(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, hold_tick
     return Jumps(idx, times[idx], values[idx] - values[idx - 1] if idx.size else np.empty(0))
 
 
+def isolated(moves: Jumps, gap_ns: int) -> Jumps:
+    """The moves with no other move in the ``gap_ns`` before them: a follower answering two close moves at once
+    would make the second look early."""
+    if moves.index.size == 0:
+        return moves
+    prev_gap = np.diff(moves.t, prepend=np.iinfo(np.int64).min // 2)
+    keep = prev_gap >= gap_ns
+    return Jumps(moves.index[keep], moves.t[keep], moves.size[keep])
+
+
 def uniform_bounds(samples: npt.ArrayLike) -> tuple[Estimate, Estimate]:
     """Minimum-variance unbiased bounds of a uniform law from a sample: ``min - range/(n-1)`` and ``max +
     range/(n-1)``, each with standard error ``range / (n - 1)`` (approximately: order-statistic spread)."""
@@ -273,12 +289,12 @@ class MovesMatched:
 
 def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.ArrayLike, x_b: npt.ArrayLike,
                 share: float = 0.5, max_delay_ns: int = 2 * NS_PER_S) -> MovesMatched:
-    """For each move of A (``moves``, found by ``detect_jumps`` on A), the delay until B has moved ``share`` of it
-    in the same direction, relative to B's level when A moved.
+    """For each move of A (``moves``, found by ``detect_jumps`` on A), the delay from A's tick showing it until
+    B has moved ``share`` of it in the same direction, relative to B's level before A moved.
 
-    A's move happened in ``(t_a[i-1], t_a[i]]`` (between the tick before and the tick showing it); B first shows
-    it at update ``b_k`` and did not at ``b_{k-1}``, so its lag lies in ``(t_b[k-1] - t_a[i], t_b[k] -
-    t_a[i-1]]``. Both ends come from the venues' own update times, so no grid resolution enters."""
+    The lag is from book to book (A's update at ``t_a[i]`` to B's first update showing it), so when B first shows
+    the move at update ``b_k`` and did not at ``b_{k-1}``, the lag lies in ``(t_b[k-1] - t_a[i], t_b[k] -
+    t_a[i]]``: censored by B's update clock only, both ends the venues' own times, no grid resolution."""
     ta, _ = _series(t_a, x_a, "A")
     tb, xb = _series(t_b, x_b, "B")
     if not 0 < share <= 1:
@@ -301,7 +317,7 @@ def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.A
             continue
         j = base_i + 1 + int(hits[0])
         lo[k] = float(tb[j - 1] - t_move)
-        hi[k] = float(tb[j] - t_before)
+        hi[k] = float(tb[j] - t_move)
         matched[k] = True
     return MovesMatched(lo, hi, matched)
 
@@ -359,16 +375,17 @@ class Cadence:
 
 def block_cadence(t: npt.ArrayLike) -> Cadence:
     """Median gap between distinct update times (a venue stamping every coin of a block with one time sends
-    repeats). Gaps longer than 1.5 medians are skipped blocks (nothing changed) and are left out of the jitter."""
+    repeats), over single-block gaps: a gap longer than 1.5 times the median of all gaps spans a block that sent
+    nothing (its top did not change) and would pull the median up, so it is left out of both figures."""
     times = np.unique(_sorted_times(t, "update times"))
     if times.size < 3:
         raise ValueError(f"block cadence needs at least 3 distinct update times, got {times.size}")
     gaps = np.diff(times).astype(np.float64)
-    med = float(np.median(gaps))
-    single = gaps[gaps <= 1.5 * med]
-    # SE of a median: 1.2533 * sd / sqrt(n) for a normal law; the single gaps' sd is the honest spread here
+    single = gaps[gaps <= 1.5 * float(np.median(gaps))]
+    med = float(np.median(single))
+    # SE of a median: 1.2533 * sd / sqrt(n) for a normal law, a fair approximation for a uniform jitter
     sd = float(np.std(single, ddof=1)) if single.size > 1 else 0.0
-    return Cadence(Estimate(med, 1.2533 * sd / np.sqrt(single.size), int(gaps.size)), float(np.sqrt(3.0) * sd))
+    return Cadence(Estimate(med, 1.2533 * sd / np.sqrt(single.size), int(single.size)), float(np.sqrt(3.0) * sd))
 
 
 def catch_up(moves: Jumps, t_b: npt.ArrayLike, x_b: npt.ArrayLike, window_ns: int) -> Estimate:

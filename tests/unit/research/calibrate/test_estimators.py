@@ -98,7 +98,8 @@ def test_roll_noise_share_matches_the_noise_variance(noise_bps: float) -> None:
     assert noise.noise_sd == pytest.approx(sd_e, abs=0.1 * sd_m)
 
 
-def test_bipower_vol_recovers_sigma_despite_jumps() -> None:
+@pytest.mark.parametrize("noise_bps", [0.0, 1.0])
+def test_realised_vol_recovers_sigma_with_jumps_left_out_and_noise_taken_off(noise_bps: float) -> None:
     rng = np.random.default_rng(6)
     sigma_annual = 0.5
     per_sqrt_s = sigma_annual / np.sqrt(est.SECONDS_PER_YEAR)
@@ -106,11 +107,17 @@ def test_bipower_vol_recovers_sigma_despite_jumps() -> None:
     jump_at = rng.choice(t.size, 40, replace=False)
     for i in jump_at:
         x[i:] += rng.choice([-1, 1]) * 30e-4  # 30 bp jumps, 40 of them
-    vol = est.bipower_vol(t, x, 1000 * MS, exclude=t[jump_at])
+    x = x + rng.normal(0.0, noise_bps * 1e-4, x.size)
+    vol = est.realised_vol(t, x, 1000 * MS, exclude=t[jump_at], noise_var=(noise_bps * 1e-4) ** 2)
     assert abs(vol.value - sigma_annual) <= 3 * vol.se
     assert vol.se < 0.05 * sigma_annual
-    naive = np.sqrt(np.sum(np.diff(x[:: 100]) ** 2) / 3600.0 * est.SECONDS_PER_YEAR)
-    assert naive > 1.5 * sigma_annual  # the jumps would have inflated a plain realised variance
+    with_jumps = est.realised_vol(t, x, 1000 * MS, noise_var=(noise_bps * 1e-4) ** 2, truncate_sd=0)
+    assert with_jumps.value > 1.5 * sigma_annual  # the jumps would have inflated it
+    truncated = est.realised_vol(t, x, 1000 * MS, noise_var=(noise_bps * 1e-4) ** 2)
+    assert abs(truncated.value - sigma_annual) <= 3 * truncated.se  # the threshold alone catches 30 bp jumps
+    if noise_bps:
+        uncorrected = est.realised_vol(t, x, 1000 * MS, exclude=t[jump_at])
+        assert uncorrected.value - sigma_annual > 3 * vol.se  # and so would the noise
 
 
 def test_detect_jumps_finds_persistent_moves_not_reverting_spikes() -> None:
@@ -143,7 +150,7 @@ def test_uniform_bounds_cover_the_true_range() -> None:
 
 def _leader_follower(seed: int, lag_median_ms: float, lag_sd_ms: float, catch: float = 1.0):
     """Leader: 100 Hz Poisson ticks of a path with 20 bp jumps every ~3 s; follower: a 70 +- 15 ms block clock,
-    each block showing the leader's level as it was one drawn lag earlier (a lag per block), moved `catch` of the
+    each block showing the leader's book as it was one drawn lag earlier (a lag per block), moved `catch` of the
     way from its previous value."""
     rng = np.random.default_rng(seed)
     end = 1200 * 1000 * MS
@@ -157,7 +164,7 @@ def _leader_follower(seed: int, lag_median_ms: float, lag_sd_ms: float, catch: f
     tb = np.cumsum(rng.uniform(55.0, 85.0, int(end / (55 * MS))) * MS).astype(np.int64)
     tb = tb[(tb < end) & (tb > 1000 * MS)]
     lags = rng.normal(lag_median_ms, lag_sd_ms, tb.size) * MS
-    target = observe(t_lat, x_lat, (tb - lags).astype(np.int64))
+    target = observe(ta, xa, (tb - lags).astype(np.int64))  # the leader's book as it was one lag earlier
     xb = np.empty(tb.size)
     level = target[0]
     for k in range(tb.size):
@@ -182,7 +189,9 @@ def test_per_move_matching_sees_a_constant_lag_as_no_dispersion() -> None:
     ta, xa, tb, xb = _leader_follower(21, 150.0, 0.0)
     moves = est.detect_jumps(ta, xa, threshold=10e-4, dead_ns=500 * MS)
     m = est.match_moves(ta, xa, moves, tb, xb)
-    assert np.all(m.lo[m.matched] < 150 * MS) and np.all(m.hi[m.matched] >= 150 * MS)  # every interval holds it
+    assert m.matched.mean() > 0.98  # a move and its reverse inside one block can leave nothing to see
+    ok = m.matched
+    assert np.all(m.lo[ok] < 150 * MS) and np.all(m.hi[ok] >= 150 * MS)  # every interval holds the lag
     law = est.censored_location_scale(m.lo, m.hi)
     assert law.sd.value < 10 * MS
 
@@ -220,6 +229,12 @@ def test_block_cadence_is_the_median_gap_and_skipped_blocks_do_not_count() -> No
     cad = est.block_cadence(both)
     assert abs(cad.median_gap_ns.value - 70 * MS) < 2 * MS
     assert abs(cad.jitter_ns - 15 * MS) < 2 * MS
+
+
+def test_isolated_keeps_moves_with_nothing_just_before() -> None:
+    t = np.array([100, 150, 1000, 3000], dtype=np.int64) * MS
+    moves = est.Jumps(np.arange(4, dtype=np.int64) + 1, t, np.full(4, 1e-3))
+    assert est.isolated(moves, 500 * MS).t.tolist() == [t[0], t[2], t[3]]
 
 
 def test_bad_input_is_named() -> None:
