@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "venue-sim": ("caerus.sim.app", "venue emulator: Binance + Hyperliquid TLS WebSocket servers on loopback"),
     "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
     "report": ("caerus.report.app", "render reports for session folders"),
+    "calibrate": ("caerus.research.calibrate.app", "fit the emulator's market model from captured books -> TOML"),
+    "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),
 }
 # Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).
 EXTRA_OF_MODULE = {"matplotlib": "report"}
