@@ -186,6 +186,25 @@ def instruments_chart(names: Sequence[str], binance: Sequence[float], hyperliqui
     return _png(fig)
 
 
+def latency_sweep_chart(doc: dict[str, Any]) -> bytes:
+    """A backtest's latency sweep (caerus backtest --latency-sweep): marked PnL and fill rate against the added
+    order latency (log axis; 0 drawn at 1 us)."""
+    pts = doc.get("points") or []
+    x = [max(float(p.get("added_ns") or 0), 1e3) / 1e3 for p in pts]
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    ax.plot(x, [p.get("pnl_marked") or 0.0 for p in pts], "o-", color="C0", label="marked PnL")
+    ax.set_xscale("log")
+    ax.set_xlabel("added order latency (us)")
+    ax.set_ylabel("marked PnL (USD)", color="C0")
+    ax2 = ax.twinx()
+    ax2.plot(x, [p.get("fill_rate") or 0.0 for p in pts], "s--", color="C3", label="fill rate")
+    ax2.set_ylabel("fill rate", color="C3")
+    ax2.set_ylim(0, 1.05)
+    ax.grid(True, alpha=0.3)
+    fig.suptitle("Backtest of this session: PnL and fill rate against added latency")
+    return _png(fig)
+
+
 def cost_curve_chart(doc: dict[str, Any]) -> bytes:
     """benchmarks/symbols_scaling's result: tick-to-decision p50/p99 against N (left), the feeds' cost per message
     against N = 1 with the 1.5x goal (right); N on a log axis."""

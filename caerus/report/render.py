@@ -127,6 +127,9 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
         if curve is not None:
             caption, doc = curve
             out["cost_curve"] = (caption, charts.cost_curve_chart(doc))
+    sweep = _latency_sweep(s)
+    if sweep is not None:
+        out["latency_sweep"] = (sweep[0], charts.latency_sweep_chart(sweep[1]))
     fires = (s.summary.get("exec") or {}).get("fires_per_s") or []
     if fires:
         out["fire_rate"] = ("Fire rate: orders per second (from the exec ring)",
@@ -192,6 +195,23 @@ def _cost_curve(s: Session) -> tuple[str, dict[str, Any]] | None:
             return (f"The cost curve: benchmarks/symbols_scaling as last run here ({when}, {f}); not this session's "
                     f"own measurement", doc)
     return None
+
+
+#: where `caerus backtest --session S --latency-sweep ...` leaves its sweep (S/backtest/latency_sweep.json)
+LATENCY_SWEEP_FILE = ("backtest", "latency_sweep.json")
+
+
+def _latency_sweep(s: Session) -> tuple[str, dict[str, Any]] | None:
+    """A backtest's latency sweep of this session, when one exists (read as a file: reports never import research)."""
+    f = s.path.joinpath(*LATENCY_SWEEP_FILE)
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(doc, dict) and doc.get("kind") == "latency_sweep" and doc.get("points")):
+        return None
+    return (f"Latency sensitivity: a backtest of this session's books with its measured latency plus each added "
+            f"latency ({f}; seed {doc.get('seed')})", doc)
 
 
 def _instrument_names(s: Session) -> dict[int, str]:
