@@ -7,6 +7,7 @@ only on an EC2 host with systemd and no prefix, i.e. never on a test host or thi
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from caerus.plan import FleetPlan, format_cpu_list
 from infra import chrony, kernel, tuning
 from infra.facts import HostFacts, gather
 from infra.hosts import HostRecord, HostStore
-from infra.remote import HostKeyMismatch, RemoteHost, open_host
+from infra.remote import HostKeyMismatch, RemoteHost, open_host, remember_console_fingerprints, shell_words
 from infra.steps import ApplyResult, Command, FileSpec, Step, apply
 from infra.verify import checks_to_dicts, verify
 
@@ -49,7 +50,8 @@ def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
     if not facts.chrony:
         s.commands.append(Command(f"{pkg} chrony", "chrony is not installed", "package"))
     s.files.append(FileSpec(facts.chrony_conf, chrony.render_chrony_conf(facts), notify=("restart",)))
-    s.handlers["restart"] = Command(f"systemctl restart {facts.chrony_service}", "chrony.conf changed", "service")
+    s.handlers["restart"] = Command(f"systemctl restart {shlex.quote(facts.chrony_service)}", "chrony.conf changed",
+                                    "service")
     s.notes.append(f"time source: {chrony.time_source(facts)}"
                    + (f" ({chrony.PHC_DEVICE})" if facts.ptp0 else f" ({chrony.AMAZON_TIME_SYNC}, no /dev/ptp0)"))
     if facts.ec2 and facts.ena_nics and not facts.ptp0:
@@ -66,7 +68,7 @@ def build_steps(facts: HostFacts, plan: FleetPlan) -> list[Step]:
         s.handlers["update-grub"] = Command("update-grub", "kernel arguments changed", "bootloader")
     elif facts.bootloader == "grubby":
         if kernel.missing_args(facts.grubby_args, wanted):
-            s.commands.append(Command(f"grubby --update-kernel=ALL --args='{args}'",
+            s.commands.append(Command(f"grubby --update-kernel=ALL --args={shlex.quote(args)}",
                                       "default boot entry lacks the isolation arguments", "bootloader"))
     else:
         s.notes.append(f"no grubby or grub.d on this host: kernel arguments planned only ({args})")
@@ -111,14 +113,17 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 
 def _boot_id(host: RemoteHost) -> str:
     # through host.path: on a real host that is /proc itself; a test host fakes it under its prefix
-    return host.run(f"cat {host.path(BOOT_ID)}").stdout.strip()
+    return host.run(f"cat {shlex.quote(host.path(BOOT_ID))}").stdout.strip()
 
 
 def reboot_and_wait(host: RemoteHost, record: HostRecord, store: HostStore, say: Callable[[str], None],
-                    timeout_s: float = 900.0, first_wait_s: float = 15.0, poll_s: float = 10.0) -> RemoteHost:
-    """Reboot, then reconnect (host key still pinned) until the host reports a different boot id."""
+                    timeout_s: float = 900.0, first_wait_s: float = 15.0, poll_s: float = 10.0,
+                    host_key: str = "") -> RemoteHost:
+    """Reboot, then reconnect (host key still pinned) until the host reports a different boot id. The console's
+    host key fingerprints are kept in the record first: after the reboot cloud-init's block may be gone."""
+    remember_console_fingerprints(record, store, store.known_hosts, say)
     before = _boot_id(host)
-    command = record.extra.get("reboot_command", "systemctl reboot")
+    command = shell_words(record.extra.get("reboot_command", "systemctl reboot"), "reboot command")
     say("rebooting for the new kernel command line")
     try:
         host.run(command, sudo=True, check=False, timeout=10)
@@ -129,7 +134,7 @@ def reboot_and_wait(host: RemoteHost, record: HostRecord, store: HostStore, say:
     time.sleep(first_wait_s)
     while time.monotonic() < deadline:
         try:
-            new = open_host(record, store.known_hosts, say)
+            new = open_host(record, store.known_hosts, say, host_key=host_key)
         except HostKeyMismatch:
             raise  # a different machine answered at this address: never trust it
         except Exception as exc:  # refused / timed out while the host boots: keep polling
@@ -146,8 +151,8 @@ def reboot_and_wait(host: RemoteHost, record: HostRecord, store: HostStore, say:
 
 def configure(record: HostRecord, store: HostStore, *, mode: str = "auto", allow_reboot: bool = True,
               housekeeping: Sequence[int] | None = None, wait_policy: str | None = None,
-              chronyc: str = "", say: Callable[[str], None] = print) -> dict[str, Any]:
-    host = open_host(record, store.known_hosts, say)
+              chronyc: str = "", say: Callable[[str], None] = print, host_key: str = "") -> dict[str, Any]:
+    host = open_host(record, store.known_hosts, say, host_key=host_key)
     try:
         facts = gather(host)
         live = decide_live(mode, facts, record)
@@ -158,7 +163,7 @@ def configure(record: HostRecord, store: HostStore, *, mode: str = "auto", allow
         result: ApplyResult = apply(host, steps, live, say)
         rebooted = False
         if result.reboot_needed and live and allow_reboot:
-            host = reboot_and_wait(host, record, store, say)
+            host = reboot_and_wait(host, record, store, say, host_key=host_key)
             rebooted = True
         facts = gather(host)  # what the host looks like now (after runtime commands / the reboot)
         reboot_pending = result.reboot_needed and not rebooted

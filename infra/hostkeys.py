@@ -6,10 +6,17 @@ KEY KEYS-----`` (``ssh-ed25519 AAAA... root@ip-...``); Amazon Linux prefixes eac
 that console through ``GetConsoleOutput`` to whoever owns the instance, over the AWS API rather than the network
 path SSH takes, so a key that matches it is the instance's own, not a man in the middle's.
 
-:func:`check_first_contact` decides: the presented key is among the console's fingerprints -> verified; the
-console lists fingerprints but not this one -> refused (:class:`HostKeyNotOnConsole`, nothing pinned); no
-fingerprints to compare (the console is not readable yet, the host is not an EC2 instance, AWS is unreachable)
--> trusted on first use, and the record says so. Either way the outcome is recorded beside the host's results.
+The policy (``--host-key``) decides what happens without fingerprints to compare:
+
+- ``verified`` (the default for an instance this project provisioned): the key must be among the expected
+  fingerprints, else the connection is refused (:class:`HostKeyUnverified`, one line naming why: console
+  unreadable and the AWS error code, no fingerprints printed yet or scrolled out, not an EC2 instance).
+- ``tofu``: trusted on first use, pinned, and the record and the output say so.
+
+Either way a key the expected fingerprints do not list is refused (:class:`HostKeyNotOnConsole`). The expected
+fingerprints are read by :func:`read_console` (polling a young instance's console until cloud-init's block
+appears, up to a deadline) or come from the host record, where they were kept when first read (so a connection
+after configure's reboot, when the block has scrolled out, still verifies).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -35,8 +43,22 @@ FINGERPRINT_LINE = re.compile(r"\b\d+\s+(SHA256:[A-Za-z0-9+/]+=*)\s+.*\((\w+)\)\
 KEY_LINE = re.compile(r"\b(ssh-ed25519|ecdsa-sha2-nistp\d+|ssh-rsa|ssh-dss)\s+([A-Za-z0-9+/]+=*)")
 
 
+POLICIES = ("verified", "tofu")
+TOFU_HINT = "use --host-key tofu to trust on first use"
+
+
 class HostKeyNotOnConsole(RuntimeError):
     """The host presented a key its instance's console does not list: possibly not the instance at all."""
+
+
+class HostKeyUnverified(RuntimeError):
+    """Policy ``verified`` and no fingerprints to verify the key against (the message says why)."""
+
+
+def check_policy(policy: str) -> str:
+    if policy not in POLICIES:
+        raise ValueError(f"--host-key {policy!r} is not one of {' | '.join(POLICIES)}")
+    return policy
 
 
 def fingerprint_sha256(blob: bytes) -> str:
@@ -107,27 +129,78 @@ class HostKeyCheck:
         return asdict(self)
 
 
-def check_first_contact(host: str, key_type: str, key_blob: bytes,
-                        console: Callable[[], str | None] | None) -> HostKeyCheck:
-    """The verdict on a key seen for the first time. ``console`` returns the instance's console output (None when
-    the host is not an instance); it may raise, which counts as an unreadable console."""
+@dataclass(frozen=True)
+class ConsoleRead:
+    """What reading the console gave: fingerprints, or (none found) the one-phrase reason why not."""
+
+    keys: ConsoleKeys
+    problem: str = ""
+    polls: int = 1
+
+
+def _error_name(exc: BaseException) -> str:
+    """The AWS error code of a botocore ClientError (AccessDenied, UnauthorizedOperation...), else the type."""
+    code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code")
+    return str(code or type(exc).__name__)
+
+
+def read_console(console: Callable[[], str | None], wait_s: float = 0.0, poll_s: float = 10.0,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> ConsoleRead:
+    """Read the console until cloud-init's fingerprint block is there or ``wait_s`` has passed (0: one read).
+    An error reading it (no permission, AWS unreachable) ends at once: waiting would not fix it."""
+    deadline = clock() + wait_s
+    polls = 0
+    while True:
+        polls += 1
+        try:
+            text = console()
+        except Exception as exc:  # the check cannot be made; the reason is what the operator needs
+            return ConsoleRead(ConsoleKeys(), f"console output unreadable ({_error_name(exc)})", polls)
+        keys = parse_console(text or "")
+        if keys.count:
+            return ConsoleRead(keys, "", polls)
+        if clock() >= deadline:
+            waited = f" after waiting {wait_s:.0f} s" if wait_s > 0 else ""
+            return ConsoleRead(keys, "no host key fingerprints in the console output (not printed yet, or "
+                                     f"scrolled out after a reboot){waited}", polls)
+        sleep(min(poll_s, max(0.0, deadline - clock())))
+
+
+def keys_to_dict(keys: ConsoleKeys) -> dict[str, list[str]]:
+    return {k: sorted(v) for k, v in sorted(keys.fingerprints.items())}
+
+
+def keys_from_dict(data: object) -> ConsoleKeys:
+    """Fingerprints kept in a host record; anything malformed counts as none (never as a match)."""
+    if not isinstance(data, dict):
+        return ConsoleKeys()
+    out: dict[str, frozenset[str]] = {}
+    for kind, fps in data.items():
+        if isinstance(kind, str) and isinstance(fps, list):
+            good = frozenset(f for f in fps if isinstance(f, str) and f.startswith("SHA256:"))
+            if good:
+                out[kind] = good
+    return ConsoleKeys(out)
+
+
+def check_first_contact(host: str, key_type: str, key_blob: bytes, expected: ConsoleKeys | None,
+                        problem: str = "", policy: str = "verified",
+                        source: str = "the instance's console output") -> HostKeyCheck:
+    """The verdict on a key seen for the first time. ``expected`` are the fingerprints to compare with (from the
+    console or the host record); None or empty means there is nothing to compare, for the reason ``problem``:
+    refused under ``verified``, trusted on first use (and said so) under ``tofu``."""
+    check_policy(policy)
     fp = fingerprint_sha256(key_blob)
     kind = KEY_TYPES.get(key_type, key_type)
-    if console is None:
-        return HostKeyCheck(host, key_type, fp, "trusted-on-first-use", "not an EC2 instance: no console to check")
-    try:
-        text = console()
-    except Exception as exc:  # AWS unreachable, no permission: the check cannot be made, and the record says why
-        return HostKeyCheck(host, key_type, fp, "trusted-on-first-use",
-                            f"the console output could not be read: {type(exc).__name__}: {exc}")
-    keys = parse_console(text or "")
-    if keys.count == 0:
-        return HostKeyCheck(host, key_type, fp, "trusted-on-first-use",
-                            "no host key fingerprints in the console output (not printed yet, or no cloud-init)")
-    if fp in keys.fingerprints.get(kind, frozenset()):
-        return HostKeyCheck(host, key_type, fp, "verified", f"{kind} key matches the instance's console output",
-                            keys.count)
-    listed = ", ".join(f"{k} {' '.join(sorted(v))}" for k, v in sorted(keys.fingerprints.items()))
+    if expected is None or expected.count == 0:
+        why = problem or "no host key fingerprints to compare"
+        if policy == "verified":
+            raise HostKeyUnverified(f"host key of {host} not verified: {why} — {TOFU_HINT}")
+        return HostKeyCheck(host, key_type, fp, "trusted-on-first-use", f"--host-key tofu: {why}")
+    if fp in expected.fingerprints.get(kind, frozenset()):
+        return HostKeyCheck(host, key_type, fp, "verified", f"{kind} key matches {source}", expected.count)
+    listed = ", ".join(f"{k} {' '.join(sorted(v))}" for k, v in sorted(expected.fingerprints.items()))
     raise HostKeyNotOnConsole(
-        f"SSH host key of {host} is {key_type} {fp}, which the instance's console output does not list "
+        f"SSH host key of {host} is {key_type} {fp}, which {source} does not list "
         f"(it lists {listed}). Refusing to connect and pinning nothing: this may not be your instance.")

@@ -27,7 +27,7 @@ from infra.deploy import APP_DIR, SESSIONS_DIR
 from infra.facts import gather
 from infra.fleetplan import host_plan
 from infra.hosts import HostStore
-from infra.remote import HostKeyMismatch, RemoteHost, open_host
+from infra.remote import HostKeyMismatch, RemoteHost, open_host, shell_words
 from infra.ttl import TtlError, check_fits
 
 
@@ -68,7 +68,7 @@ def _fmt(seconds: float) -> str:
 
 def start_detached(host: RemoteHost, command: str, run_dir: str, cpus: str) -> None:
     q = shlex.quote
-    inner = f"taskset -c {cpus} {command} > {q(run_dir)}/session.log 2>&1; echo $? > {q(run_dir)}/rc"
+    inner = f"taskset -c {q(cpus)} {command} > {q(run_dir)}/session.log 2>&1; echo $? > {q(run_dir)}/rc"
     host.run(f"mkdir -p {q(run_dir)}")
     host.run(f"setsid nohup sh -c {q(inner)} > /dev/null 2>&1 < /dev/null & echo $! > {q(run_dir)}/pid")
 
@@ -105,7 +105,7 @@ def wait_finished(host: RemoteHost, run_dir: str, seconds: float, say: Callable[
 def host_snapshot(host: RemoteHost, chronyc: str) -> dict[str, Any]:
     """Tuning state at the end of the run: facts, chrony tracking (None when unparseable)."""
     facts = gather(host)
-    r = host.run(f"{chronyc} -c tracking", check=False)
+    r = host.run(f"{shell_words(chronyc, 'chronyc command')} -c tracking", check=False)
     try:
         tracking: dict | None = parse_tracking(r.stdout).to_dict()
     except TrackingParseError:
@@ -115,7 +115,7 @@ def host_snapshot(host: RemoteHost, chronyc: str) -> dict[str, Any]:
 
 def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path,
                      state_dir: str | None = None, say: Callable[[str], None] = print,
-                     poll_s: float | None = None, grace_s: float = 600.0) -> list[Path]:
+                     poll_s: float | None = None, grace_s: float = 600.0, host_key: str = "") -> list[Path]:
     """Run ``caerus session`` on host ``host`` for ``duration`` ("4h", "30m", "90s", "30") and collect it."""
     seconds = parse_duration(duration)
     if poll_s is None:  # a progress line every ~5% of the run, between 0.5 s and 10 s apart
@@ -126,7 +126,7 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         check_fits(record, seconds)
     except TtlError as exc:
         raise BenchError(str(exc)) from None
-    rh = open_host(record, store.known_hosts, say)
+    rh = open_host(record, store.known_hosts, say, host_key=host_key)
     try:
         facts = gather(rh)
         plan = host_plan(store, record.name, facts)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from importlib import resources
 from string import Template
 
@@ -46,14 +47,16 @@ def render_tune_script(facts: HostFacts) -> str:
         "echo never > /sys/kernel/mm/transparent_hugepage/enabled",
         "echo never > /sys/kernel/mm/transparent_hugepage/defrag",
     ]
+    q = shlex.quote  # interface and C-state names are the host's own words: quoted, never shell syntax
     for nic in facts.ena_nics:
-        lines.append(f"ethtool -C {nic} adaptive-rx off rx-usecs 0 tx-usecs 0 || echo 'ethtool -C {nic} refused'")
+        refused = q(f"ethtool -C {nic} refused")
+        lines.append(f"ethtool -C {q(nic)} adaptive-rx off rx-usecs 0 tx-usecs 0 || echo {refused}")
     if facts.governor:
         lines.append("for g in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do "
                      "echo performance > \"$g\" || true; done")
     deep = deep_cstates(facts)
     if deep:
-        names = "|".join(deep)
+        names = "|".join(q(n) for n in deep)
         lines.append(
             "for s in /sys/devices/system/cpu/cpu*/cpuidle/state*; do "
             f"case \"$(cat \"$s/name\")\" in {names}) echo 1 > \"$s/disable\" || true;; esac; done"

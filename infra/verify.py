@@ -11,6 +11,7 @@ from infra import tuning
 from infra.chrony import TrackingParseError, parse_tracking
 from infra.facts import HostFacts
 from infra.kernel import kernel_args, missing_args
+from infra.remote import shell_words
 from infra.steps import Step
 
 
@@ -47,7 +48,7 @@ def verify(host: Any, facts: HostFacts, plan: FleetPlan, steps: list[Step], chro
                                 "matches" if have == spec.content else ("missing" if have is None else "differs"),
                                 "rendered content"))
     tracking = None
-    r = host.run(f"{chronyc} -c tracking", check=False)
+    r = host.run(f"{shell_words(chronyc, 'chronyc command')} -c tracking", check=False)
     try:
         t = parse_tracking(r.stdout)
         tracking = t.to_dict()

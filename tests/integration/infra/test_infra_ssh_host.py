@@ -65,31 +65,76 @@ def test_infra_host_key_pinned_then_mismatch_refused(infra_test_host: InfraHost)
     assert kh.read_text().strip() != line
 
 
-def test_infra_first_contact_reads_the_instance_console_from_moto(infra_test_host: InfraHost,
-                                                                 moto_server: MotoServer) -> None:
-    """The host record names an EC2 instance (in moto's server): first contact asks GetConsoleOutput for its
-    fingerprints. moto's console has none, so the key is trusted on first use, and the record says exactly that."""
+def _moto_instance(h: InfraHost, moto_server: MotoServer) -> str:
+    """Make the test host's record name an instance in moto's EC2 (so first contact asks moto for its console)."""
     from infra.aws.clients import AwsTarget
 
-    h = infra_test_host
     ec2 = AwsTarget.resolve("ap-northeast-1", moto_server.endpoint).client("ec2")
     ami = ec2.describe_images()["Images"][0]["ImageId"]
     iid = ec2.run_instances(ImageId=ami, MinCount=1, MaxCount=1, InstanceType="c7i.2xlarge")["Instances"][0][
         "InstanceId"]
     h.record.instance_id, h.record.region, h.record.endpoint_url = iid, "ap-northeast-1", moto_server.endpoint
+    return iid
+
+
+def test_infra_verified_policy_refuses_moto_console_without_fingerprints(infra_test_host: InfraHost,
+                                                                         moto_server: MotoServer) -> None:
+    """The host record names an EC2 instance (in moto's server): first contact asks GetConsoleOutput for its
+    fingerprints. moto's console has none, so the default policy for an instance (verified) refuses before
+    connecting, in one line naming why, and pins nothing."""
+    h = infra_test_host
+    _moto_instance(h, moto_server)
     said: list[str] = []
-    connect(h.record, h.store.known_hosts, said.append).close()
+    with pytest.raises(HostKeyMismatch) as exc:
+        connect(h.record, h.store.known_hosts, said.append)
+    msg = str(exc.value)
+    assert msg.startswith(f"host key of 127.0.0.1:{h.record.port} not verified: no host key fingerprints in the "
+                          "console output") and msg.endswith("— use --host-key tofu to trust on first use")
+    assert "\n" not in msg
+    assert not h.store.known_hosts.exists() and h.store.load_json("loop", "host_key") is None
+
+
+def test_infra_verified_policy_refuses_an_unknown_instance_console(infra_test_host: InfraHost,
+                                                                   moto_server: MotoServer) -> None:
+    """moto refuses GetConsoleOutput for an instance it does not have: the console is unreadable, and the AWS
+    error code is what the refusal names."""
+    h = infra_test_host
+    h.record.instance_id, h.record.region, h.record.endpoint_url = ("i-0123456789abcdef0", "ap-northeast-1",
+                                                                    moto_server.endpoint)
+    with pytest.raises(HostKeyMismatch, match=r"not verified: console output unreadable "
+                                              r"\(InvalidInstanceID\.(NotFound|Malformed)\) — use --host-key tofu"):
+        connect(h.record, h.store.known_hosts, lambda s: None, host_key="verified")
+    assert not h.store.known_hosts.exists()
+
+
+def test_infra_tofu_policy_trusts_moto_console_without_fingerprints_and_says_so(infra_test_host: InfraHost,
+                                                                               moto_server: MotoServer) -> None:
+    h = infra_test_host
+    _moto_instance(h, moto_server)
+    said: list[str] = []
+    connect(h.record, h.store.known_hosts, said.append, host_key="tofu").close()
     check = h.store.load_json("loop", "host_key")
-    assert check["status"] == "trusted-on-first-use" and "no host key fingerprints in the console" in check["detail"]
+    assert check["status"] == "trusted-on-first-use"
+    assert check["detail"].startswith("--host-key tofu: no host key fingerprints in the console output")
     assert check["fingerprint"].startswith("SHA256:") and check["key_type"] == "ssh-ed25519"
-    assert any(check["fingerprint"] in s and "trusted-on-first-use" in s for s in said)
+    assert any(check["fingerprint"] in s and "trusted-on-first-use" in s and "--host-key tofu" in s for s in said)
+
+
+def test_infra_verified_policy_refuses_a_host_that_is_no_instance(infra_test_host: InfraHost) -> None:
+    h = infra_test_host  # no instance id: no console exists; the default for such a host is tofu
+    with pytest.raises(HostKeyMismatch, match="not verified: not an EC2 instance: no console to check — use "
+                                              "--host-key tofu"):
+        connect(h.record, h.store.known_hosts, lambda s: None, host_key="verified")
+    connect(h.record, h.store.known_hosts, lambda s: None).close()
+    assert h.store.load_json("loop", "host_key")["status"] == "trusted-on-first-use"
 
 
 def test_infra_first_contact_checks_the_real_sshd_key_against_a_console(infra_test_host: InfraHost) -> None:
     """A real handshake through the pinning policy: the sshd's key listed on the console is verified and pinned;
-    a console listing another key refuses the connection and pins nothing."""
+    a console listing another key refuses the connection and pins nothing, under either policy."""
     import paramiko
 
+    from infra.hostkeys import parse_console
     from infra.remote import PinOnFirstContact
 
     h = infra_test_host
@@ -100,9 +145,9 @@ def test_infra_first_contact_checks_the_real_sshd_key_against_a_console(infra_te
         return f"ec2: -----BEGIN SSH HOST KEY KEYS-----\r\n{key[0]} {key[1]} root@ip-10-0-0-1\r\n" \
                "ec2: -----END SSH HOST KEY KEYS-----\r\n"
 
-    def handshake(text: str, known_hosts: Path) -> PinOnFirstContact:
+    def handshake(text: str, known_hosts: Path, policy_name: str = "verified") -> PinOnFirstContact:
         client = paramiko.SSHClient()
-        policy = PinOnFirstContact(known_hosts, lambda s: None, lambda: text)
+        policy = PinOnFirstContact(known_hosts, lambda s: None, parse_console(text), policy=policy_name)
         client.set_missing_host_key_policy(policy)
         try:
             client.connect("127.0.0.1", port=h.record.port, username=h.record.user, key_filename=h.record.key_path,
@@ -111,10 +156,11 @@ def test_infra_first_contact_checks_the_real_sshd_key_against_a_console(infra_te
             client.close()
         return policy
 
-    refused = h.store.root / "kh-refused"
-    with pytest.raises(HostKeyMismatch, match="console output does not list"):
-        handshake(console(other), refused)
-    assert not refused.exists() or refused.read_text() == ""  # nothing pinned
+    for policy_name in ("verified", "tofu"):
+        refused = h.store.root / f"kh-refused-{policy_name}"
+        with pytest.raises(HostKeyMismatch, match="console output does not list"):
+            handshake(console(other), refused, policy_name)
+        assert not refused.exists() or refused.read_text() == ""  # nothing pinned
     verified = h.store.root / "kh-verified"
     policy = handshake(console(pub), verified)
     assert policy.check is not None and policy.check.status == "verified"
