@@ -20,10 +20,11 @@ from infra.aws import network as N
 from infra.aws import placement as P
 from infra.aws import tags as T
 from infra.aws.clients import DEFAULT_INSTANCE_TYPE, AwsError, AwsTarget
+from infra.aws.identity import caller_identity
 from infra.aws.pricing import format_cost, hourly_estimate
 from infra.aws.userdata import render_ttl_user_data
 from infra.hosts import HostRecord, HostStore
-from infra.remote import forget_host
+from infra.remote import FINGERPRINTS_KEY, forget_host
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ def describe_plan(req: ProvisionRequest, target: AwsTarget) -> list[str]:
         f"{', ThreadsPerCore=1' if req.one_thread_per_core else ''}, IMDSv2 required, gp3 {req.volume_gb} GB root,"
         f" shutdown behaviour terminate",
         f"time-to-live {req.ttl_hours:g} h (shutdown -h in user data + persistent systemd timer)",
-        f"tags project={T.PROJECT_VALUE} owner={_owner(req)} session={req.name} expiry=<launch + TTL>",
+        f"tags project={T.PROJECT_VALUE} owner={_owner(req)} {T.OWNER_ARN_KEY}=<your AWS identity (STS ARN)> "
+        f"{T.OWNER_ACCOUNT_KEY}=<its account> session={req.name} expiry=<launch + TTL>",
         f"cost {format_cost(hourly)}",
     ]
 
@@ -88,13 +90,14 @@ def provision(req: ProvisionRequest, store: HostStore, say: Callable[[str], None
 
     ec2, ssm = target.client("ec2"), target.client("ssm")
     n = names_for(req.name, _owner(req))
+    who = caller_identity(target.client("sts"))  # the AWS identity owns the host, beside the login name
     now = datetime.now(UTC).replace(microsecond=0)
     expiry = now + timedelta(hours=req.ttl_hours)
-    tags = T.project_tags(req.name, _owner(req), expiry.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    tags = T.project_tags(req.name, _owner(req), expiry.strftime("%Y-%m-%dT%H:%M:%SZ"), who.arn, who.account)
     hourly = req.hourly_usd if req.hourly_usd is not None else hourly_estimate(target.region, req.instance_type)
     user = req.user or A.ssh_user_for(req.ami_param)
 
-    existing = I.find_instance(ec2, req.name, _owner(req))  # a colleague's host of this name is not ours
+    existing = I.find_instance(ec2, req.name, _owner(req), who.arn)  # a colleague's host of this name is not ours
     cidr = N.validate_cidr(req.cidr) if req.cidr else N.detect_caller_cidr()
     key_path = store.key_path(req.name)
     key_name, created = K.ensure_key_pair(ec2, n["key"], key_path, tags)
@@ -141,6 +144,11 @@ def provision(req: ProvisionRequest, store: HostStore, say: Callable[[str], None
     if not address:
         raise AwsError(f"{instance_id} has no IP address")
     launched = inst.get("LaunchTime")
+    kept_fingerprints = {}  # the same instance found again: keep the host key fingerprints read from its console
+    if req.name in store.names():
+        old = store.load(req.name)
+        if old.instance_id == instance_id and FINGERPRINTS_KEY in old.extra:
+            kept_fingerprints = {FINGERPRINTS_KEY: old.extra[FINGERPRINTS_KEY]}
     record = HostRecord(
         name=req.name,
         host=address,
@@ -156,7 +164,8 @@ def provision(req: ProvisionRequest, store: HostStore, say: Callable[[str], None
         security_group_id=sg_id,
         key_name=key_name,
         endpoint_url=target.endpoint_url,
-        extra={"ami_param": req.ami_param, "one_thread_per_core": req.one_thread_per_core, "cidr": cidr},
+        extra={"ami_param": req.ami_param, "one_thread_per_core": req.one_thread_per_core, "cidr": cidr,
+               "owner_arn": who.arn, **kept_fingerprints},
     )
     path = store.save(record)
     say(f"host {req.name}: {user}@{address} ({instance_id}), expires {expiry_tag}; state {path}")

@@ -67,14 +67,14 @@ def core_count(ec2: Any, instance_type: str) -> int:
     return int(info["DefaultCores"])
 
 
-def find_instance(ec2: Any, session: str, owner: str | None = None) -> dict | None:
-    """The live project-tagged instance of ``session`` (and ``owner``) (newest if several), or None."""
+def find_instance(ec2: Any, session: str, owner: str | None = None, owner_arn: str | None = None) -> dict | None:
+    """The live project-tagged instance of ``session`` (and ``owner``, ``owner_arn``) (newest if several), or None."""
     found: list[dict] = []
     for page in ec2.get_paginator("describe_instances").paginate(
-        Filters=[*T.filters(session, owner), {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+        Filters=[*T.filters(session, owner, owner_arn), {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
     ):
         for res in page.get("Reservations", []):
-            found.extend(i for i in res.get("Instances", []) if T.is_ours(i.get("Tags"), session, owner))
+            found.extend(i for i in res.get("Instances", []) if T.is_ours(i.get("Tags"), session, owner, owner_arn))
     if not found:
         return None
     return max(found, key=lambda i: i.get("LaunchTime") or 0)

@@ -70,15 +70,16 @@ def resolve_placement(ec2: Any, name: str, tags: dict[str, str], mode: str, say:
     return group
 
 
-def delete_placement_groups(ec2: Any, session: str | None, owner: str | None = None) -> list[str]:
+def delete_placement_groups(ec2: Any, session: str | None, owner: str | None = None,
+                            owner_arn: str | None = None) -> list[str]:
     """Delete project-tagged placement groups (of one session / owner); silently nothing when the API is missing."""
     try:
-        groups = ec2.describe_placement_groups(Filters=T.filters(session, owner)).get("PlacementGroups", [])
+        groups = ec2.describe_placement_groups(Filters=T.filters(session, owner, owner_arn)).get("PlacementGroups", [])
     except API_ERRORS:
         return []
     deleted = []
     for g in groups:
-        if T.is_ours(g.get("Tags"), session, owner):
+        if T.is_ours(g.get("Tags"), session, owner, owner_arn):
             ec2.delete_placement_group(GroupName=g["GroupName"])
             deleted.append(g["GroupName"])
     return deleted

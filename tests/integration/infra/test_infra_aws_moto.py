@@ -6,6 +6,7 @@ import base64
 import stat
 from pathlib import Path
 
+import boto3
 import pytest
 from invoke import Context
 
@@ -235,3 +236,90 @@ def test_teardown_touches_only_your_hosts_in_one_region(moto_server: MotoServer,
     live = _live_instances(_ec2(moto_server))
     assert [i["InstanceId"] for i in live] == [colleague.instance_id]  # bob's host of the same name is untouched
     teardown(_ec2(moto_server), None, lambda s: None)  # clean up what this test made
+
+
+def _sts_identity(moto: MotoServer) -> dict:
+    return AwsTarget.resolve("ap-northeast-1", moto.endpoint).client("sts").get_caller_identity()
+
+
+def test_owner_tags_hold_the_aws_identity_and_teardown_is_scoped_on_it(moto_server: MotoServer, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two people with the same login name "alice" but different AWS credentials (an IAM user made in moto): each
+    host carries its creator's STS identity, and teardown (login + identity) deletes only the caller's."""
+    me = _sts_identity(moto_server)
+    iam = AwsTarget.resolve("ap-northeast-1", moto_server.endpoint).client("iam")
+    iam.create_user(UserName="other-alice")
+    key = iam.create_access_key(UserName="other-alice")["AccessKey"]
+    mine = provision(_req(owner="alice"), HostStore(tmp_path / "mine"), lambda s: None)
+    with monkeypatch.context() as m:  # the other person's process: their credentials (boto3 caches the first ones)
+        m.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+        m.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+        m.delenv("AWS_SESSION_TOKEN")
+        boto3.setup_default_session()
+        try:
+            them = _sts_identity(moto_server)
+            assert them["Arn"].endswith(":user/other-alice") and them["Arn"] != me["Arn"]
+            theirs = provision(_req(owner="alice", name="osaka"), HostStore(tmp_path / "theirs"), lambda s: None)
+        finally:
+            m.undo()
+            boto3.setup_default_session()
+    assert mine is not None and theirs is not None
+    ec2 = _ec2(moto_server)
+    tags = {i["InstanceId"]: {t["Key"]: t["Value"] for t in i["Tags"]} for i in _live_instances(ec2)}
+    assert tags[mine.instance_id]["owner"] == tags[theirs.instance_id]["owner"] == "alice"
+    assert tags[mine.instance_id]["owner-arn"] == me["Arn"] and tags[theirs.instance_id]["owner-arn"] == them["Arn"]
+    assert tags[mine.instance_id]["owner-account"] == me["Account"]
+    sg = ec2.describe_security_groups(GroupIds=[theirs.security_group_id])["SecurityGroups"][0]
+    assert {t["Key"]: t["Value"] for t in sg["Tags"]}["owner-arn"] == them["Arn"]
+    assert mine.extra["owner_arn"] == me["Arn"]
+    # every resource of login alice, in the region: only the caller's identity's go
+    invoke_tasks.teardown(Context(), all=True, owner="alice", state_dir=str(tmp_path / "mine"))
+    assert f"of owner alice ({me['Arn']})" in capsys.readouterr().out
+    assert [i["InstanceId"] for i in _live_instances(ec2)] == [theirs.instance_id]
+    assert [k["KeyName"] for k in ec2.describe_key_pairs()["KeyPairs"]] == ["caerus-alice-osaka"]
+    assert leftovers(ec2, None, "alice", them["Arn"]) != [] and leftovers(ec2, None, "alice", me["Arn"]) == []
+    teardown(ec2, None, lambda s: None)  # clean up what this test made
+
+
+def test_an_existing_key_pair_of_another_key_is_refused_naming_both(moto_server: MotoServer, tmp_path: Path) -> None:
+    from infra.aws.keys import generate_keypair, local_fingerprints
+
+    store = HostStore(tmp_path / "state")
+    first = provision(_req(), store, lambda s: None)
+    ec2 = _ec2(moto_server)
+    remote_fp = ec2.describe_key_pairs(KeyNames=[first.key_name])["KeyPairs"][0]["KeyFingerprint"]
+    assert remote_fp in local_fingerprints(Path(first.key_path)).values()  # moto's form, computed here
+    generate_keypair(Path(first.key_path))  # the local key was replaced (or someone else's key holds the name)
+    with pytest.raises(AwsError) as exc:
+        provision(_req(), store, lambda s: None)
+    msg = str(exc.value)
+    local_fp = local_fingerprints(Path(first.key_path))["sha256-der"]
+    assert f"key pair 'caerus-alice-tokyo' in EC2 has fingerprint {remote_fp!r}" in msg
+    assert f"the local key {first.key_path} has {local_fp!r}" in msg and remote_fp != local_fp
+    assert len(_live_instances(ec2)) == 1
+    teardown(ec2, None, lambda s: None)
+
+
+def test_an_imported_rsa_key_pair_is_compared_by_its_md5(moto_server: MotoServer, tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    from infra.aws.keys import ensure_key_pair, local_fingerprints
+
+    path = tmp_path / "rsa_key"
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                       serialization.NoEncryption()))
+    ec2 = _ec2(moto_server)
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    ec2.import_key_pair(KeyName="rsa-pair", PublicKeyMaterial=public)
+    remote_fp = ec2.describe_key_pairs(KeyNames=["rsa-pair"])["KeyPairs"][0]["KeyFingerprint"]
+    assert remote_fp == local_fingerprints(path)["md5-der"]  # RFC 4716 MD5 of the DER public key
+    assert ensure_key_pair(ec2, "rsa-pair", path, {}) == ("rsa-pair", False)
+    other = tmp_path / "other_key"
+    other.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()))
+    with pytest.raises(AwsError, match=f"has fingerprint '{remote_fp}', but the local key {other} has "
+                                       f"'{local_fingerprints(other)['md5-der']}'"):
+        ensure_key_pair(ec2, "rsa-pair", other, {})
