@@ -14,6 +14,7 @@ every task.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -43,6 +44,7 @@ ROOT = Path(__file__).resolve().parent
         "symbols": "local: instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL",
         "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
         "feed_connections": "local: connections per feed, the instruments split among them (default: the fewest)",
+        "host_key": "with --host, first contact: verified (default for an EC2 instance) | tofu",
     }
 )
 def bench(
@@ -66,6 +68,7 @@ def bench(
     symbols: str = "BTC",
     symbol_rate: float = 0.0,
     feed_connections: int = 0,
+    host_key: str = "",
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
@@ -80,7 +83,7 @@ def bench(
         from infra.remote_bench import BenchError, run_remote_bench
 
         try:
-            run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out))
+            run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out), host_key=host_key)
         except (BenchError, StateError, HostKeyMismatch, RemoteError, ValueError) as exc:
             print(f"bench --host {host}: {exc}", file=sys.stderr)
             sys.exit(2 if isinstance(exc, ValueError) else 1)
@@ -212,11 +215,12 @@ def regress(
 def test(c: Context, k: str = "", unit: bool = False, no_deps: bool = False) -> None:
     """Install the system packages the integration tests need (when missing), then run pytest."""
     if not (unit or no_deps):
-        c.run(f"bash {ROOT / 'scripts' / 'install-test-deps.sh'}", pty=False)
-    target = "tests/unit" if unit else "tests"
-    args = f" -k {k!r}" if k else ""
+        c.run(f"bash {shlex.quote(str(ROOT / 'scripts' / 'install-test-deps.sh'))}", pty=False)
+    # The shell runs this line: every value is shell-quoted (a Python repr is not shell quoting: `$(...)` inside
+    # single quotes of a repr that switched to double quotes would run).
+    argv = [sys.executable, "-m", "pytest", "tests/unit" if unit else "tests", *(["-k", k] if k else [])]
     with c.cd(str(ROOT)):
-        c.run(f"{sys.executable} -m pytest {target}{args}", pty=False, env={"PYTHONPATH": str(ROOT)})
+        c.run(shlex.join(argv), pty=False, env={"PYTHONPATH": str(ROOT)})
 
 
 @task

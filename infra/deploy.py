@@ -45,6 +45,7 @@ from infra.fleetplan import host_plan
 from infra.hosts import HostRecord, HostStore
 from infra.locks import FLEET_LOCK
 from infra.remote import RemoteHost, open_host
+from infra.safenames import UnsafeValue, session_name, unix_user
 from infra.steps import Command, FileSpec, Step, apply
 from infra.wheelhouse import LOCK_IN_WHEELHOUSE, Target, WheelhouseError, build_wheelhouse, lock_digest, wheel_files
 
@@ -68,7 +69,8 @@ class DeployOptions:
     lock: Path = FLEET_LOCK  # the fleet's runtime dependencies, pinned with hashes
     wheelhouse_cache: Path | None = None  # where wheelhouses are kept (default: the state folder's wheelhouse/)
     mode: str = "auto"
-    session: str = "live"
+    session: str = "live"  # CAERUS_SESSION in the units' environment file: a safe name (infra.safenames)
+    host_key: str = ""  # first-contact host key policy: verified | tofu ("" = verified for an EC2 instance)
 
 
 def build_wheel(out_dir: Path, repo: Path = REPO_ROOT) -> Path:
@@ -136,26 +138,47 @@ def process_command(process: str, caerus: str, plan: FleetPlan) -> str:
     return f"{caerus} {args} {common}"
 
 
+def _unit_line_safe(what: str, value: str) -> str:
+    """A value that goes into a unit or environment file on one line: a newline would start another directive
+    (``Environment=LD_PRELOAD=...``, a second ``ExecStart``). The named values are checked by their grammar
+    first; this catches anything rendered from elsewhere (the fleet plan in the state folder)."""
+    if any(ch in value for ch in "\n\r\0"):
+        raise DeployError(f"{what} {value!r} holds a line break or NUL: refusing to write it into a unit file")
+    return value
+
+
+def check_unit_values(session: str, user: str) -> None:
+    """Refuse, before anything is done, a session or user that cannot go into the units' files as it is."""
+    try:
+        session_name(session, "--session")
+        unix_user(user, "the host record's login user")
+    except UnsafeValue as exc:
+        raise DeployError(str(exc)) from None
+
+
 def units_step(plan: FleetPlan, user: str, session: str) -> Step:
+    check_unit_values(session, user)
     caerus = f"{APP_DIR}/venv/bin/caerus"
     step = Step("units")
-    step.files.append(FileSpec(ENV_FILE, _template("fleet.env.tmpl", session=session, metrics_dir=METRICS_DIR),
-                               notify=("reload",)))
+    env = _template("fleet.env.tmpl", session=_unit_line_safe("--session", session),
+                    metrics_dir=_unit_line_safe("metrics folder", METRICS_DIR))
+    step.files.append(FileSpec(ENV_FILE, env, notify=("reload",)))
     names = []
     for process in UNIT_PROCESSES:
         p = plan.placement(process)
         unit = f"caerus-{process}.service"
         names.append(unit)
-        text = _template(
-            "caerus-process.service.tmpl",
-            process=process,
-            user=user,
-            env_file=ENV_FILE,
-            exec_start=process_command(process, caerus, plan),
-            cpus=" ".join(str(c) for c in p.cpus),
-            placement_note=f"cpus {format_cpu_list(p.cpus)}, wait policy {p.wait_policy}, "
-                           f"{'dedicated' if p.dedicated else 'shared'}",
-        )
+        values = {
+            "process": process,
+            "user": user,
+            "env_file": ENV_FILE,
+            "exec_start": process_command(process, caerus, plan),
+            "cpus": " ".join(str(c) for c in p.cpus),
+            "placement_note": f"cpus {format_cpu_list(p.cpus)}, wait policy {p.wait_policy}, "
+                              f"{'dedicated' if p.dedicated else 'shared'}",
+        }
+        text = _template("caerus-process.service.tmpl",
+                         **{k: _unit_line_safe(f"{unit} {k}", v) for k, v in values.items()})
         step.files.append(FileSpec(f"{UNIT_DIR}/{unit}", text, notify=("reload",)))
     step.files.append(FileSpec(f"{UNIT_DIR}/caerus-fleet.target",
                                _template("caerus-fleet.target.tmpl", units=" ".join(names)), notify=("reload",)))
@@ -313,10 +336,11 @@ def lock_problems(check: dict[str, Any]) -> list[str]:
 
 def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
            say: Callable[[str], None] = print) -> dict[str, Any]:
+    check_unit_values(opts.session, record.user)  # before any build, upload or connection
     if not opts.lock.is_file():
         raise DeployError(f"no lock file {opts.lock}: run `invoke lock`")
     wheel = opts.wheel or build_wheel(store.root / "dist")
-    host = open_host(record, store.known_hosts, say)
+    host = open_host(record, store.known_hosts, say, host_key=opts.host_key)
     try:
         facts = gather(host)
         live = decide_live(opts.mode, facts, record)

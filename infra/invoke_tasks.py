@@ -70,11 +70,14 @@ def provision(c: Context, name: str = "tokyo", region: str = "", instance_type: 
         "housekeeping": "CPUs kept for the OS, e.g. 0,4 (default: CPU 0 and its SMT siblings)",
         "wait_policy": "force a wait policy into the plan: spin | hybrid | sleep",
         "chronyc": "chronyc command used for verification (default: chronyc)",
+        "host_key": "first contact: verified (key must match the instance's console fingerprints; default for an "
+                    "EC2 instance) | tofu (trust on first use when there is nothing to compare)",
         "state_dir": "local state folder (default ./.state)",
     }
 )
 def configure(c: Context, host: str = "tokyo", mode: str = "auto", no_reboot: bool = False,
-              housekeeping: str = "", wait_policy: str = "", chronyc: str = "", state_dir: str = "") -> None:
+              housekeeping: str = "", wait_policy: str = "", chronyc: str = "", host_key: str = "",
+              state_dir: str = "") -> None:
     """Tune the host for the fleet plan: chrony, kernel isolation args, irqbalance ban, THP/ENA/governor."""
     from infra.configure import ConfigureError
     from infra.configure import configure as run
@@ -85,8 +88,9 @@ def configure(c: Context, host: str = "tokyo", mode: str = "auto", no_reboot: bo
     store = HostStore(state_dir or None)
     try:
         run(store.load(host), store, mode=mode, allow_reboot=not no_reboot,
-            housekeeping=parse_cpu_list(housekeeping) or None, wait_policy=wait_policy or None, chronyc=chronyc)
-    except (ConfigureError, StateError, PlanError, HostKeyMismatch, RemoteError) as exc:
+            housekeeping=parse_cpu_list(housekeeping) or None, wait_policy=wait_policy or None, chronyc=chronyc,
+            host_key=host_key)
+    except (ConfigureError, StateError, PlanError, HostKeyMismatch, RemoteError, ValueError) as exc:
         _fail(exc)
 
 
@@ -95,10 +99,13 @@ def configure(c: Context, host: str = "tokyo", mode: str = "auto", no_reboot: bo
         "host": "host name from provision",
         "hours": "hours added to the host's time-to-live (beyond its current expiry)",
         "mode": "auto (live only on EC2 with systemd) | live | plan (render files, plan commands)",
+        "host_key": "first contact: verified (key must match the instance's console fingerprints; default for an "
+                    "EC2 instance) | tofu (trust on first use when there is nothing to compare)",
         "state_dir": "local state folder (default ./.state)",
     }
 )
-def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "auto", state_dir: str = "") -> None:
+def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "auto", host_key: str = "",
+           state_dir: str = "") -> None:
     """Give a host more time-to-live: re-arm its power-off timer, update its expiry tag and the local record."""
     from infra.aws.clients import AwsError, AwsTarget
     from infra.configure import ConfigureError, decide_live
@@ -110,7 +117,7 @@ def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "aut
     store = HostStore(state_dir or None)
     try:
         record = store.load(host)
-        rh = open_host(record, store.known_hosts, print)
+        rh = open_host(record, store.known_hosts, print, host_key=host_key)
         try:
             live = decide_live(mode, gather(rh), record)
 
@@ -137,28 +144,36 @@ def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "aut
         "wheel": "install this wheel instead of building one from the checkout",
         "lock": "the hashed lock of the fleet's dependencies (default locks/fleet.txt)",
         "mode": "auto | live | plan (units rendered, daemon-reload planned)",
-        "session": "session id written to /etc/caerus/fleet.env for the units",
+        "session": "session id written to /etc/caerus/fleet.env for the units (letters, digits, '.', '_', '-')",
+        "host_key": "first contact: verified (key must match the instance's console fingerprints; default for an "
+                    "EC2 instance) | tofu (trust on first use when there is nothing to compare)",
         "state_dir": "local state folder (default ./.state)",
     }
 )
 def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
-           mode: str = "auto", session: str = "live", state_dir: str = "") -> None:
+           mode: str = "auto", session: str = "live", host_key: str = "", state_dir: str = "") -> None:
     """Build + upload the wheel and the lock's wheelhouse, install both into the host venv with no index and every
     hash checked, verify the venv against the lock, install pinned systemd units for every fleet process."""
     from infra.deploy import DeployError, DeployOptions
     from infra.deploy import deploy as run
     from infra.hosts import HostStore, StateError
     from infra.remote import HostKeyMismatch, RemoteError
+    from infra.safenames import UnsafeValue, session_name
 
+    try:  # before anything is built, read or sent: the session goes into every unit's environment file
+        session_name(session, "--session")
+    except UnsafeValue as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
     store = HostStore(state_dir or None)
     if lock and not Path(lock).is_file():
         print(f"error: --lock {lock}: no such file", file=sys.stderr)
         sys.exit(2)
-    opts = DeployOptions(wheel=Path(wheel) if wheel else None, mode=mode, session=session,
+    opts = DeployOptions(wheel=Path(wheel) if wheel else None, mode=mode, session=session, host_key=host_key,
                          **({"lock": Path(lock)} if lock else {}))
     try:
         run(store.load(host), store, opts)
-    except (DeployError, StateError, HostKeyMismatch, RemoteError) as exc:
+    except (DeployError, StateError, HostKeyMismatch, RemoteError, ValueError) as exc:
         _fail(exc)
 
 
@@ -168,20 +183,22 @@ def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
         "host": "host name from provision",
         "session": "session folder name(s) on the host (default: all)",
         "out": "local sessions folder (default ./sessions)",
+        "host_key": "first contact: verified (key must match the instance's console fingerprints; default for an "
+                    "EC2 instance) | tofu (trust on first use when there is nothing to compare)",
         "state_dir": "local state folder (default ./.state)",
     },
 )
 def collect(c: Context, host: str = "tokyo", session: list[str] | None = None, out: str = "sessions",
-            state_dir: str = "") -> None:
+            host_key: str = "", state_dir: str = "") -> None:
     """Pull session folders from the host into the local sessions folder (skips files already there)."""
     from infra.collect import collect as run
     from infra.hosts import HostStore, StateError
-    from infra.remote import HostKeyMismatch
+    from infra.remote import HostKeyMismatch, RemoteError
 
     store = HostStore(state_dir or None)
     try:
-        run(store.load(host), store, Path(out), session or None)
-    except (StateError, HostKeyMismatch, FileNotFoundError) as exc:
+        run(store.load(host), store, Path(out), session or None, host_key=host_key)
+    except (StateError, HostKeyMismatch, RemoteError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
 
 
@@ -193,15 +210,18 @@ def collect(c: Context, host: str = "tokyo", session: list[str] | None = None, o
         "endpoint_url": "AWS endpoint override (tests: moto); also $CAERUS_AWS_ENDPOINT",
         "state_dir": "local state folder (default ./.state)",
         "owner": "owner tag whose resources are deleted (default: your login name, as provision tags them)",
+        "owner_arn": "owner-arn tag whose resources are deleted (default: your AWS identity, sts get-caller-identity)",
     }
 )
 def teardown(c: Context, name: str = "tokyo", all: bool = False, region: str = "", endpoint_url: str = "",
-             state_dir: str = "", owner: str = "") -> None:
-    """Terminate the instance and delete what provision made (tagged project=caerus and owner=you, in one region);
-    verify nothing is left; forget locally only the hosts of that region that are verified gone."""
+             state_dir: str = "", owner: str = "", owner_arn: str = "") -> None:
+    """Terminate the instance and delete what provision made (tagged project=caerus, owner=your login and
+    owner-arn=your AWS identity, in one region); verify nothing is left; forget locally only the hosts of that
+    region that are verified gone."""
     import getpass
 
     from infra.aws.clients import API_ERRORS, AwsError, AwsTarget
+    from infra.aws.identity import caller_identity
     from infra.aws.teardown import teardown as run
     from infra.hosts import HostStore
     from infra.remote import forget_host
@@ -212,7 +232,8 @@ def teardown(c: Context, name: str = "tokyo", all: bool = False, region: str = "
                                endpoint_url or (record.endpoint_url if record else ""))
     who = owner or getpass.getuser()  # the owner tag provision wrote (its default is the same login name)
     try:
-        run(target.client("ec2"), None if all else name, owner=who)
+        arn = owner_arn or caller_identity(target.client("sts")).arn  # and the AWS identity it tagged
+        run(target.client("ec2"), None if all else name, owner=who, owner_arn=arn)
     except (AwsError, *API_ERRORS) as exc:
         _fail(exc)
     # Verified gone: this owner's project resources of these names in this region. Records of other regions (or a

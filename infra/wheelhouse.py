@@ -4,6 +4,10 @@ checked, so the host installs with ``pip install --no-index --require-hashes`` a
 A target is what decides which wheel of a pinned version a host can install: the CPython version of its
 interpreter, its machine (``uname -m``) and its glibc (the newest ``manylinux_2_N`` tag it accepts). The wheelhouse
 is cached in the state folder per target and lock digest, so a second deploy downloads nothing.
+
+The target's parts are the host's own report (``uname -m``, the glibc version), and they name the cache folder
+here: each must match its strict grammar (:mod:`infra.safenames`) or the target is refused, and the folder built
+from them must resolve inside the cache, so a hostile host cannot make this machine create folders elsewhere.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.facts import HostFacts
+from infra.safenames import GLIBC, MACHINE, PYTHON, UnsafeValue, check, inside
 
 LOCK_IN_WHEELHOUSE = "fleet.txt"
 COMPLETE = ".complete"  # written last: what the folder was built for (a half-built folder has none)
@@ -34,6 +39,15 @@ class Target:
     python: str  # "3.11"
     machine: str  # "x86_64"
     glibc: str  # "2.34"
+
+    def __post_init__(self) -> None:
+        try:
+            check("the host's Python version", self.python, PYTHON, "3.N")
+            check("the host's machine (uname -m)", self.machine, MACHINE,
+                  "lower-case letters, digits or '_', at most 32 (x86_64, aarch64)")
+            check("the host's glibc version", self.glibc, GLIBC, "MAJOR.MINOR digits (2.34)")
+        except UnsafeValue as exc:
+            raise WheelhouseError(str(exc)) from None
 
     @classmethod
     def of(cls, facts: HostFacts) -> Target:
@@ -85,7 +99,10 @@ def download_command(lock: Path, target: Target, dest: Path) -> list[str]:
 def build_wheelhouse(lock: Path, target: Target, cache_root: Path, timeout_s: float = 1800) -> Path:
     """The wheelhouse folder for ``target`` (cached under ``cache_root``): the lock's wheels plus the lock itself."""
     digest = lock_digest(lock)
-    dest = cache_root / f"{target.key}-{digest[:16]}"
+    try:  # the grammar already keeps the key a plain name; the resolved path is checked all the same
+        dest = inside(cache_root, cache_root / f"{target.key}-{digest[:16]}", "wheelhouse folder")
+    except UnsafeValue as exc:
+        raise WheelhouseError(str(exc)) from None
     stamp = {"lock_sha256": digest, "target": target.key}
     complete = dest / COMPLETE
     if complete.is_file() and json.loads(complete.read_text()) == stamp:
