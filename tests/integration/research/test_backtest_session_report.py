@@ -1,4 +1,7 @@
-"""The session report draws a backtest's latency sweep when the session folder has one (and only then)."""
+"""The session report draws a backtest's latency sweep when the session folder has one (and only then).
+
+Runs in integration: the synthetic session probes the machine (chronyc) as a real one does.
+"""
 
 from __future__ import annotations
 
