@@ -253,13 +253,36 @@ def lock(c: Context, upgrade: bool = False) -> None:
     print("lock: locks/dev.txt and locks/fleet.txt compiled; commit both")
 
 
+@task(iterable=["param"], help={
+    "param": "NAME=V1,V2,... a strategy setting and its values (repeatable): every combination is backtested",
+    "session": "source: a session folder (its capture store)", "offline": "source: the market model, SECONDS",
+    "train": "A..B: the range parameters are chosen on", "test": "A..B: the out-of-sample range",
+    "latency": "constant order latency (e.g. 1ms)", "latency_from": "a session whose measured latency to draw",
+    "workers": "worker processes (default: CPUs - 1)", "out": "sweep folder (resumable)",
+})
+def sweep(c: Context, param: list[str] | None = None, session: str = "", offline: float = 0.0, train: str = "",
+          test: str = "", latency: str = "0", latency_from: str = "", workers: int = 0, seed: int = 1,
+          out: str = "sweeps/latest") -> None:
+    """Backtest a parameter grid in parallel (caerus.research.backtest.sweep): train/test heatmaps, resumable."""
+    from caerus.research.backtest.sweep import main as sweep_main
+
+    argv = [a for p in (param or []) for a in ("--param", p)] + ["--train", train, "--test", test, "--seed", str(seed),
+                                                                 "--out", out]
+    argv += ["--session", session] if session else ["--offline", str(offline)]
+    argv += ["--latency-from", latency_from] if latency_from else ["--latency", latency]
+    argv += ["--workers", str(workers)] if workers else []
+    rc = sweep_main(argv)
+    if rc:
+        sys.exit(rc)
+
+
 def _infra_collection() -> Collection:
     from infra import invoke_tasks
 
     return Collection.from_module(invoke_tasks)
 
 
-ns = Collection(bench, report, regress, test, lint, lock)
+ns = Collection(bench, report, regress, test, lint, lock, sweep)
 try:
     # provision / configure / deploy / collect / teardown / status
     for _t in _infra_collection().tasks.values():
