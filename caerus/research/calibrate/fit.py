@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from caerus.research.calibrate import estimators as est
+from caerus.wire import BookFlags
 
 MS = 1_000_000
 LEADER, FOLLOWER = "binance", "hyperliquid"
@@ -105,9 +106,15 @@ def _pick_symbol(books: pd.DataFrame, symbol: str | None) -> tuple[str, pd.DataF
 
 
 def venue_series(books: pd.DataFrame, venue: str, clock: str) -> Series:
-    """Log mid of ``venue``'s rows on ``clock``: rows without a two-sided positive book are dropped, rows with the
-    same time keep the last (a venue's several updates in one millisecond or block end at the last state)."""
+    """Log mid of ``venue``'s rows on ``clock``: rows the feed did not mark VALID (or marked REJECTED or STALE,
+    when a ``flags`` column is there) and rows without a two-sided positive book are dropped; rows with the same
+    time keep the last (several updates in one millisecond or block end at the last state, and a book repeated
+    by a second connection of the pool or a rotation collapses into one)."""
     rows = books[books["venue"].astype(str) == venue]
+    if "flags" in rows.columns:
+        flags = rows["flags"].to_numpy(dtype=np.int64)
+        bad = int(BookFlags.REJECTED | BookFlags.STALE)
+        rows = rows[((flags & int(BookFlags.VALID)) != 0) & ((flags & bad) == 0)]
     bid = rows["bid_px"].to_numpy(dtype=np.float64)
     ask = rows["ask_px"].to_numpy(dtype=np.float64)
     t = rows[clock].to_numpy(dtype=np.int64)
@@ -115,7 +122,7 @@ def venue_series(books: pd.DataFrame, venue: str, clock: str) -> Series:
     t, mid = t[ok], 0.5 * (bid[ok] + ask[ok])
     order = np.argsort(t, kind="stable")
     t, mid = t[order], mid[order]
-    last = np.append(t[1:] != t[:-1], True)  # keep the last row of each time
+    last = np.append(t[1:] != t[:-1], True)[: t.size]  # keep the last row of each time
     return Series(t[last], np.log(mid[last]))
 
 
