@@ -127,12 +127,16 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as e:
         print(f"caerus capture: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    from caerus.ipc.segment import SegmentError
+
     from .reader import UnsupportedSegment, layout_of
 
-    try:  # a segment that already exists with the wrong kind/layout is a config error, caught before starting
+    # a segment that already exists with the wrong kind/layout, or that is not a file capture may trust (a symlink,
+    # a FIFO, another user's), is a config error, caught before starting
+    try:
         for name in args.segment:
             layout_of(name)
-    except UnsupportedSegment as e:
+    except (UnsupportedSegment, SegmentError) as e:
         print(f"caerus capture: {e}", file=sys.stderr)
         return EXIT_CONFIG
 
@@ -174,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
     rc = 0
     try:
         cap.run(args.duration)
-    except UnsupportedSegment as e:  # a segment appeared later with the wrong kind/layout
+    except (UnsupportedSegment, SegmentError) as e:  # a segment appeared later with the wrong kind/layout, or untrusted
         log.error("%s", e)
         rc = 2
     cap.memwatch.report()

@@ -9,6 +9,7 @@ the source adds up the counts of every writer generation it read.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -28,13 +29,19 @@ class UnsupportedSegment(ValueError):
 
 
 def layout_of(name: str) -> Layout | None:
-    """The layout named in segment ``name``'s header, or None when the segment does not exist (yet)."""
+    """The layout named in segment ``name``'s header, or None when the segment does not exist (yet).
+
+    Raises UnsupportedSegment for a segment capture cannot read, segment.SegmentUntrusted for a file it must not
+    (a symlink, FIFO or anything but this user's own regular file, not writable by group or others)."""
     path = segment.shm_path(name)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(segment.HEADER_SIZE)
+    try:  # never follows a symlink nor blocks on a FIFO planted at the name (SegmentUntrusted instead)
+        fd, _st = segment.open_file(name, path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        raw = os.pread(fd, segment.HEADER_SIZE, 0)
+    finally:
+        os.close(fd)
     if len(raw) < segment.HEADER_SIZE:
         return None
     hdr = segment.Header.read(raw)

@@ -13,9 +13,14 @@ A writer creates the file under a temporary name and renames it into place, so a
 complete header, and readers still attached to the previous generation keep a consistent (dead) mapping until
 they notice the new inode and re-attach (``Mapping.stale_mapping``).
 
-Trust: ``/dev/shm`` is shared by every local user and segment names are predictable, so attach maps only a regular
-file (no symlink) owned by the current user and not writable by group or others (SegmentUntrusted otherwise), and
-create makes its temporary file with ``O_EXCL`` (mode 0600): a file another user planted there is never reused.
+Trust: ``/dev/shm`` is shared by every local user and segment names are predictable. Every open of a segment file
+goes through :func:`open_file`: ``O_NOFOLLOW | O_NONBLOCK`` (a planted symlink is refused, a planted FIFO cannot
+hang the open) and an ``fstat`` of what was opened (a regular file owned by this user; for mapping, also not
+writable by group or others), SegmentUntrusted otherwise. Create makes its temporary file with ``O_EXCL`` (mode
+0600), so a file another user planted there is never reused, and removes it on any failure. ``$CAERUS_SHM_DIR``
+is created 0700 and checked before use (:func:`ensure_shm_dir`): a real directory owned by this user and not
+writable by group or others, or a root-owned sticky one like ``/dev/shm`` itself (where only a file's owner may
+rename or remove it).
 """
 
 from __future__ import annotations
@@ -80,8 +85,50 @@ class AttachTimeout(SegmentError):
     """No (valid) segment appeared within the attach timeout."""
 
 
+class ShmDirUntrusted(SegmentError):
+    """``$CAERUS_SHM_DIR`` is not a private directory of this user (nor a root-owned sticky one like /dev/shm)."""
+
+
 def shm_dir() -> Path:
     return Path(os.environ.get("CAERUS_SHM_DIR", "/dev/shm"))
+
+
+def ensure_shm_dir() -> Path:
+    """The segment folder, created 0700 when missing, refused (ShmDirUntrusted, one line naming the folder and the
+    problem) when another user could place or swap files in it."""
+    path = shm_dir()
+    try:
+        path.mkdir(mode=0o700, parents=True)
+        os.chmod(path, 0o700)  # exactly 0700 whatever the umask
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ShmDirUntrusted(f"segment folder {path} (CAERUS_SHM_DIR) cannot be created: "
+                              f"{exc.strerror or exc}") from None
+    check_shm_dir(path, os.lstat(path))
+    return path
+
+
+def check_shm_dir(path: Path, st: os.stat_result) -> None:
+    """Refuse a segment folder that is a symlink, not a directory, another user's, or group/other-writable (a
+    root-owned sticky folder such as /dev/shm is accepted: its files can only be renamed or removed by their owner,
+    and every segment file is checked on open)."""
+    uid = os.geteuid()
+    mode = stat.S_IMODE(st.st_mode)
+    problem = ""
+    if stat.S_ISLNK(st.st_mode):
+        problem = "is a symlink"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a directory"
+    elif st.st_uid == 0 and st.st_mode & stat.S_ISVTX:
+        return  # the system's shared folder (/dev/shm, /tmp): sticky, per-file checks apply
+    elif st.st_uid != uid:
+        problem = f"is owned by uid {st.st_uid}, not by this user (uid {uid})"
+    elif st.st_mode & 0o022:
+        problem = f"is writable by group or others (mode {mode:04o}; needs 0700)"
+    if problem:
+        raise ShmDirUntrusted(f"segment folder {path} (CAERUS_SHM_DIR) {problem}: refusing to use it; point "
+                              f"CAERUS_SHM_DIR at a folder of your own with mode 0700, or remove it to have it made")
 
 
 def shm_path(name: str) -> Path:
@@ -188,72 +235,114 @@ def create(name: str, layout: Layout, kind: int, capacity: int, slot_stride: int
     is alive and its heartbeat is fresh.
     """
     path = shm_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_shm_dir()
     old_generation = 0
-    if path.exists():
+    # Whatever is at the name now: never followed (symlink), never blocked on (FIFO), refused unless it is our own
+    # regular file (it is about to be replaced, so group/other write bits do not matter here).
+    try:
+        fd, _st = open_file(name, path, os.O_RDONLY, private=False)
+    except FileNotFoundError:
+        fd = -1
+    if fd >= 0:
         try:
-            with open(path, "rb") as f:
-                raw = f.read(HEADER_SIZE)
-            if len(raw) == HEADER_SIZE:
-                old = Header.read(raw)
-                if old.magic == MAGIC:
-                    old_generation = old.generation
-                    age_s = (time.time_ns() - old.heartbeat_ns) / 1e9
-                    if old.writer_pid != os.getpid() and pid_alive(old.writer_pid) and age_s < stale_after_s:
-                        raise SegmentBusy(
-                            f"segment {name!r} is owned by live writer pid {old.writer_pid} "
-                            f"(heartbeat {age_s:.1f} s ago); stop it first"
-                        )
-        except OSError:
-            pass
+            raw = os.pread(fd, HEADER_SIZE, 0)
+        finally:
+            os.close(fd)
+        if len(raw) == HEADER_SIZE:
+            old = Header.read(raw)
+            if old.magic == MAGIC:
+                old_generation = old.generation
+                age_s = (time.time_ns() - old.heartbeat_ns) / 1e9
+                if old.writer_pid != os.getpid() and pid_alive(old.writer_pid) and age_s < stale_after_s:
+                    raise SegmentBusy(
+                        f"segment {name!r} is owned by live writer pid {old.writer_pid} "
+                        f"(heartbeat {age_s:.1f} s ago); stop it first"
+                    )
     size = HEADER_SIZE + data_size
     size = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         os.unlink(tmp)  # our own leftover (same pid: a previous create interrupted); another user's fails below
-    except (FileNotFoundError, PermissionError):
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
         pass
     # O_EXCL | O_NOFOLLOW: never open a file (or a symlink) someone else put under the temporary name.
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
+    seg: Mapping | None = None
+    try:  # from here on the temporary file is ours: removed on any failure (a rename refused included)
         os.ftruncate(fd, size)
         seg = Mapping(name, tmp, fd, size)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    now = time.time_ns()
-    generation = max(now, old_generation + 1)
-    _HEADER.pack_into(
-        seg.mm, 0, MAGIC, LAYOUT_VERSION, layout.size, capacity, kind, generation, os.getpid(), now, now,
-        slot_stride, lanes,
-    )
-    _NAME.pack_into(seg.mm, OFF_NAME, layout.name.encode("ascii"))
-    if init is not None:
-        try:
+        fd = -1  # the mapping closed it
+        now = time.time_ns()
+        generation = max(now, old_generation + 1)
+        _HEADER.pack_into(
+            seg.mm, 0, MAGIC, LAYOUT_VERSION, layout.size, capacity, kind, generation, os.getpid(), now, now,
+            slot_stride, lanes,
+        )
+        _NAME.pack_into(seg.mm, OFF_NAME, layout.name.encode("ascii"))
+        if init is not None:
             init(seg)
-        except BaseException:
+        os.rename(tmp, path)
+    except BaseException:
+        if seg is not None:
             seg.close()
+        elif fd >= 0:
+            os.close(fd)
+        try:
             os.unlink(tmp)
-            raise
-    os.rename(tmp, path)
+        except FileNotFoundError:
+            pass
+        raise
     seg.path = path
     return seg
 
 
-def check_trusted(name: str, path: Path, st: os.stat_result) -> None:
-    """Refuse a segment file another user could have written: not ours, group/other-writable or not a regular
-    file. The message names the file, its owner and mode."""
+def open_file(name: str, path: Path, flags: int, *, private: bool = True) -> tuple[int, os.stat_result]:
+    """Open segment file ``path`` safely: the one way every segment file is opened (create, attach, capture).
+
+    ``O_NOFOLLOW | O_NONBLOCK``: a symlink planted at the predictable name is refused and a FIFO cannot block the
+    open (a regular file ignores ``O_NONBLOCK``). What was opened is then checked with ``fstat`` (no race with a
+    swap of the name): a regular file owned by this user and, when ``private``, not writable by group or others.
+    Returns the descriptor and its stat; raises FileNotFoundError when nothing is there, SegmentUntrusted (naming
+    the file and the problem) otherwise.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # ELOOP: a symlink; EACCES: another user's file; ENXIO: a socket
+        raise SegmentUntrusted(f"segment {name!r} at {path} cannot be opened safely: "
+                               f"{exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        check_trusted(name, path, st, private=private)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def check_trusted(name: str, path: Path, st: os.stat_result, *, private: bool = True) -> None:
+    """Refuse a segment file another user could have written: not a regular file, not ours, or (``private``)
+    group/other-writable. The message names the file, its owner and mode."""
     uid = os.geteuid()
     problem = ""
     if not stat.S_ISREG(st.st_mode):
-        problem = "is not a regular file"
+        problem = f"is not a regular file ({_file_type(st.st_mode)})"
     elif st.st_uid != uid:
         problem = f"is owned by uid {st.st_uid}, not by this user (uid {uid})"
-    elif st.st_mode & 0o022:
+    elif private and st.st_mode & 0o022:
         problem = f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
     if problem:
         raise SegmentUntrusted(f"segment {name!r} at {path} {problem}: refusing to map it (another local user may "
                                f"have planted it); remove it and restart its writer")
+
+
+def _file_type(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return f"mode {mode:o}"
 
 
 def attach(name: str, layout: Layout, kind: int, timeout: float | None = None) -> Mapping:
@@ -267,21 +356,19 @@ def attach(name: str, layout: Layout, kind: int, timeout: float | None = None) -
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.001
     logged = False
+    dir_checked = False
     while True:
+        if not dir_checked:  # once it exists (the writer may not have made it yet)
+            try:
+                check_shm_dir(path.parent, os.lstat(path.parent))
+                dir_checked = True
+            except FileNotFoundError:
+                pass
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+            fd, st = open_file(name, path, os.O_RDWR)
         except FileNotFoundError:
             fd = -1
-        except OSError as exc:  # ELOOP: a symlink; EACCES: another user's file
-            raise SegmentUntrusted(f"segment {name!r} at {path} cannot be opened safely: "
-                                   f"{exc.strerror or exc}") from None
         if fd >= 0:
-            st = os.fstat(fd)
-            try:
-                check_trusted(name, path, st)
-            except SegmentUntrusted:
-                os.close(fd)
-                raise
             size = st.st_size
             if size >= HEADER_SIZE:
                 seg = Mapping(name, path, fd, size)
