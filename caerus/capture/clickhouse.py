@@ -10,11 +10,12 @@ reached (down, refused, timed out: retry later).
 from __future__ import annotations
 
 import base64
-import stat
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
+
+from caerus.runtime.private_file import read_private_text
 
 from . import rows
 
@@ -27,8 +28,18 @@ class ClickHouseError(RuntimeError):
 
 
 def check_url(url: str) -> str:
-    """Validate an ``http[s]://HOST:PORT`` base URL; returns it without a trailing slash. ValueError otherwise."""
+    """Validate an ``http[s]://HOST:PORT`` base URL; returns it without a trailing slash. ValueError otherwise.
+
+    A URL carrying credentials is refused: a password there is on the command line (``ps`` shows it to every local
+    user) and in every message that names the URL. The message never repeats such a URL."""
     u = urllib.parse.urlsplit(url)
+    if u.password is not None:
+        raise ValueError("--clickhouse: the URL carries a password, which would be visible on the command line; "
+                         "give http://HOST:PORT with --clickhouse-user NAME and --clickhouse-password-file FILE "
+                         "(mode 0600)")
+    if u.username is not None:
+        raise ValueError(f"--clickhouse: give the user with --clickhouse-user, not in the URL (http://HOST:PORT, "
+                         f"got host {u.hostname!r})")
     if u.scheme not in ("http", "https") or not u.hostname:
         raise ValueError(f"--clickhouse {url!r}: expected http://HOST:PORT (the server's HTTP interface)")
     try:
@@ -41,12 +52,10 @@ def check_url(url: str) -> str:
 
 
 def read_password_file(path: Path) -> str:
-    """The password in ``path`` (first line); the file must not be readable by group or others."""
-    mode = path.stat().st_mode
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ValueError(f"--clickhouse-password-file {path}: mode {stat.S_IMODE(mode):04o}, must be 0600 "
-                         "(it holds a secret)")
-    lines = path.read_text().splitlines()
+    """The password in ``path`` (first line): the only way a ClickHouse password is given. The file must be this
+    user's own regular file with mode 0600 (caerus.runtime.private_file; PrivateFileError, a ValueError, naming the
+    path, the owner and mode found and what is required)."""
+    lines = read_private_text(path, "--clickhouse-password-file").splitlines()
     if not lines or not lines[0]:
         raise ValueError(f"--clickhouse-password-file {path}: empty")
     return lines[0]

@@ -10,6 +10,7 @@
 * ``gcpolicy``: collect, freeze and disable the garbage collector for the hot loop; re-enable at exit.
 * ``memwatch``: opt-in tracemalloc growth report (``CAERUS_TRACEMALLOC``) for finding what a process keeps.
 * ``process``: the run skeleton -- GC policy around an error-counted loop with housekeeping.
+* ``private_file``: reading a secret from a file (this user's own, mode 0600, checked on the descriptor read).
 
 The trading processes (strategy, execution) use all of it; capture uses args/pinning/gcpolicy; the feed can use
 ``gcpolicy.hot_gc``, ``pinning``, ``counters`` and ``memwatch`` around its event loop (see docs/strategy-execution.md).

@@ -4,6 +4,7 @@ while the server is down, no duplicates when batches are inserted again, malform
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -158,8 +159,14 @@ def test_sink_authenticates_with_a_password_file(mock_kafka: MockKafka, clickhou
     secret.chmod(0o644)
     auth = ["--clickhouse-user", ch.writer_user, "--clickhouse-password-file", str(secret)]
     s = _sink(mock_kafka, ch, tmp_path, "open", *auth)
-    assert s.wait() == 2 and "must be 0600" in s.output()
+    assert s.wait() == 2 and f"{secret} is owned by uid {os.geteuid()} with mode 0644" in s.output()
+    assert "with mode 0600" in s.output()
     secret.chmod(0o600)
+    # the password in the URL instead: refused before anything connects, and never echoed
+    url = ch.url.replace("://", f"://{ch.writer_user}:{ch.writer_password}@")
+    s = SinkProcess(["--brokers", mock_kafka.bootstrap, "--clickhouse", url], tmp_path / "url.log")
+    assert s.wait() == 2 and "--clickhouse-password-file" in s.output(), s.output()
+    assert ch.writer_password not in s.output()
     wrong = tmp_path / "wrong.password"
     wrong.write_text("not-the-password\n")
     wrong.chmod(0o600)
