@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("caerus.capture.app", "off-path capture: rings -> chDB (default) or Kafka"),
     "sink": ("caerus.capture.sink_app", "Kafka topic -> ClickHouse server over HTTP"),
     "replay": ("caerus.capture.replay_app", "captured session -> frames file for the venue emulator"),
+    "data": ("caerus.data.app", "captured books -> parquet/CSV/table: books, as-of aligned venues, sessions"),
     "venue-sim": ("caerus.sim.app", "venue emulator: Binance + Hyperliquid TLS WebSocket servers on loopback"),
     "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
     "report": ("caerus.report.app", "render reports for session folders"),
