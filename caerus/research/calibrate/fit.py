@@ -138,6 +138,9 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     missing = [c for c in REQUIRED_COLUMNS if c not in books.columns]
     if missing:
         raise CalibrationError(f"books lack column(s) {', '.join(missing)} (expected caerus.data.books' columns)")
+    if "session" in books.columns and books["session"].nunique() > 1:
+        names = sorted(str(v) for v in books["session"].unique())
+        raise CalibrationError(f"the books come from {len(names)} sessions ({', '.join(names[:5])}): choose one")
     symbol, rows = _pick_symbol(books, cfg.symbol)
     lead, follow = (venue_series(rows, v, cfg.clock) for v in (LEADER, FOLLOWER))
     for venue, s in ((LEADER, lead), (FOLLOWER, follow)):
