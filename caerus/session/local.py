@@ -45,6 +45,7 @@ from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
 from caerus.session.instruments import resolve_into
 from caerus.session.order_desk import EmulatorOrderDesk
+from caerus.session.order_desk import sweep_stale as sweep_stale_wallets
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
 
@@ -72,9 +73,10 @@ class SessionOptions:
     live: bool = False  # feeds read the real venues (no emulator); orders still go to the paper transport
     strategy_config: Path | None = None  # passed to `caerus strategy --config` (e.g. mode = "bench")
     execution_config: Path | None = None  # passed to `caerus execution --config`
-    # Emulated market activity: 10-40 bps Binance jumps per minute. Busier than the emulator's default (6) so that a
-    # 30 s session fires enough orders for tick-to-decision percentiles to mean something.
-    jumps_per_min: float = 30.0
+    # The emulated market: a preset name (caerus/sim/markets: default, fixed-lag) or a market TOML file, passed to
+    # venue-sim --market; jumps_per_min (information jumps per minute) overrides the market's own when set.
+    market: str = "default"
+    jumps_per_min: float | None = None
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
     feed_client: str | None = None  # force the feeds' WebSocket client (asyncio | busy); None = the plan's choice
     # what to trade: caerus.instruments.parse_symbols syntax (BTC,ETH,SOL); listed by both venues or the session
@@ -125,6 +127,9 @@ class SessionOptions:
         if self.feed_connections is not None and not 1 <= self.feed_connections <= len(requests or (1,)):
             problems.append(f"feed connections must be 1..{len(requests or (1,))} (one instrument per connection at "
                             f"most), got {self.feed_connections}")
+        problem = _market_problem(self.market)
+        if problem:
+            problems.append(problem)
         if self.symbol_rate_hz is not None and not self.symbol_rate_hz > 0:
             problems.append(f"symbol rate must be > 0 Hz, got {self.symbol_rate_hz}")
         if self.progress not in ("auto", "rich", "lines", "none"):
@@ -137,10 +142,26 @@ class SessionOptions:
         d["out"] = str(self.out)
         for key in ("strategy_config", "execution_config"):
             d[key] = str(Path(d[key]).resolve()) if d[key] else None
+        if Path(self.market).is_file():
+            d["market"] = str(Path(self.market).resolve())
         d["duration_s"] = float(self.duration_s)
         if self.scenario and self.scenario.startswith("replay:"):
             d["scenario"] = "replay:" + str(Path(self.scenario[7:]).resolve())
         return d
+
+
+def _market_problem(market: str) -> str | None:
+    """The emulator's own check of a market preset or file (a typo or a bad key stops the session before it starts
+    anything)."""
+    try:
+        from caerus.sim.market_config import load_market
+    except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
+        return None
+    try:
+        load_market(market)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _scenario_problem(name: str) -> str | None:
@@ -213,6 +234,9 @@ def headline_table(summary: dict[str, Any]) -> Table:
 def run_local_session(opts: SessionOptions, console: Console | None = None) -> Path:
     """Run one local session; returns its folder (which holds everything, even when a process died)."""
     opts.validate()
+    # wallets of earlier sessions whose runner is gone (SIGKILL, a crash): their keys must not outlive them
+    for stale in sweep_stale_wallets():
+        print(f"removed the stale order-desk wallet {stale} (its session's runner is gone)", file=sys.stderr)
     if console is None:
         console = Console()
         if not console.is_terminal:  # CI logs: do not wrap the headline table at 80 columns
@@ -260,22 +284,29 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, session_dir / "processes.json")
 
-    old_term = signal.getsignal(signal.SIGTERM)
-
     def on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # stop early, still stop + collect
+        raise KeyboardInterrupt  # stop early, still stop + collect (and remove the test wallet)
 
+    # SIGTERM, and SIGHUP (the terminal went away) unless the runner was started to ignore it (nohup): both stop
+    # the session the way Ctrl-C (SIGINT, KeyboardInterrupt) does, instead of killing the runner with its fleet
+    # still running and the session's wallet key left on disk.
+    old_handlers: dict[int, Any] = {}
     if _main_thread():
-        signal.signal(signal.SIGTERM, on_term)
-    desk = EmulatorOrderDesk() if opts.transport == "emulator" else None
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                old_handlers[signum] = signal.signal(signum, on_term)
+    desk: EmulatorOrderDesk | None = None
     try:
+        if opts.transport == "emulator":
+            desk = EmulatorOrderDesk()
         try:
             urls: dict[str, Any] | None = None
             started: list[launch.ProcessSpec] = []
             if not opts.live:
                 sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min,
                                                  desk.sim_env() if desk is not None else (),
-                                                 symbols=_emulated(opts), rate_hz=opts.symbol_rate_hz)
+                                                 symbols=_emulated(opts), rate_hz=opts.symbol_rate_hz,
+                                                 market=opts.market)
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
@@ -308,7 +339,10 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                    chaos, recovery)
         except KeyboardInterrupt:
             interrupted = True
-            console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
+            try:  # after SIGHUP the terminal may be gone (EIO): stopping the fleet must not depend on this line
+                console.print("[yellow]interrupted: stopping the session early and collecting what it has[/yellow]")
+            except OSError:
+                pass
         except RuntimeError as exc:
             failure = str(exc)
             console.print(f"[red]session failed: {exc}[/red]")
@@ -326,8 +360,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                 live.poll()
         write_processes()
     finally:
-        if _main_thread():
-            signal.signal(signal.SIGTERM, old_term)
+        for restored, handler in old_handlers.items():
+            signal.signal(restored, handler)
         if desk is not None:
             desk.close()  # the session's test wallet key goes with it
     end_ns = time.time_ns()
