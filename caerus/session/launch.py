@@ -1,7 +1,8 @@
 """Starting and stopping the session's processes: argv per process, one log file each, pinning, stop by PID.
 
 Every process is a real subprocess (``python -m caerus <subcommand> ...``) in its own process group, with
-stdout+stderr in ``<session>/logs/<process>.log``. Stopping is SIGTERM, then SIGKILL after a grace period, by the
+stdout+stderr in ``<session>/logs/<process>.log``, and an allow-listed environment (caerus.session.environment:
+never the runner's secrets). Stopping is SIGTERM, then SIGKILL after a grace period, by the
 PID we started -- never by name. A process that exits before we asked it to is recorded as ``died``.
 """
 
@@ -17,8 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from caerus.plan import FleetPlan, format_cpu_list
-
-ROOT = Path(__file__).resolve().parents[2]
+from caerus.session.environment import child_env
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ class ProcessSpec:
     argv: tuple[str, ...]
     cpus: tuple[int, ...]
     wait_policy: str
-    env: tuple[tuple[str, str], ...] = ()  # added to the children's environment (never a secret: argv-visible)
+    # added to the allow-listed environment (caerus.session.environment); never a secret (use a 0600 file)
+    env: tuple[tuple[str, str], ...] = ()
 
 
 def _common(name: str, seg: Segments, session_dir: Path, plan: FleetPlan) -> list[str]:
@@ -73,10 +74,13 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
                    jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = (),
-                   symbols: tuple[str, ...] = ("BTC",), rate_hz: float | None = None) -> ProcessSpec:
+                   symbols: tuple[str, ...] = ("BTC",), rate_hz: float | None = None,
+                   market: str | None = None) -> ProcessSpec:
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
             "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
             "--metrics-dir", str(session_dir)]
+    if market is not None:
+        args += ["--market", str(Path(market).resolve()) if Path(market).is_file() else market]
     if jumps_per_min is not None:
         args += ["--jumps-per-min", f"{jumps_per_min:g}"]
     if tuple(symbols) != ("BTC",):
@@ -211,14 +215,6 @@ def tail(path: Path, lines: int = 15) -> list[str]:
         return []
 
 
-def child_env() -> dict[str, str]:
-    """The children's environment: ours, with the repository importable (works without an install)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
 def start(spec: ProcessSpec, session_dir: Path) -> Running:
     log_path = session_dir / "logs" / f"{spec.name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -226,7 +222,7 @@ def start(spec: ProcessSpec, session_dir: Path) -> Running:
     log.write(f"# {' '.join(spec.argv)}\n".encode())
     log.flush()
     proc = subprocess.Popen(spec.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env={**child_env(), **dict(spec.env)}, cwd=str(session_dir), start_new_session=True)
+                            env=child_env(spec.name, spec.env), cwd=str(session_dir), start_new_session=True)
     r = Running(spec=spec, proc=proc, log_path=log_path, log=log, started_mono=time.monotonic())
     if spec.cpus:
         try:  # the process pins itself too (--cpus); this covers processes without that flag
