@@ -38,7 +38,7 @@ COUNTS = (1, 4, 16, 64)
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
 # every order is refused after pickup by the rate limit past 100/s: the decision path is what is measured
 EXECUTION_TOML = ("[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\n"
-                  "price_band_bps = 1000.0\n")
+                  "price_band_bps = 500.0\n")
 FEEDS = ("feed-binance", "feed-hyperliquid")
 
 

@@ -54,7 +54,7 @@ STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\nidle_s
 # t_pickup, so the measured interval (decision -> pickup) is the same for them; they are still EXEC records.
 EXECUTION_TOML = (
     "idle_spins = {execution_spins}\n"
-    "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n"
+    "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n"
 )
 
 

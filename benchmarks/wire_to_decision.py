@@ -38,7 +38,7 @@ SHORT = {"stack.binance": "stack", "feed_internal.binance": "feed_internal", "in
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
 # Limits at their hard ceilings (caerus.execution.config): orders past 100/s are refused after t_pickup (no send,
 # so no decision_to_wire sample for them); the decision path measured is the same.
-EXECUTION_TOML = "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n"
+EXECUTION_TOML = "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n"
 
 
 def one_session(work: Path, client: str, seconds: float, seed: int, transport: str, timeout_s: float) -> Path:

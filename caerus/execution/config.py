@@ -12,16 +12,29 @@ import msgspec
 
 from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
-__all__ = ["HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_NOTIONAL", "HARD_MAX_POSITION", "HARD_MAX_POSITION_NOTIONAL",
-           "HARD_MAX_TOTAL_NOTIONAL", "ExecutionConfig", "InstrumentLimits", "PaperConfig", "RiskConfig"]
+__all__ = ["CEILINGED", "HARD_MAX_BOOK_AGE_MS", "HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_AGE_MS",
+           "HARD_MAX_ORDER_NOTIONAL", "HARD_MAX_POSITION", "HARD_MAX_POSITION_NOTIONAL", "HARD_MAX_TOTAL_NOTIONAL",
+           "HARD_PRICE_BAND_BPS", "ExecutionConfig", "InstrumentLimits", "PaperConfig", "RiskConfig"]
 
 # Hard ceilings, in code on purpose: a config file may lower a limit, never lift it above these (a config above
-# one is a ConfigError naming both values). Changing one is a reviewed code change, not an edit on a host.
+# one is a ConfigError naming both values). Changing one is a reviewed code change, not an edit on a host. The
+# ceiling of [risk] field ``f`` is ``HARD_<F>`` here, and ``f`` is listed in CEILINGED: one definition each.
 HARD_MAX_ORDER_NOTIONAL = 25_000.0  # USD per order (px * qty)
 HARD_MAX_POSITION = 0.25  # BTC, |projected position|
 HARD_MAX_ORDERS_PER_S = 100  # accepted orders in any one-second window
 HARD_MAX_POSITION_NOTIONAL = 25_000.0  # USD, |projected position| * price, per instrument
 HARD_MAX_TOTAL_NOTIONAL = 100_000.0  # USD, the sum of that over every instrument
+# 5 %: Binance's own percent-price filter on BTC perps is of this order; a band wider than that is no fat-finger
+# guard for an IOC crossing the spread.
+HARD_PRICE_BAND_BPS = 500.0
+# A target-venue book older than 5 s prices nothing (the strategy's own Hyperliquid default is 5 s too: bbo only
+# arrives when the top changes).
+HARD_MAX_BOOK_AGE_MS = 5_000.0
+# An order decided more than a second before pickup (or that far in the future) is a replay or a stuck queue.
+HARD_MAX_ORDER_AGE_MS = 1_000.0
+#: the [risk] fields with a hard ceiling (``HARD_<FIELD>``)
+CEILINGED = ("max_order_notional", "max_position", "max_position_notional", "max_total_notional", "max_orders_per_s",
+             "price_band_bps", "max_book_age_ms", "max_order_age_ms")
 
 
 class InstrumentLimits(ConfigBase, frozen=True):
@@ -49,31 +62,34 @@ class RiskConfig(ConfigBase, frozen=True):
     max_total_notional: Positive = 25_000.0  # the sum of that over every instrument; ceiling HARD_MAX_TOTAL_NOTIONAL
     instruments: dict[str, InstrumentLimits] = msgspec.field(default_factory=dict)
     max_orders_per_s: Annotated[int, msgspec.Meta(ge=1)] = 20  # sliding one-second window
-    price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid
+    price_band_bps: Positive = 50.0  # |limit - target venue mid| / mid; ceiling HARD_PRICE_BAND_BPS
     # Reject (NO_BOOK) when the target venue has no valid, fresh book. Live transports always require one. With
     # false, an order with no book at all passes the book check, but the price band still applies whenever the
     # venue has a book (even a stale one), and a non-finite price never passes (BAD_PRICE).
     require_book: bool = True
-    max_book_age_ms: Positive = 10_000.0  # a book older than this (by local receipt) counts as no book
+    # a book older than this (by local receipt) counts as no book; ceiling HARD_MAX_BOOK_AGE_MS
+    max_book_age_ms: Positive = 5_000.0
     # An order whose t_decision is older than this at pickup (or ahead of the clock by as much) is refused
-    # (STALE_ORDER): a replayed or long-queued record is never sent.
+    # (STALE_ORDER): a replayed or long-queued record is never sent. Ceiling HARD_MAX_ORDER_AGE_MS.
     max_order_age_ms: Positive = 1_000.0
-
 
     def check(self) -> None:
         super().check()
         check_ceilings(self)
 
 
+def ceiling_of(name: str) -> float:
+    """The hard ceiling of [risk] field ``name`` (read at call time: tests may patch the constant)."""
+    value: float = globals()[f"HARD_{name.upper()}"]
+    return value
+
+
 def check_ceilings(cfg: RiskConfig) -> None:
-    """ConfigError when a limit is above its hard ceiling, naming both (read at call time: tests may patch)."""
-    for name, value, ceiling in (("max_order_notional", cfg.max_order_notional, HARD_MAX_ORDER_NOTIONAL),
-                                 ("max_position", cfg.max_position, HARD_MAX_POSITION),
-                                 ("max_position_notional", cfg.max_position_notional, HARD_MAX_POSITION_NOTIONAL),
-                                 ("max_total_notional", cfg.max_total_notional, HARD_MAX_TOTAL_NOTIONAL),
-                                 ("max_orders_per_s", cfg.max_orders_per_s, HARD_MAX_ORDERS_PER_S)):
-        if value > ceiling:
-            raise ConfigError(f"{name} = {value:g} is above the hard ceiling {ceiling:g} (caerus.execution.config."
+    """ConfigError when a limit is above its hard ceiling, naming the field, its value and the ceiling."""
+    for name in CEILINGED:
+        value, ceiling = getattr(cfg, name), ceiling_of(name)
+        if not value <= ceiling:  # nan too (a RiskConfig built in code skips the finite check)
+            raise ConfigError(f"{name} = {value:.10g} is above the hard ceiling {ceiling:g} (caerus.execution.config."
                               f"HARD_{name.upper()}): config may only lower a limit")
 
 

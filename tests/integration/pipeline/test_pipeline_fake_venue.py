@@ -33,7 +33,7 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
     sim = venue_sim_factory(env={"CAERUS_SIM_PLUGINS": "tests.fixtures.fakevenue.emulator"})
     assert "fakevenue_url" in sim, f"the emulator did not serve the registered protocol: {dict(sim)}"
     (tmp_path / "strategy.toml").write_text('mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n')
-    (tmp_path / "execution.toml").write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n"
+    (tmp_path / "execution.toml").write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n"
                                              "[paper]\nlatency_ms = 1.0\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CAERUS_VENUE_PLUGINS": "tests.fixtures.fakevenue"}
     procs: dict[str, Started] = {}

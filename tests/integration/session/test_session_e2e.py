@@ -280,7 +280,7 @@ def test_a_session_of_many_instruments_trades_each_and_reports_each(tmp_path: Pa
     strategy_cfg = tmp_path / "strategy.toml"
     strategy_cfg.write_text('mode = "bench"\n')
     execution_cfg = tmp_path / "execution.toml"
-    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 1000.0\n")
+    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "10",
                                       "--strategy-config", str(strategy_cfg), "--execution-config",
                                       str(execution_cfg), "--no-capture"),

@@ -11,6 +11,7 @@ import pytest
 
 from caerus import config
 from caerus.config import ConfigError
+from caerus.execution import config as execution_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
@@ -78,7 +79,10 @@ def books_with(bid: float = 95_000.0, ask: float = 95_001.0, t: int = T0, **kw: 
         (RiskConfig(), order(tif=0), RiskReject.OUT_OF_RANGE),
         (RiskConfig(), order(reason=99), RiskReject.OUT_OF_RANGE),
         (RiskConfig(), order(t_decision=T0 - 1001 * MS), RiskReject.STALE_ORDER),
-        (RiskConfig(max_order_age_ms=5_000), order(t_decision=T0 - 1001 * MS), RiskReject.NONE),
+        (RiskConfig(), order(t_decision=T0 - 990 * MS), RiskReject.NONE),
+        (RiskConfig(max_order_age_ms=500), order(t_decision=T0 - 501 * MS), RiskReject.STALE_ORDER),
+        (RiskConfig(max_order_age_ms=500), order(t_decision=T0 - 490 * MS), RiskReject.NONE),
+        (RiskConfig(), order(t_decision=T0 - 3_600_000 * MS), RiskReject.STALE_ORDER),  # an hour old
         (RiskConfig(), order(t_decision=T0 + 1002 * MS), RiskReject.STALE_ORDER),
         (RiskConfig(price_band_bps=10), order(px=95_200.0), RiskReject.PRICE_BAND),
         (RiskConfig(price_band_bps=10), order(side=-1, px=94_800.0), RiskReject.PRICE_BAND),
@@ -314,17 +318,41 @@ def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
     ("max_order_notional = 1e9", "max_order_notional", "25000"),
     ("max_position = 10.0", "max_position", "0.25"),
     ("max_orders_per_s = 1000000", "max_orders_per_s", "100"),
+    ("price_band_bps = 1e12", "price_band_bps", "500"),
+    ("price_band_bps = 500.5", "price_band_bps", "500"),
+    ("max_book_age_ms = 1e12", "max_book_age_ms", "5000"),
+    ("max_book_age_ms = 5001.0", "max_book_age_ms", "5000"),
+    ("max_order_age_ms = 3600000.0", "max_order_age_ms", "1000"),  # an hour-old order would pass
+    ("max_order_age_ms = 1000.001", "max_order_age_ms", "1000"),
 ])
 def test_config_cannot_lift_a_hard_ceiling(tmp_path: Path, line: str, name: str, ceiling: str) -> None:
     p = tmp_path / "exec.toml"
     p.write_text(f"[risk]\nmax_order_qty = 0.001\n{line}\n")
-    with pytest.raises(ConfigError, match=rf"risk\.{name} = \S+ is above the hard ceiling {ceiling}\b"):
+    with pytest.raises(ConfigError, match=rf"risk\.{name} = \S+ is above the hard ceiling {ceiling}\b") as err:
         load_config(p)
+    assert f"= {float(line.split()[-1]):.10g} " in str(err.value)  # the value as given, beside its field
+    assert "\n" not in str(err.value)
     # ... nor a RiskConfig built in code (it skips load_config's check): the checker refuses it too.
     value = load_config(None).risk
     with pytest.raises(ConfigError, match=name):
         RiskChecker(msgspec.structs.replace(value, **{name: type(getattr(value, name))(float(line.split()[-1]))}),
                     LatestBooks())
+
+
+def test_every_ceilinged_limit_accepts_its_ceiling_and_defaults_sit_below_it(tmp_path: Path) -> None:
+    # One definition per ceiling: CEILINGED names the fields, HARD_<FIELD> their ceilings; a config exactly at
+    # each loads, and every default is at or below its ceiling.
+    p = tmp_path / "exec.toml"
+    at = {name: execution_config.ceiling_of(name) for name in execution_config.CEILINGED}
+    assert set(at) >= {"price_band_bps", "max_book_age_ms", "max_order_age_ms"}
+    body = "\n".join(f"{k} = {v!r}" for k, v in at.items() if k not in ("max_position",))
+    p.write_text(f"[risk]\nmax_order_qty = 0.001\nmax_position = {at['max_position']!r}\n{body}\n")
+    risk = load_config(p).risk
+    assert {name: getattr(risk, name) for name in at} == at
+    defaults = RiskConfig()
+    assert all(getattr(defaults, name) <= ceiling for name, ceiling in at.items())
+    with pytest.raises(ConfigError, match="price_band_bps = nan is above the hard ceiling"):
+        RiskChecker(msgspec.structs.replace(defaults, price_band_bps=float("nan")), LatestBooks())
 
 
 @pytest.mark.parametrize("line", ["max_order_qty = inf", "max_position = nan", "max_book_age_ms = inf",
