@@ -217,19 +217,25 @@ class Engine:
             self.pending_evicted += 1
 
     def idle_work(self, now: int) -> None:
-        """Between orders: refresh books, let the transport settle what is due, publish replies."""
+        """Between orders: refresh books, let the transport settle what is due, publish replies, read the order
+        socket's transmit stamps."""
         self.books.poll()
         if self._pump is not None:
             self._pump(now)
         self.drain_replies()
-        if self._awaiting_tx:
-            self.collect_tx_stamps(now)
         if self._deadlines and self._deadlines[0][0] <= now:
             self.check_deadlines(now)
+        if self._tx is not None:
+            # Every idle pass, orders awaiting or not (one non-blocking recvmsg when the queue is empty): every
+            # send queues a stamp, and unread stamps of untagged sends (pings, queries, position checks: ~157 in
+            # a default receive buffer) would make the kernel drop the next order's. Last, so the status queries
+            # just sent above are read off in the same pass.
+            self.collect_tx_stamps(now)
 
     def collect_tx_stamps(self, now: int) -> int:
-        """Match the transport's kernel transmit stamps to sent orders and sample the path they close; orders
-        waiting longer than TX_STAMP_WAIT_NS are counted as missing. Returns the stamps matched."""
+        """Match the transport's kernel transmit stamps to sent orders and sample the path they close (the
+        transport empties its error queue and discards, counting them, the stamps of sends that were no order);
+        orders waiting longer than TX_STAMP_WAIT_NS are counted as missing. Returns the stamps matched."""
         assert self._tx is not None
         n = 0
         awaiting = self._awaiting_tx

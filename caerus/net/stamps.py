@@ -11,6 +11,12 @@ on the measured interval), then matches the stamps read off the error queue. If 
 socket between our send and that read (a keepalive ping), the key is the ping's and the stamp is the ping's: off
 by that ping's transmit time at most, and rare (idle pings only). All stamps are CLOCK_REALTIME nanoseconds, like
 ``time.time_ns()``.
+
+Every send on a stamped socket queues a stamp, tagged or not (pings, subscriptions, position checks), and the error
+queue shares the socket's receive buffer: about 157 unread stamps fill a default one, after which the kernel drops
+new stamps, an order's included. So the owner must call ``take()`` regularly in idle time whether or not an order
+awaits its stamp (the execution engine does, every idle pass); stamps of untagged sends are read, discarded and
+counted (``untagged``). A socket on which nothing is ever an order should not be stamped at all.
 """
 
 from __future__ import annotations
@@ -98,8 +104,9 @@ def tx_stamps_from(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, int] | N
 class TxStamps:
     """Transmit stamps of one TCP connection's sends, matched to the caller's keys (order ids).
 
-    ``sent(tag)`` right after a send that wrote a whole message; ``take()`` later (the engine's idle time) returns
-    ``(tag, t_wire_out)`` for every send whose stamp has arrived. Pending sends are bounded (oldest forgotten,
+    ``sent(tag)`` right after a send that wrote a whole message; ``take()`` later (the engine's idle time, never
+    between a decision and its send) empties the error queue and returns ``(tag, t_wire_out)`` for every tagged
+    send whose stamp has arrived; the rest are discarded and counted. Pending sends are bounded (oldest forgotten,
     counted as ``lost``). Works on a second handle to the socket, so the TLS layer's own handle is untouched.
     """
 
@@ -117,7 +124,8 @@ class TxStamps:
         self._pending: collections.OrderedDict[int, int] = collections.OrderedDict()  # key -> tag
         self._max = max_pending
         self.stamps = 0  # matched
-        self.unmatched = 0  # stamps for sends nobody tagged (pings, pongs, subscriptions)
+        self.untagged = 0  # stamps of sends nobody tagged (pings, pongs, queries): read, discarded, counted
+        self.drains = 0  # take() calls that found the error queue non-empty
         self.lost = 0  # tagged sends forgotten without a stamp (pending bound)
 
     def sent(self, tag: int) -> None:
@@ -132,8 +140,10 @@ class TxStamps:
         return len(self._pending)
 
     def take(self) -> list[tuple[int, int]]:
-        """Every (tag, t_wire_out) whose stamp is on the error queue now (non-blocking)."""
+        """Empty the error queue (non-blocking): every (tag, t_wire_out) whose stamp is on it now; stamps of
+        untagged sends are discarded (counted in ``untagged``)."""
         out: list[tuple[int, int]] = []
+        first = True
         while True:
             try:
                 _, anc, _, _ = self._sock.recvmsg(1, _ERRQ_ANC, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
@@ -141,12 +151,15 @@ class TxStamps:
                 return out
             except OSError:
                 return out  # the connection is gone: its pending sends stay unstamped
+            if first:
+                first = False
+                self.drains += 1
             got = tx_stamps_from(anc)
             if got is None:
                 continue
             tag = self._pending.pop(got[0], None)
             if tag is None:
-                self.unmatched += 1
+                self.untagged += 1
             else:
                 self.stamps += 1
                 out.append((tag, got[1]))
