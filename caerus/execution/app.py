@@ -144,7 +144,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     live.add_argument("--confirm-mainnet", type=Path, metavar="FILE",
                       help="mainnet only: a 0600 file whose first line is '<venue> mainnet <account>' for the "
                            "account the credentials trade (the error without it says the exact line)")
-    live.add_argument("--url", help="order-entry URL override (e.g. the emulator's)")
+    live.add_argument("--url", help="order-entry URL override (e.g. the emulator's); on mainnet only the venue's "
+                                    "published endpoint, unless --allow-custom-mainnet-url")
+    live.add_argument("--allow-custom-mainnet-url", action="store_true",
+                      help="mainnet only: let --url name another host than the venue's published endpoint (a "
+                           "proxy); signed mainnet orders go wherever it points")
     live.add_argument("--ca-file", help="CA bundle for the order-entry URL")
     add_process_args(parser, wait_default=WaitPolicy.HYBRID)  # shares a core with the strategy on small hosts
 
@@ -210,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
             transport = make_live_transport(
                 args.transport, network=args.network, credentials=args.credentials, enable_live=args.enable_live,
                 url=args.url, ca_file=args.ca_file, on_reply=on_reply, confirm_mainnet=args.confirm_mainnet,
+                allow_custom_mainnet_url=args.allow_custom_mainnet_url,
                 **_state_options(args),
             )
         else:

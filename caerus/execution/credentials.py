@@ -25,7 +25,9 @@ Credentials are bound to a network: without ``network`` they are testnet credent
 refuses credentials bound to another network than the one it was asked for (caerus.execution.transports.live).
 
 Secret values live only inside :class:`Secret`, whose ``repr``/``str`` are ``<redacted>`` and which refuses to be
-pickled; errors name the variable, key or file that was wrong, never the value.
+pickled; errors name the variable, key or file that was wrong, never the value. A secret that has to travel inside
+a plain string (the Binance listen key is part of the user-data stream's URL) is taken out of any text that is
+logged, raised or reported with :func:`redact`, which leaves the same ``<redacted>`` marker.
 """
 
 from __future__ import annotations
@@ -45,6 +47,18 @@ class CredentialsError(ValueError):
     """Credentials missing, malformed or stored unsafely. The message never contains a secret."""
 
 
+REDACTED = "<redacted>"
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every occurrence of each non-empty secret replaced by ``<redacted>`` (for log lines, errors
+    and reports that carry a URL or a message a secret may be part of)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
 class Secret:
     """A secret string. ``reveal()`` is the only way to the value; printing shows ``<redacted>``."""
 
@@ -57,12 +71,12 @@ class Secret:
         return self._value
 
     def __repr__(self) -> str:
-        return "<redacted>"
+        return REDACTED
 
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        return "<redacted>"
+        return REDACTED
 
     def __reduce__(self):  # no pickling a secret into a file or a queue by accident
         raise TypeError("Secret values cannot be pickled")

@@ -11,7 +11,13 @@ reader reconnects with jittered back-off under a connections-per-minute cap (cae
 orders sent while disconnected fail at once and are counted.
 
 Nothing here logs a frame: websockets gets a private logger pinned at INFO with a filter dropping frame dumps, so
-turning on DEBUG logging elsewhere cannot put an API key or signature in a log.
+turning on DEBUG logging elsewhere cannot put an API key or signature in a log. A session whose URL carries a
+secret (the Binance user-data stream's listen key) is given it with the URL: every log line and error naming the
+URL shows ``shown_url``, with the secret redacted (caerus.execution.credentials.redact).
+
+Mainnet is bound to the venue's published order-entry endpoint: another URL (a proxy, a test desk) needs a second,
+explicit ``allow_custom_mainnet_url`` (``--allow-custom-mainnet-url``), so a stray ``--url`` cannot send signed
+mainnet orders to an arbitrary host.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import msgspec
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
+from caerus.execution.credentials import redact
 from caerus.execution.transports.base import ReplyCallback, VenueReply
 from caerus.net.pacing import Backoff, TokenBucket
 from caerus.net.stamps import TxStamps
@@ -77,17 +84,30 @@ def _order_entry(venue: str) -> OrderEntrySpec:
     return entry
 
 
-def resolve_url(venue: str, network: str, url: str | None) -> str:
+def resolve_url(venue: str, network: str, url: str | None, *, allow_custom_mainnet_url: bool = False) -> str:
     """The network's URL, or the override; an override without a path (``wss://host:port``, like the emulator's
-    ready-file base URLs) gets the venue's order-entry path appended."""
+    ready-file base URLs) gets the venue's order-entry path appended. On mainnet an override other than the
+    published URL is refused unless ``allow_custom_mainnet_url`` (see :func:`check_mainnet_endpoint`)."""
     entry = _order_entry(venue)
     if url is None:
         return entry.urls[network]
     scheme_sep = url.find("://")
     rest = url[scheme_sep + 3:] if scheme_sep >= 0 else url
     if "/" not in rest.rstrip("/"):
-        return url.rstrip("/") + entry.path
+        url = url.rstrip("/") + entry.path
+    check_mainnet_endpoint(venue, network, url, entry.urls[network], allow_custom_mainnet_url, "--url")
     return url
+
+
+def check_mainnet_endpoint(venue: str, network: str, url: str, published: str, allow_custom: bool,
+                           flag: str) -> None:
+    """LiveConfigError when a mainnet connection would go anywhere but the venue's ``published`` endpoint without
+    the deliberate ``allow_custom`` (``--allow-custom-mainnet-url``): signed mainnet requests carry the account's
+    API key and move real money, so the host they go to is part of the mainnet confirmation."""
+    if network != "mainnet" or allow_custom is True or url == published:
+        return
+    raise LiveConfigError(f"{venue}: mainnet connects only to the venue's published endpoint {published}, not "
+                          f"{flag} {url}; pass --allow-custom-mainnet-url as well to mean it")
 
 
 def check_live_guard(venue: str, *, enable_live: bool, network: str | None) -> None:
@@ -146,14 +166,22 @@ def ssl_context(url: str, ca_file: str | None) -> ssl.SSLContext | None:
 
 
 class WsOrderSession:
-    """One persistent TLS WebSocket with a reader thread. ``send`` is safe to call from one other thread."""
+    """One persistent TLS WebSocket with a reader thread. ``send`` is safe to call from one other thread.
+
+    ``url_secret``: a secret that is part of ``url`` (redacted from every log line and error, ``shown_url``).
+    ``stamp_tx``: ask for kernel transmit stamps (the order connection); a connection on which nothing sent is an
+    order (the user-data stream) leaves them off, so its error queue never fills with stamps nobody reads."""
 
     def __init__(self, url: str, *, ca_file: str | None, name: str, on_message: Callable[[Any, int], None],
                  on_disconnect: Callable[[], None], idle_ping: bytes | None = None, idle_ping_s: float = 30.0,
                  on_connect: Callable[[], None] | None = None,
                  open_timeout: float = 10.0, backoff_base_s: float = 0.1, backoff_cap_s: float = 5.0,
-                 connects_per_min: float = 10.0, connect_burst: int = 2) -> None:
-        self.url = url
+                 connects_per_min: float = 10.0, connect_burst: int = 2, url_secret: str | None = None,
+                 stamp_tx: bool = True) -> None:
+        # (url, the secret it carries): one tuple, swapped whole, so a log line on the reader thread never pairs a
+        # new key's secret with the old key's URL
+        self._target: tuple[str, str | None] = (url, url_secret)
+        self._stamp_tx = stamp_tx
         self.name = name
         self._ssl = ssl_context(url, ca_file)
         self._on_message = on_message
@@ -175,10 +203,25 @@ class WsOrderSession:
         # refuses them. Replaced on reconnect by the reader thread; read on the engine thread (send, take).
         self._tx: TxStamps | None = None
         self.tx_unavailable = 0  # connections without transmit stamps
+        self.tx_untagged = 0  # stamps of untagged sends read off earlier connections (discarded, counted)
         # counters written by the reader thread only
         self.malformed = 0
         self.disconnects = 0
         self.reconnects = 0
+
+    @property
+    def url(self) -> str:
+        return self._target[0]
+
+    def set_url(self, url: str, url_secret: str | None = None) -> None:
+        """Where the next (re)connect goes, and the secret that URL carries (redacted wherever it is shown)."""
+        self._target = (url, url_secret)
+
+    @property
+    def shown_url(self) -> str:
+        """``url`` as it may appear in a log line, an error or a report: its secret redacted."""
+        url, secret = self._target
+        return redact(url, secret)
 
     def _connect(self) -> ClientConnection:
         """Open the connection, bounded whatever the venue does (``open_timeout`` plus a second of grace).
@@ -189,18 +232,22 @@ class WsOrderSession:
         we opened; if it has not finished in time, shutting that socket down (through a second handle on it)
         ends the stalled read, and the failure is reported as a handshake timeout.
         """
-        parts = urlsplit(self.url)
+        url, secret = self._target
+
+        def failed(why: str) -> LiveTransportError:  # names the URL and the failure, the URL's secret redacted
+            return LiveTransportError(redact(f"{self.name}: cannot connect to {url}: {why}", secret))
+
+        parts = urlsplit(url)
         try:
             raw = socket.create_connection((parts.hostname or "", parts.port or 443), timeout=self._open_timeout)
         except OSError as exc:
-            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(exc).__name__}: {exc}") \
-                from None
+            raise failed(f"{type(exc).__name__}: {exc}") from None
         waker = socket.socket(fileno=os.dup(raw.fileno()))  # same socket, independent of who owns ``raw`` now
         outcome: list[ClientConnection | BaseException] = []
 
         def attempt() -> None:
             try:
-                outcome.append(connect(self.url, sock=raw, ssl=self._ssl, open_timeout=self._open_timeout,
+                outcome.append(connect(url, sock=raw, ssl=self._ssl, open_timeout=self._open_timeout,
                                        compression=None, logger=_WIRE_LOG, max_size=1 << 20))
             except BaseException as exc:  # handed to the caller below
                 outcome.append(exc)
@@ -221,13 +268,11 @@ class WsOrderSession:
             if isinstance(result, ClientConnection):
                 result.close()
             raw.close()
-            raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: HandshakeTimeout: no WebSocket "
-                                     f"handshake within {self._open_timeout:g} s")
+            raise failed(f"HandshakeTimeout: no WebSocket handshake within {self._open_timeout:g} s")
         if isinstance(result, BaseException):
             raw.close()
             if isinstance(result, OSError | InvalidHandshake | InvalidURI | TimeoutError):
-                raise LiveTransportError(f"{self.name}: cannot connect to {self.url}: {type(result).__name__}: "
-                                         f"{result}") from None
+                raise failed(f"{type(result).__name__}: {result}") from None
             raise result
         # The connection outlives any ``with`` block (closed in close()); entering it marks it as managed, which
         # websockets >= 17.1 wants instead of a bare connect() (works the same on older versions).
@@ -235,17 +280,20 @@ class WsOrderSession:
 
     def _stamp(self, ws: ClientConnection) -> None:
         """Transmit stamps on this connection (sends from now on); the previous connection's are dropped."""
-        try:
-            tx: TxStamps | None = TxStamps(ws.socket)
-        except OSError:
-            tx = None
-            self.tx_unavailable += 1
+        tx: TxStamps | None = None
+        if self._stamp_tx:
+            try:
+                tx = TxStamps(ws.socket)
+            except OSError:
+                self.tx_unavailable += 1
         old, self._tx = self._tx, tx
         if old is not None:
+            self.tx_untagged += old.untagged
             old.close()
 
     def take_tx_stamps(self) -> list[tuple[int, int]]:
-        """(tag, t_wire_out) for every tagged send whose kernel transmit stamp has arrived (engine thread)."""
+        """(tag, t_wire_out) for every tagged send whose kernel transmit stamp has arrived (engine thread, idle
+        time): empties the error queue, the stamps of untagged sends discarded and counted (``tx_untagged``)."""
         tx = self._tx
         return tx.take() if tx is not None else []
 
@@ -258,7 +306,7 @@ class WsOrderSession:
         if self._on_connect is not None:
             self._on_connect()
         self._thread.start()
-        log.info("%s: order-entry connection open to %s", self.name, self.url)
+        log.info("%s: order-entry connection open to %s", self.name, self.shown_url)
 
     @property
     def connected(self) -> bool:
@@ -312,7 +360,7 @@ class WsOrderSession:
                     self._ws = fresh
                     self.reconnects += 1
                     self._backoff.reset()
-                    log.warning("%s: reconnected to %s", self.name, self.url)
+                    log.warning("%s: reconnected to %s", self.name, self.shown_url)
                     if self._on_connect is not None:
                         self._on_connect()
                 except LiveTransportError as exc:
@@ -328,7 +376,7 @@ class WsOrderSession:
                 self._ws = None
                 if self._running:
                     self.disconnects += 1
-                    log.warning("%s: order-entry connection to %s lost", self.name, self.url)
+                    log.warning("%s: order-entry connection to %s lost", self.name, self.shown_url)
                     self._on_disconnect()
                 continue
             t_recv = time.time_ns()
@@ -420,6 +468,7 @@ class LiveTransportBase:
         tx = s._tx
         return {"sent": self.sent, "send_failed": self.send_failed, "rehearsed": self.rehearsed,
                 "tx_stamps": tx.stamps if tx is not None else 0, "tx_unavailable": s.tx_unavailable,
+                "tx_untagged": s.tx_untagged + (tx.untagged if tx is not None else 0),
                 **self.reply_counts, "malformed": s.malformed,
                 "disconnects": s.disconnects, "reconnects": s.reconnects, "in_flight": len(self._pending)}
 

@@ -8,7 +8,8 @@ VENUE_REJECTED (``venue_code`` = Binance error code, e.g. -1022 bad signature).
 
 Venue truth: at start the transport takes a listen key (WS-API ``userDataStream.start``, kept alive with
 ``userDataStream.ping`` from the engine's idle work, renewed on ``listenKeyExpired``) and opens the user-data
-stream (``/private/ws/<listenKey>`` on the stream host, the 2026 route) on a second connection. Its
+stream (``/private/ws/<listenKey>`` on the stream host, the 2026 route) on a second connection (no transmit stamps:
+nothing sent on it is an order; the listen key redacted from every line that shows its URL). Its
 ``ORDER_TRADE_UPDATE`` events go through the shared ledger (caerus.execution.transports.account_stream): they
 settle an order whose reply has not come, deliver the fills of a resting order, and confirm (or contradict:
 ``stream_mismatch``) what each reply said.
@@ -52,10 +53,11 @@ from caerus.execution.transports.live import (
     ReplySink,
     WsOrderSession,
     check_live_guard,
+    check_mainnet_endpoint,
     check_network_binding,
     resolve_url,
 )
-from caerus.venues.binance import data
+from caerus.venues.binance import ORDER_URLS, data
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 
@@ -193,14 +195,21 @@ class BinanceTransport(LiveTransportBase):
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
                  symbol: str = "BTCUSDT", price_decimals: int = 1, qty_decimals: int = 3,
                  recv_window_ms: int = 5000, confirm_mainnet: str | os.PathLike[str] | None = None,
-                 user_stream: bool = True, user_stream_url: str | None = None) -> None:
+                 user_stream: bool = True, user_stream_url: str | None = None,
+                 allow_custom_mainnet_url: bool = False) -> None:
         check_live_guard("binance", enable_live=enable_live, network=network)
         if not isinstance(credentials, BinanceCredentials):
             raise CredentialsError(f"binance transport needs BinanceCredentials, got {type(credentials).__name__}")
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
         check_network_binding("binance", credentials, network, confirm_mainnet)
-        self.url = resolve_url("binance", network, url)
+        self.url = resolve_url("binance", network, url, allow_custom_mainnet_url=allow_custom_mainnet_url)
+        # The user-data stream: the stream host of the network, or the override's own host (the emulator serves
+        # every route on one port); bound to the published host on mainnet like the order URL.
+        custom = self.url != ORDER_URLS[network]
+        self._user_base = user_stream_url or (_host_of(self.url) if custom else _STREAM_HOSTS[network])
+        check_mainnet_endpoint("binance", network, self._user_base, _STREAM_HOSTS["mainnet"],
+                               allow_custom_mainnet_url, "user_stream_url")
         self._api_key = credentials.api_key.reveal()
         self._signer = credentials.signer()
         self._symbol = symbol
@@ -217,11 +226,8 @@ class BinanceTransport(LiveTransportBase):
         self._ids = itertools.count(1)
         self._session = WsOrderSession(self.url, ca_file=ca_file, name="binance-orders",
                                        on_message=self._on_message, on_disconnect=self._on_disconnect)
-        # The user-data stream: the stream host of the network, or the override's own host (the emulator serves
-        # every route on one port).
         self._ca_file = ca_file
         self._user_stream = user_stream
-        self._user_base = user_stream_url or (_host_of(url) if url else _STREAM_HOSTS[network])
         self._user: WsOrderSession | None = None
         self.ledger = AccountStreamLedger("binance")  # orders by client order id, checked against the stream
         self._keepalive_due = 0.0  # time.monotonic() of the next listen-key keepalive
@@ -257,7 +263,7 @@ class BinanceTransport(LiveTransportBase):
                                              timeout_s, "user-data stream listen key"))
         self._user = WsOrderSession(self._user_base + USER_STREAM_PATH + key, ca_file=self._ca_file,
                                     name="binance-user", on_message=self._on_user_event,
-                                    on_disconnect=self._on_user_disconnect)
+                                    on_disconnect=self._on_user_disconnect, url_secret=key, stamp_tx=False)
         self._user.start()
         self._keepalive_due = time.monotonic() + KEEPALIVE_S
 
@@ -274,8 +280,10 @@ class BinanceTransport(LiveTransportBase):
         result = msg.get("result") if isinstance(msg, dict) else None
         key = result.get("listenKey") if isinstance(result, dict) else None
         if not isinstance(key, str) or not key or "/" in key:
+            # the venue's error, never the whole answer: an unusable key in it is still a key
             error = msg.get("error") if isinstance(msg, dict) else None
-            raise LiveTransportError(f"binance: user-data stream refused: {str(error or msg)[:200]}")
+            raise LiveTransportError(f"binance: user-data stream refused: "
+                                     f"{str(error)[:200] if error else 'no usable listenKey in the answer'}")
         return key
 
     def pump(self, now: int) -> None:
@@ -446,7 +454,7 @@ class BinanceTransport(LiveTransportBase):
         self.reply_counts["listen_key_pings" if kind == "ping" else "listen_key_renewals"] += 1
         user = self._user
         if user is not None and not user.url.endswith(USER_STREAM_PATH + key):
-            user.url = self._user_base + USER_STREAM_PATH + key
+            user.set_url(self._user_base + USER_STREAM_PATH + key, url_secret=key)
             user.drop()  # its reader reconnects to the new key's stream
 
     def _on_user_event(self, msg: Any, t_recv: int) -> None:

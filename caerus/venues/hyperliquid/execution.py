@@ -237,7 +237,7 @@ class HyperliquidTransport(LiveTransportBase):
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
                  asset: int = 0, sz_decimals: int = 5, coin: str = "BTC",
                  confirm_mainnet: str | os.PathLike[str] | None = None,
-                 state_dir: str | os.PathLike[str] | None = None) -> None:
+                 state_dir: str | os.PathLike[str] | None = None, allow_custom_mainnet_url: bool = False) -> None:
         check_live_guard("hyperliquid", enable_live=enable_live, network=network)
         if not isinstance(credentials, HyperliquidCredentials):
             raise CredentialsError(f"hyperliquid transport needs HyperliquidCredentials, got "
@@ -245,7 +245,7 @@ class HyperliquidTransport(LiveTransportBase):
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
         check_network_binding("hyperliquid", credentials, network, confirm_mainnet)
-        self.url = resolve_url("hyperliquid", network, url)
+        self.url = resolve_url("hyperliquid", network, url, allow_custom_mainnet_url=allow_custom_mainnet_url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address
         self._asset = asset

@@ -165,7 +165,7 @@ def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: O
     confirm = tmp_path / "confirm"
     confirm.write_text(f"hyperliquid mainnet {creds.account_id}\n")
     os.chmod(confirm, 0o600)
-    t = _hl(order_server, creds, network="mainnet", confirm_mainnet=confirm)
+    t = _hl(order_server, creds, network="mainnet", confirm_mainnet=confirm, allow_custom_mainnet_url=True)
     try:
         t.send_msg(_order(55, venue=wire.Venue.HYPERLIQUID, qty=0.001))
         assert next_reply(t).outcome == wire.Outcome.FILLED
@@ -243,8 +243,11 @@ def test_credentials_are_bound_to_a_network_and_mainnet_needs_a_confirmation_fil
                                 ca_file=order_server.ca_file, confirm_mainnet=confirm)
     confirm.write_text("# I mean it\n" + expected + "\n")
     os.chmod(confirm, 0o600)
-    t = make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+    with pytest.raises(LiveConfigError, match="--allow-custom-mainnet-url"):  # the emulator is not mainnet's host
+        make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file, confirm_mainnet=confirm)
+    t = make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+                            ca_file=order_server.ca_file, confirm_mainnet=confirm, allow_custom_mainnet_url=True)
     t.close()  # built (never started: the emulated desk here is not a mainnet)
     assert order_server.api_key not in expected and order_server.hl_private_key[-20:] not in expected
 
