@@ -1,7 +1,12 @@
 """`caerus venue-sim`: run the venue emulator as a process (ready file, SIGTERM -> exit 0, connection counts).
 
     caerus venue-sim --cert-dir DIR [--host 127.0.0.1] [--binance-port 0] [--hyperliquid-port 0] [--seed N]
-        [--symbols BTC,ETH,SOL] [--factor-share F] [--scenario NAME] [--replay FRAMES.jsonl] [--ready-file PATH]
+        [--market default|fixed-lag|FILE.toml] [--symbols BTC,ETH,SOL] [--factor-share F] [--scenario NAME]
+        [--replay FRAMES.jsonl] [--ready-file PATH]
+
+The market model's settings come from ``--market`` (a preset in caerus/sim/markets or a TOML file; default: the
+``default`` preset); the market options below (--seed, --symbols, --hl-lag-ms, ...) override the file's values
+when given. An unknown key or an out-of-range value in the file stops the program naming the key.
 
 The ready file (JSON, written atomically once the servers are bound) holds binance_url, hyperliquid_url,
 binance_order_url, ca_file and pid (plus scenario, seed, replay and the emulated symbols for the record). With
@@ -24,7 +29,7 @@ from pathlib import Path
 
 from caerus.sim import protocols
 from caerus.sim.config import EmulatorConfig
-from caerus.sim.market import MarketConfig
+from caerus.sim.market_config import DEFAULT_MARKET, load_market, presets
 from caerus.sim.scenarios import describe_scenarios, get_scenario
 
 log = logging.getLogger("caerus.sim")
@@ -48,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     p.add_argument("--binance-port", type=int, default=0, help="0 = ephemeral")
     p.add_argument("--hyperliquid-port", type=int, default=0, help="0 = ephemeral")
-    p.add_argument("--seed", type=int, default=1, help="market model seed")
+    p.add_argument("--seed", type=int, default=None, help="market model seed (default: the market file's, else 1)")
     p.add_argument("--scenario", default="none", help="fault scenario (see --list-scenarios) or replay:PATH")
     p.add_argument("--replay", type=Path, help="frames file (JSON lines) to play instead of the market model")
     p.add_argument("--replay-retime", action="store_true",
@@ -60,14 +65,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--scenario-after", type=float, metavar="S", help="seconds after a connection subscribes")
     g.add_argument("--scenario-duration", type=float, metavar="S", help="length of stall/slow-drip/refused")
     g.add_argument("--scenario-times", type=int, metavar="N", help="connections/handshakes hit per venue (0=all)")
-    m = p.add_argument_group("market model")
-    m.add_argument("--symbols", default="BTC", metavar="LIST",
+    m = p.add_argument_group("market model (each option overrides the --market file's value)")
+    m.add_argument("--market", default=DEFAULT_MARKET, metavar="NAME|FILE",
+                   help=f"market preset ({', '.join(presets())}) or market TOML file (default {DEFAULT_MARKET}; "
+                        "see docs/emulator.md, The emulator's market)")
+    m.add_argument("--symbols", default=None, metavar="LIST",
                    help="emulated instruments, comma-separated catalogue names (caerus/sim/catalogue.py), "
-                        "e.g. BTC,ETH,SOL (default BTC)")
+                        "e.g. BTC,ETH,SOL (default: the market file's, else BTC)")
     m.add_argument("--factor-share", type=float, metavar="F",
                    help="share (0..1) of each instrument's moves from the common factor (default 0.6)")
     m.add_argument("--binance-rate", type=float, help="mean bookTicker rate per symbol outside bursts (Hz)")
-    m.add_argument("--hl-lag-ms", type=float, help="how far Hyperliquid trails Binance")
+    m.add_argument("--hl-lag-ms", type=float, help="median delay before Hyperliquid shows a Binance move (ms)")
     m.add_argument("--hl-block-ms", type=float, help="mean Hyperliquid block interval")
     m.add_argument("--jumps-per-min", type=float, help="mean number of 10-40 bps jumps per minute")
     v = p.add_argument_group("venue behaviour (time-compressible)")
@@ -100,11 +108,12 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         "binance_rate_hz": args.binance_rate, "hl_lag_ms": args.hl_lag_ms, "hl_block_ms": args.hl_block_ms,
         "jumps_per_min": args.jumps_per_min, "factor_share": args.factor_share,
     }
-    symbols = tuple(s.strip() for s in str(args.symbols).split(",") if s.strip())
-    if not symbols:
-        raise ValueError("--symbols must name at least one instrument")
-    market = MarketConfig(seed=args.seed, symbols=symbols,
-                          **{k: v for k, v in market_overrides.items() if v is not None})
+    symbols = None
+    if args.symbols is not None:
+        symbols = tuple(s.strip() for s in str(args.symbols).split(",") if s.strip())
+        if not symbols:
+            raise ValueError("--symbols must name at least one instrument")
+    market = load_market(args.market, seed=args.seed, symbols=symbols, **market_overrides)
     cfg = EmulatorConfig(
         cert_dir=args.cert_dir, host=args.host, binance_port=args.binance_port,
         hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,

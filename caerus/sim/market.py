@@ -13,13 +13,18 @@ Each emulated instrument (``MarketConfig.symbols``, names from caerus.sim.catalo
   on its own step (the catalogue's). Every change is a bookTicker event with an update id increasing per symbol
   (ids jump, as on the real venue).
 * Hyperliquid follows: ONE block clock for every coin (~70 ms, jittered); a block's top of book for a coin is
-  built from that coin's fair price as it was ``hl_lag_ms`` earlier (per-coin overrides allowed), on Hyperliquid's
-  grid for the coin (5 significant figures, at most ``6 - szDecimals`` decimals, integers always allowed). The
-  model yields one ``HlBlock`` per coin per block; ``changed`` says whether that coin's top (price, size or order
-  count) changed, i.e. whether the real ``bbo`` channel would send it.
+  built on Hyperliquid's grid for the coin (5 significant figures, at most ``6 - szDecimals`` decimals, integers
+  always allowed). The model yields one ``HlBlock`` per coin per block; ``changed`` says whether that coin's top
+  (price, size or order count) changed, i.e. whether the real ``bbo`` channel would send it. How the price follows:
+  with every stochastic setting off (``MarketConfig()``, the ``fixed-lag`` preset) it is the coin's fair price as
+  it was ``hl_lag_ms`` earlier (per-coin overrides allowed); otherwise caerus.sim.follower builds it (a lag drawn
+  per move, partial catch-up, Hyperliquid's own moves, fading quotes, arbitrage pulling the basis back).
 * Jumps of ``jump_bps_min..jump_bps_max`` basis points arrive ``jumps_per_min`` times a minute on average per
-  instrument, so a latency-arb strategy with an entry threshold of a few bps fires a few times per minute: Binance
-  moves first, Hyperliquid catches up ``hl_lag_ms`` plus up to one block later.
+  instrument; ``flicker_share`` of Binance's jump-sized moves are flickers that revert and never reach Hyperliquid.
+* Volatility regimes (caerus.sim.regime): a calm/volatile Markov chain scales diffusion and every jump rate.
+
+Settings: caerus.sim.market_config (one frozen dataclass, TOML presets in caerus/sim/markets); equations and
+estimators: docs/research.md ("Market model").
 
 Events carry ``symbol``: the instrument's index in ``cfg.symbols``. Event times are offsets in nanoseconds from
 the session start. The emulator sends each event at its scheduled time and stamps the scheduled time as the
@@ -28,7 +33,8 @@ exchange time, so a late send shows up as information age instead of vanishing (
 Random streams: the factor draws from ``Random(seed)``, the first instrument's Binance process from
 ``Random(seed * 1_000_003 + 1)`` and the block clock plus the first coin's sizes from ``Random(seed * 1_000_003 +
 2)`` (the BTC-only model's streams, so ``symbols=("BTC",)`` gives exactly its events); every other stream is
-seeded from the seed and the instrument's name.
+seeded from the seed and the instrument's name, and each mechanism added by issue 27 (regime, flickers, follower)
+draws from a stream of its own, so with them off every event is the fixed-lag model's.
 """
 
 from __future__ import annotations
@@ -37,11 +43,15 @@ import bisect
 import heapq
 import math
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
 
-from caerus.sim.catalogue import BY_NAME, ListedInstrument
+from caerus.sim.catalogue import ListedInstrument
+from caerus.sim.follower import Follower
+from caerus.sim.market_config import MarketConfig
+from caerus.sim.regime import Regime
+
+__all__ = ["BinanceQuote", "HlBlock", "HlLevel", "MarketConfig", "MarketModel", "hl_tick"]
 
 BINANCE_TICK = 0.1  # BTCUSDT perpetual price tick (USD)
 BINANCE_QTY_STEP = 0.001  # BTCUSDT perpetual quantity step (BTC)
@@ -50,96 +60,6 @@ HL_MAX_DECIMALS = 6  # perps: price decimals <= 6 - szDecimals
 HL_SIG_FIGS = 5
 #: sizes are drawn in BTC-equivalent notional: an instrument's sizes scale by this over its start price
 REFERENCE_PRICE = 95_000.0
-
-
-@dataclass(frozen=True)
-class MarketConfig:
-    """Market model settings. Defaults are modest on purpose: this machine has 2 cores shared by the fleet."""
-
-    seed: int = 1
-    start_price: float = 95_000.0  # BTC's start price (other instruments start at their catalogue price)
-    annual_vol: float = 0.5  # diffusion volatility of each fair price
-    binance_rate_hz: float = 75.0  # mean bookTicker rate per symbol outside bursts (~100/s overall with bursts)
-    burst_prob_per_s: float = 0.5  # chance per second that a burst starts
-    burst_multiplier: float = 4.0  # rate multiplier during a burst
-    burst_len_s: float = 0.3
-    jumps_per_min: float = 6.0  # per instrument
-    jump_bps_min: float = 10.0
-    jump_bps_max: float = 40.0
-    hl_lag_ms: float = 100.0  # how far Hyperliquid's book trails Binance's fair price
-    hl_block_ms: float = 70.0  # mean block interval
-    hl_block_jitter_ms: float = 15.0  # uniform +- jitter of one block interval
-    hl_size_change_prob: float = 0.25  # chance a block changes top sizes even when prices stay
-    symbols: tuple[str, ...] = ("BTC",)  # emulated instruments (caerus.sim.catalogue names), in event index order
-    factor_share: float = 0.6  # share of each instrument's diffusion variance and jumps from the common factor
-    # per-instrument hl_lag_ms overrides: a mapping or (name, ms) pairs; kept as sorted pairs (hashable)
-    hl_lag_ms_by_symbol: Mapping[str, float] | tuple[tuple[str, float], ...] = ()
-
-    def __post_init__(self) -> None:
-        lags = self.hl_lag_ms_by_symbol
-        pairs = lags.items() if isinstance(lags, Mapping) else lags
-        object.__setattr__(self, "hl_lag_ms_by_symbol", tuple(sorted((str(k), float(v)) for k, v in pairs)))
-        object.__setattr__(self, "symbols", tuple(self.symbols))
-
-    def instruments(self) -> tuple[ListedInstrument, ...]:
-        """The catalogue entries of ``symbols`` (ValueError naming unknown ones)."""
-        unknown = [s for s in self.symbols if s not in BY_NAME]
-        if unknown:
-            raise ValueError(f"market setting symbols: not listed by the emulated venues: "
-                             f"{', '.join(map(repr, unknown))} (see caerus/sim/catalogue.py)")
-        return tuple(BY_NAME[s] for s in self.symbols)
-
-    @property
-    def lag_overrides(self) -> tuple[tuple[str, float], ...]:
-        """``hl_lag_ms_by_symbol`` as sorted (name, ms) pairs."""
-        return cast(tuple[tuple[str, float], ...], self.hl_lag_ms_by_symbol)
-
-    def lag_ms(self, name: str) -> float:
-        """Hyperliquid's lag for instrument ``name`` (its override, else ``hl_lag_ms``)."""
-        return dict(self.lag_overrides).get(name, self.hl_lag_ms)
-
-    def validate(self) -> None:
-        """Raise ValueError naming the first bad setting."""
-        positive = {
-            "start_price": self.start_price,
-            "binance_rate_hz": self.binance_rate_hz,
-            "hl_block_ms": self.hl_block_ms,
-            "burst_multiplier": self.burst_multiplier,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise ValueError(f"market setting {name} must be > 0, got {value!r}")
-        non_negative = {
-            "annual_vol": self.annual_vol,
-            "burst_prob_per_s": self.burst_prob_per_s,
-            "burst_len_s": self.burst_len_s,
-            "jumps_per_min": self.jumps_per_min,
-            "jump_bps_min": self.jump_bps_min,
-            "hl_lag_ms": self.hl_lag_ms,
-            "hl_block_jitter_ms": self.hl_block_jitter_ms,
-        }
-        for name, value in non_negative.items():
-            if not value >= 0:
-                raise ValueError(f"market setting {name} must be >= 0, got {value!r}")
-        if self.jump_bps_max < self.jump_bps_min:
-            raise ValueError(f"jump_bps_max ({self.jump_bps_max}) < jump_bps_min ({self.jump_bps_min})")
-        if self.hl_block_jitter_ms >= self.hl_block_ms:
-            raise ValueError(f"hl_block_jitter_ms ({self.hl_block_jitter_ms}) must be < hl_block_ms")
-        if not 0 <= self.hl_size_change_prob <= 1:
-            raise ValueError(f"hl_size_change_prob must be in [0, 1], got {self.hl_size_change_prob!r}")
-        if not self.symbols:
-            raise ValueError("market setting symbols must name at least one instrument")
-        dup = sorted({s for s in self.symbols if self.symbols.count(s) > 1})
-        if dup:
-            raise ValueError(f"market setting symbols lists {', '.join(map(repr, dup))} more than once")
-        self.instruments()
-        if not 0 <= self.factor_share <= 1:
-            raise ValueError(f"market setting factor_share must be in [0, 1], got {self.factor_share!r}")
-        for name, lag in self.lag_overrides:
-            if name not in self.symbols:
-                raise ValueError(f"market setting hl_lag_ms_by_symbol names {name!r}, which is not in symbols")
-            if not lag >= 0:
-                raise ValueError(f"market setting hl_lag_ms_by_symbol[{name!r}] must be >= 0, got {lag!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +126,10 @@ class _Factor:
     Increments are kept (not summed into a level) so an instrument sampling after exactly one factor step applies
     exactly that draw: with one instrument this is the BTC-only model's path, float for float."""
 
-    def __init__(self, rng: random.Random, sigma_per_sqrt_s: float, jumps_per_min: float, cfg: MarketConfig) -> None:
+    def __init__(self, rng: random.Random, sigma_per_sqrt_s: float, jumps_per_min: float, cfg: MarketConfig,
+                 regime: Regime) -> None:
         self._rng = rng
+        self._regime = regime
         self._sigma_per_sqrt_s = sigma_per_sqrt_s
         self._jumps_per_min = jumps_per_min
         self._cfg = cfg
@@ -229,11 +151,12 @@ class _Factor:
 
     def advance(self, t_ns: int) -> int:
         """Sample the factor at ``t_ns`` (never before the last sample); returns the steps taken so far."""
-        dt_s = (t_ns - self.t_ns) / 1e9
-        if dt_s > 0:
-            self.increments.append(self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(dt_s)))
+        if t_ns > self.t_ns:
+            var_s = self._regime.var_s(self.t_ns, t_ns)  # (t_ns - self.t_ns) / 1e9 without regimes
+            self.increments.append(self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(var_s)))
             self.t_ns = t_ns
-        while t_ns >= self._next_jump_ns:
+        clock = self._regime.jump_ns(t_ns)  # t_ns without regimes
+        while clock >= self._next_jump_ns:
             size_bps = self._rng.uniform(self._cfg.jump_bps_min, self._cfg.jump_bps_max)
             self.jumps.append((self.steps, 1.0 + (size_bps if self._rng.random() < 0.5 else -size_bps) / 1e4))
             self._next_jump_ns = self._draw_jump_gap(self._next_jump_ns)
@@ -254,8 +177,9 @@ class FairPrice:
     at increasing times. The path is recorded so the Hyperliquid side can look it up ``lag`` in the past."""
 
     def __init__(self, start_price: float, factor: _Factor, rng: random.Random, sigma_per_sqrt_s: float,
-                 jumps_per_min: float, cfg: MarketConfig) -> None:
+                 jumps_per_min: float, cfg: MarketConfig, regime: Regime) -> None:
         self._factor = factor
+        self._regime = regime
         self._rng = rng
         self._sigma_per_sqrt_s = sigma_per_sqrt_s
         self._jumps_per_min = jumps_per_min
@@ -277,18 +201,20 @@ class FairPrice:
         steps = f.advance(t_ns)
         last_t = self._times[-1]
         price = self._prices[-1]
-        dt_s = (t_ns - last_t) / 1e9
-        if steps > self.step or (dt_s > 0 and self._sigma_per_sqrt_s > 0):
+        own = t_ns > last_t and self._sigma_per_sqrt_s > 0
+        if steps > self.step or own:
             move = sum(f.increments[self.step - f.base : steps - f.base])
-            if dt_s > 0 and self._sigma_per_sqrt_s > 0:
-                move += self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(dt_s))
+            if own:
+                var_s = self._regime.var_s(last_t, t_ns)  # (t_ns - last_t) / 1e9 without regimes
+                move += self._rng.gauss(0.0, self._sigma_per_sqrt_s * math.sqrt(var_s))
             price *= math.exp(move)
         self.step = steps
         jumps = f.jump_base + len(f.jumps)
         for _, mult in f.jumps[self.jump - f.jump_base :]:
             price *= mult
         self.jump = jumps
-        while t_ns >= self._next_jump_ns:
+        clock = self._regime.jump_ns(t_ns)
+        while clock >= self._next_jump_ns:
             size_bps = self._rng.uniform(self._cfg.jump_bps_min, self._cfg.jump_bps_max)
             price *= 1.0 + (size_bps if self._rng.random() < 0.5 else -size_bps) / 1e4
             self._next_jump_ns = self._draw_jump_gap(self._next_jump_ns)
@@ -309,16 +235,51 @@ class FairPrice:
             del self._prices[:i]
 
 
+class _Flicker:
+    """Binance's noise that reverts: moves of a jump's size (the same uniform law) that Binance's quotes show for an
+    Exp(``flicker_ms``) lifetime and then drop, never part of the fair price (Hyperliquid never follows them).
+    Arrivals are Poisson on the regime's jump clock at ``jumps_per_min * share / (1 - share)``, so ``flicker_share``
+    of Binance's jump-sized moves are flickers."""
+
+    __slots__ = ("_hi", "_life_ns", "_lo", "_next", "_rate", "_regime", "_rng", "mult", "until")
+
+    def __init__(self, cfg: MarketConfig, rng: random.Random, regime: Regime) -> None:
+        self._rng, self._regime = rng, regime
+        share = cfg.flicker_share
+        self._rate = cfg.jumps_per_min * share / (1.0 - share) / 60e9  # per ns of the jump clock
+        self._life_ns = cfg.flicker_ms * 1e6
+        self._lo, self._hi = cfg.jump_bps_min, cfg.jump_bps_max
+        self._next = rng.expovariate(self._rate) if self._rate > 0 else math.inf
+        self.mult = 1.0  # the quote's price multiplier now
+        self.until = -1  # the current flicker ends here (ns)
+
+    def at(self, t_ns: int) -> float:
+        """The multiplier Binance's quote at ``t_ns`` carries (1: no flicker)."""
+        if t_ns >= self.until:
+            self.mult = 1.0
+        clock = self._regime.jump_ns(t_ns)
+        if clock >= self._next:
+            rng = self._rng
+            size = rng.uniform(self._lo, self._hi)
+            self.mult = 1.0 + (size if rng.random() < 0.5 else -size) / 1e4
+            self.until = t_ns + max(1, int(rng.expovariate(1.0) * self._life_ns))
+            while clock >= self._next:  # one flicker at a time: arrivals during a gap in quotes merge
+                self._next += rng.expovariate(self._rate)
+        return self.mult
+
+
 class _BinanceProcess:
     """One symbol's bookTicker process: bursty Poisson times, then each quote's top on the symbol's grid."""
 
-    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random) -> None:
+    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random,
+                 flicker: _Flicker | None = None) -> None:
         self.cfg, self.index, self.rng = cfg, index, rng
         self.tick, self.step = float(inst.tick), float(inst.step)
         self.scale = REFERENCE_PRICE / inst.start_price  # sizes in BTC-equivalent notional
         self.update_id = 5_000_000_000 + rng.randrange(1_000_000)
         self.burst_until = -1
         self.t_ns = 0
+        self.flicker = flicker
 
     def next_time(self) -> int:
         cfg, rng = self.cfg, self.rng
@@ -331,6 +292,8 @@ class _BinanceProcess:
 
     def quote(self, fair: float) -> BinanceQuote:
         rng, tick = self.rng, self.tick
+        if self.flicker is not None:
+            fair *= self.flicker.at(self.t_ns)
         bid = math.floor(fair / tick) * tick
         spread_ticks = 1 if rng.random() < 0.9 else rng.randint(2, 4)
         self.update_id += rng.randint(1, 40)
@@ -349,21 +312,31 @@ class _BinanceProcess:
 
 
 class _HlCoin:
-    """One coin's Hyperliquid top, rebuilt each block from its fair price ``lag`` earlier."""
+    """One coin's Hyperliquid top, rebuilt each block: from its fair price ``lag`` earlier (the fixed-lag model), or
+    from its :class:`caerus.sim.follower.Follower` (stochastic lag, partial catch-up, own moves)."""
 
-    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random) -> None:
+    def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random,
+                 follower: Follower | None = None) -> None:
         self.cfg, self.index, self.rng = cfg, index, rng
         self.sz_decimals = inst.sz_decimals
         self.scale = REFERENCE_PRICE / inst.start_price
         self.lag_ns = int(cfg.lag_ms(inst.name) * 1e6)
         self.prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
+        self.follower = follower
 
     def block(self, t_ns: int, index: int, fair: FairPrice) -> HlBlock:
         cfg, rng = self.cfg, self.rng
-        px = fair.at(t_ns - self.lag_ns)
+        if self.follower is None:
+            px = hi = fair.at(t_ns - self.lag_ns)
+            fair.forget_before(t_ns - self.lag_ns - 10_000_000_000)
+        else:
+            px, hi = self.follower.touch_at(t_ns)
+            fair.forget_before(t_ns - 10_000_000_000)  # the follower keeps what it needs; the path is not read
         tick = hl_tick(px, self.sz_decimals)
         bid_px = round_to(math.floor(px / tick) * tick, tick)
         ask_px = round_to(bid_px + tick, tick)
+        if hi != px:  # a faded ask: at least one tick above the bid, on the grid
+            ask_px = max(ask_px, round_to(math.floor(hi / tick) * tick + tick, tick))
         bid, ask = self.prev
         if bid is None or bid.px != bid_px or rng.random() < cfg.hl_size_change_prob:
             bid = HlLevel(bid_px, self._size(), rng.randint(1, 12))
@@ -371,7 +344,6 @@ class _HlCoin:
             ask = HlLevel(ask_px, self._size(), rng.randint(1, 12))
         changed = (bid, ask) != self.prev
         self.prev = (bid, ask)
-        fair.forget_before(t_ns - self.lag_ns - 10_000_000_000)
         return HlBlock(t_ns=t_ns, index=index, bid=bid, ask=ask, changed=changed, symbol=self.index)
 
     def _size(self) -> float:
@@ -400,16 +372,18 @@ class MarketModel:
             return self._hl_rng
         return random.Random(f"caerus-sim:{self.cfg.seed}:{inst.name}:{what}")
 
-    def _paths(self) -> tuple[_Factor, list[FairPrice]]:
+    def _start(self, inst: ListedInstrument) -> float:
+        return self.cfg.start_price if inst.name == "BTC" else inst.start_price
+
+    def _paths(self, regime: Regime) -> tuple[_Factor, list[FairPrice]]:
         cfg = self.cfg
         share = 1.0 if len(self.instruments) == 1 else cfg.factor_share  # one instrument: the path is the factor
         sigma = cfg.annual_vol / math.sqrt(365.0 * 86400.0)
-        factor = _Factor(self._rng, sigma * math.sqrt(share), cfg.jumps_per_min * share, cfg)
+        factor = _Factor(self._rng, sigma * math.sqrt(share), cfg.jumps_per_min * share, cfg, regime)
         paths = []
         for k, inst in enumerate(self.instruments):
-            start = cfg.start_price if inst.name == "BTC" else inst.start_price
-            paths.append(FairPrice(start, factor, self._stream(k, inst, "idio"), sigma * math.sqrt(1.0 - share),
-                                   cfg.jumps_per_min * (1.0 - share), cfg))
+            paths.append(FairPrice(self._start(inst), factor, self._stream(k, inst, "idio"),
+                                   sigma * math.sqrt(1.0 - share), cfg.jumps_per_min * (1.0 - share), cfg, regime))
         return factor, paths
 
     def _block_times(self) -> Iterator[int]:
@@ -426,12 +400,25 @@ class MarketModel:
         An instrument's fair price is sampled when its quote is due (and, for a coin Binance does not list, at each
         block), so every sample is in time order across instruments and a block's look-up ``hl_lag_ms`` in the past
         reads a settled path: the model never needs the future."""
-        factor, paths = self._paths()
-        procs = [_BinanceProcess(self.cfg, inst, k, self._stream(k, inst, "binance"))
+        cfg = self.cfg
+        # New mechanisms draw from streams of their own, so with them off every other draw is the fixed-lag model's.
+        regime = Regime(cfg, random.Random(f"caerus-sim:{cfg.seed}:regime"))
+        factor, paths = self._paths(regime)
+        # followers[k]: instrument k's stochastic Hyperliquid price (None: fixed lag, or not listed there)
+        followers: list[Follower | None] = [None] * len(self.instruments)
+        if not cfg.fixed_follower:
+            for k, inst in enumerate(self.instruments):
+                if inst.hl_asset is not None:
+                    followers[k] = Follower(cfg, inst.name, self._start(inst), self._stream(k, inst, "follower"),
+                                            regime)
+        procs = [_BinanceProcess(cfg, inst, k, self._stream(k, inst, "binance"),
+                                 _Flicker(cfg, self._stream(k, inst, "flicker"), regime)
+                                 if cfg.flicker_share > 0 else None)
                  for k, inst in enumerate(self.instruments) if inst.binance_symbol is not None]
-        coins = [_HlCoin(self.cfg, inst, k, self._stream(k, inst, "hyperliquid"))
+        coins = [_HlCoin(cfg, inst, k, self._stream(k, inst, "hyperliquid"), followers[k])
                  for k, inst in enumerate(self.instruments) if inst.hl_asset is not None]
-        hl_only = [paths[c.index] for c in coins if self.instruments[c.index].binance_symbol is None]
+        hl_only = [(paths[c.index], followers[c.index]) for c in coins
+                   if self.instruments[c.index].binance_symbol is None]
         # (time, 0 = block / 1 = quote, position in procs): blocks win ties, as they always did
         heap: list[tuple[int, int, int]] = [(p.next_time(), 1, i) for i, p in enumerate(procs)]
         block_times = self._block_times() if coins else None
@@ -444,13 +431,19 @@ class MarketModel:
             t_ns, kind, i = heap[0]
             if kind == 1:
                 p = procs[i]
-                q = p.quote(paths[p.index].advance(t_ns))
+                fair = paths[p.index].advance(t_ns)
+                follower = followers[p.index]
+                if follower is not None:
+                    follower.observe(t_ns, fair)
+                q = p.quote(fair)
                 heapq.heapreplace(heap, (p.next_time(), 1, i))
                 yield q
             else:
                 block_index += 1
-                for path in hl_only:
-                    path.advance(t_ns)
+                for path, follower in hl_only:
+                    fair = path.advance(t_ns)
+                    if follower is not None:
+                        follower.observe(t_ns, fair)
                 blocks = [c.block(t_ns, block_index, paths[c.index]) for c in coins]
                 assert block_times is not None
                 heapq.heapreplace(heap, (next(block_times), 0, 0))
