@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parent
         "chaos": "seconds: SIGKILL a random hot process this often (local only); the supervisor restarts it",
         "strategy_config": "strategy TOML (local)",
         "execution_config": "execution TOML (local)",
-        "jumps_per_min": "emulated market activity: 10-40 bps Binance jumps per minute (local, default 30)",
+        "market": "local: emulated market, a preset (default, fixed-lag) or a market TOML file (default: default)",
+        "jumps_per_min": "local: emulated information jumps per minute (default: the market's own)",
         "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
         "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
         "symbols": "local: instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL",
@@ -62,7 +63,8 @@ def bench(
     chaos: float = 0.0,
     strategy_config: str = "",
     execution_config: str = "",
-    jumps_per_min: float = 30.0,
+    market: str = "default",
+    jumps_per_min: float = 0.0,
     live: bool = False,
     feed_client: str = "",
     symbols: str = "BTC",
@@ -94,8 +96,9 @@ def bench(
     from caerus.session.app import run as run_session
 
     argv = ["--duration", duration, "--out", out, "--seed", str(seed), "--transport", transport,
-            "--jumps-per-min", str(jumps_per_min), "--chaos", str(chaos), "--reports", str(ROOT / "reports"),
-            "--symbols", symbols]
+            "--market", market, "--chaos", str(chaos), "--reports", str(ROOT / "reports"), "--symbols", symbols]
+    if jumps_per_min:
+        argv += ["--jumps-per-min", str(jumps_per_min)]
     if symbol_rate:
         argv += ["--symbol-rate", str(symbol_rate)]
     if feed_connections:

@@ -26,8 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("sessions"), help="sessions folder (default ./sessions)")
     parser.add_argument("--seed", type=int, default=1, help="market model seed")
     parser.add_argument("--scenario", default=None, help="emulator fault scenario name, or replay:PATH")
-    parser.add_argument("--jumps-per-min", type=float, default=30.0,
-                        help="emulated market: 10-40 bps Binance jumps per minute (default 30)")
+    parser.add_argument("--market", default="default", metavar="NAME|FILE",
+                        help="emulated market: a preset (default, fixed-lag) or a market TOML file, passed to "
+                             "venue-sim --market (default: default; docs/emulator.md, The emulator's market)")
+    parser.add_argument("--jumps-per-min", type=float, default=None,
+                        help="emulated market: information jumps per minute (default: the market's own)")
     parser.add_argument("--wait-policy", choices=WAIT_POLICIES, default=None,
                         help="force a wait policy on every hot process (default: from the fleet plan)")
     parser.add_argument("--live", action="store_true",
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         wait_policy=args.wait_policy, capture=not args.no_capture, transport=args.transport,
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
-        jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
+        market=args.market, jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
     )
     try:
