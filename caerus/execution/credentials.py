@@ -33,11 +33,12 @@ logged, raised or reported with :func:`redact`, which leaves the same ``<redacte
 from __future__ import annotations
 
 import os
-import stat
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from caerus.runtime.private_file import PrivateFileError, read_private_text
 
 if TYPE_CHECKING:
     from caerus.venues.spec import CredentialSpec
@@ -85,19 +86,13 @@ class Secret:
         return bool(self._value)
 
 
-def check_private_file(path: Path, what: str) -> None:
-    """Refuse a file that group or others can read or write, or that another user owns."""
+def read_private_file(path: Path, what: str) -> str:
+    """The text of a file holding a secret: only this user's own regular file with mode 0600 (or stricter), checked
+    on the descriptor that is read (caerus.runtime.private_file: the one definition of that rule)."""
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        raise CredentialsError(f"{what} {path} does not exist") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise CredentialsError(f"{what} {path} is not a regular file")
-    mode = stat.S_IMODE(st.st_mode)
-    if mode & 0o077:
-        raise CredentialsError(f"{what} {path} has mode {mode:04o}; it must be 0600 (run: chmod 600 {path})")
-    if st.st_uid != os.getuid():
-        raise CredentialsError(f"{what} {path} is owned by uid {st.st_uid}, not by this user ({os.getuid()})")
+        return read_private_text(path, what)
+    except PrivateFileError as exc:
+        raise CredentialsError(str(exc)) from None
 
 
 def table_text(table: Mapping[str, object], venue: str, name: str, where: str,
@@ -140,9 +135,9 @@ def load_from_file(venue: str, path: str | Path) -> Any:
     """Credentials for ``venue`` from a 0600 TOML file (its ``[<venue>]`` table)."""
     spec = _spec(venue)
     path = Path(path)
-    check_private_file(path, "credentials file")
+    text = read_private_file(path, "credentials file")
     try:
-        doc = tomllib.loads(path.read_text())
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         # Keep only the decoder's "(at line L, column C)" position: never echo file content.
         msg = str(exc)

@@ -135,13 +135,13 @@ def check_network_binding(venue: str, credentials: Any, network: str,
     how = f"write the line '{expected}' into a 0600 file and pass it with --confirm-mainnet FILE"
     if confirm_mainnet is None:
         raise LiveConfigError(f"{venue}: mainnet sends real orders with real money; to confirm, {how}")
-    from caerus.execution.credentials import CredentialsError, check_private_file
+    from caerus.execution.credentials import CredentialsError, read_private_file
 
     path = Path(confirm_mainnet)
     try:
-        check_private_file(path, "mainnet confirmation file")
-        lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    except (CredentialsError, OSError) as exc:
+        text = read_private_file(path, "mainnet confirmation file")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    except CredentialsError as exc:
         raise LiveConfigError(f"{venue}: {exc}") from None
     if not lines or lines[0] != expected:
         raise LiveConfigError(f"{venue}: {path} does not confirm this account for mainnet; {how}")

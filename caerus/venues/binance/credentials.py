@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from caerus.execution.credentials import CredentialsError, Secret, check_private_file, table_network, table_text
+from caerus.execution.credentials import CredentialsError, Secret, read_private_file, table_network, table_text
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -68,9 +68,9 @@ def load_ed25519_private_key(path: Path | None) -> Ed25519PrivateKey:
 
     if path is None:
         raise CredentialsError("no Ed25519 key file configured")
-    check_private_file(path, "Binance Ed25519 key file")
+    pem = read_private_file(path, "Binance Ed25519 key file").encode()
     try:
-        key = load_pem_private_key(path.read_bytes(), password=None)
+        key = load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as exc:
         raise CredentialsError(f"Binance Ed25519 key file {path} is not an unencrypted PEM private key "
                                f"({type(exc).__name__})") from None

@@ -256,7 +256,7 @@ def test_world_readable_credentials_file_refused(order_server: OrderServer, tmp_
     f = tmp_path / "open.toml"
     f.write_text(order_server.creds_file.read_text())
     os.chmod(f, 0o644)
-    with pytest.raises(CredentialsError, match="mode 0644; it must be 0600"):
+    with pytest.raises(CredentialsError, match="with mode 0644; it must be owned by this user"):
         load_credentials("binance", f)
 
 

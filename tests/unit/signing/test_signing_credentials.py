@@ -42,7 +42,7 @@ def test_file_0600_loads_both_venues(tmp_path: Path, keys: dict[str, str]) -> No
 @pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o660, 0o666])
 def test_file_readable_by_others_is_refused(tmp_path: Path, keys: dict[str, str], mode: int) -> None:
     f = _write(tmp_path / "c.toml", f'[hyperliquid]\nprivate_key="{keys["hl"]}"\n', mode)
-    with pytest.raises(CredentialsError, match=r"must be 0600") as err:
+    with pytest.raises(CredentialsError, match=r"with mode 0600") as err:
         load_from_file("hyperliquid", f)
     assert f"{mode:04o}" in str(err.value) and keys["hl"][2:] not in str(err.value)
 
@@ -87,7 +87,7 @@ def test_ed25519_key_file_must_be_private_too(tmp_path: Path, keys: dict[str, st
     creds = load_from_env("binance", {"CAERUS_BINANCE_API_KEY": keys["api"],
                                       "CAERUS_BINANCE_ED25519_KEY_FILE": str(key_file)})
     assert creds.kind == "ed25519"
-    with pytest.raises(CredentialsError, match="must be 0600"):
+    with pytest.raises(CredentialsError, match="with mode 0600"):
         creds.signer()
     os.chmod(key_file, 0o600)
     assert creds.signer().kind == "ed25519"
