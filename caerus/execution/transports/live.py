@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import msgspec
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from caerus.execution.credentials import redact
@@ -271,7 +271,8 @@ class WsOrderSession:
             raise failed(f"HandshakeTimeout: no WebSocket handshake within {self._open_timeout:g} s")
         if isinstance(result, BaseException):
             raw.close()
-            if isinstance(result, OSError | InvalidHandshake | InvalidURI | TimeoutError):
+            if isinstance(result, Exception):  # whatever the venue made the handshake raise: a failed connect,
+                # retried with back-off (re-raising an unexpected type would end the reader thread for good)
                 raise failed(f"{type(result).__name__}: {result}") from None
             raise result
         # The connection outlives any ``with`` block (closed in close()); entering it marks it as managed, which

@@ -72,3 +72,29 @@ def test_the_listen_key_is_redacted_from_every_reconnect_and_connection_lost_lin
     # ... and the key itself in none of them, nor in the summary, the repr or the shown URL
     for text in (caplog.text, err, shown, *(r.getMessage() for r in caplog.records)):
         assert key not in text
+
+
+def test_an_unexpected_handshake_error_is_a_failed_connect_with_the_key_redacted(tls_ws_server,
+                                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                                 ) -> None:
+    """Whatever a venue makes the handshake raise is a failed connect (retried with back-off), never an exception
+    that ends the reader thread; its message carries the URL's secret redacted."""
+    from caerus.execution.transports import live
+
+    async def silent(ws) -> None:
+        await ws.wait_closed()
+
+    srv = tls_ws_server(silent)
+    secret = "LISTENKEY" + "x" * 40
+
+    def odd_handshake(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"unexpected answer to {args[0]}")
+
+    monkeypatch.setattr(live, "connect", odd_handshake)
+    session = live.WsOrderSession(f"{srv.url}/ws/{secret}", ca_file=srv.ca_file, name="odd",
+                                  on_message=lambda msg, t: None, on_disconnect=lambda: None, open_timeout=5.0)
+    session.set_url(f"{srv.url}/ws/{secret}", secret)
+    with pytest.raises(live.LiveTransportError) as info:
+        session._connect()
+    assert "RuntimeError: unexpected answer to" in str(info.value)
+    assert secret not in str(info.value) and REDACTED in str(info.value)
