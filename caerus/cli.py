@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),
 }
 # Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).
-EXTRA_OF_MODULE = {"matplotlib": "report"}
+EXTRA_OF_MODULE = {"matplotlib": "report", "polars": "research"}
 
 
 class MissingExtra(ImportError):

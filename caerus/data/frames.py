@@ -34,13 +34,13 @@ _PAYLOAD_TYPES = {
     "bid_px": pa.float64(), "bid_qty": pa.float64(), "ask_px": pa.float64(), "ask_qty": pa.float64(),
 }
 #: what sql.books returns
-BOOKS_RAW = pa.schema([("venue", pa.int8()), ("symbol", pa.uint16())]
+BOOKS_RAW = pa.schema([("venue_code", pa.int8()), ("symbol", pa.uint16())]
                       + [(c, _PAYLOAD_TYPES[c]) for c in PAYLOAD])
 #: what sql.aligned returns
 ALIGNED_RAW = pa.schema([("symbol", pa.uint16())] + [(c, _PAYLOAD_TYPES[c]) for c in PAYLOAD]
                         + [(f"other_{c}", _PAYLOAD_TYPES[c]) for c in PAYLOAD])
 #: what sql.inventory returns
-INVENTORY_RAW = pa.schema([("session", pa.string()), ("venue", pa.int8()), ("symbol", pa.uint16()),
+INVENTORY_RAW = pa.schema([("session", pa.string()), ("venue_code", pa.int8()), ("symbol", pa.uint16()),
                            ("rows", pa.uint64()), ("rejected", pa.uint64()), ("t_first", pa.int64()),
                            ("t_last", pa.int64())])
 
@@ -84,7 +84,7 @@ def _symbols(batch: pa.RecordBatch, names: pa.Array) -> list[tuple[str, pa.Array
 
 def books_batch(batch: pa.RecordBatch, session: str, names: pa.Array) -> pa.RecordBatch:
     """A sql.books batch as caerus.data.books' columns (``names``: :func:`symbol_names`)."""
-    cols = [("session", _constant(session, batch.num_rows)), ("venue", _codes(batch.column("venue"), _VENUES)),
+    cols = [("session", _constant(session, batch.num_rows)), ("venue", _codes(batch.column("venue_code"), _VENUES)),
             *_symbols(batch, names), *_payload(batch, "")]
     return _batch(cols)
 

@@ -215,7 +215,7 @@ def inventory(src: Source) -> pa.Table:
     ids = raw.column("symbol").to_numpy()
     top = int(ids.max()) if len(ids) else 0
     names = frames.symbol_names(src.instruments, top).to_pylist()
-    venue = [VENUE_NAMES.get(int(v), f"#{v}") for v in raw.column("venue").to_pylist()]
+    venue = [VENUE_NAMES.get(int(v), f"#{v}") for v in raw.column("venue_code").to_pylist()]
     first, last = raw.column("t_first").combine_chunks(), raw.column("t_last").combine_chunks()
     return pa.table({
         "session": raw.column("session"), "venue": pa.array(venue, pa.string()),

@@ -31,7 +31,7 @@ BOOKS = f"{DATABASE}.books"
 # Columns of a book row as the engine returns them (beside venue and symbol), in output order.
 PAYLOAD = ("flags", "reason", "conn", "seq", "t_exchange", "t_recv", "t_publish", "t_wire",
            "bid_px", "bid_qty", "ask_px", "ask_qty")
-BOOK_SELECT = ("toInt8(venue) AS venue", "symbol", *PAYLOAD)
+BOOK_SELECT = ("toInt8(venue) AS venue_code", "symbol", *PAYLOAD)  # not "AS venue": WHERE would see it
 TIME_COLUMNS = ("t_exchange", "t_recv", "t_publish", "t_wire")
 
 
@@ -66,7 +66,7 @@ def session_names() -> str:
 
 def inventory() -> str:
     """One row per (session, venue, symbol id): rows, rejected rows, first and last receive time."""
-    return (f"SELECT session, toInt8(venue) AS venue, symbol, count() AS rows, "
+    return (f"SELECT session, toInt8(venue) AS venue_code, symbol, count() AS rows, "
             f"sum(bitAnd(flags, 32) != 0) AS rejected, min(t_recv) AS t_first, max(t_recv) AS t_last "
             f"FROM {BOOKS} FINAL GROUP BY session, venue, symbol ORDER BY session, venue, symbol")
 

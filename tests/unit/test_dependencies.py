@@ -58,8 +58,10 @@ def _third_party_imports(path: Path) -> set[str]:
 
 # Who runs which code, and so which extras its imports may come from.
 AREAS = [
-    ("caerus (the fleet, on a host)", lambda p: p.parts[0] == "caerus" and p.parts[1] != "report", (None,)),
+    ("caerus (the fleet, on a host)", lambda p: p.parts[0] == "caerus" and p.parts[1] not in ("report", "data"),
+     (None,)),
     ("caerus/report", lambda p: p.parts[:2] == ("caerus", "report"), (None, "report")),
+    ("caerus/data", lambda p: p.parts[:2] == ("caerus", "data"), (None, "research")),
     ("infra (the operator's machine)", lambda p: p.parts[0] == "infra", (None, "infra")),
     ("tasks.py", lambda p: p == Path("tasks.py"), (None, "infra", "report")),
     ("benchmarks", lambda p: p.parts[0] == "benchmarks", (None, "dev")),
