@@ -1,0 +1,146 @@
+"""Backtest speed: book events per second through `caerus backtest`'s replay, and through hftbacktest 2.4.4 on the
+same books with the same naive rule, in the same run.
+
+Books: the emulator's market model generated offline (BTC, the session default of 30 jumps/min) for ``--seconds``
+of market time (a 30 s session's books are ~3.5k: too few to time, so the rate is measured on more and the
+real-time multiple reported for 30 s as well). Ours: caerus.research.backtest.engine.run (the fleet's LatencyArb,
+constant order latency, fill at arrival); timed as the replay loop alone and end to end (with preparation). Peer:
+benchmarks/backtest_speed_peer.py in .venv-peers (created here with pip when missing: hftbacktest is never a
+caerus dependency), timed after numba compiled the rule. Prints the ratio and whether the two agree on the rule's
+orders (count, and sides in order). ``--profile`` prints where our time goes (cProfile).
+
+Goals: >= 1M book events/s and >= 1000x real time for a 30 s session's books.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import add_common_args, at_least, emit
+from caerus.research.backtest import engine, sources
+from caerus.research.backtest.fills import FillRules
+from caerus.research.backtest.latency import LatencyModel
+from caerus.strategy.config import StrategyConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+PEERS = ROOT / ".venv-peers"
+PEER_SCRIPT = Path(__file__).with_name("backtest_speed_peer.py")
+HFTBACKTEST = "hftbacktest==2.4.4"
+
+
+def ensure_peers() -> Path | None:
+    py = PEERS / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True, timeout=300)
+    ok = subprocess.run([str(py), "-c", "import hftbacktest, numba"], capture_output=True, timeout=120)
+    if ok.returncode != 0:
+        res = subprocess.run([str(py), "-m", "pip", "install", "-q", HFTBACKTEST], capture_output=True, text=True,
+                             timeout=900)
+        if res.returncode != 0:
+            print(f"peer: cannot install {HFTBACKTEST}: {res.stderr[-500:]}", file=sys.stderr)
+            return None
+    return py
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(p)
+    p.add_argument("--seconds", type=float, default=1800.0, help="market time to generate (default 30 min)")
+    p.add_argument("--order-latency", type=int, default=1_000_000, help="constant order latency, ns")
+    p.add_argument("--repeat", type=int, default=3, help="timed replays (best kept)")
+    p.add_argument("--profile", action="store_true", help="cProfile one replay and print the top functions")
+    p.add_argument("--no-peer", action="store_true", help="skip hftbacktest")
+    args = p.parse_args()
+    seconds = 300.0 if args.quick else args.seconds
+    loaded = sources.offline_market(seconds, args.seed)
+    ev = loaded.events
+    cfg = StrategyConfig()
+    spec = engine.RunSpec(cfg, loaded.instruments, LatencyModel.constant(args.order_latency), FillRules(), args.seed)
+    # the replay loop alone (records prepared once, as the engine does before its loop) and end to end
+    loop_best = total_best = float("inf")
+    out = None
+    for _ in range(args.repeat):
+        draws = engine.LatencyDraws(spec.latency, spec.seed)
+        t0 = time.perf_counter()
+        events, recs, seen, _rows = engine.prepare(ev, spec, draws)
+        t1 = time.perf_counter()
+        fills = engine.FillModel(spec.fills, spec.target_venue, events.symbol, events.venue, events.flags,
+                                 events.t_exchange, events.bid_px, events.bid_qty, events.ask_px, events.ask_qty)
+        loop = engine._Loop(engine.Desk(cfg, loaded.instruments), fills, draws, spec)
+        t2 = time.perf_counter()
+        loop.run(recs, seen)
+        t3 = time.perf_counter()
+        loop_best = min(loop_best, t3 - t2)
+        t4 = time.perf_counter()
+        out = engine.run(ev, spec)
+        total_best = min(total_best, time.perf_counter() - t4)
+        del t0, t1
+    assert out is not None
+    n = len(ev)
+    span_s = out.t_last / 1e9 - out.t_first / 1e9
+    ours_loop = n / loop_best
+    ours_total = n / total_best
+    x_rt_30s = 30.0 / (3500 / ours_total)  # a 30 s session's ~3.5k books at the end-to-end rate
+    print(f"books {n} over {span_s:.0f} s of market; orders {len(out.orders['side'])}")
+    print(f"caerus: replay loop {ours_loop:,.0f} books/s, end to end {ours_total:,.0f} books/s "
+          f"({span_s / total_best:,.0f}x real time)")
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        engine.run(ev, spec)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+    peer: dict[str, object] = {}
+    ratios: dict[str, float] = {}
+    if not args.no_peer:
+        py = ensure_peers()
+        if py is not None:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "books.npz"
+                np.savez(path, venue=ev.venue, t_exchange=ev.t_exchange, t_recv=events.t_recv, bid_px=ev.bid_px,
+                         bid_qty=ev.bid_qty, ask_px=ev.ask_px, ask_qty=ev.ask_qty)
+                params = {"order_ns": args.order_latency, "entry_bps": cfg.entry_bps, "exit_bps": cfg.exit_bps,
+                          "reversal_bps": cfg.reversal_bps, "max_hold_ms": cfg.max_hold_ms,
+                          "cooldown_ms": cfg.cooldown_ms, "ewma_half_life_s": cfg.ewma_half_life_s,
+                          "warmup_ms": cfg.warmup_ms, "slippage_bps": cfg.slippage_bps, "order_qty": cfg.order_qty}
+                res = subprocess.run([str(py), str(PEER_SCRIPT), str(path), json.dumps(params)], capture_output=True,
+                                     text=True, timeout=1800)
+            if res.returncode == 0:
+                peer = json.loads(res.stdout.strip().splitlines()[-1])
+                peer_rate = n / float(peer["seconds"])  # type: ignore[arg-type]
+                ratios["caerus_over_hftbacktest"] = ours_total / peer_rate
+                ours_sides = [int(s) for s in out.orders["side"].tolist()]
+                theirs = [int(o[1]) for o in peer["orders_list"]]  # type: ignore[union-attr]
+                same = sum(a == b for a, b in zip(ours_sides, theirs, strict=False))
+                if not theirs:
+                    print("hftbacktest's ported rule sent no order: the runs are NOT comparable (see docs/research.md"
+                          " Backtest, Speed)")
+                print(f"hftbacktest {peer_rate:,.0f} books/s; ratio caerus/hftbacktest "
+                      f"{ratios['caerus_over_hftbacktest']:.2f}x")
+                print(f"agreement: orders caerus {len(ours_sides)} vs hftbacktest {len(theirs)}; sides equal in order "
+                      f"for {same} of {min(len(ours_sides), len(theirs))}; fills caerus "
+                      f"{int((out.orders['fill_qty'] > 0).sum())} vs hftbacktest {peer['fills']}")
+                peer = {k: v for k, v in peer.items() if k != "orders_list"} | {"books_per_s": peer_rate,
+                                                                                "sides_equal": same}
+            else:
+                print(f"hftbacktest run failed: {res.stderr[-800:]}", file=sys.stderr)
+    goals = [at_least("book events/s (end to end)", ours_total, 1e6, "books/s"),
+             at_least("x real time, a 30 s session's books", x_rt_30s, 1000.0, "x")]
+    emit("backtest_speed", {}, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
+         extra={"books": n, "span_s": span_s, "loop_books_per_s": ours_loop, "total_books_per_s": ours_total,
+                "orders": len(out.orders["side"]), "peer": peer})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
