@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -35,19 +36,26 @@ from caerus.strategy.config import StrategyConfig
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / ".venv-peers"
 PEER_SCRIPT = Path(__file__).with_name("backtest_speed_peer.py")
-HFTBACKTEST = "hftbacktest==2.4.4"
+
+
+def peer_requirements() -> list[str]:
+    """pyproject.toml's [peers] extra: what .venv-peers holds (never a caerus runtime or dev dependency)."""
+    return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["peers"])
 
 
 def ensure_peers() -> Path | None:
     py = PEERS / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True, timeout=300)
-    ok = subprocess.run([str(py), "-c", "import hftbacktest, numba"], capture_output=True, timeout=120)
+    reqs = peer_requirements()
+    ok = subprocess.run([str(py), "-c", "import sys, importlib.metadata as m; from packaging.requirements import "
+                         "Requirement as R; sys.exit(any(not R(r).specifier.contains(m.version(R(r).name), True) "
+                         "for r in sys.argv[1:]))", *reqs], capture_output=True, timeout=120)
     if ok.returncode != 0:
-        res = subprocess.run([str(py), "-m", "pip", "install", "-q", HFTBACKTEST], capture_output=True, text=True,
+        res = subprocess.run([str(py), "-m", "pip", "install", "-q", *reqs], capture_output=True, text=True,
                              timeout=900)
         if res.returncode != 0:
-            print(f"peer: cannot install {HFTBACKTEST}: {res.stderr[-500:]}", file=sys.stderr)
+            print(f"peer: cannot install {' '.join(reqs)}: {res.stderr[-500:]}", file=sys.stderr)
             return None
     return py
 

@@ -56,15 +56,23 @@ def _third_party_imports(path: Path) -> set[str]:
     return {m for m in found if m not in sys.stdlib_module_names and m not in FIRST_PARTY}
 
 
+# Code that runs in its own venv, never the checkout's: its extra is installed only there (not in the locks), so
+# its modules are owned by the distribution of the same name when the checkout's venv does not have them.
+OWN_VENV = {
+    Path("benchmarks/backtest_speed_peer.py"): "peers",  # .venv-peers, created by benchmarks/backtest_speed.py
+}
+
 # Who runs which code, and so which extras its imports may come from.
 AREAS = [
-    ("caerus (the fleet, on a host)", lambda p: p.parts[0] == "caerus" and p.parts[1] not in ("report", "data"),
-     (None,)),
+    ("caerus (the fleet, on a host)",
+     lambda p: p.parts[0] == "caerus" and p.parts[1] not in ("report", "data", "research"), (None,)),
     ("caerus/report", lambda p: p.parts[:2] == ("caerus", "report"), (None, "report")),
     ("caerus/data", lambda p: p.parts[:2] == ("caerus", "data"), (None, "research")),
+    ("caerus/research (a researcher's machine)", lambda p: p.parts[:2] == ("caerus", "research"), (None, "research")),
     ("infra (the operator's machine)", lambda p: p.parts[0] == "infra", (None, "infra")),
     ("tasks.py", lambda p: p == Path("tasks.py"), (None, "infra", "report")),
-    ("benchmarks", lambda p: p.parts[0] == "benchmarks", (None, "dev")),
+    ("benchmarks", lambda p: p.parts[0] == "benchmarks" and p not in OWN_VENV, (None, "dev")),
+    *((f"{p} (its own venv: [{extra}] only)", lambda q, p=p: q == p, (extra,)) for p, extra in OWN_VENV.items()),
 ]
 
 
@@ -79,6 +87,8 @@ def test_every_imported_module_is_declared_for_whoever_runs_it(area: str, member
     for rel in sorted(f for f in files if member(f)):
         for module in sorted(_third_party_imports(ROOT / rel)):
             owners = {canonicalize_name(d) for d in dists.get(module, [])}
+            if not owners and rel in OWN_VENV:
+                owners = {canonicalize_name(module)}
             if not owners:
                 problems.append(f"{rel}: imports {module}, which no installed distribution provides")
             elif not owners & allowed:
