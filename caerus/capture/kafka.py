@@ -6,8 +6,12 @@ is what lets a Python producer reach >= 200k rows/s (each ``produce`` + delivery
 ClickHouse's own Kafka engine and our sink both read multi-row JSONEachRow messages. Each message carries its
 table in a ``table`` header so the sink routes it without parsing.
 
-Rows become JSON in bulk through chDB (``SELECT ... FROM Python(df) FORMAT JSONEachRow``): the same engine and
-type rules as the server, and ~2x faster than pandas' writer.
+Rows become JSON in bulk through chDB (``SELECT ... FROM Python(table) FORMAT JSONEachRow``, :func:`json_rows`):
+the same engine and type rules as the server, and ~2x faster than pandas' writer. NaN is not a JSON number: a NaN
+price (a withdrawn side) is written as the string ``"nan"`` (``output_format_json_quote_denormals``, infinities
+likewise), which stays valid JSON for the sink and which ClickHouse reads back into a Float64 as NaN, both 18.16 and
+current servers. (JSON ``null`` would not do: 18.16 reads it as NaN but current servers store the column default
+0.0.) The input is an Arrow table (rows.arrow_table) so that chDB sees the NaN at all, not a NULL.
 
 confluent-kafka (librdkafka) does the batching (``linger.ms``), retries and delivery reports; ``message.timeout.ms
 = 0`` keeps messages queued for as long as the broker is away instead of failing them. The local buffer is
@@ -91,19 +95,7 @@ class KafkaOutput:
         log.warning("kafka: %s", err.str())
 
     def encode(self, table: str, df: pd.DataFrame, session: str) -> list[bytes]:
-        """One JSONEachRow line per row (bytes, no newline), enums by name, ``session`` first."""
-        import chdb  # stateless in-memory engine; lazy: importing chDB costs hundreds of ms
-
-        capture_rows = df  # noqa: F841 - found by name by chDB's Python() table function
-        sql = (f"SELECT {_quote(session)} AS session, {rows.select_list(table)} FROM Python(capture_rows) "
-               "SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_quote_denormals = 0")
-        body = chdb.query(sql, "JSONEachRow").bytes()
-        lines = body.split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        if len(lines) != len(df):
-            raise RuntimeError(f"JSON encoding of {len(df)} {table} rows gave {len(lines)} lines")
-        return lines
+        return json_rows(table, df, session)
 
     def write(self, table: str, df: pd.DataFrame, session: str) -> int:
         """Queue ``df``'s rows (messages of up to rows_per_message rows of one venue); returns rows queued.
@@ -156,6 +148,23 @@ class KafkaOutput:
         """Flush for up to ``timeout_s``; returns how many rows were still undelivered."""
         self.producer.flush(timeout_s)
         return self.buffered
+
+
+def json_rows(table: str, df: pd.DataFrame, session: str) -> list[bytes]:
+    """One JSONEachRow line per row of ``df`` (bytes, no newline), enums by name, ``session`` first, NaN and
+    infinities as the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    import chdb  # stateless in-memory engine; lazy: importing chDB costs hundreds of ms
+
+    capture_rows = rows.arrow_table(df)  # noqa: F841 - found by name by chDB's Python() table function
+    sql = (f"SELECT {_quote(session)} AS session, {rows.select_list(table)} FROM Python(capture_rows) "
+           "SETTINGS output_format_json_quote_64bit_integers = 0, output_format_json_quote_denormals = 1")
+    body = chdb.query(sql, "JSONEachRow").bytes()
+    lines = body.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    if len(lines) != len(df):
+        raise RuntimeError(f"JSON encoding of {len(df)} {table} rows gave {len(lines)} lines")
+    return lines
 
 
 def _quote(text: str) -> str:

@@ -1,8 +1,10 @@
 """A store written by today's capture process (rings -> `caerus capture` -> chDB under a session folder) reads back
-through caerus.data: every record once, named by the session's instruments.json, and aligned as the reference says."""
+through caerus.data: every record once, named by the session's instruments.json, a withdrawn side NaN as published,
+and aligned as the reference says."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -40,6 +42,9 @@ def test_store_written_by_capture_reads_back(session_rings: SessionRings, tmp_pa
     assert set(books["session"]) == {sid}
     assert sorted(zip(books["venue"].astype(str), books["symbol"].astype(str), books["seq"], strict=True)) == sorted(
         ({BN: "binance", HL: "hyperliquid"}[v], INSTRUMENTS[s].name, q) for v, s, q, *_ in HAND)
+    withdrawn = books[(books["venue"] == "hyperliquid") & (books["seq"] == 4)]
+    assert len(withdrawn) == 1 and math.isnan(withdrawn["bid_px"].iloc[0])  # published NaN, stored NaN (not 0.0)
+    assert withdrawn["ask_px"].iloc[0] == 100.8
     aligned = data.aligned(folder)
     want = reference_aligned(HAND, BN)
     assert aligned["seq"].tolist() == [w["seq"] for w in want]

@@ -50,7 +50,7 @@ def test_aligned_cases_by_name(folder: Path) -> None:
     assert df.loc[12, "other_seq"] == 3  # two HL books at one instant: the higher seq
     assert df.loc[13, "flags"] & REJECTED and df.loc[13, "bid_px"] > df.loc[13, "ask_px"]  # crossed row kept
     assert df.loc[14, "other_seq"] == 4 and df.loc[14, "other_flags"] & REJECTED  # a rejected book is as-of too
-    assert df.loc[14, "other_bid_px"] == 0.0  # the withdrawn side as stored
+    assert math.isnan(df.loc[14, "other_bid_px"])  # the withdrawn side: NaN as published, not 0.0
     assert df.loc[20, "other_seq"] is pd.NA  # ETH: BTC's Hyperliquid book does not count
     assert df.loc[22, "other_seq"] == 21 and df.loc[23, "other_seq"] == 21
     assert df.loc[14, "other_t_recv_ts"] == pd.Timestamp(T + 170, tz="UTC")
