@@ -72,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--clickhouse", metavar="URL", help="a ClickHouse server's HTTP URL (needs --start/--end)")
     src.add_argument("--offline", type=float, metavar="SECONDS",
                      help="the emulator's market model generated offline for this many seconds")
+    parser.add_argument("--clickhouse-user", metavar="NAME", help="with --clickhouse: the user (HTTP basic auth)")
+    parser.add_argument("--clickhouse-password-file", type=Path, metavar="FILE",
+                        help="with --clickhouse-user: a file (mode 0600) whose first line is the password")
     parser.add_argument("--start", help="first t_recv (ns since the epoch or ISO 8601); 'strategy' (a session): "
                                         "where the session's strategy started reading")
     parser.add_argument("--end", help="t_recv bound, exclusive (ns or ISO 8601)")
@@ -108,7 +111,10 @@ def load_source(args: argparse.Namespace) -> sources.Loaded:
     if args.store is not None:
         return sources.from_store(args.store, start, end)
     if args.clickhouse is not None:
-        return sources.from_clickhouse(args.clickhouse, start, end)
+        return sources.from_clickhouse(args.clickhouse, start, end, user=args.clickhouse_user,
+                                       password_file=args.clickhouse_password_file)
+    if args.clickhouse_user is not None or args.clickhouse_password_file is not None:
+        raise ValueError("--clickhouse-user and --clickhouse-password-file go with --clickhouse")
     return sources.offline_market(args.offline, args.market_seed, tuple(args.symbols.split(",")))
 
 

@@ -1,28 +1,32 @@
 """Where a backtest's book events come from: a session folder, a chDB store, a ClickHouse URL, or the emulator's
 market model run offline (no sockets, faster than real time).
 
-Every loader returns :class:`caerus.research.backtest.events.BookEvents` in t_recv order and fails with a
-one-line :class:`SourceError` naming what is missing (no such folder, no store, no books in the range). Captured
-books are read with ``FINAL`` (each row once) in the engine: Python receives columns, not rows.
+Captured books are read with :func:`caerus.data.books` (the one way to read a capture store or a ClickHouse
+server: its SQL, ``FINAL``, its URL and password-file rules), as an Arrow table whose columns become
+:class:`~caerus.research.backtest.events.BookEvents` without a row loop. Every loader returns events in t_recv
+order and fails with a one-line :class:`SourceError` naming what is missing (no such folder, no store, no books in
+the range); a ClickHouse URL carrying credentials is refused as capture refuses it, never repeated.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
+from caerus import data
 from caerus import instruments as instruments_mod
+from caerus.capture.clickhouse import check_url
+from caerus.capture.rows import VENUE_NAMES
 from caerus.instruments import InstrumentSet
-from caerus.research.backtest.events import BookEvents, EventsError
+from caerus.research.backtest.events import COLUMNS, BookEvents, EventsError
 from caerus.wire import BookFlags, Venue
 
 #: where offline market time starts (2026-01-01T00:00:00Z): any fixed epoch keeps runs reproducible
 OFFLINE_EPOCH_NS = 1_767_225_600_000_000_000
-_BOOK_SELECT = ("SELECT toUInt8(venue) AS venue, flags, symbol, seq, t_exchange, t_recv, t_publish, bid_px, "
-                "bid_qty, ask_px, ask_qty FROM caerus.books FINAL")
+_VENUE_CODES = {name: code for code, name in VENUE_NAMES.items()}  # capture's names of the codes
 
 
 class SourceError(ValueError):
@@ -39,50 +43,58 @@ class Loaded:
     session_dir: Path | None = None
 
 
-def _where(start: int | None, end: int | None, session: str | None) -> str:
-    conds = []
-    if start is not None:
-        conds.append(f"t_recv >= {int(start)}")
-    if end is not None:
-        conds.append(f"t_recv < {int(end)}")
-    if session is not None:
-        conds.append("session = '" + session.replace("\\", "\\\\").replace("'", "\\'") + "'")
-    return (" WHERE " + " AND ".join(conds)) if conds else ""
-
-
 def _range_text(start: int | None, end: int | None) -> str:
     return f"[{start if start is not None else '-inf'}, {end if end is not None else '+inf'}) ns"
 
 
-def open_store(path: Path):
-    """An existing chDB capture store (never creates one)."""
-    from caerus.capture.store import ChdbStore, StoreError
+def _venue_codes(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Venue codes from caerus.data's dictionary column (capture's names of the codes), looked up once per
+    dictionary entry, not per row."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    names = [str(n) for n in arr.dictionary.to_pylist()]
+    unknown = [n for n in names if n not in _VENUE_CODES]
+    if unknown:
+        raise EventsError(f"book events name an unknown venue {unknown[0]!r}")
+    lut = np.array([_VENUE_CODES[n] for n in names] or [0], dtype="u1")
+    return lut[arr.indices.to_numpy(zero_copy_only=False)]
 
-    path = Path(path)
-    if not (path / "chdb").is_dir():
-        raise SourceError(f"no chDB capture store at {path} (expected {path / 'chdb'})")
+
+def events_from_books(tab: pa.Table) -> BookEvents:
+    """caerus.data.books(..., frame="arrow") as BookEvents (sorted by t_recv, venue, seq)."""
+    cols: dict[str, np.ndarray] = {"venue": _venue_codes(tab.column("venue")),
+                                   "symbol": tab.column("symbol_id").to_numpy()}
+    for name in COLUMNS:
+        if name not in cols:
+            cols[name] = tab.column(name).to_numpy()
+    return BookEvents.from_columns(cols)
+
+
+def _read(source: Path | str, label: str, start: int | None, end: int | None, session: str | None,
+          instruments: InstrumentSet | None, user: str | None = None,
+          password_file: Path | None = None) -> BookEvents:
     try:
-        return ChdbStore(path)
-    except StoreError as exc:
+        tab = data.books(source, start=start, end=end, session=session, instruments=instruments, user=user,
+                         password_file=password_file, frame="arrow")
+    except data.DataError as exc:
         raise SourceError(str(exc)) from None
+    if tab.num_rows == 0:
+        raise SourceError(f"no captured books in {label} for t_recv in {_range_text(start, end)}"
+                          + (f", session {session!r}" if session else ""))
+    try:
+        return events_from_books(tab)
+    except EventsError as exc:
+        raise SourceError(f"{label}: {exc}") from None
 
 
 def from_store(path: Path, start: int | None = None, end: int | None = None, session: str | None = None,
                instruments: InstrumentSet | None = None) -> Loaded:
-    store = open_store(path)
-    try:
-        df = store.query_df(_BOOK_SELECT + _where(start, end, session) + " ORDER BY t_recv, venue, seq")
-    finally:
-        store.close()
-    if df.empty:
-        raise SourceError(f"no captured books in {path} for t_recv in {_range_text(start, end)}"
-                          + (f", session {session!r}" if session else ""))
-    try:
-        events = BookEvents.from_columns({c: df[c].to_numpy() for c in df.columns})
-    except EventsError as exc:
-        raise SourceError(f"{path}: {exc}") from None
-    return Loaded(events, instruments or instruments_mod.DEFAULT,
-                  f"chDB store {path}, t_recv {_range_text(start, end)}, {len(events)} books")
+    """An existing chDB capture store (never creates one)."""
+    path = Path(path)
+    if not (path / "chdb").is_dir():
+        raise SourceError(f"no chDB capture store at {path} (expected {path / 'chdb'})")
+    insts = instruments or instruments_mod.DEFAULT
+    events = _read(path, str(path), start, end, session, insts)
+    return Loaded(events, insts, f"chDB store {path}, t_recv {_range_text(start, end)}, {len(events)} books")
 
 
 def from_session(session_dir: Path, start: int | None = None, end: int | None = None) -> Loaded:
@@ -98,27 +110,20 @@ def from_session(session_dir: Path, start: int | None = None, end: int | None = 
     return Loaded(loaded.events, insts, f"session {session_dir.name}: " + loaded.description, session_dir)
 
 
-def from_clickhouse(url: str, start: int | None, end: int | None, session: str | None = None) -> Loaded:
-    """A ClickHouse server over HTTP (the distributed capture path's store)."""
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
+def from_clickhouse(url: str, start: int | None, end: int | None, session: str | None = None, *,
+                    user: str | None = None, password_file: Path | None = None,
+                    instruments: InstrumentSet | None = None) -> Loaded:
+    """A ClickHouse server over HTTP (the distributed capture path's store): ``http://HOST:PORT``, the password
+    only from a 0600 file (caerus.capture.clickhouse's rules, so a URL with credentials is refused unrepeated)."""
+    try:
+        where = check_url(url)
+    except ValueError as exc:
+        raise SourceError(str(exc)) from None
     if start is None or end is None:
         raise SourceError("a ClickHouse source needs a time range: --start and --end")
-    sql = (_BOOK_SELECT + _where(start, end, session) + " ORDER BY t_recv, venue, seq FORMAT JSONCompactColumns")
-    req = urllib.request.Request(url.rstrip("/") + "/?" + urllib.parse.urlencode({"query": sql}), method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            cols = json.loads(resp.read())
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise SourceError(f"ClickHouse at {url}: {exc}") from None
-    names = ("venue", "flags", "symbol", "seq", "t_exchange", "t_recv", "t_publish", "bid_px", "bid_qty", "ask_px",
-             "ask_qty")
-    if not cols or not cols[0]:
-        raise SourceError(f"no captured books at {url} for t_recv in {_range_text(start, end)}")
-    events = BookEvents.from_columns({n: np.asarray(c) for n, c in zip(names, cols, strict=True)})
-    return Loaded(events, instruments_mod.DEFAULT, f"ClickHouse {url}, t_recv {_range_text(start, end)}")
+    insts = instruments or instruments_mod.DEFAULT
+    events = _read(where, where, start, end, session, insts, user, password_file)
+    return Loaded(events, insts, f"ClickHouse {where}, t_recv {_range_text(start, end)}, {len(events)} books")
 
 
 def offline_market(duration_s: float, seed: int, symbols: tuple[str, ...] = ("BTC",),
@@ -151,10 +156,10 @@ def offline_market(duration_s: float, seed: int, symbols: tuple[str, ...] = ("BT
         raise SourceError(f"offline market produced no books in {duration_s} s")
     cols = list(zip(*rows, strict=True))
     names = ("venue", "flags", "symbol", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")
-    data = {n: np.asarray(c) for n, c in zip(names, cols, strict=True)}
-    data["t_recv"] = np.zeros(len(rows), dtype=np.int64)
+    columns = {n: np.asarray(c) for n, c in zip(names, cols, strict=True)}
+    columns["t_recv"] = np.zeros(len(rows), dtype=np.int64)
     # t_recv is drawn later: order by exchange time now (the engine orders by t_seen)
-    events = BookEvents.from_columns(data, sort=False)
+    events = BookEvents.from_columns(columns, sort=False)
     insts = _catalogue_instruments(symbols)
     return Loaded(events, insts, f"offline market model: seed {seed}, {duration_s:g} s, symbols "
                   f"{','.join(symbols)}, {len(events)} books ({events.counts()})")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from caerus.capture.store import ChdbStore
 from caerus.metrics import hdr
 from caerus.research.backtest import fills, latency, runner, sources
 
@@ -55,7 +56,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _live_orders(session: Path) -> list[dict[str, object]]:
-    store = sources.open_store(session / "capture")
+    store = ChdbStore(session / "capture")
     try:
         df = store.query_df(f"SELECT reason, side, px, qty, trigger_seq, toUInt8(trigger_venue) AS trigger_venue, "
                             f"trigger_t_recv, outcome, fill_px, fill_qty, t_seen FROM caerus.orders FINAL "
