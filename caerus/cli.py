@@ -26,9 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("caerus.report.app", "render reports for session folders"),
     "calibrate": ("caerus.research.calibrate.app", "fit the emulator's market model from captured books -> TOML"),
     "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),
+    "train": ("caerus.research.models.app", "walk-forward training of the lead-lag model -> model file (JSON)"),
 }
 # Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).
-EXTRA_OF_MODULE = {"matplotlib": "report", "polars": "research"}
+EXTRA_OF_MODULE = {"matplotlib": "report", "polars": "research", "sklearn": "research", "lightgbm": "research"}
 
 
 class MissingExtra(ImportError):

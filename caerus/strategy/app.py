@@ -45,6 +45,7 @@ from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES
+from caerus.strategy.model_signal import ModelError
 from caerus.strategy.orders import FINAL_NAMES, OrderTable
 from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderFlags, OrderReason, Tif, Venue
 
@@ -172,7 +173,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail_config(str(exc))
 
-    desk = Desk(cfg, insts)
+    try:
+        desk = Desk(cfg, insts)  # reads and checks a model file (signal = "model") before anything is attached
+    except ModelError as exc:
+        return fail_config(str(exc))
 
     def on_halt(cause: HaltCause) -> None:
         desk.halt()

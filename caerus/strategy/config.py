@@ -86,6 +86,13 @@ class StrategyConfig(ConfigBase, frozen=True):
     # and off, and record real fires' tick-to-decision per window kind (tick_to_decision_warmed / _unwarmed).
     # 0 = shadows in every window (when shadow_every_ms is set).
     shadow_ab_window_s: NonNegative = 0.0
+    # The entry/exit signal: "naive" (basis - EWMA, the rule above) or "model" (a trained model's predicted
+    # Hyperliquid move, caerus.strategy.model_signal; its file from `caerus train`, thresholds in the file).
+    signal: Literal["naive", "model"] = "naive"
+    model: str = ""  # the model file (signal = "model"); its feature schema must be this strategy's
+    # A/B inside one session (signal = "model"): alternate windows of this many seconds deciding with the model and
+    # with the naive rule, and record tick_to_decision per window kind. 0 = the model in every window.
+    signal_ab_window_s: NonNegative = 0.0
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
@@ -98,6 +105,12 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError("shadow_ab_window_s alternates shadow orders on and off: set shadow_every_ms too")
         if self.shadow_every_ms and self.mode != "latency_arb":
             raise ConfigError(f"shadow_every_ms warms a rare fire path: mode {self.mode!r} fires on every book")
+        if self.signal == "model" and not self.model:
+            raise ConfigError("signal = \"model\" needs model = PATH (a model file from `caerus train`)")
+        if self.signal == "model" and self.mode != "latency_arb":
+            raise ConfigError(f"signal = \"model\" is a latency_arb signal: mode {self.mode!r} fires on every book")
+        if self.signal_ab_window_s and self.signal != "model":
+            raise ConfigError("signal_ab_window_s alternates the model and the naive rule: set signal = \"model\"")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
         for name in self.instruments:

@@ -13,9 +13,10 @@ from caerus.runtime.counters import Counters
 from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import GUARD_NAMES, LatencyArb
+from caerus.strategy.model_signal import ModelArb, load_model
 from caerus.wire import EXEC_I
 
-Decider = LatencyArb | BenchFireEveryBook
+Decider = LatencyArb | ModelArb | BenchFireEveryBook
 _E_SYMBOL = EXEC_I.SYMBOL
 
 #: per-instrument integer counters (``inst.<ID>.<what>``, the id as in BOOK.symbol) and float ones
@@ -27,9 +28,14 @@ class Desk:
     """One decision object per instrument, in instrument-id order."""
 
     def __init__(self, cfg: StrategyConfig, instruments: InstrumentSet) -> None:
+        """Raises caerus.strategy.model_signal.ModelError (one line) for an unusable model file."""
         self.instruments = instruments
+        # signal = "model": one model file, read and checked once, evaluated by every instrument's ModelArb
+        self.model = load_model(cfg.model) if cfg.mode != "bench" and cfg.signal == "model" else None
+        model = self.model
         self.arbs: list[Decider] = [
-            BenchFireEveryBook(cfg, inst) if cfg.mode == "bench" else LatencyArb(cfg, inst) for inst in instruments
+            BenchFireEveryBook(cfg, inst) if cfg.mode == "bench"
+            else ModelArb(cfg, model, inst) if model is not None else LatencyArb(cfg, inst) for inst in instruments
         ]
         self.books = [0] * len(instruments)  # records read per instrument (the loop counts them)
         self.fires = [0] * len(instruments)

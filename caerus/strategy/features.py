@@ -1,0 +1,322 @@
+"""The lead-lag feature vector: its schema (names, version) and its incremental computation, one book at a time.
+
+One definition for every user, so they cannot drift: the live strategy's model signal
+(caerus.strategy.model_signal) and therefore the backtest (which replays those same decision objects), and training
+(caerus.research.features runs this class over book events to build the dataset). It lives in caerus.strategy
+because the fleet may not import caerus.research (.importlinter's layers); research imports it from here.
+
+:class:`FeatureState` keeps one instrument's state in preallocated slots and lists and rewrites ``x`` (a list of
+floats, ``len(NAMES)`` long) in place on every tradeable book: nothing is allocated per book beyond the floats the
+arithmetic makes (ring buffers of recent mids are fixed-size lists, indices are masked). Features, in ``NAMES``
+order (bps are of the venue's own mid):
+
+* ``bn_ret_50ms``, ``bn_ret_200ms``, ``bn_ret_1000ms``: Binance mid return over the horizon (bps), from a ring of
+  the last ``RING`` Binance mids (the oldest one kept when the ring holds less than the horizon);
+* ``basis_dev``: the naive rule's signal, ``basis - EWMA(basis)`` before this book updates the EWMA (bps), exactly
+  as caerus.strategy.latency_arb computes it (same half-life, same rules for invalid books);
+* ``bn_imbalance``, ``hl_imbalance``: top-of-book size imbalance ``(bid_qty - ask_qty) / (bid_qty + ask_qty)``;
+* ``bn_ofi``: order-flow imbalance (Cont, Kukanov & Stoikov 2014) of the Binance touch, summed with an exponential
+  decay (half-life ``OFI_HALF_LIFE_MS``) and divided by the decayed mean touch size;
+* ``bn_micro_dev``, ``hl_micro_dev``: microprice (Stoikov 2018; here the size-weighted mid
+  ``(bid * ask_qty + ask * bid_qty) / (bid_qty + ask_qty)``) minus the mid (bps);
+* ``bn_spread``, ``hl_spread``: the venue's spread (bps);
+* ``hl_book_age_ms``: now - the newest Hyperliquid book's t_recv (ms);
+* ``hl_block_phase``: Binance's event time since Hyperliquid's last block time, as a fraction of the block interval
+  (estimated from Hyperliquid's block-time gaps): in [0, 1);
+* ``hl_ret_1000ms``: Hyperliquid mid return over 1 s (bps);
+* ``catch_up``: how much of Binance's last 1 s move Hyperliquid has already made (``hl_ret_1000ms /
+  bn_ret_1000ms`` clipped to [-1, 2]; 1 when Binance moved less than ``CATCH_UP_MIN_BPS``: nothing to catch up).
+
+Time is the caller's ``now`` (the strategy's t_seen, the backtest's simulated t_seen): the same books at the same
+times give the same vector, in the live loop and in a replay.
+"""
+
+from __future__ import annotations
+
+import math
+
+from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, Venue
+
+#: bump when a feature's definition changes: a model trained on another version is refused at start-up
+SCHEMA_VERSION = 1
+NAMES = (
+    "bn_ret_50ms",
+    "bn_ret_200ms",
+    "bn_ret_1000ms",
+    "basis_dev",
+    "bn_imbalance",
+    "hl_imbalance",
+    "bn_ofi",
+    "bn_micro_dev",
+    "hl_micro_dev",
+    "bn_spread",
+    "hl_spread",
+    "hl_book_age_ms",
+    "hl_block_phase",
+    "hl_ret_1000ms",
+    "catch_up",
+)
+N_FEATURES = len(NAMES)
+(F_BN_RET_50, F_BN_RET_200, F_BN_RET_1000, F_BASIS_DEV, F_BN_IMB, F_HL_IMB, F_BN_OFI, F_BN_MICRO, F_HL_MICRO,
+ F_BN_SPREAD, F_HL_SPREAD, F_HL_AGE, F_HL_PHASE, F_HL_RET_1000, F_CATCH_UP) = range(N_FEATURES)
+
+RING = 4096  # mids kept per venue (a power of two): > 1 s of Binance books at 4 kHz
+_MASK = RING - 1
+HORIZONS_MS = (50.0, 200.0, 1000.0)
+OFI_HALF_LIFE_MS = 200.0
+CATCH_UP_MIN_BPS = 0.5
+_BLOCK_MS_START = 70.0  # Hyperliquid's block interval before any gap is measured (FACTS: ~70 ms)
+
+_VENUE = BOOK_I.VENUE
+_FLAGS = BOOK_I.FLAGS
+_T_EXCHANGE = BOOK_I.T_EXCHANGE
+_T_RECV = BOOK_I.T_RECV
+_BID = BOOK_I.BID_PX
+_BID_QTY = BOOK_I.BID_QTY
+_ASK = BOOK_I.ASK_PX
+_ASK_QTY = BOOK_I.ASK_QTY
+_BINANCE = int(Venue.BINANCE)
+_HYPERLIQUID = int(Venue.HYPERLIQUID)
+_LN2 = math.log(2.0)
+
+
+def schema(horizon_ms: float | None = None) -> dict[str, object]:
+    """The schema a model file records and the strategy checks: version and feature names, in order."""
+    out: dict[str, object] = {"version": SCHEMA_VERSION, "names": list(NAMES)}
+    if horizon_ms is not None:
+        out["horizon_ms"] = horizon_ms
+    return out
+
+
+def schema_difference(other: dict[str, object]) -> str | None:
+    """None when ``other`` (a model file's schema) is this code's, else what differs, in a few words."""
+    version = other.get("version")
+    names = other.get("names")
+    if not isinstance(names, list):
+        return "its schema has no feature names"
+    if version != SCHEMA_VERSION:
+        return f"feature schema version {version}, this strategy computes version {SCHEMA_VERSION}"
+    if names != list(NAMES):
+        missing = [n for n in NAMES if n not in names]
+        extra = [n for n in names if n not in NAMES]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"lacks {', '.join(missing)}")
+            if extra:
+                parts.append(f"has {', '.join(map(str, extra))} this strategy does not compute")
+            return "its features " + "; ".join(parts)
+        k = next(i for i, (a, b) in enumerate(zip(names, NAMES, strict=True)) if a != b)
+        return f"its features are in another order (position {k}: {names[k]!r}, this strategy's: {NAMES[k]!r})"
+    return None
+
+
+class FeatureState:
+    """One instrument's incremental feature state. ``update(book, now)`` -> True once both venues have a valid book
+    (``x`` then holds the vector as of this book); the tracked touch and times are public for the decision code."""
+
+    __slots__ = (
+        "_bn_m",
+        "_bn_n",
+        "_bn_t",
+        "_depth",
+        "_hl_m",
+        "_hl_n",
+        "_hl_t",
+        "_k_basis",
+        "_k_ofi",
+        "_ofi",
+        "_p50",
+        "_p200",
+        "_p1000",
+        "_ph",
+        "_prev_hl_tx",
+        "_t_ofi",
+        "basis",
+        "block_ms",
+        "bn_ask",
+        "bn_ask_qty",
+        "bn_bid",
+        "bn_bid_qty",
+        "bn_mid",
+        "bn_ok",
+        "bn_seen",
+        "bn_t_exchange",
+        "bn_t_recv",
+        "ewma",
+        "ewma_t",
+        "hl_ask",
+        "hl_bid",
+        "hl_half_spread_bps",
+        "hl_mid",
+        "hl_ok",
+        "hl_seen",
+        "hl_t_exchange",
+        "hl_t_recv",
+        "start_t",
+        "x",
+    )  # fmt: skip
+
+    def __init__(self, ewma_half_life_s: float = 3.0) -> None:
+        self.x = [0.0] * N_FEATURES
+        self._k_basis = _LN2 / (ewma_half_life_s * 1e9)  # as LatencyArb: weight of an update dt ns later
+        self._k_ofi = _LN2 / (OFI_HALF_LIFE_MS * 1e6)
+        self._bn_t = [0] * RING
+        self._bn_m = [0.0] * RING
+        self._hl_t = [0] * RING
+        self._hl_m = [0.0] * RING
+        self._bn_n = self._hl_n = 0  # mids written so far (ring index = n & mask)
+        self._p50 = self._p200 = self._p1000 = self._ph = 0  # per horizon: the newest index at or before now - h
+        self.bn_bid = self.bn_ask = self.bn_mid = self.bn_bid_qty = self.bn_ask_qty = 0.0
+        self.hl_bid = self.hl_ask = self.hl_mid = self.hl_half_spread_bps = 0.0
+        self.bn_ok = self.hl_ok = self.bn_seen = self.hl_seen = False
+        self.bn_t_recv = self.bn_t_exchange = self.hl_t_recv = self.hl_t_exchange = 0
+        self._prev_hl_tx = 0
+        self.block_ms = _BLOCK_MS_START
+        self._ofi = 0.0
+        self._depth = 0.0
+        self._t_ofi = 0
+        self.basis = self.ewma = 0.0
+        self.ewma_t = self.start_t = 0
+
+    def update(self, book: tuple, now: int) -> bool:
+        """Fold one BOOK record seen at ``now`` (ns) into the state; True when ``x`` is a full vector."""
+        venue = book[_VENUE]
+        ok = (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE
+        x = self.x
+        if venue == _BINANCE:
+            self.bn_ok = ok
+            self.bn_t_recv = book[_T_RECV]
+            self.bn_t_exchange = book[_T_EXCHANGE]
+            if ok:
+                bid = book[_BID]
+                ask = book[_ASK]
+                bq = book[_BID_QTY]
+                aq = book[_ASK_QTY]
+                mid = (bid + ask) * 0.5
+                depth = bq + aq
+                # order-flow imbalance of this touch change (Cont, Kukanov & Stoikov 2014, eq. 2), decayed sum
+                if self.bn_seen:
+                    pb = self.bn_bid
+                    pa = self.bn_ask
+                    e = ((bq if bid >= pb else 0.0) - (self.bn_bid_qty if bid <= pb else 0.0)
+                         - (aq if ask <= pa else 0.0) + (self.bn_ask_qty if ask >= pa else 0.0))
+                    dt = now - self._t_ofi
+                    decay = math.exp(-self._k_ofi * dt) if dt > 0 else 1.0
+                    self._ofi = self._ofi * decay + e
+                    self._depth = self._depth * decay + (1.0 - decay) * depth * 0.5
+                else:
+                    self._depth = depth * 0.5
+                self._t_ofi = now
+                self.bn_bid = bid
+                self.bn_ask = ask
+                self.bn_bid_qty = bq
+                self.bn_ask_qty = aq
+                self.bn_mid = mid
+                self.bn_seen = True
+                n = self._bn_n
+                i = n & _MASK
+                self._bn_t[i] = now
+                self._bn_m[i] = mid
+                n += 1
+                self._bn_n = n
+                ts = self._bn_t
+                ms = self._bn_m
+                lo = n - RING if n > RING else 0
+                p = self._p50 if self._p50 > lo else lo
+                limit = now - 50_000_000
+                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                    p += 1
+                self._p50 = p
+                x[F_BN_RET_50] = (mid - ms[p & _MASK]) / mid * 1e4
+                p = self._p200 if self._p200 > lo else lo
+                limit = now - 200_000_000
+                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                    p += 1
+                self._p200 = p
+                x[F_BN_RET_200] = (mid - ms[p & _MASK]) / mid * 1e4
+                p = self._p1000 if self._p1000 > lo else lo
+                limit = now - 1_000_000_000
+                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                    p += 1
+                self._p1000 = p
+                x[F_BN_RET_1000] = (mid - ms[p & _MASK]) / mid * 1e4
+                x[F_BN_IMB] = (bq - aq) / depth if depth > 0.0 else 0.0
+                x[F_BN_OFI] = self._ofi / self._depth if self._depth > 0.0 else 0.0
+                x[F_BN_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4 if depth > 0.0 else 0.0
+                x[F_BN_SPREAD] = (ask - bid) / mid * 1e4
+        elif venue == _HYPERLIQUID:
+            self.hl_ok = ok
+            self.hl_t_recv = book[_T_RECV]
+            tx = book[_T_EXCHANGE]
+            self.hl_t_exchange = tx
+            if ok:
+                bid = book[_BID]
+                ask = book[_ASK]
+                bq = book[_BID_QTY]
+                aq = book[_ASK_QTY]
+                mid = (bid + ask) * 0.5
+                depth = bq + aq
+                self.hl_bid = bid
+                self.hl_ask = ask
+                self.hl_mid = mid
+                self.hl_seen = True
+                spread = (ask - bid) / mid * 1e4
+                x[F_HL_SPREAD] = spread
+                self.hl_half_spread_bps = spread * 0.5
+                x[F_HL_IMB] = (bq - aq) / depth if depth > 0.0 else 0.0
+                x[F_HL_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4 if depth > 0.0 else 0.0
+                n = self._hl_n
+                i = n & _MASK
+                self._hl_t[i] = now
+                self._hl_m[i] = mid
+                self._hl_n = n + 1
+                # block interval: gaps between distinct block times, ignoring gaps that span silent blocks
+                prev = self._prev_hl_tx
+                if tx != prev:
+                    if prev:
+                        gap = (tx - prev) * 1e-6
+                        if gap < 1.5 * self.block_ms:
+                            self.block_ms += 0.05 * (gap - self.block_ms)
+                    self._prev_hl_tx = tx
+        else:
+            return False
+        if not (self.bn_seen and self.hl_seen):
+            return False
+
+        # -- cross-venue features (every book) -------------------------------------------------------------------
+        basis = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
+        self.basis = basis
+        if self.start_t == 0:
+            self.start_t = now
+            self.ewma = basis
+            self.ewma_t = now
+        x[F_BASIS_DEV] = basis - self.ewma
+        if ok:
+            dt = now - self.ewma_t
+            if dt > 0:
+                self.ewma += (1.0 - math.exp(-self._k_basis * dt)) * (basis - self.ewma)
+                self.ewma_t = now
+        x[F_HL_AGE] = (now - self.hl_t_recv) * 1e-6
+        age = (self.bn_t_exchange - self.hl_t_exchange) * 1e-6
+        block = self.block_ms
+        x[F_HL_PHASE] = (age % block) / block if age > 0.0 else 0.0
+        # Hyperliquid's 1 s move, and the share of Binance's it has made
+        n = self._hl_n
+        lo = n - RING if n > RING else 0
+        p = self._ph if self._ph > lo else lo
+        limit = now - 1_000_000_000
+        ts = self._hl_t
+        while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+            p += 1
+        self._ph = p
+        hl_mid = self.hl_mid
+        hl_ret = (hl_mid - self._hl_m[p & _MASK]) / hl_mid * 1e4
+        x[F_HL_RET_1000] = hl_ret
+        bn_ret = x[F_BN_RET_1000]
+        if bn_ret >= CATCH_UP_MIN_BPS or bn_ret <= -CATCH_UP_MIN_BPS:
+            c = hl_ret / bn_ret
+            x[F_CATCH_UP] = 2.0 if c > 2.0 else (-1.0 if c < -1.0 else c)
+        else:
+            x[F_CATCH_UP] = 1.0
+        return True

@@ -1,0 +1,364 @@
+"""The trained model on the hot path: its file (read, checked, hashed), its evaluation forms and the decision
+object that trades on it (``StrategyConfig.signal = "model"``).
+
+The model file (JSON, written by ``caerus train``, caerus.research.models) holds plain numbers: a linear model's
+weights and intercept, or gradient-boosted trees as node arrays. Nothing here imports scikit-learn or LightGBM.
+:func:`load_model` checks the file's content hash and refuses a model whose feature schema is not this code's
+(caerus.strategy.features) with one line naming the difference.
+
+Evaluation forms (:func:`scorer`), measured by benchmarks/decision_cost.py:
+
+* ``linear``: the dot product generated as one Python expression over ``x[0] .. x[n-1]`` (no loop);
+* ``trees_code``: every tree compiled to nested if/else in one generated function;
+* ``trees_arrays``: the trees walked over flat per-tree lists (feature, threshold, left, right, leaf values).
+
+Generated code is built only from validated numbers (floats printed with ``repr``, integer indices), never from
+text the file carries.
+
+:class:`ModelArb` is the latency-arb decision object with the model's predicted Hyperliquid move in place of the
+naive basis signal: the incremental features (one :class:`~caerus.strategy.features.FeatureState`) are updated on
+every book; the score is the predicted move over the model's horizon (bps), and ``signal`` is that move net of
+Hyperliquid's half spread (the cost of crossing). Entries on Binance books when ``|signal| >= entry_bps``; exits
+when the predicted move in the position's direction falls to ``exit_bps`` or reverses past ``reversal_bps``, or at
+``max_hold_ms`` -- thresholds from the model file (chosen on validation folds). Guards, sizing, order table and
+in-flight rule are LatencyArb's, unchanged. ``use_model = False`` makes the same object decide with the naive rule
+(its signal is a feature): the A/B windows of one session switch it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from caerus.instruments import Instrument
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
+from caerus.strategy.latency_arb import (
+    G_COOLDOWN,
+    G_HALTED,
+    G_IN_FLIGHT,
+    G_INFO_AGE_HL,
+    G_INVALID_BN,
+    G_INVALID_HL,
+    G_POSITION,
+    G_STALE_BN,
+    G_STALE_HL,
+    LatencyArb,
+    _exit_qty,
+    round_to_grid,
+)
+from caerus.wire import BOOK_I, OrderReason, Side, Venue
+
+FORMAT = 1
+KINDS = ("linear", "trees")
+FORMS = ("linear", "trees_code", "trees_arrays")
+#: the form used for each kind, picked by benchmarks/decision_cost.py (docs/research.md, Trained model)
+DEFAULT_FORM = {"linear": "linear", "trees": "trees_code"}
+
+_VENUE = BOOK_I.VENUE
+_BINANCE = int(Venue.BINANCE)
+_BUY = int(Side.BUY)
+_SELL = int(Side.SELL)
+_ENTRY = int(OrderReason.ENTRY)
+_EXIT_THRESHOLD = int(OrderReason.EXIT_THRESHOLD)
+_EXIT_REVERSAL = int(OrderReason.EXIT_REVERSAL)
+_EXIT_MAX_HOLD = int(OrderReason.EXIT_MAX_HOLD)
+_FLATTEN = int(OrderReason.FLATTEN)
+_QTY_EPS = 1e-12
+
+
+class ModelError(ValueError):
+    """A model file the strategy cannot use; the message is one line naming the file and what is wrong."""
+
+
+def content_hash(doc: dict) -> str:
+    """sha256 of the model document's canonical JSON without its ``hash`` field (what ``hash`` must equal)."""
+    body = {k: v for k, v in doc.items() if k != "hash"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Model:
+    """A checked model file: what the hot path needs, and the document it came from."""
+
+    path: str
+    kind: str
+    hash: str
+    horizon_ms: float
+    entry_bps: float
+    exit_bps: float
+    reversal_bps: float
+    intercept: float = 0.0
+    weights: tuple[float, ...] = ()
+    trees: tuple[dict, ...] = ()
+    doc: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+def _num(v: object, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ModelError(f"{what} is not a finite number: {v!r}")
+    return float(v)
+
+
+def _check_tree(tree: object, k: int) -> dict:
+    if not isinstance(tree, dict):
+        raise ModelError(f"tree {k} is not an object")
+    lists: list[list[Any]] = []
+    for name in ("feature", "threshold", "left", "right", "leaf"):
+        v = tree.get(name)
+        if not isinstance(v, list):
+            raise ModelError(f"tree {k} lacks feature/threshold/left/right/leaf lists")
+        lists.append(v)
+    feat, thr, left, right, leaf = lists
+    n_nodes, n_leaves = len(feat), len(leaf)
+    if not (len(thr) == len(left) == len(right) == n_nodes) or n_leaves != n_nodes + 1:
+        raise ModelError(f"tree {k}: {n_nodes} nodes need as many thresholds and children and {n_nodes + 1} leaves")
+    for i in range(n_nodes):
+        f = feat[i]
+        if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < N_FEATURES:
+            raise ModelError(f"tree {k} node {i}: feature index {f!r} out of range")
+        for c in (left[i], right[i]):
+            # a child >= 0 is a node, < 0 the leaf ~c (LightGBM's convention)
+            if isinstance(c, bool) or not isinstance(c, int) or not (-n_leaves <= c < n_nodes) or c == 0:
+                raise ModelError(f"tree {k} node {i}: child {c!r} out of range")
+        _num(thr[i], f"tree {k} node {i} threshold")
+    return {"feature": list(feat), "threshold": [_num(v, f"tree {k} threshold") for v in thr],
+            "left": list(left), "right": list(right), "leaf": [_num(v, f"tree {k} leaf") for v in leaf]}
+
+
+def load_model(path: str | Path) -> Model:
+    """Read and check a model file: format, content hash, feature schema, numbers. ModelError in one line."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except OSError as exc:
+        raise ModelError(f"model {p}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ModelError(f"model {p}: not JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ModelError(f"model {p}: not a caerus model file of format {FORMAT}")
+    want = content_hash(doc)
+    if doc.get("hash") != want:
+        raise ModelError(f"model {p}: content hash {doc.get('hash')!r} does not match its content ({want[:12]}...)")
+    sch = doc.get("schema")
+    diff = schema_difference(sch) if isinstance(sch, dict) else "it has no feature schema"
+    if diff is not None:
+        raise ModelError(f"model {p} was trained on other features than this strategy computes: {diff}")
+    kind = doc.get("kind")
+    if kind not in KINDS:
+        raise ModelError(f"model {p}: kind {kind!r}, expected one of {', '.join(KINDS)}")
+    try:
+        dec = doc.get("decision") or {}
+        common = {"path": str(p), "kind": kind, "hash": want, "doc": doc,
+                  "horizon_ms": _num(sch.get("horizon_ms"), "schema.horizon_ms"),  # type: ignore[union-attr]
+                  "entry_bps": _num(dec.get("entry_bps"), "decision.entry_bps"),
+                  "exit_bps": _num(dec.get("exit_bps"), "decision.exit_bps"),
+                  "reversal_bps": _num(dec.get("reversal_bps"), "decision.reversal_bps")}
+        if kind == "linear":
+            lin = doc.get("linear") or {}
+            w = lin.get("weights")
+            if not isinstance(w, list) or len(w) != N_FEATURES:
+                raise ModelError(f"linear.weights must list {N_FEATURES} numbers")
+            return Model(intercept=_num(lin.get("intercept"), "linear.intercept"),
+                         weights=tuple(_num(v, "linear weight") for v in w), **common)
+        tr = doc.get("trees") or {}
+        trees = tr.get("trees")
+        if not isinstance(trees, list) or not trees:
+            raise ModelError("trees.trees must be a non-empty list")
+        return Model(intercept=_num(tr.get("init", 0.0), "trees.init"),
+                     trees=tuple(_check_tree(t, k) for k, t in enumerate(trees)), **common)
+    except ModelError as exc:
+        raise ModelError(f"model {p}: {exc}") from None
+
+
+def _linear_code(m: Model) -> str:
+    terms = " + ".join(f"{w!r} * x[{i}]" for i, w in enumerate(m.weights) if w != 0.0)
+    return f"def score(x):\n    return {m.intercept!r}{' + ' + terms if terms else ''}\n"
+
+
+def _tree_code(tree: dict, node: int, depth: int) -> list[str]:
+    pad = "    " * depth
+    if node < 0:
+        return [f"{pad}s += {tree['leaf'][~node]!r}"]
+    return ([f"{pad}if x[{tree['feature'][node]}] <= {tree['threshold'][node]!r}:"]
+            + _tree_code(tree, tree["left"][node], depth + 1) + [f"{pad}else:"]
+            + _tree_code(tree, tree["right"][node], depth + 1))
+
+
+def _trees_code(m: Model) -> str:
+    lines = ["def score(x):", f"    s = {m.intercept!r}"]
+    for tree in m.trees:
+        if not tree["feature"]:
+            lines.append(f"    s += {tree['leaf'][0]!r}")
+        else:
+            lines += _tree_code(tree, 0, 1)
+    lines.append("    return s")
+    return "\n".join(lines) + "\n"
+
+
+def _trees_arrays(m: Model) -> Callable[[list[float]], float]:
+    trees = tuple((tuple(t["feature"]), tuple(t["threshold"]), tuple(t["left"]), tuple(t["right"]),
+                   tuple(t["leaf"])) for t in m.trees)
+    init = m.intercept
+
+    def score(x: list[float]) -> float:
+        s = init
+        for feat, thr, left, right, leaf in trees:
+            if not feat:
+                s += leaf[0]
+                continue
+            node = 0
+            while node >= 0:
+                node = left[node] if x[feat[node]] <= thr[node] else right[node]
+            s += leaf[~node]
+        return s
+
+    return score
+
+
+def scorer(m: Model, form: str | None = None) -> Callable[[list[float]], float]:
+    """The model as a function of the feature list, in ``form`` (default: DEFAULT_FORM of its kind)."""
+    form = form or DEFAULT_FORM[m.kind]
+    if form == "trees_arrays" and m.kind == "trees":
+        return _trees_arrays(m)
+    if form == "linear" and m.kind == "linear":
+        code = _linear_code(m)
+    elif form == "trees_code" and m.kind == "trees":
+        code = _trees_code(m)
+    else:
+        raise ModelError(f"form {form!r} does not evaluate a {m.kind} model")
+    namespace: dict[str, object] = {}
+    exec(compile(code, f"<model {m.hash[:12]} {form}>", "exec"), namespace)
+    return namespace["score"]  # type: ignore[return-value]
+
+
+class ModelArb(LatencyArb):
+    """LatencyArb deciding on a trained model's predicted Hyperliquid move (see the module docstring)."""
+
+    __slots__ = ("_m_entry", "_m_exit", "_m_reversal", "_n_entry", "_n_exit", "_n_reversal", "feat", "model",
+                 "score", "score_fn", "use_model")
+
+    def __init__(self, cfg: StrategyConfig, model: Model, instrument: Instrument | None = None,
+                 form: str | None = None) -> None:
+        super().__init__(cfg, instrument)
+        self.model = model
+        self.score_fn = scorer(model, form)
+        self.feat = FeatureState(cfg.for_instrument(instrument.name).ewma_half_life_s if instrument is not None
+                                 else cfg.ewma_half_life_s)
+        self._m_entry, self._m_exit, self._m_reversal = model.entry_bps, model.exit_bps, model.reversal_bps
+        self._n_entry, self._n_exit, self._n_reversal = self._entry_bps, self._exit_bps, self._reversal_bps
+        self.use_model = True
+        self.score = 0.0
+
+    def on_book(self, book: tuple, now: int) -> tuple | None:
+        """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
+        feat = self.feat
+        if not feat.update(book, now):
+            if feat.hl_seen and not self.hl_seen:
+                self.hl_mid = feat.hl_mid
+                self._first_hl_book()
+            return None
+        venue = book[_VENUE]
+        if not self.hl_seen:
+            self.hl_mid = feat.hl_mid
+            self._first_hl_book()
+        self.bn_seen = True
+        self.basis = feat.basis
+        self.ewma = feat.ewma
+        if self.use_model:
+            score = self.score_fn(feat.x)
+            half = feat.hl_half_spread_bps
+            signal = score - half if score > half else (score + half if score < -half else 0.0)
+            entry, exit_, reversal = self._m_entry, self._m_exit, self._m_reversal
+        else:
+            score = signal = feat.x[F_BASIS_DEV]  # the naive rule's signal, computed the naive rule's way
+            entry, exit_, reversal = self._n_entry, self._n_exit, self._n_reversal
+        self.score = score
+        self.signal = signal
+        self.start_t = feat.start_t  # when the basis was first measured, as LatencyArb's warm-up counts
+
+        orders = self.orders
+        position = orders.position
+        reason = 0
+        side = 0
+        qty = 0.0
+        if self.halted and self._flatten and (position > _QTY_EPS or position < -_QTY_EPS):
+            reason = _FLATTEN
+            side = _SELL if position > 0.0 else _BUY
+            qty = _exit_qty(position, orders)
+        elif position > _QTY_EPS or position < -_QTY_EPS:
+            pos_side = _BUY if position > 0.0 else _SELL
+            s = score if pos_side == _BUY else -score  # the predicted move still to come, in our direction
+            if s <= -reversal:
+                reason = _EXIT_REVERSAL
+            elif s <= exit_:
+                reason = _EXIT_THRESHOLD
+            elif now - self.entry_t >= self._max_hold:
+                reason = _EXIT_MAX_HOLD
+            if reason:
+                side = -pos_side
+                qty = _exit_qty(position, orders)
+        if not reason and venue == _BINANCE and now - self.start_t >= self._warmup:
+            if signal >= entry:
+                side = _BUY
+            elif signal <= -entry:
+                side = _SELL
+            if side:
+                if now - self.last_fire_t < self._cooldown:
+                    self.guards[G_COOLDOWN] += 1
+                    return None
+                new_pos = (position + orders.unknown_long + self._qty if side == _BUY
+                           else position - orders.unknown_short - self._qty)
+                if new_pos > self._max_pos + _QTY_EPS or new_pos < -self._max_pos - _QTY_EPS:
+                    self.guards[G_POSITION] += 1
+                    return None
+                reason = _ENTRY
+                qty = self._qty
+        if not reason:
+            return None
+        if orders.in_flight:
+            self.guards[G_IN_FLIGHT] += 1
+            return None
+        if qty <= _QTY_EPS:
+            self.guards[G_IN_FLIGHT] += 1
+            return None
+        self.decisions += 1
+        # -- guards: LatencyArb's, in its order, on the same tracked books --------------------------------------
+        guards = self.guards
+        if self.halted and reason != _FLATTEN:
+            guards[G_HALTED] += 1
+            return None
+        if not feat.bn_ok:
+            guards[G_INVALID_BN] += 1
+            return None
+        if not feat.hl_ok:
+            guards[G_INVALID_HL] += 1
+            return None
+        if now - feat.bn_t_recv > self._age_bn:
+            guards[G_STALE_BN] += 1
+            return None
+        if now - feat.hl_t_recv > self._age_hl:
+            guards[G_STALE_HL] += 1
+            return None
+        if feat.hl_t_recv - feat.hl_t_exchange > self._info_hl:
+            guards[G_INFO_AGE_HL] += 1
+            return None
+        if side == _BUY:
+            px = round_to_grid(feat.hl_ask * (1.0 + self._slip), self._sig, self._dec, True)
+        else:
+            px = round_to_grid(feat.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
+        return (side, reason, px, qty)
+
+    def shadow(self, now: int) -> tuple | None:
+        """As LatencyArb.shadow, on the feature state's tracked books."""
+        f = self.feat
+        self.bn_ok, self.hl_ok, self.bn_t_recv, self.hl_t_recv = f.bn_ok, f.hl_ok, f.bn_t_recv, f.hl_t_recv
+        self.hl_t_exchange, self.hl_bid, self.hl_ask, self.hl_seen = f.hl_t_exchange, f.hl_bid, f.hl_ask, f.hl_seen
+        self.bn_seen = f.bn_seen
+        return super().shadow(now)

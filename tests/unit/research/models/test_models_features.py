@@ -1,0 +1,86 @@
+"""The feature vector: its incremental state allocates nothing per book, it is what the live decision object and
+the training data both compute, and a shifted target leaves no edge (no look-ahead)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+
+from caerus.research.backtest import engine
+from caerus.research.backtest.fills import FillRules
+from caerus.research.backtest.latency import LatencyDraws, LatencyModel
+from caerus.research.features import dataset
+from caerus.strategy.config import StrategyConfig
+from caerus.strategy.features import F_BASIS_DEV, NAMES, FeatureState
+from caerus.strategy.latency_arb import LatencyArb
+from caerus.wire import Venue
+from tests.unit.research.models.conftest import line
+
+BN = int(Venue.BINANCE)
+
+
+def _records(seed: int = 1) -> tuple[list[tuple], list[int]]:
+    ln = line(seed)
+    lat = LatencyModel.constant(0, 300_000)
+    spec = engine.RunSpec(StrategyConfig(), ln.loaded.instruments, lat, FillRules(), seed)
+    _, recs, seen, _ = engine.prepare(ln.loaded.events, spec, LatencyDraws(lat, seed))
+    return recs, seen
+
+
+def test_feature_updates_allocate_nothing_per_book() -> None:
+    recs, seen = _records()
+    st = FeatureState()
+    later = seen[-1] - seen[0] + 1  # the same books again, later: time keeps moving forward
+    for r, t in zip(recs, seen, strict=True):  # warm-up: both venues' rings filled (they hold RING mids) ...
+        st.update(r, t)
+    tracemalloc.start()  # traced from here: what the measured pass frees was allocated under tracing
+    for r, t in zip(recs, seen, strict=True):  # ... with times owned by the rings alone, as in a live loop
+        st.update(r, t + later)
+    assert st._hl_n > 4096 and st._bn_n > 4096  # noqa: SLF001 - the rings are full before measuring
+    x_id = id(st.x)
+    n = len(recs)
+    later *= 2
+    base = tracemalloc.take_snapshot()
+    for r, t in zip(recs, seen, strict=True):
+        st.update(r, t + later)
+    grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(base, "filename") if s.size_diff > 0)
+    tracemalloc.stop()
+    assert id(st.x) == x_id and len(st.x) == len(NAMES)  # the same list, rewritten in place
+    assert n > 20_000
+    assert grown < 16 * 1024, grown  # a float kept per book would be > 480 KB
+
+
+def test_training_rows_are_the_live_vector_and_the_naive_signal() -> None:
+    """The dataset's rows are what a live FeatureState holds at those books, and its basis_dev is exactly the
+    naive LatencyArb's signal at the same books."""
+    ln = line(1)
+    ds = dataset(ln.loaded.events, ln.loaded.instruments, horizon_ms=1000.0)
+    recs, seen = _records()
+    st = FeatureState()
+    arb = LatencyArb(StrategyConfig())
+    live, naive = [], []
+    for r, t in zip(recs, seen, strict=True):
+        ready = st.update(r, t)
+        arb.on_book(r, t)
+        if ready and r[0] == BN:
+            live.append(list(st.x))
+            naive.append(arb.signal)
+    n = len(ds)  # rows in order; the last second's rows have no target yet and are dropped
+    assert n > 10_000 and len(live) - n < 200
+    assert np.array_equal(np.asarray(live)[:n], ds.X)
+    assert np.array_equal(np.asarray(naive)[:n], ds.X[:, F_BASIS_DEV])
+
+
+def test_shifting_the_target_makes_the_edge_vanish() -> None:
+    """Features predict the next second's Hyperliquid move; the same features against a move 5-6 s later (beyond
+    what they can know) have no correlation: the features hold no future information."""
+    ln = line(2, minutes=6.0)
+    now = dataset(ln.loaded.events, ln.loaded.instruments, horizon_ms=1000.0)
+    later = dataset(ln.loaded.events, ln.loaded.instruments, horizon_ms=1000.0, shift_ms=5000.0)
+    n_now, n_later = len(now), len(later)
+    c_now = abs(np.corrcoef(now.naive, now.y)[0, 1])
+    c_later = abs(np.corrcoef(later.naive, later.y)[0, 1])
+    assert n_now > 20_000 and n_later > 20_000
+    assert c_now > 0.2
+    assert c_later < 0.05
