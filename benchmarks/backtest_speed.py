@@ -6,8 +6,11 @@ of market time (a 30 s session's books are ~3.5k: too few to time, so the rate i
 real-time multiple reported for 30 s as well). Ours: caerus.research.backtest.engine.run (the fleet's LatencyArb,
 constant order latency, fill at arrival); timed as the replay loop alone and end to end (with preparation). Peer:
 benchmarks/backtest_speed_peer.py in .venv-peers (created here with pip when missing: hftbacktest is never a
-caerus dependency), timed after numba compiled the rule. Prints the ratio and whether the two agree on the rule's
-orders (count, and sides in order). ``--profile`` prints where our time goes (cProfile).
+caerus dependency: pyproject's [peers] extra), timed after numba compiled the rule. Both read the same books with
+distinct receive times (the rank within the venues' millisecond stamps), so both see the same book sequence. Prints
+books/s of both (and hftbacktest's own depth events/s: 2-4 per book), the ratio, and where the two runs of the rule
+agree: orders identical in decision time, side and limit price, and the quantity each filled.
+``--profile`` prints where our time goes (cProfile).
 
 Goals: >= 1M book events/s and >= 1000x real time for a 30 s session's books.
 """
@@ -29,6 +32,7 @@ import numpy as np
 
 from benchmarks.common import add_common_args, at_least, emit
 from caerus.research.backtest import engine, sources
+from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
 from caerus.strategy.config import StrategyConfig
@@ -60,6 +64,63 @@ def ensure_peers() -> Path | None:
     return py
 
 
+def distinct_receive_times(ev: BookEvents) -> BookEvents:
+    """The offline books with t_recv = t_exchange + their rank within the millisecond (ns): the venues stamp whole
+    ms, and hftbacktest applies every event of one timestamp before its rule looks, where caerus' strategy reads
+    each book; distinct receive times make both tools see the same book sequence."""
+    t = ev.t_exchange
+    first = np.r_[0, np.flatnonzero(np.diff(t)) + 1]
+    rank = np.arange(len(t)) - np.repeat(first, np.diff(np.r_[first, len(t)]))
+    return BookEvents(**{**ev.__dict__, "t_recv": t + rank})
+
+
+def run_peer(ev: BookEvents, cfg: StrategyConfig, order_ns: int) -> dict[str, object]:
+    """hftbacktest on the same books and rule (backtest_speed_peer.py in .venv-peers); {} when it cannot run."""
+    py = ensure_peers()
+    if py is None:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "books.npz"
+        np.savez(path, venue=ev.venue, t_exchange=ev.t_exchange, t_recv=ev.t_recv, bid_px=ev.bid_px,
+                 bid_qty=ev.bid_qty, ask_px=ev.ask_px, ask_qty=ev.ask_qty)
+        # caerus' constant model: the order's wire time out, its answer back after a book hop (0 here)
+        params = {"order_ns": order_ns, "resp_ns": 0, "entry_bps": cfg.entry_bps, "exit_bps": cfg.exit_bps,
+                  "reversal_bps": cfg.reversal_bps, "max_hold_ms": cfg.max_hold_ms, "cooldown_ms": cfg.cooldown_ms,
+                  "ewma_half_life_s": cfg.ewma_half_life_s, "warmup_ms": cfg.warmup_ms,
+                  "slippage_bps": cfg.slippage_bps, "order_qty": cfg.order_qty}
+        res = subprocess.run([str(py), str(PEER_SCRIPT), str(path), json.dumps(params)], capture_output=True,
+                             text=True, timeout=1800)
+    if res.returncode != 0:
+        print(f"hftbacktest run failed: {res.stderr[-800:]}", file=sys.stderr)
+        return {}
+    peer = json.loads(res.stdout.strip().splitlines()[-1])
+    peer["books_per_s"] = len(ev) / float(peer["seconds"])
+    peer["events_per_s"] = int(peer["events"]) / float(peer["seconds"])
+    return peer
+
+
+def agreement(ours: dict[str, np.ndarray], theirs: list[list[float]], t0: int) -> dict[str, object]:
+    """Where the two runs of the rule agree: orders (decision time, side, limit price) and fills (filled or not,
+    quantity), in order, up to the first difference."""
+    a = list(zip(ours["t_seen"].tolist(), ours["side"].tolist(), ours["px"].tolist(), ours["fill_qty"].tolist(),
+                 strict=True))
+    b = [(t0 + int(t), int(sd), float(px), float(q)) for t, sd, px, q in theirs]  # the peer's clock starts at t0
+    same_orders = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x[:3] != y[:3]), min(len(a), len(b)))
+    same_fills = sum(abs(x[3] - y[3]) < 1e-12 for x, y in zip(a[:same_orders], b[:same_orders], strict=True))
+    return {"orders_caerus": len(a), "orders_hftbacktest": len(b), "orders_identical_prefix": same_orders,
+            "fills_caerus": sum(x[3] > 0 for x in a), "fills_hftbacktest": sum(y[3] > 0 for y in b),
+            "fill_qty_equal_in_prefix": same_fills,
+            "first_difference": None if same_orders == min(len(a), len(b)) else
+            {"caerus": a[same_orders], "hftbacktest": b[same_orders]}}
+
+
+def agreement_text(ag: dict[str, object]) -> str:
+    return (f"agreement: orders caerus {ag['orders_caerus']} vs hftbacktest {ag['orders_hftbacktest']}, identical "
+            f"(decision time, side, limit px) for the first {ag['orders_identical_prefix']}, fill qty equal for "
+            f"{ag['fill_qty_equal_in_prefix']} of those; fills caerus {ag['fills_caerus']} vs hftbacktest "
+            f"{ag['fills_hftbacktest']}; first difference: {ag['first_difference']}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(p)
@@ -71,7 +132,7 @@ def main() -> int:
     args = p.parse_args()
     seconds = 300.0 if args.quick else args.seconds
     loaded = sources.offline_market(seconds, args.seed)
-    ev = loaded.events
+    ev = distinct_receive_times(loaded.events)
     cfg = StrategyConfig()
     spec = engine.RunSpec(cfg, loaded.instruments, LatencyModel.constant(args.order_latency), FillRules(), args.seed)
     # the replay loop alone (records prepared once, as the engine does before its loop) and end to end
@@ -111,37 +172,13 @@ def main() -> int:
     peer: dict[str, object] = {}
     ratios: dict[str, float] = {}
     if not args.no_peer:
-        py = ensure_peers()
-        if py is not None:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "books.npz"
-                np.savez(path, venue=ev.venue, t_exchange=ev.t_exchange, t_recv=events.t_recv, bid_px=ev.bid_px,
-                         bid_qty=ev.bid_qty, ask_px=ev.ask_px, ask_qty=ev.ask_qty)
-                params = {"order_ns": args.order_latency, "entry_bps": cfg.entry_bps, "exit_bps": cfg.exit_bps,
-                          "reversal_bps": cfg.reversal_bps, "max_hold_ms": cfg.max_hold_ms,
-                          "cooldown_ms": cfg.cooldown_ms, "ewma_half_life_s": cfg.ewma_half_life_s,
-                          "warmup_ms": cfg.warmup_ms, "slippage_bps": cfg.slippage_bps, "order_qty": cfg.order_qty}
-                res = subprocess.run([str(py), str(PEER_SCRIPT), str(path), json.dumps(params)], capture_output=True,
-                                     text=True, timeout=1800)
-            if res.returncode == 0:
-                peer = json.loads(res.stdout.strip().splitlines()[-1])
-                peer_rate = n / float(peer["seconds"])  # type: ignore[arg-type]
-                ratios["caerus_over_hftbacktest"] = ours_total / peer_rate
-                ours_sides = [int(s) for s in out.orders["side"].tolist()]
-                theirs = [int(o[1]) for o in peer["orders_list"]]  # type: ignore[union-attr]
-                same = sum(a == b for a, b in zip(ours_sides, theirs, strict=False))
-                if not theirs:
-                    print("hftbacktest's ported rule sent no order: the runs are NOT comparable (see docs/research.md"
-                          " Backtest, Speed)")
-                print(f"hftbacktest {peer_rate:,.0f} books/s; ratio caerus/hftbacktest "
-                      f"{ratios['caerus_over_hftbacktest']:.2f}x")
-                print(f"agreement: orders caerus {len(ours_sides)} vs hftbacktest {len(theirs)}; sides equal in order "
-                      f"for {same} of {min(len(ours_sides), len(theirs))}; fills caerus "
-                      f"{int((out.orders['fill_qty'] > 0).sum())} vs hftbacktest {peer['fills']}")
-                peer = {k: v for k, v in peer.items() if k != "orders_list"} | {"books_per_s": peer_rate,
-                                                                                "sides_equal": same}
-            else:
-                print(f"hftbacktest run failed: {res.stderr[-800:]}", file=sys.stderr)
+        peer = run_peer(ev, cfg, args.order_latency)
+        if peer:
+            ratios["caerus_over_hftbacktest"] = ours_total / float(peer["books_per_s"])  # type: ignore[arg-type]
+            peer["agreement"] = agreement(out.orders, peer.pop("orders_list"), int(peer["t0"]))  # type: ignore[arg-type]
+            print(f"hftbacktest {peer['books_per_s']:,.0f} books/s ({peer['events_per_s']:,.0f} of its depth "
+                  f"events/s, {peer['events']} events); caerus/hftbacktest {ratios['caerus_over_hftbacktest']:.2f}x")
+            print(agreement_text(peer["agreement"]))  # type: ignore[arg-type]
     goals = [at_least("book events/s (end to end)", ours_total, 1e6, "books/s"),
              at_least("x real time, a 30 s session's books", x_rt_30s, 1000.0, "x")]
     emit("backtest_speed", {}, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
