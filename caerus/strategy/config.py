@@ -90,9 +90,6 @@ class StrategyConfig(ConfigBase, frozen=True):
     # Hyperliquid move, caerus.strategy.model_signal; its file from `caerus train`, thresholds in the file).
     signal: Literal["naive", "model"] = "naive"
     model: str = ""  # the model file (signal = "model"); its feature schema must be this strategy's
-    # A/B inside one session (signal = "model"): alternate windows of this many seconds deciding with the model and
-    # with the naive rule, and record tick_to_decision per window kind. 0 = the model in every window.
-    signal_ab_window_s: NonNegative = 0.0
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
@@ -109,8 +106,6 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError("signal = \"model\" needs model = PATH (a model file from `caerus train`)")
         if self.signal == "model" and self.mode != "latency_arb":
             raise ConfigError(f"signal = \"model\" is a latency_arb signal: mode {self.mode!r} fires on every book")
-        if self.signal_ab_window_s and self.signal != "model":
-            raise ConfigError("signal_ab_window_s alternates the model and the naive rule: set signal = \"model\"")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
         for name in self.instruments:
