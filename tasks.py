@@ -279,13 +279,26 @@ def sweep(c: Context, param: list[str] | None = None, session: str = "", offline
         sys.exit(rc)
 
 
+@task
+def train(c: Context, out: str = "models/model.json", market: str = "default", seeds: str = "1,2,3",
+          minutes: float = 10.0, session: str = "", kind: str = "auto", seed: int = 1) -> None:
+    """Train the lead-lag model (caerus train): walk-forward folds, model file with its metadata and hash."""
+    from caerus import cli
+
+    argv = ["train", "-o", out, "--market", market, "--seeds", seeds, "--minutes", str(minutes), "--kind", kind,
+            "--seed", str(seed)] + (["--session", session] if session else [])
+    rc = cli.main(argv)
+    if rc:
+        sys.exit(rc)
+
+
 def _infra_collection() -> Collection:
     from infra import invoke_tasks
 
     return Collection.from_module(invoke_tasks)
 
 
-ns = Collection(bench, report, regress, test, lint, lock, sweep)
+ns = Collection(bench, report, regress, test, lint, lock, sweep, train)
 try:
     # provision / configure / deploy / collect / teardown / status
     for _t in _infra_collection().tasks.values():
