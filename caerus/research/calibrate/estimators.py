@@ -288,13 +288,17 @@ class MovesMatched:
 
 
 def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.ArrayLike, x_b: npt.ArrayLike,
-                share: float = 0.5, max_delay_ns: int = 2 * NS_PER_S) -> MovesMatched:
+                share: float = 0.5, max_delay_ns: int = 2 * NS_PER_S, in_one_step: bool = False) -> MovesMatched:
     """For each move of A (``moves``, found by ``detect_jumps`` on A), the delay from A's tick showing it until
     B has moved ``share`` of it in the same direction, relative to B's level before A moved.
 
     The lag is from book to book (A's update at ``t_a[i]`` to B's first update showing it), so when B first shows
     the move at update ``b_k`` and did not at ``b_{k-1}``, the lag lies in ``(t_b[k-1] - t_a[i], t_b[k] -
-    t_a[i]]``: censored by B's update clock only, both ends the venues' own times, no grid resolution."""
+    t_a[i]]``: censored by B's update clock only, both ends the venues' own times, no grid resolution.
+
+    ``in_one_step``: the update that crosses must itself have moved ``share`` of the move (the model's follower
+    applies a move's arrival in one block), so B drifting there over several updates (its own moves spread over
+    blocks, small late parts of earlier moves) is not taken for the answer."""
     ta, _ = _series(t_a, x_a, "A")
     tb, xb = _series(t_b, x_b, "B")
     if not 0 < share <= 1:
@@ -312,7 +316,10 @@ def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.A
         end = int(np.searchsorted(tb, t_move + max_delay_ns, side="right"))
         target = share * float(moves.size[k])
         path = (xb[base_i + 1:end] - xb[base_i]) * np.sign(target)
-        hits = np.flatnonzero(path >= abs(target))
+        ok = path >= abs(target)
+        if in_one_step:
+            ok &= np.diff(path, prepend=0.0) >= abs(target)
+        hits = np.flatnonzero(ok)
         if hits.size == 0:
             continue
         j = base_i + 1 + int(hits[0])

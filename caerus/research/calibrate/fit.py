@@ -25,6 +25,9 @@ import numpy as np
 import pandas as pd
 
 from caerus.research.calibrate import estimators as est
+from caerus.research.calibrate import follower_fit as ff
+from caerus.research.calibrate import moves as mv
+from caerus.research.calibrate import regimes as rg
 from caerus.wire import BookFlags
 
 MS = 1_000_000
@@ -50,8 +53,14 @@ class FitSettings:
     jump_threshold_bps: float | None = None  # None: 8 robust sd of 100 ms returns, at least 3 bp
     move_share: float = 0.5  # a move is matched when Hyperliquid has gone this share of it
     jump_dead_ms: float = 50.0  # tick moves closer than this after a jump are the same jump finishing
-    isolation_ms: float = 1000.0  # moves matched for the lag have no other jump this long before them
+    isolation_ms: float = 2500.0  # moves matched for the lag have no other jump this long before them
     min_moves: int = 20  # fewer matched moves: the HY peak gives the median and the dispersion is unknown
+    flicker_window_ms: float = 3000.0  # a jump-sized move that reverts within this is a flicker
+    regime_window_s: float = 15.0  # regimes: windows of this length, each labelled calm or volatile
+    regime_step_ms: float = 250.0  # grid of the windows' realised variance (and the calm volatility)
+    min_slow_basis: float = 0.05  # the basis' slow part must hold this share of its variance at 10 s
+    own_step_bps: float = 1.0  # Hyperliquid's own moves: steps of at least this per block ...
+    own_size_bps: float = 4.0  # ... adding up to at least this
     n_boot: int = 400
     seed: int = 0
 
@@ -110,6 +119,11 @@ def venue_series(books: pd.DataFrame, venue: str, clock: str) -> Series:
     when a ``flags`` column is there) and rows without a two-sided positive book are dropped; rows with the same
     time keep the last (several updates in one millisecond or block end at the last state, and a book repeated
     by a second connection of the pool or a rotation collapses into one)."""
+    t, bid, ask = _rows(books, venue, clock)
+    return Series(t, np.log(0.5 * (bid + ask)))
+
+
+def _rows(books: pd.DataFrame, venue: str, clock: str) -> tuple[est.IntArray, est.FloatArray, est.FloatArray]:
     rows = books[books["venue"].astype(str) == venue]
     if "flags" in rows.columns:
         flags = rows["flags"].to_numpy(dtype=np.int64)
@@ -119,11 +133,17 @@ def venue_series(books: pd.DataFrame, venue: str, clock: str) -> Series:
     ask = rows["ask_px"].to_numpy(dtype=np.float64)
     t = rows[clock].to_numpy(dtype=np.int64)
     ok = np.isfinite(bid) & np.isfinite(ask) & (bid > 0) & (ask >= bid)
-    t, mid = t[ok], 0.5 * (bid[ok] + ask[ok])
+    t, bid, ask = t[ok], bid[ok], ask[ok]
     order = np.argsort(t, kind="stable")
-    t, mid = t[order], mid[order]
+    t, bid, ask = t[order], bid[order], ask[order]
     last = np.append(t[1:] != t[:-1], True)[: t.size]  # keep the last row of each time
-    return Series(t[last], np.log(mid[last]))
+    return t[last], bid[last], ask[last]
+
+
+def touch_series(books: pd.DataFrame, venue: str, clock: str) -> ff.Touch:
+    """Log bid and ask of ``venue``'s rows, the same rows as :func:`venue_series`."""
+    t, bid, ask = _rows(books, venue, clock)
+    return ff.Touch(t, np.log(bid), np.log(ask))
 
 
 def _clip(s: Series, lo: int, hi: int) -> Series:
@@ -143,6 +163,7 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
         raise CalibrationError(f"the books come from {len(names)} sessions ({', '.join(names[:5])}): choose one")
     symbol, rows = _pick_symbol(books, cfg.symbol)
     lead, follow = (venue_series(rows, v, cfg.clock) for v in (LEADER, FOLLOWER))
+    touch = touch_series(rows, FOLLOWER, cfg.clock)
     for venue, s in ((LEADER, lead), (FOLLOWER, follow)):
         if s.t.size < 50:
             raise CalibrationError(f"{symbol}: {s.t.size} usable {venue} books, need at least 50")
@@ -150,6 +171,8 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     if end - start < 60 * 1_000_000_000:
         raise CalibrationError(f"{symbol}: the venues overlap for {(end - start) / 1e9:.1f} s, need at least 60 s")
     lead, follow = _clip(lead, start, end), _clip(follow, start, end)
+    keep = (touch.t >= start) & (touch.t <= end)
+    touch = ff.Touch(touch.t[keep], touch.bid[keep], touch.ask[keep])
     notes: list[str] = []
     out: dict[str, est.Estimate] = {}
     checks: dict[str, float] = {}
@@ -160,25 +183,57 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     out["block_ms"] = _scaled(cadence.median_gap_ns, 1 / MS)
     out["block_jitter_ms"] = est.Estimate(cadence.jitter_ns / MS, float("nan"), cadence.median_gap_ns.n)
 
-    # Binance's noise (Roll) on tick returns
-    noise = est.roll_noise(np.diff(lead.x))
+    # Binance's noise (Roll) on tick returns below the jump threshold: a cross-check and the variance's correction
+    # (the model's jump-sized noise is its flickers, left out here and classified below)
+    threshold = _jump_threshold(lead, cfg)
+    small = np.diff(lead.x)
+    noise = est.roll_noise(small[np.abs(small) <= threshold])
     out["noise_share"] = noise.share
     checks["noise_sd_bps"] = noise.noise_sd * 1e4
 
-    # jumps: persistent large tick moves
-    threshold = _jump_threshold(lead, cfg)
+    # large moves: information jumps (persist) and flickers (revert within the window)
     checks["jump_threshold_bps"] = threshold * 1e4
-    jumps = est.detect_jumps(lead.t, lead.x, threshold, dead_ns=int(cfg.jump_dead_ms * MS))
-    n_jumps = int(jumps.index.size)
-    out["jumps_per_min"] = est.Estimate(n_jumps / minutes, np.sqrt(max(n_jumps, 1)) / minutes, n_jumps)  # Poisson
-    if n_jumps >= 2:
-        lo, hi = est.uniform_bounds(np.abs(jumps.size) * 1e4)
+    classes = mv.classify_moves(lead.t, lead.x, threshold, int(cfg.flicker_window_ms * MS),
+                                dead_ns=int(cfg.jump_dead_ms * MS))
+    jumps = classes.jumps
+    n_flick = int(classes.flicker_t.size)
+    out["flicker_share"] = mv.share(n_flick, n_flick + classes.raw_jumps)
+    if classes.lifetimes.size >= 2:
+        out["flicker_ms"] = _scaled(mv.exponential_mean(classes.lifetimes, classes.censored,
+                                                        cfg.flicker_window_ms * MS), 1 / MS)
+    else:
+        notes.append(f"{classes.lifetimes.size} flicker(s) seen: flicker_ms not estimated")
+
+    # regimes: windows split by realised variance (large moves left out)
+    stats = rg.window_stats(lead.t, lead.x, int(cfg.regime_step_ms * MS), int(cfg.regime_window_s * 1e9),
+                            classes.candidates_t)
+    regimes = rg.split(stats, seed=cfg.seed)
+    out["regime_vol_mult"], out["regime_jump_mult"] = regimes.vol_mult, regimes.jump_mult
+    checks["regime_bic_gain"] = regimes.bic_gain
+    if regimes.two:
+        out["regime_calm_s"], out["regime_volatile_s"] = regimes.calm_s, regimes.volatile_s
+        checks["volatile_time_share"] = regimes.volatile_share
+    else:
+        notes.append("one volatility regime (two do not describe the windows better): multipliers 1, spell "
+                     "lengths not estimated")
+    calm = ~regimes.volatile
+    calm_min = float(calm.sum()) * stats.seconds / 60.0
+    jump_w = np.clip((jumps.t - stats.start[0]) // int(cfg.regime_window_s * 1e9), 0, calm.size - 1)
+    n_calm_jumps = int(calm[jump_w].sum())
+    out["jumps_per_min"] = est.Estimate(n_calm_jumps / calm_min, np.sqrt(max(n_calm_jumps, 1)) / calm_min,
+                                        n_calm_jumps)
+    if jumps.index.size >= 5:
+        lo, hi = mv.uniform_bounds_robust(np.expm1(np.abs(jumps.size)) * 1e4)
         out["jump_bps_min"], out["jump_bps_max"] = lo, hi
     else:
-        notes.append(f"{n_jumps} jump(s) above {threshold * 1e4:.1f} bp: jump sizes not estimated")
+        notes.append(f"{jumps.index.size} jump(s) above {threshold * 1e4:.1f} bp: jump sizes not estimated")
 
-    # diffusion volatility: jump intervals out, noise taken off
-    out["annual_vol"] = est.realised_vol(lead.t, lead.x, int(cfg.vol_step_s * 1e9), jumps.t, noise.noise_sd**2)
+    # diffusion volatility (calm windows): mean square of grid returns, noise taken off
+    sq, n_ret = float(stats.sum_sq[calm].sum()), int(stats.n_ret[calm].sum())
+    per_year = 1e9 / (cfg.regime_step_ms * MS) * est.SECONDS_PER_YEAR
+    var = max(sq / n_ret - 2.0 * noise.noise_sd**2, 0.0) * per_year
+    sigma = float(np.sqrt(var))
+    out["annual_vol"] = est.Estimate(sigma, sigma * float(np.sqrt(0.5 / n_ret)), n_ret)
 
     # lead-lag curves (cross-checks and the median's fallback)
     lags = np.arange(0, int(cfg.lag_max_ms * MS) + 1, int(cfg.lag_step_ms * MS), dtype=np.int64)
@@ -189,24 +244,79 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     if bool(np.any(np.isfinite(cc))):
         checks["cc_peak_ms"] = est.peak_lag(lags, cc) / MS
 
-    # the lag law from the moves Hyperliquid answered
+    # the lag law from the moves Hyperliquid answered, read on its unexposed side; the threshold a move must
+    # cross is half the catch-up found on a first pass (a fixed half would miss every move below it)
+    block_ns = int(out["block_ms"].value * MS)
     alone = est.isolated(jumps, int(cfg.isolation_ms * MS))
-    matched = est.match_moves(lead.t, lead.x, alone, follow.t, follow.x, cfg.move_share, int(cfg.lag_max_ms * MS))
+    share = cfg.move_share
+    matched = ff.match_unexposed(lead.t, lead.x, alone, touch, share, int(cfg.lag_max_ms * MS))
+    if int(matched.matched.sum()) >= 3:
+        first = ff.early_response(alone, matched, touch, block_ns)
+        if np.isfinite(first.value):
+            share = float(np.clip(first.value / 2.0, 0.15, 0.8))
+            matched = ff.match_unexposed(lead.t, lead.x, alone, touch, share, int(cfg.lag_max_ms * MS))
+    checks["match_share"] = share
     n_matched = int(matched.matched.sum())
     checks["moves_matched_share"] = n_matched / alone.index.size if alone.index.size else float("nan")
     if n_matched >= max(cfg.min_moves, 3):
         law = est.censored_location_scale(matched.lo, matched.hi, cfg.n_boot, cfg.seed)
         out["lag_median_ms"] = _scaled(law.median, 1 / MS)
         out["lag_sd_ms"] = _scaled(law.sd, 1 / MS)
+        q99 = float(np.nanpercentile(matched.hi, 99))
     else:
         notes.append(f"{n_matched} matched moves (< {cfg.min_moves}): lag median from the HY peak, "
                      "its dispersion not estimated")
         out["lag_median_ms"] = est.Estimate(checks["hy_peak_ms"], cfg.lag_step_ms / np.sqrt(12), int(lead.t.size))
+        q99 = 3.0 * out["lag_median_ms"].value * MS
 
-    # catch-up: how much of a move Hyperliquid shows one block after the lag
-    if alone.index.size >= 2:
-        window = int((out["lag_median_ms"].value + out["block_ms"].value) * MS)
-        out["catch_up"] = est.catch_up(alone, follow.t, follow.x, window)
+    # the basis' slow part: arbitrage half-life
+    half, slow_share = ff.basis_half_life(lead.t, lead.x, touch)
+    checks["basis_slow_share"] = slow_share
+    if np.isfinite(half.value) and slow_share >= cfg.min_slow_basis and half.value < 0.5 * minutes * 60:
+        out["basis_half_life_s"] = half
+    else:
+        notes.append(f"the basis has no slow part that decays within the session (slow share {slow_share:.3g}, "
+                     f"half-life {half.value:.3g} s): hl_basis_half_life_s not estimated")
+
+    # catch-up now (each move's own first response) and later (the curve after it), then fading
+    late_ms = 0.0
+    if n_matched >= 3:
+        c = ff.early_response(alone, matched, touch, block_ns)
+        out["catch_up"] = c
+        h = out["basis_half_life_s"].value if "basis_half_life_s" in out else 0.0
+        late = ff.late_curve(jumps, matched_all := ff.match_unexposed(lead.t, lead.x, jumps, touch, share,
+                                                                        int(cfg.lag_max_ms * MS)),
+                             touch, block_ns, int(cfg.isolation_ms * MS), h, n_boot=cfg.n_boot // 4,
+                             seed=cfg.seed)
+        checks["late_moves"] = float(late.moves)
+        a = late.late
+        pending = c.value
+        if np.isfinite(a.value) and c.value < 0.98:
+            g = a.value / (1.0 - c.value)
+            out["catch_up_late"] = est.Estimate(min(max(g, 0.0), 1.0), a.se / (1.0 - c.value), a.n)
+            pending = c.value + a.value
+            if a.value > 0.02:
+                out["catch_up_late_ms"] = late.delay_ms
+                late_ms = late.delay_ms.value
+            else:
+                notes.append("no late part to time: catch_up_late_ms not estimated")
+        else:
+            notes.append(f"{late.moves} moves clear of other jumps, or catch-up whole: late part not estimated")
+        f = ff.fade(jumps, matched_all, touch, pending)
+        if np.isfinite(f.value):
+            out["fade"] = est.Estimate(min(max(f.value, 0.0), 1.0), f.se, f.n)
+
+    # Hyperliquid's own moves: in time clear of every Binance jump's lag and late part
+    clean_after = int(min(max(q99 + 2.0 * late_ms * MS, 2e9), 8e9))
+    weight = np.where(regimes.volatile, regimes.jump_mult.value if regimes.two else 1.0, 1.0)
+    own = ff.own_moves(jumps.t, touch, block_ns, clean_after, cfg.own_step_bps / 1e4, cfg.own_size_bps / 1e4,
+                       (stats.start, weight))
+    checks["own_clean_min"] = own.clean_min
+    out["own_per_min"] = own.rate_per_clean_min
+    if own.rate_per_clean_min.n >= 2:
+        out["own_bps_min"], out["own_bps_max"], out["own_blocks"] = own.bps_min, own.bps_max, own.blocks
+    else:
+        notes.append(f"{own.rate_per_clean_min.n} own move(s) of Hyperliquid: their sizes not estimated")
     return Calibration(symbol, cfg.clock, start, end, {LEADER: int(lead.t.size), FOLLOWER: int(follow.t.size)},
                        out, checks, notes)
 
@@ -220,6 +330,8 @@ def _jump_threshold(lead: Series, cfg: FitSettings) -> float:
         return cfg.jump_threshold_bps / 1e4
     grid = np.arange(lead.t[0], lead.t[-1] + 1, 100 * MS, dtype=np.int64)
     r = np.diff(est.previous_tick(lead.t, lead.x, grid))
-    # bipower-style scale (|r_i||r_{i-1}|) ignores the jumps it is meant to find; MAD would be 0 on a quiet tick
-    scale = float(np.sqrt(np.pi / 2 * np.mean(np.abs(r[1:]) * np.abs(r[:-1])))) if r.size > 2 else 0.0
+    # a robust scale: flickers are two jump-sized moves a few hundred ms apart, so neighbouring 100 ms returns are
+    # both large and a bipower scale (|r_i||r_{i-1}|) grows with them; the MAD ignores them (and the floor keeps a
+    # quiet tick, where the MAD is 0, from calling every tick a jump)
+    scale = est.robust_sd(r) if r.size > 2 else 0.0
     return max(8.0 * scale, 3e-4)

@@ -29,7 +29,23 @@ PARAMETERS: dict[str, tuple[str, str, int]] = {
     "block_ms": ("hl_block_ms", "ms", 2),
     "block_jitter_ms": ("hl_block_jitter_ms", "ms", 2),
     "catch_up": ("catch_up", "of the move", 3),
+    "catch_up_late": ("catch_up_late", "of the rest", 3),
+    "catch_up_late_ms": ("catch_up_late_ms", "ms", 0),
+    "fade": ("hl_fade", "of the pending move", 3),
+    "flicker_share": ("flicker_share", "of jump-sized moves", 3),
+    "flicker_ms": ("flicker_ms", "ms", 0),
+    "regime_vol_mult": ("regime_vol_mult", "x calm", 3),
+    "regime_jump_mult": ("regime_jump_mult", "x calm", 3),
+    "regime_calm_s": ("regime_calm_s", "s", 0),
+    "regime_volatile_s": ("regime_volatile_s", "s", 0),
+    "basis_half_life_s": ("hl_basis_half_life_s", "s", 1),
+    "own_per_min": ("hl_own_jumps_per_min", "per minute", 2),
+    "own_bps_min": ("hl_own_bps_min", "bp", 2),
+    "own_bps_max": ("hl_own_bps_max", "bp", 2),
+    "own_blocks": ("hl_own_blocks", "blocks", 0),
 }
+#: the preset whose values a setting keeps when the books cannot identify it (named in the header)
+PRESET = "default"
 
 
 def market_settings(cal: Calibration, known: Mapping[str, object] | None = None) -> dict[str, float]:
@@ -42,13 +58,35 @@ def market_settings(cal: Calibration, known: Mapping[str, object] | None = None)
         setting, _, decimals = PARAMETERS[name]
         if known is not None and setting not in known:
             continue
-        out[setting] = round(float(e.value), decimals)
+        out[setting] = round(e.value) if setting == "hl_own_blocks" else round(float(e.value), decimals)
     block, jitter = out.get("hl_block_ms"), out.get("hl_block_jitter_ms")
     if block is not None and jitter is not None and jitter >= block:
         out["hl_block_jitter_ms"] = round(0.9 * block, 2)  # the model requires jitter < block
-    if "jump_bps_min" in out:
-        out["jump_bps_min"] = max(out["jump_bps_min"], 0.0)
+    for low, high in (("jump_bps_min", "jump_bps_max"), ("hl_own_bps_min", "hl_own_bps_max")):
+        if low in out:
+            out[low] = max(out[low], 0.0)
+        if low in out and high in out and out[high] < out[low]:
+            out[high] = out[low]
+    for unit in ("catch_up", "catch_up_late", "hl_fade"):  # shares: an estimate past 1 (noise) is 1
+        if unit in out:
+            out[unit] = min(max(out[unit], 0.0), 1.0)
+    if "flicker_share" in out:
+        out["flicker_share"] = min(max(out["flicker_share"], 0.0), 0.95)
+    if "hl_own_blocks" in out:
+        out["hl_own_blocks"] = min(max(int(out["hl_own_blocks"]), 1), 1000)
     return out
+
+
+def preset_settings(written: Mapping[str, object]) -> dict[str, object]:
+    """The ``PRESET`` market's settings that ``written`` lacks (what the books could not identify)."""
+    from importlib import resources
+
+    from caerus.sim.market_config import parse_market, presets
+
+    if PRESET not in presets():
+        return {}
+    text = resources.files("caerus.sim.markets").joinpath(f"{PRESET}.toml").read_text()
+    return {k: v for k, v in parse_market(text, PRESET).items() if k not in written}
 
 
 def _when(ns: int) -> str:
@@ -60,7 +98,7 @@ def _fmt(e: Estimate) -> str:
     return f"{e.value:.6g} (SE {se}, n = {e.n})"
 
 
-def header(cal: Calibration, source: str, written: Mapping[str, float]) -> list[str]:
+def header(cal: Calibration, source: str, written: Mapping[str, object]) -> list[str]:
     lines = [
         "Market model calibrated by `caerus calibrate` (docs/research.md, Calibration).",
         f"source: {source}",
@@ -76,12 +114,18 @@ def header(cal: Calibration, source: str, written: Mapping[str, float]) -> list[
     if cal.cross_checks:
         lines.append("cross-checks: " + ", ".join(f"{k} {v:.4g}" for k, v in cal.cross_checks.items()))
     lines.extend(f"note: {n}" for n in cal.notes)
+    kept = preset_settings(written) if written else {}
+    if kept:
+        lines.append(f"not estimated (not identified from these books): from preset {PRESET}:")
+        lines.extend(f"  {k} = {v}   not estimated: from preset" for k, v in kept.items())
     return lines
 
 
 def render(cal: Calibration, source: str, known: Mapping[str, object] | None = None,
            table: str | None = None) -> str:
     """The TOML text: the header as comments, then the settings (under ``[table]`` when given)."""
-    settings = market_settings(cal, known)
+    settings: dict[str, object] = dict(market_settings(cal, known))
+    written = dict(settings)
+    settings.update(preset_settings(written))
     body = tomli_w.dumps({table: settings} if table else settings)
-    return "".join(f"# {line}\n".replace("# \n", "#\n") for line in header(cal, source, settings)) + "\n" + body
+    return "".join(f"# {line}\n".replace("# \n", "#\n") for line in header(cal, source, written)) + "\n" + body

@@ -1,0 +1,152 @@
+"""Binance's jump-sized moves split into information jumps (they persist) and flickers (they revert).
+
+A flicker is a jump-sized move that Binance's quote shows for a while and then drops (docs/research.md, Market
+model: ``flicker_share``, ``flicker_ms``). It is told from a jump by looking ahead in *time*, not in ticks: a
+flicker's reversal comes hundreds of milliseconds and dozens of quotes later. For each large tick move (in time
+order, each used once), within ``window_ns`` after it:
+
+* a later large move of the opposite sign and the same size (within ``tol``) ends it: one flicker, its lifetime
+  the time between the two (information jumps in between do not matter: their sizes are not compared);
+* else a chain of later large moves whose running sum with it comes back to zero: flickers replaced by flickers
+  before reverting (the model keeps one at a time). Every move but the last is an onset; the last onset's
+  lifetime is observed, the earlier ones are right-censored at the next onset;
+* else it is an information jump.
+
+The lifetime's mean is the maximum-likelihood estimate of an exponential law from the observed lifetimes
+(truncated at the window) and the censored ones; the share is flickers / (flickers + jumps), binomial SE.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from caerus.research.calibrate.estimators import Estimate, FloatArray, IntArray, Jumps, _series
+
+
+@dataclass(frozen=True)
+class MoveClasses:
+    """Large moves of the leader split into jumps and flickers."""
+
+    jumps: Jumps  # persistent moves (dead-time merged)
+    raw_jumps: int  # persistent moves before the dead-time merge (the count the share compares against)
+    flicker_t: IntArray  # onset times
+    lifetimes: FloatArray  # observed lifetimes, ns
+    censored: FloatArray  # lower bounds of replaced flickers' lifetimes, ns
+    candidates_t: IntArray  # every large move's time (jumps, onsets and reversals): left out of variance sums
+
+
+def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_ns: int,
+                   tol_abs: float = 1e-4, tol_rel: float = 0.02, dead_ns: int = 0) -> MoveClasses:
+    """Split tick moves of log price ``x`` above ``threshold`` into flickers and jumps (see the module docstring).
+    Two moves cancel when their sum is within ``max(tol_abs, tol_rel * |first|)``."""
+    times, values = _series(t, x, "price")
+    if threshold <= 0:
+        raise ValueError(f"jump threshold must be > 0, got {threshold}")
+    if window_ns <= 0:
+        raise ValueError(f"flicker window must be > 0 ns, got {window_ns}")
+    r = np.diff(values)
+    idx = np.flatnonzero(np.abs(r) > threshold) + 1
+    ct, cs = times[idx].tolist(), r[idx - 1].tolist()
+    n = len(ct)
+    used = [False] * n
+    jump_k: list[int] = []
+    onsets: list[int] = []
+    lives: list[float] = []
+    censored: list[float] = []
+    for a in range(n):  # large moves are few (tens a minute): a Python loop is cheap
+        if used[a]:
+            continue
+        tol = max(tol_abs, tol_rel * abs(cs[a]))
+        later = [b for b in range(a + 1, n) if ct[b] - ct[a] <= window_ns and not used[b]] if a + 1 < n else []
+        later = later[:64]
+        pair = next((b for b in later if abs(cs[a] + cs[b]) <= tol), None)
+        if pair is not None:
+            used[a] = used[pair] = True
+            onsets.append(a)
+            lives.append(float(ct[pair] - ct[a]))
+            continue
+        total, chain = cs[a], [a]
+        end = None
+        for b in later:
+            total += cs[b]
+            chain.append(b)
+            if abs(total) <= tol:
+                end = b
+                break
+        if end is not None and len(chain) > 2:
+            for k in chain:
+                used[k] = True
+            for first, nxt in itertools.pairwise(chain):
+                onsets.append(first)
+                censored.append(float(ct[nxt] - ct[first]))
+            onsets.append(chain[-2])
+            lives.append(float(ct[chain[-1]] - ct[chain[-2]]))
+            continue
+        used[a] = True
+        jump_k.append(a)
+    kept: list[int] = []
+    for k in jump_k:
+        if not kept or ct[k] - ct[kept[-1]] >= dead_ns:
+            kept.append(k)
+    ji = idx[np.asarray(kept, dtype=np.int64)] if kept else np.empty(0, dtype=np.int64)
+    jumps = Jumps(ji, times[ji], values[ji] - values[ji - 1] if ji.size else np.empty(0))
+    on = np.asarray(sorted(onsets), dtype=np.int64)
+    return MoveClasses(jumps, len(jump_k), times[idx[on]] if on.size else np.empty(0, dtype=np.int64),
+                       np.asarray(lives, dtype=np.float64), np.asarray(censored, dtype=np.float64), times[idx])
+
+
+def exponential_mean(observed: npt.ArrayLike, censored: npt.ArrayLike = (), truncate: float = math.inf) -> Estimate:
+    """Maximum-likelihood mean of an exponential law from ``observed`` values (each seen only because it was below
+    ``truncate``) and right-censored lower bounds ``censored``; SE ``mean / sqrt(n observed)``.
+
+    With a finite ``truncate`` the observed values are a mixture of the law and a uniform part on [0, truncate]
+    (a jump and a later opposite jump of the same size taken for a flicker and its reversal), fitted by EM: the
+    false pairs would otherwise set the mean, the exponential's tail being thin."""
+    d = np.asarray(observed, dtype=np.float64)
+    c = np.asarray(censored, dtype=np.float64)
+    if d.size < 2:
+        raise ValueError(f"an exponential mean needs at least 2 observed values, got {d.size}")
+    mu = (float(d.sum()) + float(c.sum())) / d.size
+    if not math.isfinite(truncate):
+        return Estimate(mu, mu / math.sqrt(d.size), int(d.size))
+    mu, eps = float(np.median(d)) / math.log(2.0), 0.05
+    w = np.ones(d.size)
+    for _ in range(300):
+        q = math.exp(-truncate / mu)
+        f_exp = (1 - eps) * np.exp(-d / mu) / (mu * (1 - q))
+        w = f_exp / (f_exp + eps / truncate)  # responsibility of the exponential part
+        eps = float(1 - w.mean())
+        base = (float(w @ d) + float(c.sum())) / float(w.sum())
+        new = base + truncate * q / (1.0 - q)  # the truncated exponential's score equation
+        if abs(new - mu) < 1e-9 * mu:
+            mu = new
+            break
+        mu = new
+    n = float(w.sum())
+    return Estimate(mu, mu / math.sqrt(n), round(n))
+
+
+def share(hits: int, total: int) -> Estimate:
+    """A proportion with its binomial SE."""
+    if total <= 0:
+        return Estimate(float("nan"), float("nan"), 0)
+    p = hits / total
+    return Estimate(p, math.sqrt(max(p * (1 - p), 1.0 / total) / total), total)
+
+
+def uniform_bounds_robust(samples: npt.ArrayLike, p: float = 0.1) -> tuple[Estimate, Estimate]:
+    """Bounds of a uniform law from its ``p`` and ``1 - p`` quantiles (range = spread / (1 - 2p)), so a few
+    misclassified moves (a jump landing on a flicker, two moves merged) do not set them; SE from the quantiles'
+    binomial spread, ``range * sqrt(p (1 - p) / n)`` each, carried through."""
+    s = np.asarray(samples, dtype=np.float64)
+    if s.size < 5:
+        raise ValueError(f"a uniform range needs at least 5 samples, got {s.size}")
+    q_lo, q_hi = (float(v) for v in np.quantile(s, [p, 1 - p]))
+    width = (q_hi - q_lo) / (1 - 2 * p)
+    se = width * math.sqrt(p * (1 - p) / s.size) * (1 + p / (1 - 2 * p) * 2)
+    return Estimate(q_lo - p * width, se, int(s.size)), Estimate(q_hi + p * width, se, int(s.size))

@@ -1,0 +1,68 @@
+"""The round trip on the stochastic default market (caerus/sim/markets/default.toml): emulate it offline for 20
+minutes per seed, calibrate, and recover each setting the books identify within the tolerance stated here.
+docs/research.md ("Calibration", round trip) quotes these tolerances and why each is as wide as it is."""
+
+from __future__ import annotations
+
+import pytest
+
+from caerus.research.calibrate import market_toml
+from caerus.research.calibrate.fit import Calibration, calibrate
+from caerus.sim.market_config import load_market
+from tests.fixtures.research_books import offline_books
+
+MINUTES = 20.0
+TRUE = load_market("default")
+#: setting -> (low, high) the estimate must fall in; the reason for each width in the comment
+BOUNDS: dict[str, tuple[float, float]] = {
+    "hl_block_ms": (TRUE.hl_block_ms - 2, TRUE.hl_block_ms + 2),
+    "hl_block_jitter_ms": (TRUE.hl_block_jitter_ms - 2, TRUE.hl_block_jitter_ms + 2),
+    # replaced flickers whose middle move is under the threshold are lost: biased low by ~0.03
+    "flicker_share": (TRUE.flicker_share - 0.1, TRUE.flicker_share + 0.1),
+    # biased high (530-610 ms for 400 here): false pairs and merged flickers; loose on purpose
+    "flicker_ms": (TRUE.flicker_ms * 0.7, TRUE.flicker_ms * 1.75),
+    "regime_vol_mult": (TRUE.regime_vol_mult - 0.3, TRUE.regime_vol_mult + 0.3),
+    # windows straddling a switch mix the two rates: biased towards 1
+    "regime_jump_mult": (1.8, TRUE.regime_jump_mult + 0.5),
+    # 20 minutes hold about 4 calm/volatile cycles: a factor 3 (SE ~50 %)
+    "regime_calm_s": (TRUE.regime_calm_s / 3, TRUE.regime_calm_s * 3),
+    "regime_volatile_s": (TRUE.regime_volatile_s / 3, TRUE.regime_volatile_s * 3),
+    "jumps_per_min": (TRUE.jumps_per_min * 0.7, TRUE.jumps_per_min * 1.3),
+    "jump_bps_min": (TRUE.jump_bps_min - 2, TRUE.jump_bps_min + 2),
+    "jump_bps_max": (TRUE.jump_bps_max - 3, TRUE.jump_bps_max + 3),
+    "annual_vol": (TRUE.annual_vol * 0.8, TRUE.annual_vol * 1.2),
+    # ~120 isolated matched moves, a few answered early by other moves: biased low by up to ~70 ms
+    "hl_lag_ms": (TRUE.hl_lag_ms - 100, TRUE.hl_lag_ms + 100),
+    "hl_lag_sd_ms": (TRUE.hl_lag_sd_ms - 100, TRUE.hl_lag_sd_ms + 100),
+    "catch_up": (TRUE.catch_up - 0.15, TRUE.catch_up + 0.15),
+    # autocovariance at 10-180 s of a 60 s half-life over 20 minutes: a factor 2
+    "hl_basis_half_life_s": (TRUE.hl_basis_half_life_s / 2, TRUE.hl_basis_half_life_s * 2),
+    "hl_fade": (TRUE.hl_fade - 0.2, min(1.0, TRUE.hl_fade + 0.2)),
+}
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def calibrated(request: pytest.FixtureRequest) -> Calibration:
+    return calibrate(offline_books(load_market("default", seed=request.param), MINUTES))
+
+
+def settings_of(cal: Calibration) -> dict[str, float]:
+    return {market_toml.PARAMETERS[k][0]: e.value for k, e in cal.estimates.items()}
+
+
+@pytest.mark.parametrize("setting", sorted(BOUNDS))
+def test_each_identified_setting_is_recovered(calibrated: Calibration, setting: str) -> None:
+    low, high = BOUNDS[setting]
+    found = settings_of(calibrated).get(setting)
+    assert found is not None, f"{setting} not estimated: {calibrated.notes}"
+    assert low <= found <= high, f"{setting}: found {found:.4g}, true {getattr(TRUE, setting)}, bounds {low}..{high}"
+
+
+def test_the_toml_loads_as_a_stochastic_market_with_every_setting(calibrated: Calibration) -> None:
+    from caerus.sim.market_config import parse_market
+
+    text = market_toml.render(calibrated, "offline", known=TRUE.__dict__)
+    settings = parse_market(text)
+    assert "not estimated: from preset" in text or set(BOUNDS) <= set(settings)
+    cfg = load_market("default", **settings)
+    assert not cfg.fixed_follower and cfg.flicker_share > 0 and cfg.regimes_on
