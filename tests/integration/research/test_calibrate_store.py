@@ -1,6 +1,7 @@
 """`caerus calibrate` end to end through a real capture store: offline emulator books written into a chDB store
 with the capture schema (a session folder: capture/ + instruments.json), read back by caerus.data, calibrated by
-the CLI in its own process, and the TOML it writes loaded by the emulator's market model."""
+the CLI in its own process, the TOML it writes loaded by the emulator's market model, and a real venue-sim process
+started with ``--market`` that file, serving books (stopped by PID)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim.market import BinanceQuote, HlBlock, MarketConfig, MarketModel
+from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
+from caerus.sim.market_config import load_market
 from tests.fixtures.research_books import offline_books, write_session
+from tests.fixtures.venue_sim import start_venue_sim
 
 REPO = Path(__file__).resolve().parents[3]
-TRUE = MarketConfig(seed=5, jumps_per_min=30.0, hl_lag_ms=300.0)  # many jumps: 3 minutes give ~90 moves
+TRUE = load_market("default", seed=5)  # the stochastic default market
 
 
 def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,7 +28,7 @@ def _calibrate(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_session(offline_books(TRUE, 3.0), tmp_path_factory.mktemp("calibrate") / "session")
+    return write_session(offline_books(TRUE, 6.0), tmp_path_factory.mktemp("calibrate") / "session")
 
 
 def test_calibrate_reads_a_capture_store_and_writes_a_market_the_emulator_loads(session_dir: Path,
@@ -36,13 +39,29 @@ def test_calibrate_reads_a_capture_store_and_writes_a_market_the_emulator_loads(
     text = out.read_text()
     assert f"# source: {session_dir}" in text and "# symbol: BTC" in text
     settings = tomllib.loads(text)
-    assert abs(settings["hl_lag_ms"] - TRUE.hl_lag_ms) <= 25.0
+    # 6 minutes of the default market: loose (the round-trip unit test holds the tight tolerances)
+    assert abs(settings["hl_lag_ms"] - TRUE.hl_lag_ms) <= 250.0
     assert abs(settings["hl_block_ms"] - TRUE.hl_block_ms) <= 3.0
-    cfg = MarketConfig(**settings)
-    cfg.validate()
+    assert 0.3 <= settings["flicker_share"] <= 0.8 and 0.3 <= settings["catch_up"] <= 0.9
+    cfg = load_market(out)  # the emulator's own loader: keys and ranges checked
+    assert not cfg.fixed_follower  # a stochastic market, not the fixed-lag one
     events = MarketModel(cfg).events()
     first = [next(events) for _ in range(200)]
     assert any(isinstance(e, BinanceQuote) for e in first) and any(isinstance(e, HlBlock) for e in first)
+    # the emulator itself starts on that file and serves books
+    sim = start_venue_sim(tmp_path / "sim", args=["--market", str(out)])
+    try:
+        import json
+        import urllib.request
+
+        ctx = sim.ssl_context()
+        url = sim["binance_url"].replace("wss://", "https://") + "/fapi/v1/ticker/bookTicker?symbol=BTCUSDT"
+        with urllib.request.urlopen(url, context=ctx, timeout=10) as resp:
+            book = json.loads(resp.read())
+        assert float(book["bidPrice"]) > 0 and float(book["askPrice"]) >= float(book["bidPrice"])
+        assert sim.proc.alive()
+    finally:
+        assert sim.stop() is not None
 
 
 def test_calibrate_names_what_is_wrong_in_one_line(session_dir: Path, tmp_path: Path) -> None:
