@@ -19,7 +19,10 @@ only per-book work besides ``on_book`` is one comparison against the next due EX
 
 from __future__ import annotations
 
+import gc
 import heapq
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +72,22 @@ class RunOutput:
     target: dict[str, np.ndarray] = field(default_factory=dict)  # the target venue's tradeable books: sym, t, mid
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while records are built and replayed, as it was afterwards.
+
+    Building one tuple per book (hundreds of thousands of container objects kept alive) makes the collector scan
+    the growing list again and again: measured 0.15 s vs 0.28-0.41 s for 207k records. Nothing built here forms a
+    reference cycle, so pausing it frees nothing later than reference counting would."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def prepare(events: BookEvents, spec: RunSpec,
             draws: LatencyDraws) -> tuple[BookEvents, list[tuple], list[int], np.ndarray]:
     """(events with t_recv and t_publish filled in, records, t_seen, the row of each record in ``events``); records
@@ -88,22 +107,23 @@ def prepare(events: BookEvents, spec: RunSpec,
         seen = seen.copy()
         seen[keep] = spec.start_ns
         order = np.concatenate([keep, after])
-    recs_all = events.records(pub)
-    recs = [recs_all[i] for i in order.tolist()]
-    return events, recs, seen[order].tolist(), order
+    return events, events.records(pub, order), seen[order].tolist(), order
 
 
 def run(events: BookEvents, spec: RunSpec) -> RunOutput:
     """Replay ``events`` through a fresh Desk under ``spec``."""
     draws = LatencyDraws(spec.latency, spec.seed)
-    events, recs, seen, rows = prepare(events, spec, draws)
-    rules = spec.fills
-    clock = {"exchange": events.t_exchange, "publish": events.t_publish, "recv": events.t_recv}[rules.clock]
-    fills = FillModel(rules, spec.target_venue, events.symbol, events.venue, events.flags, clock, events.bid_px,
-                      events.bid_qty, events.ask_px, events.ask_qty)
-    desk = Desk(spec.strategy, spec.instruments)
-    loop = _Loop(desk, fills, draws, spec)
-    loop.run(recs, seen)
+    with gc_paused():
+        events, recs, seen, rows = prepare(events, spec, draws)
+        rules = spec.fills
+        clock = {"exchange": events.t_exchange, "publish": events.t_publish, "recv": events.t_recv}[rules.clock]
+        fills = FillModel(rules, spec.target_venue, events.symbol, events.venue, events.flags, clock, events.bid_px,
+                          events.bid_qty, events.ask_px, events.ask_qty)
+        desk = Desk(spec.strategy, spec.instruments)
+        loop = _Loop(desk, fills, draws, spec)
+        loop.run(recs, seen)
+        n_events = len(recs)
+        del recs  # freed by reference counting before the collector is back: it never scans them
     tgt = (events.venue == spec.target_venue) & ((events.flags & (BookFlags.VALID | BookFlags.STALE))
                                                  == BookFlags.VALID)
     t_order = np.argsort(clock[tgt], kind="stable")
@@ -117,7 +137,7 @@ def run(events: BookEvents, spec: RunSpec) -> RunOutput:
         table_full=loop.table_full,
         t_first=seen[0] if seen else 0,
         t_last=seen[-1] if seen else 0,
-        events=len(recs),
+        events=n_events,
         target={"symbol": events.symbol[tgt][t_order], "t": clock[tgt][t_order],
                 "mid": ((events.bid_px[tgt] + events.ask_px[tgt]) * 0.5)[t_order]},
     )

@@ -93,15 +93,17 @@ class BookEvents:
         """Books per venue name."""
         return {Venue(v).name.lower(): int((self.venue == v).sum()) for v in Venue}
 
-    def records(self, t_publish: np.ndarray) -> list[tuple]:
+    def records(self, t_publish: np.ndarray, order: np.ndarray | None = None) -> list[tuple]:
         """BOOK record tuples (caerus.wire.BOOK field order: conn, reason, pad and t_wire 0) with the given
-        t_publish column. Built once, before the replay loop: the loop allocates nothing per book."""
-        n = len(self)
-        zeros = repeat(0, n)
-        return list(zip(self.venue.tolist(), self.flags.tolist(), self.symbol.tolist(), zeros, repeat(0, n),
-                        repeat(0, n), self.seq.tolist(), self.t_exchange.tolist(), self.t_recv.tolist(),
-                        t_publish.tolist(), self.bid_px.tolist(), self.bid_qty.tolist(), self.ask_px.tolist(),
-                        self.ask_qty.tolist(), repeat(0, n), strict=False))
+        t_publish column, rows in ``order`` (an index array; None: as stored). Built once, before the replay loop:
+        the loop allocates nothing per book. Each column is reordered in numpy and turned into Python objects
+        once (``tolist``), and ``zip`` makes the tuples in C: no Python code runs per row."""
+        n = len(self) if order is None else len(order)
+        cols = [self.venue, self.flags, self.symbol, self.seq, self.t_exchange, self.t_recv, t_publish, self.bid_px,
+                self.bid_qty, self.ask_px, self.ask_qty]
+        v, f, s, seq, tx, tr, tp, bp, bq, ap, aq = (c.tolist() if order is None else c[order].tolist() for c in cols)
+        return list(zip(v, f, s, repeat(0, n), repeat(0, n), repeat(0, n), seq, tx, tr, tp, bp, bq, ap, aq,
+                        repeat(0, n), strict=False))
 
 
 def _venue_codes(a: np.ndarray) -> np.ndarray:

@@ -19,7 +19,6 @@ Rules (the paper transport's, caerus.execution.transports.paper, so a backtest c
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,15 +78,16 @@ class FillModel:
         rules.check()
         self.rules = rules
         self.venue = venue
-        self._books: dict[int, tuple[list[int], list[tuple[bool, float, float, float, float]]]] = {}
-        mask = ven == venue
-        for s in np.unique(sym[mask]).tolist():
-            m = mask & (sym == s)
-            order = np.argsort(t_clock[m], kind="stable")
-            ok = ((flags[m] & TRADEABLE_MASK) == TRADEABLE)[order]
-            rows = list(zip(ok.tolist(), bid[m][order].tolist(), bid_qty[m][order].tolist(),
-                            ask[m][order].tolist(), ask_qty[m][order].tolist(), strict=True))
-            self._books[s] = (t_clock[m][order].tolist(), rows)
+        # per instrument: the clock times (sorted) and the rows they index; searched per order (np.searchsorted),
+        # never turned into Python objects per book: orders are few, books many
+        self._books: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        rows = np.flatnonzero(ven == venue)
+        rows = rows[np.lexsort((t_clock[rows], sym[rows]))]  # by instrument, then clock (stable)
+        s_sorted = sym[rows]
+        cuts = np.flatnonzero(np.diff(s_sorted)) + 1
+        for part in np.split(rows, cuts) if len(rows) else []:
+            ok = (flags[part] & TRADEABLE_MASK) == TRADEABLE
+            self._books[int(sym[part[0]])] = (t_clock[part], ok, bid[part], bid_qty[part], ask[part], ask_qty[part])
         self._frac = rules.top_fraction
         self._impact = rules.impact_bps * 1e-4
         self._top = rules.limit_to_top_size
@@ -97,8 +97,10 @@ class FillModel:
         entry = self._books.get(sym)
         if entry is None:
             return None
-        i = bisect.bisect_right(entry[0], t) - 1
-        return entry[1][i] if i >= 0 else None
+        i = int(entry[0].searchsorted(t, "right")) - 1
+        if i < 0:
+            return None
+        return bool(entry[1][i]), float(entry[2][i]), float(entry[3][i]), float(entry[4][i]), float(entry[5][i])
 
     def match(self, sym: int, side: int, px: float, qty: float, t: int) -> tuple[int, float, float]:
         """(outcome, fill px, fill qty) of an IOC of ``qty`` at limit ``px`` meeting the book at ``t``."""

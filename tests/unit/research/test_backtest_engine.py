@@ -124,3 +124,52 @@ def test_missing_sources_are_clear_errors(tmp_path: Path) -> None:
         sources.from_store(tmp_path / "s")
     with pytest.raises(sources.SourceError, match="duration"):
         sources.offline_market(0, 1)
+
+
+def test_records_built_in_a_given_order_are_the_rows_in_that_order() -> None:
+    ev = _offline().events
+    order = np.random.default_rng(4).permutation(len(ev))
+    pub = ev.t_exchange + 7
+    stored = ev.records(pub)
+    assert ev.records(pub, order) == [stored[i] for i in order.tolist()]
+    assert ev.records(pub, order[:0]) == []
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_run_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    import gc
+
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        out = engine.run(_books(JUMP), engine.RunSpec(CFG, instruments.DEFAULT, LatencyModel.constant(MS), FillRules()))
+        assert gc.isenabled() is enabled
+        assert out.events == len(JUMP)
+        with pytest.raises(RuntimeError), engine.gc_paused():
+            assert not gc.isenabled()
+            raise RuntimeError("inside")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_the_fill_index_finds_the_newest_book_at_or_before_each_time_per_instrument() -> None:
+    from caerus.research.backtest.fills import FillModel
+
+    rng = np.random.default_rng(9)
+    n = 400
+    sym = rng.integers(0, 3, n).astype("u2")
+    ven = rng.integers(1, 3, n).astype("u1")
+    t = rng.integers(0, 50, n).astype(np.int64)  # many equal times: the last stored row wins among them
+    flags = np.where(rng.random(n) < 0.1, 3, 1).astype("u1")  # some STALE
+    bid = rng.random(n) + 100
+    fm = FillModel(FillRules(), 2, sym, ven, flags, t, bid, bid * 0 + 1, bid + 1, bid * 0 + 2)
+    for s in range(3):
+        for q in range(-1, 52):
+            rows = [i for i in range(n) if sym[i] == s and ven[i] == 2 and t[i] <= q]
+            want = None
+            if rows:
+                i = max(rows, key=lambda r: (t[r], r))
+                want = (bool(flags[i] == 1), float(bid[i]), 1.0, float(bid[i] + 1), 2.0)
+            assert fm.book_at(s, q) == want, (s, q)
+    assert fm.book_at(7, 10) is None
