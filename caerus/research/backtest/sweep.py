@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -170,7 +171,9 @@ def run_sweep(grid: list[dict[str, Any]], source: SourceSpec, train: tuple[str, 
             todo.append(j)
     with Progress() as progress:
         task = progress.add_task(f"sweep: {len(todo)} runs ({len(jobs) - len(todo)} resumed)", total=len(todo))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        # spawn, not fork: the parent may already hold chDB's (or numpy's) threads, and a forked child inherits
+        # their locks held and deadlocks on its first query (seen: a session-source sweep hung with 0 runs done)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(run_job, j) for j in todo]
             for f in as_completed(futures):
                 key, summary = f.result()
