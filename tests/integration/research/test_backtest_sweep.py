@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,29 @@ def test_invoke_sweep_runs_the_grid_in_two_workers(tmp_path: Path) -> None:
     doc = json.loads((out / "sweep.json").read_text())
     assert len(doc["grid"]) == 4 and len(list((out / "runs").glob("*.json"))) == 8
     assert "chosen on train" in res.stdout
+
+
+def test_invoke_sweep_over_a_capture_store_in_worker_processes(tmp_path: Path) -> None:
+    """A session-source sweep: the parent reads the chDB store before the pool starts (its threads exist), so a
+    forked worker would inherit their locks held and hang on its first query; workers are spawned. Bounded by the
+    subprocess timeout, the sweep killed by PID if it ever hangs."""
+    from caerus.sim.market import MarketConfig
+    from tests.fixtures.research_books import offline_books, write_session
+
+    session = write_session(offline_books(MarketConfig(seed=4), minutes=2.0), tmp_path / "s")
+    out = tmp_path / "sw"
+    proc = subprocess.Popen([sys.executable, "-m", "invoke", "sweep", "--session", str(session), "--param",
+                             "entry_bps=4,6", "--train", "0..60", "--test", "60..120", "--latency", "1ms",
+                             "--workers", "2", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            start_new_session=True)  # its own process group: the sweep and its workers
+    try:
+        stdout, stderr = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the group we started, by its leader's PID: hung workers too
+        proc.communicate(timeout=30)
+        raise AssertionError("invoke sweep over a capture store did not finish in 300 s (a hung worker)") from None
+    assert proc.returncode == 0, stderr[-2000:]
+    doc = json.loads((out / "sweep.json").read_text())
+    assert len(doc["grid"]) == 2 and len(list((out / "runs").glob("*.json"))) == 4
+    assert all(r["train"]["books"] > 0 and r["test"]["books"] > 0 for r in doc["grid"])
