@@ -69,3 +69,4 @@ def test_invoke_sweep_over_a_capture_store_in_worker_processes(tmp_path: Path) -
     doc = json.loads((out / "sweep.json").read_text())
     assert len(doc["grid"]) == 2 and len(list((out / "runs").glob("*.json"))) == 4
     assert all(r["train"]["books"] > 0 and r["test"]["books"] > 0 for r in doc["grid"])
+    assert "chosen on train" in stdout
