@@ -262,16 +262,19 @@ def lock(c: Context, upgrade: bool = False) -> None:
     "train": "A..B: the range parameters are chosen on", "test": "A..B: the out-of-sample range",
     "latency": "constant order latency (e.g. 1ms)", "latency_from": "a session whose measured latency to draw",
     "workers": "worker processes (default: CPUs - 1)", "out": "sweep folder (resumable)",
+    "market": "with --offline: a market preset (default, fixed-lag) or a market TOML (default: default)",
+    "market_seed": "with --offline: the market model's seed",
 })
 def sweep(c: Context, param: list[str] | None = None, session: str = "", offline: float = 0.0, train: str = "",
           test: str = "", latency: str = "0", latency_from: str = "", workers: int = 0, seed: int = 1,
-          out: str = "sweeps/latest") -> None:
+          out: str = "sweeps/latest", market: str = "default", market_seed: int = 1) -> None:
     """Backtest a parameter grid in parallel (caerus.research.backtest.sweep): train/test heatmaps, resumable."""
     from caerus.research.backtest.sweep import main as sweep_main
 
     argv = [a for p in (param or []) for a in ("--param", p)] + ["--train", train, "--test", test, "--seed", str(seed),
                                                                  "--out", out]
-    argv += ["--session", session] if session else ["--offline", str(offline)]
+    argv += (["--session", session] if session else
+             ["--offline", str(offline), "--market", market, "--market-seed", str(market_seed)])
     argv += ["--latency-from", latency_from] if latency_from else ["--latency", latency]
     argv += ["--workers", str(workers)] if workers else []
     rc = sweep_main(argv)

@@ -28,14 +28,13 @@ import numpy as np
 
 from caerus.config import load_config
 from caerus.instruments import DEFAULT as BTC_ONLY
-from caerus.research.backtest import engine
+from caerus.research.backtest import engine, sources
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
-from caerus.sim import offline
 from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market, parse_market
 from caerus.strategy.config import StrategyConfig
-from caerus.wire import BookFlags, Venue
+from caerus.wire import Venue
 
 HORIZON_MS = 1000.0
 BOOTSTRAP = 2000
@@ -65,14 +64,8 @@ def bootstrap_ci(x: np.ndarray, seed: int, n: int = BOOTSTRAP, level: float = CO
 
 
 def events_of(cfg: MarketConfig, duration_s: float) -> BookEvents:
-    """The offline market as the backtest's columnar events: exchange times as the venues stamp them, t_recv left
-    to the latency model (the feed's receive is the event plus the book hop)."""
-    cols = offline.columns(cfg, duration_s)
-    n = len(cols["t_ns"])
-    return BookEvents.from_columns({
-        "venue": cols["venue"], "flags": [int(BookFlags.VALID)] * n, "symbol": cols["symbol"], "seq": cols["seq"],
-        "t_exchange": cols["t_exchange"], "t_recv": [0] * n, "bid_px": cols["bid_px"], "bid_qty": cols["bid_qty"],
-        "ask_px": cols["ask_px"], "ask_qty": cols["ask_qty"]}, sort=False)
+    """The offline market as the backtest's columnar events (the backtest's own offline source)."""
+    return sources.offline_events(cfg, duration_s)
 
 
 def run_seed(cfg: MarketConfig, duration_s: float, strategy: StrategyConfig, feed_ns: int) -> SeedResult:

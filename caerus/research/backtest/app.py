@@ -21,6 +21,7 @@ from caerus.metrics import hdr
 from caerus.research.backtest import report, runner, sources
 from caerus.research.backtest.fills import CLOCKS, FillError, FillRules
 from caerus.research.backtest.latency import LatencyError, LatencyModel
+from caerus.sim.market_config import DEFAULT_MARKET
 from caerus.strategy.config import StrategyConfig
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -79,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                         "where the session's strategy started reading")
     parser.add_argument("--end", help="t_recv bound, exclusive (ns or ISO 8601)")
     parser.add_argument("--symbols", default="BTC", help="offline market: instruments (comma separated)")
+    parser.add_argument("--market", default=DEFAULT_MARKET, help="offline market: a preset (default, fixed-lag) or a "
+                        "market TOML, as venue-sim --market takes (default: default)")
     parser.add_argument("--market-seed", type=int, default=1, help="offline market: model seed")
     parser.add_argument("--strategy-config", type=Path, metavar="FILE", help="strategy TOML (default: defaults)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
@@ -115,7 +118,7 @@ def load_source(args: argparse.Namespace) -> sources.Loaded:
                                        password_file=args.clickhouse_password_file)
     if args.clickhouse_user is not None or args.clickhouse_password_file is not None:
         raise ValueError("--clickhouse-user and --clickhouse-password-file go with --clickhouse")
-    return sources.offline_market(args.offline, args.market_seed, tuple(args.symbols.split(",")))
+    return sources.offline_market(args.offline, args.market_seed, tuple(args.symbols.split(",")), args.market)
 
 
 def build_options(args: argparse.Namespace, loaded: sources.Loaded) -> runner.BacktestOptions:
@@ -145,7 +148,7 @@ def default_out(args: argparse.Namespace) -> Path:
     if args.session is not None:
         return Path(args.session) / "backtest"
     if args.offline is not None:
-        return Path("backtests") / f"offline-{args.market_seed}-{args.offline:g}s"
+        return Path("backtests") / f"offline-{Path(str(args.market)).stem}-{args.market_seed}-{args.offline:g}s"
     return Path("backtests") / "latest"
 
 

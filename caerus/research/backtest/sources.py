@@ -22,10 +22,10 @@ from caerus.capture.clickhouse import check_url
 from caerus.capture.rows import VENUE_NAMES
 from caerus.instruments import InstrumentSet
 from caerus.research.backtest.events import COLUMNS, BookEvents, EventsError
+from caerus.sim import offline
+from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market
 from caerus.wire import BookFlags, Venue
 
-#: where offline market time starts (2026-01-01T00:00:00Z): any fixed epoch keeps runs reproducible
-OFFLINE_EPOCH_NS = 1_767_225_600_000_000_000
 _VENUE_CODES = {name: code for code, name in VENUE_NAMES.items()}  # capture's names of the codes
 
 
@@ -126,42 +126,34 @@ def from_clickhouse(url: str, start: int | None, end: int | None, session: str |
     return Loaded(events, insts, f"ClickHouse {where}, t_recv {_range_text(start, end)}, {len(events)} books")
 
 
-def offline_market(duration_s: float, seed: int, symbols: tuple[str, ...] = ("BTC",),
-                   **market: object) -> Loaded:
-    """The emulator's market model, generated in process (no sockets): Binance quotes and the Hyperliquid blocks
-    whose top changed (what the bbo channel sends), with exchange times truncated to ms as the venues send them.
-    t_recv and t_publish are left 0: the latency model draws them (info age, feed internal)."""
-    from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
+def offline_events(cfg: MarketConfig, duration_s: float) -> BookEvents:
+    """The market model ``cfg`` run offline for ``duration_s`` simulated seconds (caerus.sim.offline: Binance
+    quotes and the Hyperliquid blocks whose top changed, exchange times in ms as the venues stamp them) as the
+    backtest's columns; t_recv left 0 for the latency model to draw (info age, feed internal)."""
+    cols = offline.columns(cfg, duration_s)
+    n = len(cols["t_ns"])
+    if n == 0:
+        raise SourceError(f"offline market produced no books in {duration_s:g} s")
+    return BookEvents.from_columns({
+        "venue": cols["venue"], "flags": [int(BookFlags.VALID)] * n, "symbol": cols["symbol"], "seq": cols["seq"],
+        "t_exchange": cols["t_exchange"], "t_recv": [0] * n, "bid_px": cols["bid_px"], "bid_qty": cols["bid_qty"],
+        "ask_px": cols["ask_px"], "ask_qty": cols["ask_qty"]}, sort=False)  # t_seen is drawn: the engine orders
 
-    if duration_s <= 0:
+
+def offline_market(duration_s: float, seed: int, symbols: tuple[str, ...] = ("BTC",),
+                   market: str | Path = DEFAULT_MARKET, **overrides: object) -> Loaded:
+    """The emulator's market ``market`` (a preset name or a market TOML, as ``venue-sim --market`` takes; the
+    stochastic ``default`` unless told) generated in process, no sockets, with ``seed``, ``symbols`` and any
+    other setting in ``overrides`` on top."""
+    if not duration_s > 0:
         raise SourceError(f"offline market duration must be > 0 s, got {duration_s}")
     try:
-        model = MarketModel(MarketConfig(seed=seed, symbols=symbols, **market))  # type: ignore[arg-type]
-    except (TypeError, ValueError) as exc:
+        cfg = load_market(market, seed=seed, symbols=tuple(symbols), **overrides)
+    except (MarketFileError, TypeError, ValueError) as exc:
         raise SourceError(f"offline market: {exc}") from None
-    end = int(duration_s * 1e9)
-    valid = int(BookFlags.VALID)
-    rows: list[tuple] = []
-    hl_seq = [0] * len(symbols)
-    for ev in model.events():
-        if ev.t_ns >= end:
-            break
-        t_ms = (OFFLINE_EPOCH_NS + ev.t_ns) // 1_000_000 * 1_000_000
-        if isinstance(ev, BinanceQuote):
-            rows.append((1, valid, ev.symbol, ev.update_id, t_ms, ev.bid, ev.bid_qty, ev.ask, ev.ask_qty))
-        elif ev.changed and ev.bid is not None and ev.ask is not None:
-            hl_seq[ev.symbol] += 1
-            rows.append((2, valid, ev.symbol, hl_seq[ev.symbol], t_ms, ev.bid.px, ev.bid.sz, ev.ask.px, ev.ask.sz))
-    if not rows:
-        raise SourceError(f"offline market produced no books in {duration_s} s")
-    cols = list(zip(*rows, strict=True))
-    names = ("venue", "flags", "symbol", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")
-    columns = {n: np.asarray(c) for n, c in zip(names, cols, strict=True)}
-    columns["t_recv"] = np.zeros(len(rows), dtype=np.int64)
-    # t_recv is drawn later: order by exchange time now (the engine orders by t_seen)
-    events = BookEvents.from_columns(columns, sort=False)
-    insts = _catalogue_instruments(symbols)
-    return Loaded(events, insts, f"offline market model: seed {seed}, {duration_s:g} s, symbols "
+    events = offline_events(cfg, duration_s)
+    insts = _catalogue_instruments(tuple(symbols))
+    return Loaded(events, insts, f"offline market model {market}: seed {seed}, {duration_s:g} s, symbols "
                   f"{','.join(symbols)}, {len(events)} books ({events.counts()})")
 
 

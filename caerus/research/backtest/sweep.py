@@ -33,6 +33,7 @@ from caerus.research.backtest import app as bt_app
 from caerus.research.backtest import runner, sources
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
+from caerus.sim.market_config import DEFAULT_MARKET
 from caerus.strategy.config import StrategyConfig
 
 
@@ -45,13 +46,14 @@ class SourceSpec:
     offline_s: float = 0.0
     market_seed: int = 1
     symbols: tuple[str, ...] = ("BTC",)
+    market: str = DEFAULT_MARKET  # offline: a preset name or a market TOML path
 
     def load(self) -> sources.Loaded:
         if self.kind == "session":
             return sources.from_session(Path(self.path))
         if self.kind == "store":
             return sources.from_store(Path(self.path))
-        return sources.offline_market(self.offline_s, self.market_seed, self.symbols)
+        return sources.offline_market(self.offline_s, self.market_seed, self.symbols, self.market)
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--session", type=Path)
     src.add_argument("--store", type=Path)
     src.add_argument("--offline", type=float, metavar="SECONDS")
+    p.add_argument("--market", default=DEFAULT_MARKET, help="offline: a preset or a market TOML (default: default)")
     p.add_argument("--market-seed", type=int, default=1)
     p.add_argument("--symbols", default="BTC")
     p.add_argument("--param", action="append", required=True, metavar="NAME=V1,V2")
@@ -278,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         source = (SourceSpec("session", str(args.session)) if args.session else
                   SourceSpec("store", str(args.store)) if args.store else
                   SourceSpec("offline", offline_s=args.offline, market_seed=args.market_seed,
-                             symbols=tuple(args.symbols.split(","))))
+                             symbols=tuple(args.symbols.split(",")), market=str(args.market)))
         source.load() if source.kind != "offline" else None  # a missing session fails here, once
     except (ValueError, sources.SourceError) as exc:
         print(f"sweep: {exc}", file=sys.stderr)

@@ -13,11 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from caerus.research.backtest import sources
-from caerus.research.backtest.events import BookEvents
 from caerus.research.features import Dataset, dataset
-from caerus.sim import offline
 from caerus.sim.market_config import load_market
-from caerus.wire import BookFlags
 
 
 @dataclass(frozen=True)
@@ -40,12 +37,7 @@ class Timeline:
 def market_events(market: str, seed: int, duration_s: float) -> sources.Loaded:
     """The market model ``market`` (preset or TOML) offline for ``duration_s`` simulated seconds."""
     cfg = load_market(market, seed=seed)
-    cols = offline.columns(cfg, duration_s)
-    n = len(cols["t_ns"])
-    ev = BookEvents.from_columns({
-        "venue": cols["venue"], "flags": [int(BookFlags.VALID)] * n, "symbol": cols["symbol"], "seq": cols["seq"],
-        "t_exchange": cols["t_exchange"], "t_recv": [0] * n, "bid_px": cols["bid_px"], "bid_qty": cols["bid_qty"],
-        "ask_px": cols["ask_px"], "ask_qty": cols["ask_qty"]}, sort=False)
+    ev = sources.offline_events(cfg, duration_s)
     insts = sources._catalogue_instruments(tuple(cfg.symbols))
     return sources.Loaded(ev, insts, f"market {market} seed {seed}, {duration_s:g} s simulated")
 
