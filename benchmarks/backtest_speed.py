@@ -126,7 +126,7 @@ def main() -> int:
     add_common_args(p)
     p.add_argument("--seconds", type=float, default=1800.0, help="market time to generate (default 30 min)")
     p.add_argument("--market", default="fixed-lag", help="market preset or TOML (default fixed-lag: the market the "
-                   "documented numbers and the hftbacktest agreement were measured on; 'default' is the stochastic one)")
+                   "documented numbers and the hftbacktest agreement were measured on; 'default': the stochastic)")
     p.add_argument("--order-latency", type=int, default=1_000_000, help="constant order latency, ns")
     p.add_argument("--repeat", type=int, default=3, help="timed replays (best kept)")
     p.add_argument("--profile", action="store_true", help="cProfile one replay and print the top functions")
