@@ -78,6 +78,8 @@ _ASK_QTY = BOOK_I.ASK_QTY
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
 _LN2 = math.log(2.0)
+_UNWRITTEN = 1 << 62
+_exp = math.exp  # one global load per call instead of a global and an attribute
 
 
 def schema(horizon_ms: float | None = None) -> dict[str, object]:
@@ -161,7 +163,7 @@ class FeatureState:
         self.x = [0.0] * N_FEATURES
         self._k_basis = _LN2 / (ewma_half_life_s * 1e9)  # as LatencyArb: weight of an update dt ns later
         self._k_ofi = _LN2 / (OFI_HALF_LIFE_MS * 1e6)
-        self._bn_t = [0] * RING
+        self._bn_t = [_UNWRITTEN] * RING  # later than any now: a walk never passes a slot not yet written
         self._bn_m = [0.0] * RING
         self._hl_t = [0] * RING
         self._hl_m = [0.0] * RING
@@ -181,6 +183,9 @@ class FeatureState:
 
     def update(self, book: tuple, now: int) -> bool:
         """Fold one BOOK record seen at ``now`` (ns) into the state; True when ``x`` is a full vector."""
+        # Hot path (benchmarks/decision_cost.py): attributes read once into locals, each feature computed only on
+        # the venue whose book changes it, the ring walks bounded by the newest mid (its time is ``now``, past
+        # every horizon's limit); the arithmetic is unchanged, expression for expression, so the vector is too.
         venue = book[_VENUE]
         ok = (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE
         x = self.x
@@ -202,49 +207,67 @@ class FeatureState:
                     e = ((bq if bid >= pb else 0.0) - (self.bn_bid_qty if bid <= pb else 0.0)
                          - (aq if ask <= pa else 0.0) + (self.bn_ask_qty if ask >= pa else 0.0))
                     dt = now - self._t_ofi
-                    decay = math.exp(-self._k_ofi * dt) if dt > 0 else 1.0
-                    self._ofi = self._ofi * decay + e
-                    self._depth = self._depth * decay + (1.0 - decay) * depth * 0.5
+                    decay = _exp(-self._k_ofi * dt) if dt > 0 else 1.0
+                    ofi = self._ofi * decay + e
+                    d = self._depth * decay + (1.0 - decay) * depth * 0.5
                 else:
-                    self._depth = depth * 0.5
+                    ofi = self._ofi
+                    d = depth * 0.5
+                    self.bn_seen = True
+                self._ofi = ofi
+                self._depth = d
                 self._t_ofi = now
                 self.bn_bid = bid
                 self.bn_ask = ask
                 self.bn_bid_qty = bq
                 self.bn_ask_qty = aq
                 self.bn_mid = mid
-                self.bn_seen = True
                 n = self._bn_n
-                i = n & _MASK
-                self._bn_t[i] = now
-                self._bn_m[i] = mid
-                n += 1
-                self._bn_n = n
                 ts = self._bn_t
                 ms = self._bn_m
-                lo = n - RING if n > RING else 0
-                p = self._p50 if self._p50 > lo else lo
+                ts[n & _MASK] = now
+                ms[n & _MASK] = mid
+                lo = n + 1 - RING if n >= RING else 0
+                self._bn_n = n + 1
+                # each pointer walks to the newest mid at or before now - h; the newest (index n) is at now
+                p = self._p50
+                if p < lo:
+                    p = lo
                 limit = now - 50_000_000
-                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                while ts[(p + 1) & _MASK] <= limit:
                     p += 1
                 self._p50 = p
                 x[F_BN_RET_50] = (mid - ms[p & _MASK]) / mid * 1e4
-                p = self._p200 if self._p200 > lo else lo
+                p = self._p200
+                if p < lo:
+                    p = lo
                 limit = now - 200_000_000
-                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                while ts[(p + 1) & _MASK] <= limit:
                     p += 1
                 self._p200 = p
                 x[F_BN_RET_200] = (mid - ms[p & _MASK]) / mid * 1e4
-                p = self._p1000 if self._p1000 > lo else lo
+                p = self._p1000
+                if p < lo:
+                    p = lo
                 limit = now - 1_000_000_000
-                while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+                while ts[(p + 1) & _MASK] <= limit:
                     p += 1
                 self._p1000 = p
-                x[F_BN_RET_1000] = (mid - ms[p & _MASK]) / mid * 1e4
-                x[F_BN_IMB] = (bq - aq) / depth if depth > 0.0 else 0.0
-                x[F_BN_OFI] = self._ofi / self._depth if self._depth > 0.0 else 0.0
-                x[F_BN_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4 if depth > 0.0 else 0.0
+                bn_ret = (mid - ms[p & _MASK]) / mid * 1e4
+                x[F_BN_RET_1000] = bn_ret
+                if depth > 0.0:
+                    x[F_BN_IMB] = (bq - aq) / depth
+                    x[F_BN_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4
+                else:
+                    x[F_BN_IMB] = x[F_BN_MICRO] = 0.0
+                x[F_BN_OFI] = ofi / d if d > 0.0 else 0.0
                 x[F_BN_SPREAD] = (ask - bid) / mid * 1e4
+            else:
+                mid = self.bn_mid
+                bn_ret = x[F_BN_RET_1000]
+            if not (self.hl_seen and self.bn_seen):
+                return False
+            hl_mid = self.hl_mid
         elif venue == _HYPERLIQUID:
             self.hl_ok = ok
             self.hl_t_recv = book[_T_RECV]
@@ -255,65 +278,79 @@ class FeatureState:
                 ask = book[_ASK]
                 bq = book[_BID_QTY]
                 aq = book[_ASK_QTY]
-                mid = (bid + ask) * 0.5
+                hl_mid = (bid + ask) * 0.5
                 depth = bq + aq
                 self.hl_bid = bid
                 self.hl_ask = ask
-                self.hl_mid = mid
+                self.hl_mid = hl_mid
                 self.hl_seen = True
-                spread = (ask - bid) / mid * 1e4
+                spread = (ask - bid) / hl_mid * 1e4
                 x[F_HL_SPREAD] = spread
                 self.hl_half_spread_bps = spread * 0.5
-                x[F_HL_IMB] = (bq - aq) / depth if depth > 0.0 else 0.0
-                x[F_HL_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4 if depth > 0.0 else 0.0
+                if depth > 0.0:
+                    x[F_HL_IMB] = (bq - aq) / depth
+                    x[F_HL_MICRO] = ((bid * aq + ask * bq) / depth - hl_mid) / hl_mid * 1e4
+                else:
+                    x[F_HL_IMB] = x[F_HL_MICRO] = 0.0
                 n = self._hl_n
-                i = n & _MASK
-                self._hl_t[i] = now
-                self._hl_m[i] = mid
+                self._hl_t[n & _MASK] = now
+                self._hl_m[n & _MASK] = hl_mid
                 self._hl_n = n + 1
                 # block interval: gaps between distinct block times, ignoring gaps that span silent blocks
                 prev = self._prev_hl_tx
                 if tx != prev:
                     if prev:
                         gap = (tx - prev) * 1e-6
-                        if gap < 1.5 * self.block_ms:
-                            self.block_ms += 0.05 * (gap - self.block_ms)
+                        block = self.block_ms
+                        if gap < 1.5 * block:
+                            self.block_ms = block + 0.05 * (gap - block)
                     self._prev_hl_tx = tx
+            else:
+                hl_mid = self.hl_mid
+            if not (self.bn_seen and self.hl_seen):
+                return False
+            mid = self.bn_mid
+            bn_ret = x[F_BN_RET_1000]
         else:
             return False
-        if not (self.bn_seen and self.hl_seen):
-            return False
 
-        # -- cross-venue features (every book) -------------------------------------------------------------------
-        basis = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
+        # -- cross-venue features (every book once both venues have been seen) ------------------------------------
+        basis = (mid - hl_mid) / hl_mid * 1e4
         self.basis = basis
+        ewma = self.ewma
         if self.start_t == 0:
             self.start_t = now
-            self.ewma = basis
+            ewma = basis
             self.ewma_t = now
-        x[F_BASIS_DEV] = basis - self.ewma
+        x[F_BASIS_DEV] = basis - ewma
         if ok:
             dt = now - self.ewma_t
             if dt > 0:
-                self.ewma += (1.0 - math.exp(-self._k_basis * dt)) * (basis - self.ewma)
+                ewma += (1.0 - _exp(-self._k_basis * dt)) * (basis - ewma)
                 self.ewma_t = now
+        self.ewma = ewma
         x[F_HL_AGE] = (now - self.hl_t_recv) * 1e-6
         age = (self.bn_t_exchange - self.hl_t_exchange) * 1e-6
-        block = self.block_ms
-        x[F_HL_PHASE] = (age % block) / block if age > 0.0 else 0.0
-        # Hyperliquid's 1 s move, and the share of Binance's it has made
+        if age > 0.0:
+            block = self.block_ms
+            x[F_HL_PHASE] = (age % block) / block
+        else:
+            x[F_HL_PHASE] = 0.0
+        # Hyperliquid's 1 s move, and the share of Binance's it has made (its newest mid may be older than 1 s:
+        # the walk stops at it)
         n = self._hl_n
+        p = self._ph
         lo = n - RING if n > RING else 0
-        p = self._ph if self._ph > lo else lo
+        if p < lo:
+            p = lo
         limit = now - 1_000_000_000
         ts = self._hl_t
-        while p + 1 < n and ts[(p + 1) & _MASK] <= limit:
+        last = n - 1
+        while p < last and ts[(p + 1) & _MASK] <= limit:
             p += 1
         self._ph = p
-        hl_mid = self.hl_mid
         hl_ret = (hl_mid - self._hl_m[p & _MASK]) / hl_mid * 1e4
         x[F_HL_RET_1000] = hl_ret
-        bn_ret = x[F_BN_RET_1000]
         if bn_ret >= CATCH_UP_MIN_BPS or bn_ret <= -CATCH_UP_MIN_BPS:
             c = hl_ret / bn_ret
             x[F_CATCH_UP] = 2.0 if c > 2.0 else (-1.0 if c < -1.0 else c)
