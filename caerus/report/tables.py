@@ -328,6 +328,14 @@ def _chrony(c: Any) -> str:
             f"rms {c.get('rms_offset_s')} s, leap {c.get('leap')}")
 
 
+def _model(m: Any) -> str:
+    """The trained model a session traded (env.json ``model``, caerus.strategy.model_signal.identity)."""
+    if not isinstance(m, dict):
+        return "none (naive rule)"
+    return (f"{m.get('kind')} {m.get('path')}, sha256 {m.get('hash')}, horizon {m.get('horizon_ms')} ms, "
+            f"entry {m.get('entry_bps')} bps, feature schema v{m.get('schema_version')}")
+
+
 def env_rows(env: dict[str, Any] | None) -> list[list[str]]:
     if not env:
         return [["env.json", "missing"]]
@@ -354,6 +362,7 @@ def env_rows(env: dict[str, Any] | None) -> list[list[str]]:
         ["packages", ", ".join(f"{n} {v}" for n, v in (py.get("packages") or {}).items())],
         ["git", _v(env.get("git", "-"))],
         ["EC2", _v(env.get("ec2", "-"))],
+        ["signal model", _model(env.get("model"))],
     ]
     plan = env.get("plan") or {}
     for name, p in (plan.get("placements") or {}).items():

@@ -48,6 +48,7 @@ from caerus.session.order_desk import EmulatorOrderDesk
 from caerus.session.order_desk import sweep_stale as sweep_stale_wallets
 from caerus.session.progress import LiveStats, one_line, render
 from caerus.session.supervise import Restarter
+from caerus.strategy.model_signal import ModelError, strategy_model
 
 # paper: simulated fills in the execution process; null: send_msg returns at once (the decision-only reference);
 # emulator: real signed Hyperliquid order entry to the venue emulator over TLS (caerus.session.order_desk).
@@ -111,6 +112,11 @@ class SessionOptions:
         for what, cfg in (("strategy", self.strategy_config), ("execution", self.execution_config)):
             if cfg is not None and not Path(cfg).is_file():
                 problems.append(f"{what} config {cfg} does not exist")
+        if self.strategy_config is not None and Path(self.strategy_config).is_file():
+            try:  # a model the strategy would refuse stops the session before anything starts
+                strategy_model(self.strategy_config)
+            except (ConfigError, ModelError) as exc:
+                problems.append(str(exc))
         if self.stop_grace_s < 0:
             problems.append(f"stop grace must be >= 0, got {self.stop_grace_s}")
         if not (self.chaos_every_s == 0 or self.chaos_every_s >= 2.0):
@@ -254,7 +260,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     (session_dir / "logs").mkdir(parents=True)
     sid = f"s{chash[:6]}{os.getpid() % 100000:05d}"
     seg = launch.Segments(sid)
-    env = collect_env(plan=plan.to_dict(), extra={"session_id": sid})
+    # the trained model the strategy trades (signal = "model"): its content hash names it in env.json and the report
+    model = strategy_model(opts.strategy_config) if opts.strategy_config is not None else None
+    env = collect_env(plan=plan.to_dict(), extra={"session_id": sid, "model": model})
     (session_dir / "env.json").write_text(json.dumps(env, indent=1))
 
     start_mono = time.monotonic()

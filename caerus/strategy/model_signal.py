@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from caerus.config import load_config
 from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
@@ -175,6 +176,22 @@ def load_model(path: str | Path) -> Model:
                      trees=tuple(_check_tree(t, k) for k, t in enumerate(trees)), **common)
     except ModelError as exc:
         raise ModelError(f"model {p}: {exc}") from None
+
+
+def identity(m: Model) -> dict[str, object]:
+    """What a session records of the model it traded (env.json, the report): its content hash and the facts a
+    reader needs to tell two models apart."""
+    return {"path": m.path, "hash": m.hash, "kind": m.kind, "horizon_ms": m.horizon_ms, "entry_bps": m.entry_bps,
+            "schema_version": (m.doc.get("schema") or {}).get("version")}
+
+
+def strategy_model(config_path: str | Path | None) -> dict[str, object] | None:
+    """The identity of the model a strategy TOML trades (``signal = "model"``), None for the naive rule.
+    ConfigError or ModelError (one line) when the config or its model file is unusable."""
+    cfg = load_config(StrategyConfig, config_path, "strategy")
+    if cfg.signal != "model" or cfg.mode == "bench":
+        return None
+    return identity(load_model(cfg.model))
 
 
 def _linear_code(m: Model) -> str:
