@@ -16,11 +16,12 @@ from enum import IntEnum, IntFlag
 
 import numpy as np
 
-LAYOUT_VERSION = 7  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
+LAYOUT_VERSION = 8  # 2: ExecFlags.REPLY; 3: ORDER.seq, RiskReject record checks, Outcome CANCELLED/UNKNOWN;
 #                    4: BOOK.reason + BookFlags.REJECTED (a refused update is published, not VALID);
 #                    5: BOOK.t_wire, ORDER.trigger_t_wire (the kernel's receive stamp, 0 when there is none);
 #                    6: OrderFlags.SHADOW (a rehearsal of the fire path, never sent)
 #                    7: ORDER.symbol (the instrument id, as in BOOK.symbol: many instruments per session)
+#                    8: OrderFlags.MODEL (the order was decided by the trained model, not the naive rule)
 
 _NUMPY_CODES = {"B": "u1", "b": "i1", "H": "u2", "h": "i2", "I": "u4", "i": "i4", "q": "i8", "Q": "u8", "d": "f8"}
 
@@ -165,6 +166,10 @@ class OrderFlags(IntFlag):
     # are rare. Execution takes it through pickup, the risk checks and the transport's serialisation and signing,
     # then discards it before the socket: never sent, no EXEC record, no position, no rate-limit slot.
     SHADOW = 0x01
+    # The order was decided by the trained model (StrategyConfig.signal "model", or a model window of the
+    # in-session A/B, signal "ab"); without it, by the naive rule. Execution's paper markouts and the capture's
+    # orders table split by it.
+    MODEL = 0x02
 
 
 class ExecFlags(IntFlag):

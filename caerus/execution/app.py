@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import sys
 import time
@@ -25,6 +26,7 @@ from caerus.config import ConfigError, load_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig
 from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
+from caerus.execution.paper import ARMS
 from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
@@ -90,6 +92,9 @@ INT_COUNTERS = (
     "shadows.risk_rejected",  # ... of which the risk checks refused (not rehearsed further)
     "tx_stamps",  # orders matched to their kernel transmit stamp (t_wire_out)
     "tx_stamps.missing",  # orders sent whose stamp never came (connection lost, or a kernel without them)
+    # paper fills and settled markouts by the arm that decided the order (wire.OrderFlags.MODEL: the model, else
+    # the naive rule), every instrument's Hyperliquid account together: the in-session A/B (signal = "ab")
+    *(f"paper.arm.{arm}.{what}" for arm in ARMS for what in ("fills", "markout_n.0", "markout_n.1", "markout_n.2")),
 )
 FLOAT_COUNTERS = (
     "position",  # risk's projected position (BTC)
@@ -101,6 +106,10 @@ FLOAT_COUNTERS = (
     "paper.markout.0",  # mean markout (bps) at the first configured horizon, etc.
     "paper.markout.1",
     "paper.markout.2",
+    "paper.markout_ms.0",  # the horizons (ms) of paper.markout.<i> and paper.arm.*.markout.<i>
+    "paper.markout_ms.1",
+    "paper.markout_ms.2",
+    *(f"paper.arm.{arm}.markout.{i}" for arm in ARMS for i in range(3)),  # mean markout (bps) per arm
 )
 
 
@@ -399,6 +408,14 @@ def _housekeeping(ctx: _Ctx) -> None:
         floats[_F["paper.pnl.total"]] = sum(a.total_pnl for a in hl)
         for i in range(min(3, len(acct.horizons_ms))):
             floats[_F[f"paper.markout.{i}"]] = acct.markout_mean_bps(i)
+            floats[_F[f"paper.markout_ms.{i}"]] = acct.horizons_ms[i]
+            for j, arm in enumerate(ARMS):
+                n = sum(h.arm_markout_n[j][i] for h in hl)
+                ints[_I[f"paper.arm.{arm}.markout_n.{i}"]] = n
+                floats[_F[f"paper.arm.{arm}.markout.{i}"]] = (
+                    sum(h.arm_markout_sum_bps[j][i] for h in hl) / n if n else math.nan)
+        for j, arm in enumerate(ARMS):
+            ints[_I[f"paper.arm.{arm}.fills"]] = sum(h.arm_fills[j] for h in hl)
     n_inst = engine.risk.instruments
     if n_inst > 1:
         base = len(FLOAT_COUNTERS)

@@ -6,7 +6,9 @@ Markouts: for a fill at price p on side s (+1 buy, -1 sell), the markout at hori
 ``s * (mid(t_fill + h) - p) / p`` in bps, where ``mid(t)`` is the mid of the book *prevailing* at t (the newest
 book received at or before t). A markout is settled when a book received after ``t_fill + h`` arrives (the
 previous book was the prevailing one) or when ``settle(now)`` is called with ``now >= t_fill + h``. Positive =
-the fill was good (price moved in its favour).
+the fill was good (price moved in its favour). Each fill carries its arm (0 = the naive rule, 1 = the trained
+model: wire.OrderFlags.MODEL of its order), and markouts are also summed per arm (``arm_markout_*``), for the
+in-session A/B of the two (StrategyConfig.signal = "ab").
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import collections
 import math
 
 _EPS = 1e-12
+#: the deciding arms a fill may carry, by index (0: wire.OrderFlags.MODEL clear, 1: set)
+ARMS = ("naive", "model")
 
 
 class PaperAccount:
@@ -32,11 +36,15 @@ class PaperAccount:
         self.mid = math.nan  # mid of the latest book seen
         self.markout_n = [0] * len(markout_ms)
         self.markout_sum_bps = [0.0] * len(markout_ms)
+        # per arm (ARMS), the same sums, and fills
+        self.arm_fills = [0, 0]
+        self.arm_markout_n = [[0] * len(markout_ms) for _ in ARMS]
+        self.arm_markout_sum_bps = [[0.0] * len(markout_ms) for _ in ARMS]
         # One FIFO per horizon: fills arrive in time order, so each deque is ordered by due time.
-        self._due: list[collections.deque[tuple[int, int, float]]] = [collections.deque() for _ in markout_ms]
+        self._due: list[collections.deque[tuple[int, int, float, int]]] = [collections.deque() for _ in markout_ms]
 
-    def fill(self, side: int, px: float, qty: float, t_ns: int) -> None:
-        """Book a fill of ``qty`` (> 0) at ``px``; side +1 buy, -1 sell."""
+    def fill(self, side: int, px: float, qty: float, t_ns: int, arm: int = 0) -> None:
+        """Book a fill of ``qty`` (> 0) at ``px``; side +1 buy, -1 sell; ``arm`` 0 naive rule, 1 model."""
         if qty <= 0.0:
             return
         pos = self.position
@@ -59,8 +67,9 @@ class PaperAccount:
         self.fills += 1
         self.volume += qty
         self.notional += px * qty
+        self.arm_fills[arm] += 1
         for i, h in enumerate(self._horizons_ns):
-            self._due[i].append((t_ns + h, side, px))
+            self._due[i].append((t_ns + h, side, px, arm))
 
     def on_book(self, mid: float, t_recv: int) -> None:
         """A new book of this venue received at ``t_recv``: settle markouts due before it, then take its mid."""
@@ -77,9 +86,12 @@ class PaperAccount:
             return
         for i, dq in enumerate(self._due):
             while dq and dq[0][0] <= until:
-                _, side, px = dq.popleft()
+                _, side, px, arm = dq.popleft()
+                bps = side * (mid - px) / px * 1e4
                 self.markout_n[i] += 1
-                self.markout_sum_bps[i] += side * (mid - px) / px * 1e4
+                self.markout_sum_bps[i] += bps
+                self.arm_markout_n[arm][i] += 1
+                self.arm_markout_sum_bps[arm][i] += bps
 
     @property
     def unrealized(self) -> float:
@@ -94,6 +106,10 @@ class PaperAccount:
 
     def markout_mean_bps(self, i: int) -> float:
         return self.markout_sum_bps[i] / self.markout_n[i] if self.markout_n[i] else math.nan
+
+    def arm_markout_mean_bps(self, arm: int, i: int) -> float:
+        n = self.arm_markout_n[arm][i]
+        return self.arm_markout_sum_bps[arm][i] / n if n else math.nan
 
     def summary(self) -> dict[str, object]:
         return {
@@ -115,4 +131,11 @@ class PaperAccount:
                 }
                 for i, h in enumerate(self.horizons_ms)
             },
+            # per deciding arm (naive rule / model), when the model decided any fill
+            **({"arms": {name: {"fills": self.arm_fills[a],
+                                "markouts": {f"{h:g}ms": {"n": self.arm_markout_n[a][i],
+                                                         "mean_bps": None if not self.arm_markout_n[a][i]
+                                                         else self.arm_markout_mean_bps(a, i)}
+                                             for i, h in enumerate(self.horizons_ms)}}
+                         for a, name in enumerate(ARMS)}} if self.arm_fills[1] else {}),
         }

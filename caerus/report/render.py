@@ -234,6 +234,9 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
     warming = tables.warming_line(s.summary)
     if warming:
         md.append(warming + "\n")
+    ab = tables.ab_table(s.summary)
+    if ab:
+        md += ["## Naive rule vs model (in-session A/B)\n", ab[2] + "\n", tables.markdown_table(ab[0], ab[1])]
     inst_rows = tables.instrument_rows(s.summary, _instrument_names(s))
     if inst_rows:
         md.append("## Instruments\n")
@@ -296,6 +299,10 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     warming = tables.warming_line(s.summary)
     if warming:
         parts.append(f"<p>{html.escape(warming)}</p>")
+    ab = tables.ab_table(s.summary)
+    if ab:
+        parts += ["<h2>Naive rule vs model (in-session A/B)</h2>", f"<p>{html.escape(ab[2])}</p>",
+                  tables.html_table(ab[0], ab[1])]
     inst_rows = tables.instrument_rows(s.summary, _instrument_names(s))
     if inst_rows:
         parts += ["<h2>Instruments</h2>", tables.html_table(tables.INSTRUMENT_HEADERS, inst_rows)]

@@ -255,6 +255,40 @@ def warming_line(summary: dict) -> str | None:
     return text + ". Few fires make a wide interval: compare over long sessions."
 
 
+AB_ARMS = ("naive", "model")
+
+
+def ab_table(summary: dict) -> tuple[list[str], list[list[str]], str] | None:
+    """The naive/model A/B of one session (StrategyConfig.signal = "ab"): per arm its share of the time, its real
+    orders, its fires' tick-to-decision (p50, p99, n) and its paper fills' mean markouts with n. (headers, rows,
+    one sentence on the windows), or None when the session ran no A/B."""
+    counters = summary.get("counters") or {}
+    st, ex = counters.get("strategy") or {}, counters.get("execution") or {}
+    window_ns = st.get("ab.window_ns") or 0
+    if not window_ns:
+        return None
+    metrics = summary.get("metrics") or {}
+    horizons = [ex.get(f"paper.markout_ms.{i}") for i in range(3)]
+    headers = ["arm", "share of time", "orders", "tick-to-decision p50", "p99", "n", "paper fills"] + [
+        f"markout {fmt_ns(h * 1e6) if h else f'#{i}'} (bps, n)" for i, h in enumerate(horizons)]
+    total = sum(st.get(f"ab.{arm}_ns") or 0 for arm in AB_ARMS)
+    rows = []
+    for arm in AB_ARMS:
+        m = metrics.get(f"tick_to_decision_{arm}") or {}
+        share = (st.get(f"ab.{arm}_ns") or 0) / total if total else None
+        row = [arm, "-" if share is None else f"{share:.0%}", f"{st.get(f'ab.orders.{arm}', 0):,}",
+               fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), f"{m.get('n', 0):,}",
+               f"{ex.get(f'paper.arm.{arm}.fills', 0):,}"]
+        for i in range(3):
+            mean, n = ex.get(f"paper.arm.{arm}.markout.{i}"), ex.get(f"paper.arm.{arm}.markout_n.{i}", 0)
+            row.append(f"{'-' if mean is None else f'{mean:+.2f}'} (n={n:,})")
+        rows.append(row)
+    line = (f"Naive/model A/B: windows of {window_ns / 1e9:g} s alternate the naive rule (first) and the model over "
+            f"{total / 1e9:.1f} s; the model's features are updated on every book in both. Orders carry their arm "
+            "(wire.OrderFlags.MODEL); a position opened in one arm may be closed by the other's exit rule.")
+    return headers, rows, line
+
+
 def chaos_line(summary: dict) -> str | None:
     """One sentence on a chaos run (``invoke bench --chaos``): how many kills, how often, how many restarted."""
     chaos = summary.get("chaos")

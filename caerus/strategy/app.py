@@ -42,6 +42,7 @@ from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.pinning import pin
 from caerus.runtime.process import serve
 from caerus.runtime.supervisor import HaltCause, Supervisor
+from caerus.strategy.ab import AbWindows
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES
@@ -53,7 +54,9 @@ PROCESS = "strategy"
 TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "seen_to_decision",
         # shadow orders (StrategyConfig.shadow_every_ms): their own t_decision - t_recv, and real fires'
         # tick_to_decision split by whether shadows were flowing in that window (shadow_ab_window_s)
-        "shadow_to_decision", "tick_to_decision_warmed", "tick_to_decision_unwarmed")
+        "shadow_to_decision", "tick_to_decision_warmed", "tick_to_decision_unwarmed",
+        # real fires' tick_to_decision by the arm that decided them (signal = "ab": naive and model windows)
+        "tick_to_decision_naive", "tick_to_decision_model")
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -76,6 +79,15 @@ INT_COUNTERS = (
     "shadows",  # shadow orders pushed (never sent: execution rehearses and drops them)
     "shadows.ring_full",
     "shadows.warming",  # 1 while shadows flow (A/B windows alternate it)
+    # the naive/model A/B (signal = "ab"): windows of ab.window_ns from ab.t0_ns (epoch ns), even ones naive;
+    # the time each arm has had and the orders each decided (wire.OrderFlags.MODEL tags the model's)
+    "ab.model_arm",  # 1 while the model decides
+    "ab.t0_ns",
+    "ab.window_ns",
+    "ab.naive_ns",
+    "ab.model_ns",
+    "ab.orders.naive",
+    "ab.orders.model",
     "exec.records",
     "exec.unmatched",
     "exec.lost",
@@ -136,13 +148,20 @@ class _Ctx:
     shadows: int = 0
     shadow_ring_full: int = 0
     warming: bool = True  # shadows flow in this window (always, unless shadow_ab_window_s alternates it)
-    ab_t0: int = 0  # start of the first A/B window
+    ab_t0: int = 0  # start of the first window of both A/Bs (shadows on/off, naive/model)
+    shadow_ab: AbWindows | None = None  # shadow_ab_window_s: arm A = shadows flow
+    signal_ab: AbWindows | None = None  # signal = "ab": arm A = the naive rule, arm B = the model
+    model_arm: bool = False  # the model decides now (signal_ab's arm B, or signal = "model" throughout)
+    arm_orders: list[int] = field(default_factory=lambda: [0, 0])  # real orders by deciding arm (naive, model)
     cpu0: tuple[int, int] | None = None  # (CPU time, books read) when the first book had been read
     # shadow_to_decision: shadow orders' t_decision - t_recv
     shd: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
     # real fires' tick_to_decision while shadows flow, and while they do not (A/B windows)
     ttd_warm: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
     ttd_cold: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
+    # real fires' tick_to_decision by deciding arm (naive/model A/B)
+    ttd_naive: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
+    ttd_model: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -223,6 +242,12 @@ def run(args: argparse.Namespace) -> int:
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
                    by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment,
                    exec_reader=exec_reader)
+        ctx.ab_t0 = time.time_ns()
+        if cfg.shadow_ab_window_s:
+            ctx.shadow_ab = AbWindows(ctx.ab_t0, int(cfg.shadow_ab_window_s * 1e9))
+        if cfg.ab_window_ns:
+            ctx.signal_ab = AbWindows(ctx.ab_t0, cfg.ab_window_ns)
+        ctx.model_arm = desk.model is not None and ctx.signal_ab is None
         run_ctx = ctx
         serve(PROCESS, sup, lambda: _loop(run_ctx), lambda: _housekeeping(run_ctx), ctx.clock, memwatch)
         return 0
@@ -303,6 +328,15 @@ def _loop(ctx: _Ctx) -> None:
     next_shadow = 0 if shadow_ns and warming else _NEVER
     shd_buf = ctx.shd
     split_fires = shadow_ns > 0  # real fires also go to tick_to_decision_warmed / _unwarmed
+    # The naive/model A/B: the arm turns on the first book seen at or after each window edge, before its decision,
+    # so an order's t_seen is in the window of the arm that decided it. One comparison per book; never true
+    # without the A/B.
+    signal_ab = ctx.signal_ab
+    ab_edge = 0 if signal_ab is not None else _NEVER
+    model_flag = int(OrderFlags.MODEL)
+    arm_flag = model_flag if ctx.model_arm else 0
+    arm_orders = ctx.arm_orders
+    ttd_naive, ttd_model = ctx.ttd_naive, ctx.ttd_model
     passes = 0
     while not sup.stopping:
         worked = False
@@ -324,6 +358,12 @@ def _loop(ctx: _Ctx) -> None:
                 continue
             arb = arbs[sym]
             inst_books[sym] += 1
+            if t_seen >= ab_edge:
+                assert signal_ab is not None  # ab_edge is _NEVER without the A/B
+                ctx.model_arm = model_arm = signal_ab.arm(t_seen) == 1
+                ab_edge = signal_ab.next_edge(t_seen)
+                desk.use_model(model_arm)
+                arm_flag = model_flag if model_arm else 0
             d = arb.on_book(rec, t_seen)
             flags = 0
             if d is not None:
@@ -343,7 +383,7 @@ def _loop(ctx: _Ctx) -> None:
                     flags = shadow_flag
             if d is not None:
                 t_decision = t_eval = tns()
-                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], flags, d[D_PX], d[D_QTY],
+                if push(oid, sid, hl, d[D_SIDE], ioc, d[D_REASON], rec[b_venue], flags | arm_flag, d[D_PX], d[D_QTY],
                         rec[b_seq], rec[b_t_recv], rec[b_t_publish], t_seen, t_decision, seq, rec[b_t_wire], sym, 0):
                     # -- after the order is out: bookkeeping and samples -------------------------------------
                     ctx.seq = seq
@@ -358,12 +398,10 @@ def _loop(ctx: _Ctx) -> None:
                             sched_yield()
                     else:
                         if split_fires:
-                            split = ctx.ttd_warm if warming else ctx.ttd_cold
-                            if split.n < split.capacity:
-                                split.arr[split.n] = t_decision - rec[b_t_recv]
-                                split.n += 1
-                            else:
-                                split.full += 1
+                            _sample(ctx.ttd_warm if warming else ctx.ttd_cold, t_decision - rec[b_t_recv])
+                        if signal_ab is not None:
+                            _sample(ttd_model if arm_flag else ttd_naive, t_decision - rec[b_t_recv])
+                        arm_orders[1 if arm_flag else 0] += 1
                         if ttd_buf.n < ttd_cap:
                             ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
                             ttd_buf.n += 1
@@ -423,6 +461,15 @@ def _loop(ctx: _Ctx) -> None:
                 read_exec = ctx.exec_reader.read_next  # ... and the exec reader to its new ring
 
 
+def _sample(buf: SampleBuffer, v: int) -> None:
+    """One sample into a split buffer (after the order is out: fires only, never per book)."""
+    if buf.n < buf.capacity:
+        buf.arr[buf.n] = v
+        buf.n += 1
+    else:
+        buf.full += 1
+
+
 def _housekeeping(ctx: _Ctx) -> None:
     """Off the hot path: metrics, counters, heartbeat, kill file, reader refresh."""
     if ctx.log is not None:
@@ -434,15 +481,15 @@ def _housekeeping(ctx: _Ctx) -> None:
         ctx.log.drain("shadow_to_decision", ctx.shd)
         ctx.log.drain("tick_to_decision_warmed", ctx.ttd_warm)
         ctx.log.drain("tick_to_decision_unwarmed", ctx.ttd_cold)
+        ctx.log.drain("tick_to_decision_naive", ctx.ttd_naive)
+        ctx.log.drain("tick_to_decision_model", ctx.ttd_model)
         ctx.log.maybe_flush()
     else:
-        ctx.hop.n = ctx.ttd.n = ctx.tte.n = ctx.wtd.n = ctx.std.n = ctx.shd.n = ctx.ttd_warm.n = ctx.ttd_cold.n = 0
-    window_s = ctx.cfg.shadow_ab_window_s
-    if window_s:
-        now = time.time_ns()
-        if not ctx.ab_t0:
-            ctx.ab_t0 = now
-        ctx.warming = (now - ctx.ab_t0) // int(window_s * 1e9) % 2 == 0
+        for buf in (ctx.hop, ctx.ttd, ctx.tte, ctx.wtd, ctx.std, ctx.shd, ctx.ttd_warm, ctx.ttd_cold, ctx.ttd_naive,
+                    ctx.ttd_model):
+            buf.n = 0
+    if ctx.shadow_ab is not None:
+        ctx.warming = ctx.shadow_ab.arm(time.time_ns()) == 0
     ctx.sup.check_kill_file()
     ctx.memwatch.tick()
     for r in ctx.readers:
@@ -482,6 +529,12 @@ def _housekeeping(ctx: _Ctx) -> None:
     ints[_I["shadows"]] = ctx.shadows
     ints[_I["shadows.ring_full"]] = ctx.shadow_ring_full
     ints[_I["shadows.warming"]] = int(ctx.warming and ctx.cfg.shadow_every_ms > 0)
+    ints[_I["ab.model_arm"]] = int(ctx.model_arm)
+    ints[_I["ab.orders.naive"]], ints[_I["ab.orders.model"]] = ctx.arm_orders
+    if ctx.signal_ab is not None:
+        ints[_I["ab.t0_ns"]] = ctx.signal_ab.t0
+        ints[_I["ab.window_ns"]] = ctx.signal_ab.window_ns
+        ints[_I["ab.naive_ns"]], ints[_I["ab.model_ns"]] = ctx.signal_ab.time_per_arm(time.time_ns())
     ints[_I["state"]] = int(ctx.sup.state)
     ints[_I["halt_cause"]] = int(ctx.sup.halt_cause)
     ints[_I["books.other"]] = ctx.books[0]

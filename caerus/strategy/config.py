@@ -28,6 +28,8 @@ class InstrumentParams(ConfigBase, frozen=True):
     slippage_bps: NonNegative | None = None
 
 
+#: the naive/model A/B window when signal = "ab" leaves signal_ab_window_s at 0
+AB_DEFAULT_WINDOW_S = 60.0
 #: the InstrumentParams fields, each overriding the StrategyConfig field of the same name
 OVERRIDABLE = tuple(InstrumentParams.__struct_fields__)
 
@@ -88,8 +90,13 @@ class StrategyConfig(ConfigBase, frozen=True):
     shadow_ab_window_s: NonNegative = 0.0
     # The entry/exit signal: "naive" (basis - EWMA, the rule above) or "model" (a trained model's predicted
     # Hyperliquid move, caerus.strategy.model_signal; its file from `caerus train`, thresholds in the file).
-    signal: Literal["naive", "model"] = "naive"
-    model: str = ""  # the model file (signal = "model"); its feature schema must be this strategy's
+    # "ab": the in-session A/B of the two -- windows of signal_ab_window_s alternate the naive rule (first) and
+    # the model; the model's features are updated on every book in both, and each order carries its arm
+    # (wire.OrderFlags.MODEL), so the report compares the arms' tick-to-decision and paper markouts.
+    signal: Literal["naive", "model", "ab"] = "naive"
+    model: str = ""  # the model file (signal = "model" or "ab"); its feature schema must be this strategy's
+    # A/B window length (s); with signal = "model" a non-zero value makes it "ab". 0 with "ab" = 60 s.
+    signal_ab_window_s: NonNegative = 0.0
 
     def check(self) -> None:
         """Cross-field rules msgspec cannot express; raises ConfigError naming the fields."""
@@ -102,10 +109,14 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError("shadow_ab_window_s alternates shadow orders on and off: set shadow_every_ms too")
         if self.shadow_every_ms and self.mode != "latency_arb":
             raise ConfigError(f"shadow_every_ms warms a rare fire path: mode {self.mode!r} fires on every book")
-        if self.signal == "model" and not self.model:
-            raise ConfigError("signal = \"model\" needs model = PATH (a model file from `caerus train`)")
-        if self.signal == "model" and self.mode != "latency_arb":
-            raise ConfigError(f"signal = \"model\" is a latency_arb signal: mode {self.mode!r} fires on every book")
+        if self.signal != "naive" and not self.model:
+            raise ConfigError(f"signal = \"{self.signal}\" needs model = PATH (a model file from `caerus train`)")
+        if self.signal != "naive" and self.mode != "latency_arb":
+            raise ConfigError(f"signal = \"{self.signal}\" is a latency_arb signal: mode {self.mode!r} fires on "
+                              "every book")
+        if self.signal_ab_window_s and self.signal == "naive":
+            raise ConfigError("signal_ab_window_s alternates the naive rule and a model: set signal = \"ab\" and "
+                              "model = PATH")
         if self.order_qty > self.max_position:
             raise ConfigError(f"order_qty ({self.order_qty}) must not exceed max_position ({self.max_position})")
         for name in self.instruments:
@@ -116,6 +127,18 @@ class StrategyConfig(ConfigBase, frozen=True):
             if p.order_qty > p.max_position:
                 raise ConfigError(f"instruments.{name}: order_qty ({p.order_qty}) must not exceed max_position "
                                   f"({p.max_position})")
+
+    @property
+    def uses_model(self) -> bool:
+        """The strategy loads a model file (signal "model" or "ab"; never in bench mode)."""
+        return self.signal != "naive" and self.mode != "bench"
+
+    @property
+    def ab_window_ns(self) -> int:
+        """The naive/model A/B window in ns, 0 when the strategy trades one signal throughout."""
+        if not self.uses_model or (self.signal == "model" and not self.signal_ab_window_s):
+            return 0
+        return int((self.signal_ab_window_s or AB_DEFAULT_WINDOW_S) * 1e9)
 
     def for_instrument(self, name: str) -> StrategyConfig:
         """This config with instrument ``name``'s own values in place of the defaults."""

@@ -30,8 +30,8 @@ class Desk:
     def __init__(self, cfg: StrategyConfig, instruments: InstrumentSet) -> None:
         """Raises caerus.strategy.model_signal.ModelError (one line) for an unusable model file."""
         self.instruments = instruments
-        # signal = "model": one model file, read and checked once, evaluated by every instrument's ModelArb
-        self.model = load_model(cfg.model) if cfg.mode != "bench" and cfg.signal == "model" else None
+        # signal = "model" / "ab": one model file, read and checked once, evaluated by every instrument's ModelArb
+        self.model = load_model(cfg.model) if cfg.uses_model else None
         model = self.model
         self.arbs: list[Decider] = [
             BenchFireEveryBook(cfg, inst) if cfg.mode == "bench"
@@ -47,6 +47,13 @@ class Desk:
     def halt(self) -> None:
         for arb in self.arbs:
             arb.halted = True
+
+    def use_model(self, on: bool) -> None:
+        """Decide with the model (True) or the naive rule (False) from now on: the A/B's window turned. Every
+        ModelArb keeps updating its features either way, so neither arm starts cold."""
+        for arb in self.arbs:
+            if isinstance(arb, ModelArb):
+                arb.use_model = on
 
     def on_exec(self, rec: tuple) -> None:
         """An EXEC record to its instrument's order table (records for an id we do not trade are ignored)."""

@@ -186,12 +186,16 @@ def identity(m: Model) -> dict[str, object]:
 
 
 def strategy_model(config_path: str | Path | None) -> dict[str, object] | None:
-    """The identity of the model a strategy TOML trades (``signal = "model"``), None for the naive rule.
-    ConfigError or ModelError (one line) when the config or its model file is unusable."""
+    """The identity of the model a strategy TOML trades (``signal = "model"``, or ``"ab"`` with ``ab_window_s``
+    added), None for the naive rule. ConfigError or ModelError (one line) when the config or its model file is
+    unusable."""
     cfg = load_config(StrategyConfig, config_path, "strategy")
-    if cfg.signal != "model" or cfg.mode == "bench":
+    if not cfg.uses_model:
         return None
-    return identity(load_model(cfg.model))
+    ident = identity(load_model(cfg.model))
+    if cfg.ab_window_ns:
+        ident["ab_window_s"] = cfg.ab_window_ns / 1e9
+    return ident
 
 
 def _linear_code(m: Model) -> str:

@@ -28,6 +28,7 @@ O_TIF = wire.ORDER_I.TIF
 O_PX = wire.ORDER_I.PX
 O_QTY = wire.ORDER_I.QTY
 O_SYMBOL = wire.ORDER_I.SYMBOL
+O_FLAGS = wire.ORDER_I.FLAGS
 
 
 @dataclass(frozen=True, slots=True)

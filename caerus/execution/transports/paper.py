@@ -30,6 +30,7 @@ from caerus.execution.books import (
 from caerus.execution.config import PaperConfig
 from caerus.execution.paper import PaperAccount
 from caerus.execution.transports.base import (
+    O_FLAGS,
     O_ORDER_ID,
     O_PX,
     O_QTY,
@@ -40,12 +41,13 @@ from caerus.execution.transports.base import (
     SendResult,
     VenueReply,
 )
-from caerus.wire import Outcome, Venue
+from caerus.wire import OrderFlags, Outcome, Venue
 
 _FILLED = Outcome.FILLED
 _PARTIAL = Outcome.PARTIAL
 _NOT_FILLED = Outcome.NOT_FILLED
 _EPS = 1e-12
+_MODEL = int(OrderFlags.MODEL)
 
 
 class PaperTransport:
@@ -128,7 +130,8 @@ class PaperTransport:
             if top > 0.0:
                 filled = min(qty, top) if self.cfg.limit_to_top_size else qty
                 outcome = _FILLED if filled >= qty - _EPS else _PARTIAL
-                self.instrument_accounts[(order[O_VENUE], order[O_SYMBOL])].fill(side, px, filled, t_fill)
+                self.instrument_accounts[(order[O_VENUE], order[O_SYMBOL])].fill(
+                    side, px, filled, t_fill, 1 if order[O_FLAGS] & _MODEL else 0)
             else:
                 px = 0.0
         self.outcomes[outcome.name.lower()] += 1
