@@ -3,7 +3,8 @@ fills and EXEC records back, deterministically.
 
 What the live strategy process does (caerus.strategy.app), replayed in simulated time:
 
-* Books reach the strategy at ``t_seen`` (caerus.research.backtest.latency: feed latency) and are fed, in t_seen
+* Books reach the strategy at ``t_seen`` (caerus.research.backtest.latency: feed latency, drawn; or
+  caerus.research.backtest.observed: a session's own reads, latest-value, as observed) and are fed, in t_seen
   order, one BOOK record tuple at a time to ``Desk.arbs[symbol].on_book(record, t_seen)`` -- the same objects,
   unmodified. A decision takes a producer sequence and order id as the live loop does (a slot still in flight
   holds the order back: ``order_table_full``), and ``fired`` is told at ``t_decision``.
@@ -31,6 +32,7 @@ from caerus.instruments import InstrumentSet
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillModel, FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
+from caerus.research.backtest.observed import ObservedDraws
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE
@@ -94,9 +96,10 @@ def prepare(events: BookEvents, spec: RunSpec,
     and t_seen in t_seen order, built before the loop."""
     have_recv = bool((events.t_recv != 0).any())
     recv, pub, seen = draws.t_seen(events.venue, events.t_exchange, events.t_recv, events.t_publish,
-                                   have_recv=have_recv)
+                                   have_recv=have_recv, symbol=events.symbol, seq=events.seq)
     events = BookEvents(**{**events.__dict__, "t_recv": recv, "t_publish": pub})
     order = np.argsort(seen, kind="stable")
+    order = draws.reads(events.venue, events.symbol, events.seq, seen, order)  # as observed: latest-value reads
     if spec.start_ns is not None:
         before = order[seen[order] < spec.start_ns]
         after = order[seen[order] >= spec.start_ns]
@@ -112,7 +115,7 @@ def prepare(events: BookEvents, spec: RunSpec,
 
 def run(events: BookEvents, spec: RunSpec) -> RunOutput:
     """Replay ``events`` through a fresh Desk under ``spec``."""
-    draws = LatencyDraws(spec.latency, spec.seed)
+    draws = (LatencyDraws if spec.latency.observed is None else ObservedDraws)(spec.latency, spec.seed)
     with gc_paused():
         events, recs, seen, rows = prepare(events, spec, draws)
         rules = spec.fills
@@ -218,7 +221,7 @@ class _Loop:
             return _NEVER
         self.seq = seq
         oid = (self.sid << ID_LOW_BITS) | (seq & ID_LOW_MASK)
-        dec, qt, ps, wire, back = self.draws.order()
+        dec, qt, ps, wire, back = self.draws.order_path((rec[0], rec[2], rec[6]))
         t_decision = t_seen + dec
         t_pickup = t_decision + qt
         t_sent = t_pickup + ps

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from caerus.metrics import hdr
 from caerus.wire import Venue
+
+if TYPE_CHECKING:
+    from caerus.research.backtest.observed import ObservedTiming
 
 FEED_SEGMENTS = ("info_age.binance", "info_age.hyperliquid", "feed_internal.binance", "feed_internal.hyperliquid",
                  "book_hop")
@@ -80,6 +84,8 @@ class LatencyModel:
     source: str
     add_ns: int = 0
     missing: list[str] = field(default_factory=list)  # segments the source did not measure (drawn as 0)
+    # a session's captured timing, replayed as observed instead of drawn (caerus.research.backtest.observed)
+    observed: ObservedTiming | None = None
 
     @classmethod
     def constant(cls, order_ns: int, feed_ns: int = 0, add_ns: int = 0) -> LatencyModel:
@@ -141,8 +147,10 @@ class LatencyDraws:
         self._i = _BATCH
 
     def t_seen(self, venue: np.ndarray, t_exchange: np.ndarray, t_recv: np.ndarray, t_publish: np.ndarray,
-               *, have_recv: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(t_recv, t_publish, t_seen) per book: measured values kept, unmeasured ones drawn."""
+               *, have_recv: bool = True, symbol: np.ndarray | None = None,
+               seq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(t_recv, t_publish, t_seen) per book: measured values kept, unmeasured ones drawn (every book's hop
+        drawn independently: ``symbol`` and ``seq`` are for replays that look books up)."""
         rng, segs, n = self._rng, self.model.segments, len(venue)
         recv = t_recv.astype(np.int64, copy=True)
         pub = t_publish.astype(np.int64, copy=True)
@@ -156,6 +164,16 @@ class LatencyDraws:
                 rng, int(unmeasured.sum()))
         seen = pub + segs["book_hop"].draw(rng, n)
         return recv, pub, seen
+
+    def reads(self, venue: np.ndarray, symbol: np.ndarray, seq: np.ndarray, seen: np.ndarray,
+              order: np.ndarray) -> np.ndarray:
+        """The books the strategy reads, in order (``order``: t_seen order): every book, as drawn (drawn timing
+        does not model latest-value reads)."""
+        return order
+
+    def order_path(self, key: tuple[int, int, int]) -> tuple[int, int, int, int, int]:
+        """The path of an order triggered by book ``key`` (venue, instrument, seq): drawn, whatever the book."""
+        return self.order()
 
     def order(self) -> tuple[int, int, int, int, int]:
         """(decision, queue transit, pickup to sent, wire out, answer back) for one order, ns."""

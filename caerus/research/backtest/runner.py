@@ -58,8 +58,9 @@ def run_backtest(loaded: Loaded, opts: BacktestOptions) -> tuple[dict[str, objec
             "strategy": msgspec.to_builtins(opts.strategy),
             "instruments": names,
             "not_modelled": ["the execution engine's risk checks (rate, notional, price band)",
-                             "the live strategy's latest-value ring reads (a burst skipped to its newest book): "
-                             "every book is fed here",
+                             *([] if opts.latency.observed is not None else
+                               ["the live strategy's latest-value ring reads (a burst skipped to its newest book): "
+                                "every book is fed here"]),
                              "depth beyond the top of book"],
             "samples": {"orders": metrics["total"]["orders"], "fills": metrics["total"]["fills"]},  # type: ignore[index]
         },

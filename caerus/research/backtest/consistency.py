@@ -1,0 +1,80 @@
+"""A session against its own replay as observed (caerus.research.backtest.observed): order by order, with the one
+unknown a session leaves -- when its strategy was held up and skipped books -- searched for within what the
+session measured. The consistency check of the backtest against the fleet
+(tests/integration/research/test_backtest_consistency.py) is built on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from caerus.research.backtest.latency import LatencyError
+from caerus.research.backtest.runner import BacktestOptions, run_backtest
+from caerus.research.backtest.sources import Loaded
+
+#: what must be identical, order by order, between a session and its replay as observed
+COMPARED = ("trigger_venue", "symbol", "trigger_seq", "reason", "side", "px", "qty", "outcome", "fill_px", "fill_qty")
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """A replay as observed against its session: the result document (of the last replay), the stalls the
+    session's timing had to explain, and the first divergence no such stall explains (None: every order identical)."""
+
+    doc: dict[str, object]
+    orders: list[dict[str, object]]
+    stalls: list[tuple[int, int]]
+    divergence: int | None
+
+
+def first_divergence(replay: list[dict[str, object]], live: list[dict[str, object]]) -> int | None:
+    """Index of the first order that differs in any ``COMPARED`` field (or is missing on one side), or None."""
+    for i, (a, b) in enumerate(zip(replay, live, strict=False)):
+        if any(a[k] != b[k] for k in COMPARED):
+            return i
+    return None if len(replay) == len(live) else min(len(replay), len(live))
+
+
+def reconcile(loaded: Loaded, opts: BacktestOptions, live: list[dict[str, object]], end_ns: int,
+              max_hop_ns: int) -> Reconciled:
+    """Replay ``loaded`` as observed (``opts.latency`` from :func:`model_from_session`) and compare its orders sent
+    before ``end_ns`` with the session's ``live`` ones (dicts with ``COMPARED`` and t_seen, in sequence order).
+
+    The one thing a session does not capture is when its strategy read the books that triggered nothing. Under CPU
+    load the strategy is held up for milliseconds at a time, and a latest-value read then skips every book published
+    meanwhile; which ones, the session cannot say. So at the first divergence (order i, live trigger T read at
+    t_seen(T)) the minimal stall that explains it is searched for: the strategy held up from the publish time of
+    one of the books published after the previous live order was read and at most ``max_hop_ns`` (the longest
+    book hop the session measured: it was held up that long at least once) before t_seen(T), latest start first;
+    the first that makes order i identical is kept and the comparison goes on. A divergence no such stall explains
+    is returned: a consistency failure."""
+    obs = opts.latency.observed
+    if obs is None:
+        raise LatencyError("reconcile needs a replay as observed (observed.model_from_session)")
+    pub_sorted = np.unique(loaded.events.t_publish)
+    stalls: list[tuple[int, int]] = list(obs.stalls)
+
+    def replay(st: list[tuple[int, int]]) -> tuple[dict[str, object], list[dict[str, object]], int | None]:
+        lat = replace(opts.latency, observed=replace(obs, stalls=tuple(st)))
+        doc, _ = run_backtest(loaded, replace(opts, latency=lat))
+        orders = [o for o in doc["orders"] if o["t_seen"] < end_ns]  # type: ignore[attr-defined]
+        return doc, orders, first_divergence(orders, live)
+
+    doc, orders, i = replay(stalls)
+    while i is not None:
+        if i >= len(live):
+            break  # the replay sent an order the session did not: no later read explains an extra order
+        seen_t = int(live[i]["t_seen"])  # type: ignore[call-overload]
+        lo = max(seen_t - max_hop_ns, int(live[i - 1]["t_seen"]) + 1 if i else 0)  # type: ignore[call-overload]
+        starts = pub_sorted[(pub_sorted >= lo) & (pub_sorted < seen_t)][::-1]
+        for t0 in starts.tolist():
+            trial = [*stalls, (t0, seen_t)]
+            d2, o2, j = replay(trial)
+            if j is None or j > i:
+                stalls, doc, orders, i = trial, d2, o2, j
+                break
+        else:
+            break
+    return Reconciled(doc, orders, stalls, i)
