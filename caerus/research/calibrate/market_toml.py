@@ -72,6 +72,11 @@ def market_settings(cal: Calibration, known: Mapping[str, object] | None = None)
             out[unit] = min(max(out[unit], 0.0), 1.0)
     if "flicker_share" in out:
         out["flicker_share"] = min(max(out["flicker_share"], 0.0), 0.95)
+    if "hl_lag_ms" in out and out["hl_lag_ms"] <= 0.0 and (known is None or "hl_lag_sd_ms" in known):
+        # No measurable lag (a short capture's HY peak at 0): a fixed zero lag. The model's lognormal lag needs a
+        # positive median, so the preset's dispersion must not be kept next to it.
+        out["hl_lag_ms"] = 0.0
+        out["hl_lag_sd_ms"] = 0.0
     if "hl_own_blocks" in out:
         out["hl_own_blocks"] = min(max(int(out["hl_own_blocks"]), 1), 1000)
     return out
