@@ -45,11 +45,11 @@ def reconcile(loaded: Loaded, opts: BacktestOptions, live: list[dict[str, object
     The one thing a session does not capture is when its strategy read the books that triggered nothing. Under CPU
     load the strategy is held up for milliseconds at a time, and a latest-value read then skips every book published
     meanwhile; which ones, the session cannot say. So at the first divergence (order i, live trigger T read at
-    t_seen(T)) the minimal stall that explains it is searched for: the strategy held up from the publish time of
-    one of the books published after the previous live order was read and at most ``max_hop_ns`` (the longest
-    book hop the session measured: it was held up that long at least once) before t_seen(T), latest start first;
-    the first that makes order i identical is kept and the comparison goes on. A divergence no such stall explains
-    is returned: a consistency failure."""
+    t_seen(T)) the shortest stall that explains it is searched for: the strategy held up from the publish time of a
+    book published after the previous live order was read, for at most ``max_hop_ns`` (the longest book hop the
+    session measured: it was held up that long at least once), until it read T, or -- when the replay fired on an
+    earlier book B -- until the next book of B's venue replaced B. The first that makes order i identical is kept
+    and the comparison goes on. A divergence no such stall explains is returned: a consistency failure."""
     obs = opts.latency.observed
     if obs is None:
         raise LatencyError("reconcile needs a replay as observed (observed.model_from_session)")
@@ -63,14 +63,21 @@ def reconcile(loaded: Loaded, opts: BacktestOptions, live: list[dict[str, object
         return doc, orders, first_divergence(orders, live)
 
     doc, orders, i = replay(stalls)
-    while i is not None:
-        if i >= len(live):
-            break  # the replay sent an order the session did not: no later read explains an extra order
+    ev = loaded.events
+    while i is not None and i < len(live):  # (an extra replay order at the end: no later read explains it)
         seen_t = int(live[i]["t_seen"])  # type: ignore[call-overload]
-        lo = max(seen_t - max_hop_ns, int(live[i - 1]["t_seen"]) + 1 if i else 0)  # type: ignore[call-overload]
-        starts = pub_sorted[(pub_sorted >= lo) & (pub_sorted < seen_t)][::-1]
-        for t0 in starts.tolist():
-            trial = [*stalls, (t0, seen_t)]
+        lo = int(live[i - 1]["t_seen"]) + 1 if i else 0  # type: ignore[call-overload]
+        ends = [seen_t]
+        if i < len(orders):  # the replay fired on a book B: held up until the next book of B's venue replaced it
+            b = orders[i]
+            same = np.nonzero((ev.venue == b["trigger_venue"]) & (ev.symbol == b["symbol"])
+                              & (ev.seq > int(b["trigger_seq"])))[0]  # type: ignore[call-overload]
+            if len(same):
+                ends.append(int(ev.t_publish[same].min()))
+        cands = sorted({(e - t0, t0, e) for e in ends if e <= seen_t
+                        for t0 in pub_sorted[(pub_sorted >= max(lo, e - max_hop_ns)) & (pub_sorted < e)].tolist()})
+        for _, t0, e in cands:  # the shortest stall first
+            trial = [*stalls, (t0, e)]
             d2, o2, j = replay(trial)
             if j is None or j > i:
                 stalls, doc, orders, i = trial, d2, o2, j

@@ -51,8 +51,9 @@ class ObservedTiming:
     paths: dict[Key, tuple[int, int, int]]  # trigger book -> (seen_to_decision, queue_transit, pickup_to_sent)
     hop_ns: int  # every other book (and the EXEC record) is read at most this long after publish
     fallback: tuple[int, int, int]  # the path of an order the session did not send (each segment's median)
-    # (from, until): the strategy evidently read nothing from ``from`` until ``until`` (see ``explain``); every book
-    # published in between is read at ``until``, the newest per venue and instrument only
+    # (from, until): the strategy read nothing from ``from`` until ``until`` (consistency.reconcile finds them); of
+    # the books published in between (both ends included) only the newest per venue and instrument is read, at
+    # ``until`` at the earliest
     stalls: tuple[tuple[int, int], ...] = ()
 
     @classmethod
@@ -96,7 +97,7 @@ def model_from_session(session: Path, wire_ns: int = 0) -> LatencyModel:
 class ObservedDraws(LatencyDraws):
     """:class:`LatencyDraws` with the session's observed timing instead of draws (see the module docstring)."""
 
-    __slots__ = ("_obs", "hop_ns")
+    __slots__ = ("_obs", "_pub", "hop_ns")
 
     def __init__(self, model: LatencyModel, seed: int) -> None:
         super().__init__(model, seed)
@@ -104,6 +105,7 @@ class ObservedDraws(LatencyDraws):
             raise LatencyError("ObservedDraws needs a LatencyModel with observed timing (model_from_session)")
         self._obs: ObservedTiming = model.observed
         self.hop_ns = model.observed.hop_ns
+        self._pub = np.zeros(0, dtype=np.int64)
 
     def t_seen(self, venue: np.ndarray, t_exchange: np.ndarray, t_recv: np.ndarray, t_publish: np.ndarray,
                *, have_recv: bool = True, symbol: np.ndarray | None = None,
@@ -120,8 +122,9 @@ class ObservedDraws(LatencyDraws):
         seen = pub + hop
         seen[rows] = observed
         for t0, t1 in self._obs.stalls:
-            held = (pub >= t0) & (pub < t1)
+            held = (pub >= t0) & (pub <= t1)
             seen[held] = np.maximum(seen[held], t1)
+        self._pub = pub
         by_pub = np.lexsort((seq, venue, pub))  # one reader: nothing published later is read earlier
         seen[by_pub] = np.maximum.accumulate(seen[by_pub])
         return t_recv.astype(np.int64, copy=True), pub, seen
@@ -146,6 +149,13 @@ class ObservedDraws(LatencyDraws):
         same_next = np.zeros(len(rows), dtype=bool)
         same_next[:-1] = (key[by_key][1:] == key[by_key][:-1]) & (seen[rows][1:] == seen[rows][:-1])
         keep[rows[same_next]] = False
+        pub = self._pub
+        for t0, t1 in self._obs.stalls:  # a book with a newer one of its venue and instrument in the same stall
+            held = np.nonzero((pub >= t0) & (pub <= t1))[0]
+            k = venue[held].astype(np.int64) << 16 | symbol[held]
+            held = held[np.lexsort((pub[held], k))]
+            k = venue[held].astype(np.int64) << 16 | symbol[held]
+            keep[held[:-1][k[1:] == k[:-1]]] = False
         keep[self._trigger_rows(venue, symbol, seq)] = True
         return order[keep[order]]
 

@@ -10,8 +10,9 @@ books, priced orders off the wrong Hyperliquid book and moved cooldown ends (4 o
 two CPU hogs). Stated tolerance: every order identical -- its triggering book (venue, instrument, seq), reason,
 side, limit price, quantity, fill outcome, price and quantity, in order. The one thing a session does not capture is
 when its strategy, held up by the scheduler, skipped books that triggered nothing; at a divergence the minimal such
-stall is searched for (caerus.research.backtest.consistency.reconcile), bounded by the longest book hop the session
-measured and starting after the previous order was read, and a divergence no stall explains fails the test. A
+stall is searched for (caerus.research.backtest.consistency.reconcile): starting after the previous order was read,
+no longer than the longest book hop the session measured, ending when the live trigger was read or when the next
+book of the replay's trigger venue replaced it; a divergence no such stall explains fails the test. A
 replay with a changed strategy parameter must not be explained away. Also: `caerus backtest` on the session writes
 its JSON and HTML, the same seed gives identical JSON, and a time range with no books is a clear error.
 """

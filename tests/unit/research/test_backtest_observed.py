@@ -90,3 +90,9 @@ def test_first_divergence_names_the_first_differing_or_missing_order() -> None:
     assert consistency.first_divergence([base, {**base, "px": 3.0}, base], live) == 1
     assert consistency.first_divergence([base, {**base, "px": 2.0}], live) == 2
     assert consistency.first_divergence([base, {**base, "px": 2.0}, base, base], live) == 3
+
+
+def test_a_stall_ending_when_the_next_book_of_a_venue_is_published_skips_the_one_before_it() -> None:
+    rows = [(BN, 1, 1_000), (BN, 2, 2_000), (BN, 3, 3_000)]
+    assert _reads(rows, _timing({}, stalls=((2_000, 3_000),))) == [(BN, 1, 1_010), (BN, 3, 3_010)]
+    assert _reads(rows, _timing({}, stalls=((2_000, 2_999),))) == [(BN, 1, 1_010), (BN, 2, 2_999), (BN, 3, 3_010)]
