@@ -367,7 +367,8 @@ def _model(m: Any) -> str:
     if not isinstance(m, dict):
         return "none (naive rule)"
     return (f"{m.get('kind')} {m.get('path')}, sha256 {m.get('hash')}, horizon {m.get('horizon_ms')} ms, "
-            f"entry {m.get('entry_bps')} bps, feature schema v{m.get('schema_version')}")
+            f"entry {m.get('entry_bps')} bps, feature schema v{m.get('schema_version')}"
+            + (f"; A/B with the naive rule, {m['ab_window_s']:g} s windows" if m.get("ab_window_s") else ""))
 
 
 def env_rows(env: dict[str, Any] | None) -> list[list[str]]:

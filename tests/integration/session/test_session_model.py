@@ -104,3 +104,4 @@ def test_an_ab_session_alternates_naive_and_model_windows_and_reports_both_arms(
     assert "Naive rule vs model (in-session A/B)" in md
     table = md.split("Naive rule vs model (in-session A/B)")[1]
     assert "| naive |" in table and "| model |" in table
+    assert "A/B with the naive rule, 2 s windows" in md  # the environment table names the A/B
