@@ -22,7 +22,9 @@ What a session captures of the strategy's timing, and how it is used here:
   read (latest-value reads: the rest of the burst is skipped), as the live single-instrument loop does.
 * Where the strategy was held up and skipped books that triggered nothing, the session cannot say: ``stalls``
   (from, until) make every book published in between read at ``until`` (caerus.research.backtest.consistency
-  finds the minimal ones a comparison needs).
+  finds the minimal ones a comparison needs). Nor when exactly it read them: ``jitter_seed`` draws each such read
+  from the session's own book hop histogram (the EWMA weighs each book by the time since the previous read, so an
+  entry or exit a hundredth of a bps from its threshold can depend on them).
 * The EXEC record: not captured when the strategy read it; it comes back that quickest hop after the venue's
   answer. Orders the session did not send take every segment's median. Nothing is drawn: no seed matters.
 """
@@ -55,6 +57,9 @@ class ObservedTiming:
     # the books published in between (both ends included) only the newest per venue and instrument is read, at
     # ``until`` at the earliest
     stalls: tuple[tuple[int, int], ...] = ()
+    # None: every other book read the quickest hop after publish; a seed: each read its own hop drawn from the
+    # session's book_hop histogram (capped at the next trigger's read), read times the session could have had
+    jitter_seed: int | None = None
 
     @classmethod
     def from_orders(cls, rows: list[tuple[int, int, int, int, int, int, int]], hop_ns: int,
@@ -119,13 +124,22 @@ class ObservedDraws(LatencyDraws):
         # not move an observed read)
         hop = max(0, min([self._obs.hop_ns, *(t - int(pub[i]) for i, t in zip(rows, observed, strict=True))]))
         self.hop_ns = hop
-        seen = pub + hop
+        if self._obs.jitter_seed is None:
+            seen = pub + hop
+        else:  # read times the session could have had: its own book hops, drawn
+            seen = pub + self.model.segments["book_hop"].draw(np.random.default_rng(self._obs.jitter_seed), len(pub))
         seen[rows] = observed
+        by_pub = np.lexsort((seq, venue, pub))
+        # no book is read after a trigger published later than it was (the session read that trigger then)
+        later = np.full(len(pub), np.iinfo(np.int64).max, dtype=np.int64)
+        later[rows] = observed
+        later[by_pub] = np.minimum.accumulate(later[by_pub][::-1])[::-1]
+        seen = np.minimum(seen, later)
         for t0, t1 in self._obs.stalls:
             held = (pub >= t0) & (pub <= t1)
             seen[held] = np.maximum(seen[held], t1)
         self._pub = pub
-        by_pub = np.lexsort((seq, venue, pub))  # one reader: nothing published later is read earlier
+        # one reader: nothing published later is read earlier
         seen[by_pub] = np.maximum.accumulate(seen[by_pub])
         return t_recv.astype(np.int64, copy=True), pub, seen
 

@@ -96,3 +96,12 @@ def test_a_stall_ending_when_the_next_book_of_a_venue_is_published_skips_the_one
     rows = [(BN, 1, 1_000), (BN, 2, 2_000), (BN, 3, 3_000)]
     assert _reads(rows, _timing({}, stalls=((2_000, 3_000),))) == [(BN, 1, 1_010), (BN, 3, 3_010)]
     assert _reads(rows, _timing({}, stalls=((2_000, 2_999),))) == [(BN, 1, 1_010), (BN, 2, 2_999), (BN, 3, 3_010)]
+
+
+def test_an_exit_that_differs_in_its_exit_reason_alone_is_relabelled_and_nothing_else_is() -> None:
+    base = {**dict.fromkeys(consistency.COMPARED, 0), "reason": 2}
+    assert consistency.relabelled(base, {**base, "reason": 3})
+    assert not consistency.relabelled(base, {**base, "reason": 1})  # an entry is not an exit
+    assert not consistency.relabelled(base, {**base, "reason": 3, "px": 1.0})
+    assert consistency.first_divergence([base], [{**base, "reason": 3}]) == 0
+    assert consistency.first_divergence([base], [{**base, "reason": 3}], frozenset({0})) is None
