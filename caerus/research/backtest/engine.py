@@ -8,8 +8,9 @@ What the live strategy process does (caerus.strategy.app), replayed in simulated
   order, one BOOK record tuple at a time to ``Desk.arbs[symbol].on_book(record, t_seen)`` -- the same objects,
   unmodified. A decision takes a producer sequence and order id as the live loop does (a slot still in flight
   holds the order back: ``order_table_full``), and ``fired`` is told at ``t_decision``.
-* The order's path (decision, queue transit, engine to send, wire) is drawn per order; the fill model judges it
-  against the target venue's book as of its match time (caerus.research.backtest.fills).
+* The order's path (decision, queue transit, engine to send, wire) is drawn per order (as observed: the session's
+  own order on the same book); the fill model judges it against the target venue's book as of its match time
+  (caerus.research.backtest.fills).
 * The EXEC record carrying the result reaches the strategy a wire time and a book hop after the venue answered;
   until then the strategy holds further orders (``guard.in_flight``), exactly as live. Orders with no result
   within ``order_timeout_ms`` expire to UNKNOWN on the strategy's housekeeping period, as live.
