@@ -122,6 +122,13 @@ def job_key(params: dict[str, Any], source: SourceSpec, rng: tuple[str, str], la
 _CACHE: dict[SourceSpec, sources.Loaded] = {}
 
 
+def _adopt(source: SourceSpec, loaded: sources.Loaded) -> None:
+    """Worker start-up: the books the parent loaded once. Workers never open the store themselves: chDB serves a
+    store path to one process at a time, so two workers opening it at once fail (seen: "Error initializing
+    EmbeddedServer" under load)."""
+    _CACHE[source] = loaded
+
+
 def run_job(job: Job) -> tuple[str, dict[str, Any]]:
     """Worker: one backtest; writes its JSON; returns (key, summary)."""
     loaded = _CACHE.get(job.source)
@@ -153,7 +160,8 @@ def _summary(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_sweep(grid: list[dict[str, Any]], source: SourceSpec, train: tuple[str, str], test: tuple[str, str],
-              latency: str, fills: dict[str, Any], seed: int, out: Path, workers: int) -> dict[str, Any]:
+              latency: str, fills: dict[str, Any], seed: int, out: Path, workers: int,
+              loaded: sources.Loaded | None = None) -> dict[str, Any]:
     from rich.progress import Progress
 
     runs = out / "runs"
@@ -175,12 +183,15 @@ def run_sweep(grid: list[dict[str, Any]], source: SourceSpec, train: tuple[str, 
         task = progress.add_task(f"sweep: {len(todo)} runs ({len(jobs) - len(todo)} resumed)", total=len(todo))
         # spawn, not fork: the parent may already hold chDB's (or numpy's) threads, and a forked child inherits
         # their locks held and deadlocks on its first query (seen: a session-source sweep hung with 0 runs done)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(run_job, j) for j in todo]
-            for f in as_completed(futures):
-                key, summary = f.result()
-                results[key] = summary
-                progress.advance(task)
+        if todo:
+            books = loaded if loaded is not None else source.load()  # once, here, handed to every worker
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=_adopt, initargs=(source, books)) as pool:
+                futures = [pool.submit(run_job, j) for j in todo]
+                for f in as_completed(futures):
+                    key, summary = f.result()
+                    results[key] = summary
+                    progress.advance(task)
     rows = []
     for params in grid:
         rows.append({"params": params,
@@ -282,12 +293,12 @@ def main(argv: list[str] | None = None) -> int:
                   SourceSpec("store", str(args.store)) if args.store else
                   SourceSpec("offline", offline_s=args.offline, market_seed=args.market_seed,
                              symbols=tuple(args.symbols.split(",")), market=str(args.market)))
-        source.load() if source.kind != "offline" else None  # a missing session fails here, once
+        loaded = source.load()  # a missing session fails here; the workers get these books
     except (ValueError, sources.SourceError) as exc:
         print(f"sweep: {exc}", file=sys.stderr)
         return 2
     fills = {"clock": "publish", "fee_bps": 4.5} if args.paper else {}
-    doc = run_sweep(grid, source, train, test, latency, fills, args.seed, args.out, args.workers)
+    doc = run_sweep(grid, source, train, test, latency, fills, args.seed, args.out, args.workers, loaded)
     ch = doc["chosen"]
     print(f"sweep: {len(grid)} parameter sets -> {args.out / 'sweep.html'}; chosen on train {ch['params']}: "
           f"train PnL {ch['train']['pnl_marked']:.4f}, test PnL {ch['test']['pnl_marked']:.4f}")
