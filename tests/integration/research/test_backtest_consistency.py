@@ -34,7 +34,7 @@ import pytest
 
 from caerus.capture.store import ChdbStore
 from caerus.metrics import hdr
-from caerus.research.backtest import consistency, fills, observed, runner, sources
+from caerus.research.backtest import consistency, fills, latency, observed, runner, sources
 from caerus.strategy.config import StrategyConfig
 
 pytestmark = pytest.mark.integration
@@ -80,10 +80,24 @@ def _strategy_span(session: Path) -> tuple[int, int]:
     return int(log.start_time_s * 1e9), int(end * 1e9)
 
 
+def _comparable_end(session: Path, lat: latency.LatencyModel) -> int:
+    """Orders read before this could have gone all the way (strategy -> execution -> EXEC ring -> capture): the
+    strategy and execution both still ran (their metrics logs' last interval, written after their loops stopped,
+    less the longest the strategy was measured to be held up: the session's longest book hop) for the longest order
+    path the session measured (t_seen -> t_sent). Near the stop the processes end in any order: under load a replay
+    order 3 ms before the strategy's last interval ended had no live counterpart."""
+    ends = []
+    for name in ("strategy", "execution"):
+        log = hdr.read_hlog(session / f"{name}.hlog")
+        ends.append(int(max(iv.start_s + iv.length_s for iv in log.intervals) * 1e9))
+    path = sum(int(lat.segments[s].values[-1]) for s in ("seen_to_decision", "queue_transit", "pickup_to_sent"))
+    return min(ends) - int(lat.segments["book_hop"].values[-1]) - path
+
+
 def _reconcile(session: Path, strategy: StrategyConfig) -> tuple[consistency.Reconciled, list[dict[str, object]]]:
-    start, end = _strategy_span(session)
-    live = [o for o in _live_orders(session) if o["t_seen"] < end]  # orders the replay can compare
     lat = observed.model_from_session(session)
+    start, end = _strategy_span(session)[0], _comparable_end(session, lat)
+    live = [o for o in _live_orders(session) if o["t_seen"] < end]  # orders the replay can compare
     opts = runner.BacktestOptions(strategy=strategy, latency=lat, fills=fills.FillRules(clock="publish", fee_bps=4.5),
                                   start_ns=start)
     max_hop = int(lat.segments["book_hop"].values[-1])
