@@ -8,10 +8,7 @@ is opened) and the test fails.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,38 +16,16 @@ from caerus.capture.reader import RingSource, layout_of
 from caerus.ipc import segment
 from caerus.ipc.swmr import SwmrWriter
 from caerus.wire import BOOK
-
-JOIN_S = 10.0
-
-
-def _bounded(fn: Callable[[], Any], fifo: Path) -> BaseException | None:
-    box: dict[str, BaseException | None] = {"exc": None}
-
-    def body() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # handed back to the test
-            box["exc"] = exc
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    t.join(JOIN_S)
-    if t.is_alive():
-        fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # release the stuck open/read
-        os.write(fd, b"\0" * 4096)
-        os.close(fd)
-        t.join(JOIN_S)
-        pytest.fail(f"capture did not return within {JOIN_S:g} s: blocked on the planted FIFO")
-    return box["exc"]
+from tests.kit.bounded import bounded_call
 
 
 def test_a_fifo_at_a_segment_name_is_refused_not_waited_on(shm_dir: Path) -> None:
     fifo = segment.shm_path("S.book.binance")
     os.mkfifo(fifo, 0o600)
-    exc = _bounded(lambda: layout_of("S.book.binance"), fifo)
+    exc = bounded_call(lambda: layout_of("S.book.binance"), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
     assert "a FIFO" in str(exc) and str(fifo) in str(exc)
-    exc = _bounded(lambda: RingSource("S.book.binance").try_attach(), fifo)
+    exc = bounded_call(lambda: RingSource("S.book.binance").try_attach(), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
 
 
@@ -64,7 +39,7 @@ def test_a_symlink_at_a_segment_name_is_refused_not_followed(shm_dir: Path, tmp_
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo, 0o600)
     os.symlink(fifo, segment.shm_path("S.events.binance"))
-    exc = _bounded(lambda: layout_of("S.events.binance"), fifo)
+    exc = bounded_call(lambda: layout_of("S.events.binance"), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
     w.close(unlink=True)
 

@@ -10,41 +10,14 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from caerus import wire
 from caerus.ipc import segment
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
-
-JOIN_S = 10.0
-
-
-def _bounded(fn: Callable[[], Any], fifo: Path | None = None) -> BaseException | None:
-    """Run ``fn`` in a thread; the exception it raised (None when it returned). Fails when it does not finish."""
-    box: dict[str, BaseException | None] = {"exc": None}
-
-    def body() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # handed back to the test
-            box["exc"] = exc
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    t.join(JOIN_S)
-    if t.is_alive():
-        if fifo is not None:  # release the stuck open/read so the thread can end
-            fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
-            os.write(fd, b"\0" * 4096)
-            os.close(fd)
-            t.join(JOIN_S)
-        pytest.fail(f"call did not return within {JOIN_S:g} s (blocked on a planted FIFO?)")
-    return box["exc"]
+from tests.kit.bounded import bounded_call
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -61,7 +34,7 @@ def _nobody() -> tuple[int, int]:
 def test_create_refuses_a_fifo_at_the_segment_name(shm_dir: Path) -> None:
     fifo = segment.shm_path("fifo")
     os.mkfifo(fifo, 0o600)
-    exc = _bounded(lambda: SwmrWriter.create("fifo", wire.BOOK, 8), fifo)
+    exc = bounded_call(lambda: SwmrWriter.create("fifo", wire.BOOK, 8), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
     assert "is not a regular file (a FIFO)" in str(exc) and str(fifo) in str(exc)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # left alone, not replaced
@@ -72,7 +45,7 @@ def test_create_refuses_a_symlink_at_the_segment_name(shm_dir: Path, tmp_path: P
     target = tmp_path / "victim"
     target.write_bytes(b"precious")
     os.symlink(target, segment.shm_path("link"))
-    exc = _bounded(lambda: SwmrWriter.create("link", wire.BOOK, 8))
+    exc = bounded_call(lambda: SwmrWriter.create("link", wire.BOOK, 8))
     assert isinstance(exc, segment.SegmentUntrusted), exc
     assert "cannot be opened safely" in str(exc)
     assert target.read_bytes() == b"precious"
@@ -84,7 +57,7 @@ def test_create_refuses_a_symlink_to_a_fifo(shm_dir: Path, tmp_path: Path) -> No
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo, 0o600)
     os.symlink(fifo, segment.shm_path("linkfifo"))
-    exc = _bounded(lambda: SwmrWriter.create("linkfifo", wire.BOOK, 8), fifo)
+    exc = bounded_call(lambda: SwmrWriter.create("linkfifo", wire.BOOK, 8), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
 
 
@@ -137,7 +110,7 @@ def test_create_replaces_our_own_stale_file(shm_dir: Path) -> None:
 def test_attach_refuses_a_fifo(shm_dir: Path) -> None:
     fifo = segment.shm_path("afifo")
     os.mkfifo(fifo, 0o600)
-    exc = _bounded(lambda: SwmrReader.attach("afifo", wire.BOOK, timeout=1), fifo)
+    exc = bounded_call(lambda: SwmrReader.attach("afifo", wire.BOOK, timeout=1), fifo)
     assert isinstance(exc, segment.SegmentUntrusted), exc
     assert "a FIFO" in str(exc)
 
