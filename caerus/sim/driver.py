@@ -241,7 +241,13 @@ class MarketDriver:
     # -- the Binance book, kept while read -----------------------------------------------------------------------
     def _on_subscribe(self, key: str, sub: object) -> None:
         if key.startswith(DEPTH_PREFIX):
-            self.book()
+            book = self.book()
+            # A new chain starts at the book as it is now, so its first event carries every update since the
+            # subscription (``pu`` = the id here). Starting at the next event's newest update alone would skip
+            # the updates in between, and a client that took its REST snapshot meanwhile (ccxt does, as the
+            # venue's docs say) would see a gap and drop the book.
+            if book.log:
+                self._depth_prev.setdefault(key, book.update_id)
 
     def book(self) -> DepthBook:
         """The Binance book, brought up to the newest quote (rebuilt there if it was not kept while unread)."""

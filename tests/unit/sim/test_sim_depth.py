@@ -88,3 +88,33 @@ def test_the_driver_keeps_the_book_only_while_it_is_read() -> None:
     for q in qs[100:]:
         drv._binance(q)
     assert drv.depth.update_id == qs[-1].update_id and max(drv.depth.bids) == qs[-1].bid
+
+
+def test_a_new_depth_subscriber_chains_from_the_book_at_subscription() -> None:
+    """The first diff event after subscribing carries every update since (``pu`` = the id at subscription), so a
+    REST snapshot taken between the subscription and that event chains with it (U <= lastUpdateId + 1, as the
+    venue's docs ask): the old chain started at the newest update alone and skipped the ones in between."""
+    import json
+
+    from caerus.sim.driver import MarketDriver
+    from caerus.sim.hub import Topics
+
+    topics = Topics()
+    drv = MarketDriver(MarketModel(), topics)
+    sent: list[dict[str, object]] = []
+    topics.publish = lambda key, raw: sent.append(json.loads(raw))  # type: ignore[method-assign]
+    qs = quotes(1, 50)
+    for q in qs[:10]:
+        drv._binance(q)
+    key = "binance:btcusdt@depth@100ms"
+    topics.add(key, object())  # type: ignore[arg-type]  # only the subscription is needed, not a connection
+    at_subscribe = drv.depth.update_id
+    for q in qs[10:20]:
+        drv._binance(q)
+    snapshot_id = qs[14].update_id  # a REST snapshot taken between the subscription and the event
+    drv._depth(key, "", qs[19].t_ns)
+    (ev,) = sent
+    data = ev.get("data", ev)
+    assert isinstance(data, dict)
+    assert data["pu"] == at_subscribe and data["U"] == at_subscribe + 1 and data["u"] == qs[19].update_id
+    assert data["U"] <= snapshot_id + 1 <= data["u"] + 1
