@@ -253,7 +253,7 @@ def lock(c: Context, upgrade: bool = False) -> None:
     except LockCompileError as exc:
         print(f"lock: {exc}", file=sys.stderr)
         sys.exit(1)
-    print("lock: locks/dev.txt and locks/fleet.txt compiled; commit both")
+    print("lock: locks/dev.txt, locks/fleet.txt and locks/peers.txt compiled; commit them")
 
 
 @task(iterable=["param"], help={
