@@ -61,6 +61,10 @@ def _third_party_imports(path: Path) -> set[str]:
 OWN_VENV = {
     Path("benchmarks/backtest_speed_peer.py"): "peers",  # .venv-peers, created by benchmarks/backtest_speed.py
 }
+# python -m benchmarks.peers runs in .venv-peers too, which holds the runtime plus [peers] (locks/peers.txt)
+PEERS_DIR = Path("benchmarks/peers")
+# modules of own-venv code whose distribution has another name (the checkout's venv cannot say: not installed)
+OWN_VENV_DISTS = {"zmq": "pyzmq"}
 
 # Who runs which code, and so which extras its imports may come from.
 AREAS = [
@@ -71,7 +75,9 @@ AREAS = [
     ("caerus/research (a researcher's machine)", lambda p: p.parts[:2] == ("caerus", "research"), (None, "research")),
     ("infra (the operator's machine)", lambda p: p.parts[0] == "infra", (None, "infra")),
     ("tasks.py", lambda p: p == Path("tasks.py"), (None, "infra", "report")),
-    ("benchmarks", lambda p: p.parts[0] == "benchmarks" and p not in OWN_VENV, (None, "dev")),
+    ("benchmarks", lambda p: p.parts[0] == "benchmarks" and p not in OWN_VENV and p.parent != PEERS_DIR,
+     (None, "dev")),
+    (f"{PEERS_DIR} (.venv-peers: the runtime + [peers])", lambda p: p.parent == PEERS_DIR, (None, "peers")),
     *((f"{p} (its own venv: [{extra}] only)", lambda q, p=p: q == p, (extra,)) for p, extra in OWN_VENV.items()),
 ]
 
@@ -87,8 +93,8 @@ def test_every_imported_module_is_declared_for_whoever_runs_it(area: str, member
     for rel in sorted(f for f in files if member(f)):
         for module in sorted(_third_party_imports(ROOT / rel)):
             owners = {canonicalize_name(d) for d in dists.get(module, [])}
-            if not owners and rel in OWN_VENV:
-                owners = {canonicalize_name(module)}
+            if not owners and (rel in OWN_VENV or rel.parent == PEERS_DIR):
+                owners = {canonicalize_name(OWN_VENV_DISTS.get(module, module))}
             if not owners:
                 problems.append(f"{rel}: imports {module}, which no installed distribution provides")
             elif not owners & allowed:

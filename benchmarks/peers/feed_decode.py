@@ -1,0 +1,256 @@
+"""Feed decode + validate + hand-off per message: Caerus's feed path against cryptofeed's and nautilus_trader's, on
+the same recorded frames (benchmarks.peers.frames), in interleaved rounds.
+
+Each contender is a :class:`Decoder`: ``handle(frame)`` is its whole per-message work as its own code does it on a
+live connection, from the frame its WebSocket library hands over to the object its consumer receives:
+
+- **caerus**: the feed's venue loop (``BinanceSink`` / ``HyperliquidSink.on_message``: typed msgspec decode, the
+  ordering and book checks, a record published into a real SWMR ring); what it handed off is read back from the ring.
+- **cryptofeed**: the exchange's own ``message_handler`` (``BinanceFutures`` / ``Hyperliquid``), awaited as its
+  connection loop awaits it, with a callback (the documented ``callbacks={TICKER|L1_BOOK: coroutine}``) that keeps
+  the ``Ticker`` / ``L1Book``. Its symbol table comes from the emulator's exchangeInfo / meta replies, parsed by
+  cryptofeed's own ``_parse_symbol_data`` (no network).
+- **nautilus_trader**: its Binance futures data client's steps for a bookTicker, with its own code for each
+  (``BinanceDataMsgWrapper`` decode and stream routing, ``BinanceQuoteMsg`` decode, ``parse_to_quote_tick`` with a
+  ``LiveClock`` stamp); the hand-off keeps the ``QuoteTick`` (the client would publish it on its message bus).
+  Its Hyperliquid parsing lives in Rust inside ``HyperliquidWebSocketClient``, with no Python entry for one frame:
+  "not available" with that reason.
+
+Timing: ``perf_counter_ns`` around each ``handle`` call, so every contender carries the same ~50 ns timer cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+VENUES = ("binance", "hyperliquid")
+
+
+@dataclass
+class Decoder:
+    """One contender on one venue: its per-message work, and the (bid, ask) values it handed off."""
+
+    name: str
+    venue: str
+    handle: Callable[[Any], object] | None = None
+    reset: Callable[[], None] = lambda: None
+    handed_off: Callable[[], list[tuple[float, float]]] = list
+    prepare: Callable[[bytes, bytes], Any] = lambda raw, combined: raw  # the frame as this tool's library gives it
+    run_all: Callable[[list[Any]], np.ndarray] | None = None  # for async handlers: time every frame in one loop
+    unavailable: str = ""
+    close: Callable[[], None] = lambda: None
+    version: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def time_each(handle: Callable[[Any], object], frames: list[Any]) -> np.ndarray:
+    pc = time.perf_counter_ns
+    out = np.empty(len(frames), dtype=np.int64)
+    for i, f in enumerate(frames):
+        t0 = pc()
+        handle(f)
+        out[i] = pc() - t0
+    return out
+
+
+def run(dec: Decoder, frames: list[Any]) -> np.ndarray:
+    dec.reset()
+    if dec.run_all is not None:
+        return dec.run_all(frames)
+    assert dec.handle is not None
+    return time_each(dec.handle, frames)
+
+
+# -- Caerus -----------------------------------------------------------------------------------------------------
+
+
+def caerus(venue: str) -> Decoder:
+    from caerus import wire
+    from caerus.feed.outputs import FeedOutputs
+    from caerus.ipc.swmr import SwmrReader
+    from caerus.net.ws import WsSession
+    from caerus.venues.binance.feed import BinanceSink
+    from caerus.venues.hyperliquid.feed import HyperliquidSink
+
+    cls = BinanceSink if venue == "binance" else HyperliquidSink
+    tag = uuid.uuid4().hex[:8]
+    out = FeedOutputs(venue, f"p{tag}.book.{venue}", f"p{tag}.events.{venue}", f"p{tag}.stats.{venue}",
+                      capacity=1 << 16, venue_code=cls.venue,
+                      log_stream=open(os.devnull, "w"))  # noqa: SIM115 - closed with the process
+    sink = cls(out)
+    out.sink = sink
+    session = WsSession("wss://peers.invalid/ws", 1, sink.on_message)
+    sink.active = session
+    reader = SwmrReader.attach(f"p{tag}.book.{venue}", wire.BOOK, timeout=10)
+    on_message, time_ns = sink.on_message, time.time_ns
+    bid, ask = wire.BOOK_I.BID_PX, wire.BOOK_I.ASK_PX
+
+    def reset() -> None:
+        sink.last_key = -1  # each round replays the same ids and times: accept them again
+        sink.last_t_ex = 0
+        while reader.read_next() is not None:
+            pass
+
+    def handed_off() -> list[tuple[float, float]]:
+        got = []
+        while (rec := reader.read_next()) is not None:
+            got.append((rec[bid], rec[ask]))
+        return got
+
+    def close() -> None:
+        reader.close()
+        out.close()
+
+    return Decoder("caerus", venue, lambda raw: on_message(raw, time_ns(), session), reset, handed_off,
+                   prepare=lambda raw, combined: raw, close=close, version=_version("caerus"),
+                   notes=["raw stream (its subscription)"] if venue == "binance" else [])
+
+
+# -- cryptofeed -------------------------------------------------------------------------------------------------
+
+
+def cryptofeed(venue: str) -> Decoder:
+    try:
+        from cryptofeed.defines import L1_BOOK, TICKER
+        from cryptofeed.exchanges import BinanceFutures, Hyperliquid
+        from cryptofeed.symbols import Symbols
+    except ImportError as exc:
+        return Decoder("cryptofeed", venue, unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
+    from caerus.sim import binance_rest, hyperliquid_rest
+
+    kept: list[Any] = []
+
+    async def keep(obj: Any, receipt_timestamp: float) -> None:
+        kept.append(obj)
+
+    if venue == "binance":
+        Symbols.set(BinanceFutures.id, *BinanceFutures._parse_symbol_data(binance_rest.exchange_info()))
+        feed: Any = BinanceFutures(symbols=["BTC-USDT-PERP"], channels=[TICKER], callbacks={TICKER: keep})
+    else:
+        Symbols.set(Hyperliquid.id, *Hyperliquid._parse_symbol_data([hyperliquid_rest.meta(),
+                                                                     hyperliquid_rest.spot_meta()]))
+        feed = Hyperliquid(symbols=["BTC-USD-PERP"], channels=[L1_BOOK], callbacks={L1_BOOK: keep})
+    handler = feed.message_handler
+
+    def run_all(frames: list[str]) -> np.ndarray:
+        async def go() -> np.ndarray:
+            pc, wall = time.perf_counter_ns, time.time
+            out = np.empty(len(frames), dtype=np.int64)
+            for i, f in enumerate(frames):
+                t0 = pc()
+                await handler(f, None, wall())
+                out[i] = pc() - t0
+            return out
+
+        return asyncio.run(go())
+
+    def handed_off() -> list[tuple[float, float]]:
+        got = [(float(o.bid if venue == "binance" else o.bid_price), float(o.ask if venue == "binance"
+                                                                            else o.ask_price)) for o in kept]
+        kept.clear()
+        return got
+
+    return Decoder("cryptofeed", venue, reset=kept.clear, handed_off=handed_off, run_all=run_all,
+                   prepare=lambda raw, combined: (combined if venue == "binance" else raw).decode(),
+                   version=_version("cryptofeed"),
+                   notes=["combined stream (its subscription)"] if venue == "binance" else [])
+
+
+# -- nautilus_trader --------------------------------------------------------------------------------------------
+
+
+def nautilus(venue: str) -> Decoder:
+    try:
+        import msgspec
+        from nautilus_trader.adapters.binance.common.schemas.market import BinanceDataMsgWrapper, BinanceQuoteMsg
+        from nautilus_trader.adapters.binance.common.symbol import BinanceSymbol
+        from nautilus_trader.common.component import LiveClock
+        from nautilus_trader.model.identifiers import InstrumentId
+    except ImportError as exc:
+        return Decoder("nautilus_trader", venue,
+                       unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
+    if venue != "binance":
+        return Decoder("nautilus_trader", venue, version=_version("nautilus_trader"),
+                       unavailable="its Hyperliquid parsing runs in Rust inside HyperliquidWebSocketClient; no "
+                                   "Python entry parses one frame, so its per-message cost cannot be isolated")
+    wrapper_dec = msgspec.json.Decoder(BinanceDataMsgWrapper)
+    quote_dec = msgspec.json.Decoder(BinanceQuoteMsg)
+    clock = LiveClock()
+    ids = {"BTCUSDT": InstrumentId.from_str(f"{BinanceSymbol('BTCUSDT')}-PERP.BINANCE")}
+    kept: list[Any] = []
+    handlers = {"@bookTicker": None}
+
+    def handle_book_ticker(raw: bytes) -> None:
+        msg = quote_dec.decode(raw)
+        kept.append(msg.data.parse_to_quote_tick(instrument_id=ids[msg.data.s], ts_init=clock.timestamp_ns()))
+
+    handlers["@bookTicker"] = handle_book_ticker  # type: ignore[assignment]
+
+    def handle(raw: bytes) -> None:  # BinanceCommonDataClient._handle_ws_message's routing
+        wrapper = wrapper_dec.decode(raw)
+        if not wrapper.stream:
+            return
+        for key, h in handlers.items():
+            if key in wrapper.stream:
+                h(raw)  # type: ignore[misc]
+
+    def handed_off() -> list[tuple[float, float]]:
+        got = [(q.bid_price.as_double(), q.ask_price.as_double()) for q in kept]
+        kept.clear()
+        return got
+
+    return Decoder("nautilus_trader", venue, handle, kept.clear, handed_off,
+                   prepare=lambda raw, combined: combined, version=_version("nautilus_trader"),
+                   notes=["combined stream (its subscription); its data client's steps, no message bus"])
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+CONTENDERS: tuple[Callable[[str], Decoder], ...] = (caerus, cryptofeed, nautilus)
+
+
+def compare(frames: Any, rounds: int) -> list[Any]:
+    """Every contender on both venues, interleaved rounds (one warm-up round first, dropped); table rows."""
+    from benchmarks.peers.table import Row, rows_for
+
+    rows: list[Row] = []
+    for venue in VENUES:
+        raw = frames.binance_raw if venue == "binance" else frames.hyperliquid
+        combined = frames.binance_combined if venue == "binance" else frames.hyperliquid
+        decoders = [make(venue) for make in CONTENDERS]
+        live = [d for d in decoders if not d.unavailable]
+        inputs = {d.name: [d.prepare(r, c) for r, c in zip(raw, combined, strict=True)] for d in live}
+        parts: dict[str, list[np.ndarray]] = {d.name: [] for d in live}
+        try:
+            for rnd in range(rounds + 1):
+                for d in live:
+                    t = run(d, inputs[d.name])
+                    got = d.handed_off()
+                    if len(got) != len(raw):
+                        raise SystemExit(f"peers: {d.name} handed off {len(got)} of {len(raw)} {venue} frames")
+                    if rnd:
+                        parts[d.name].append(t)
+        finally:
+            for d in live:
+                d.close()
+        label = {"binance": "feed decode: Binance USD-M bookTicker", "hyperliquid": "feed decode: Hyperliquid bbo"}
+        samples = {f"{d.name} {d.version}": np.concatenate(parts[d.name]) for d in live}
+        notes = {f"{d.name} {d.version}": "; ".join(d.notes) for d in live}
+        rows += rows_for(label[venue], samples, next(iter(samples)), notes,
+                         {f"{d.name} {d.version}".strip(): d.unavailable for d in decoders if d.unavailable})
+    return rows

@@ -1,0 +1,82 @@
+"""Rows of the side-by-side table, their ratio to Caerus, and the Markdown/JSON they are printed as.
+
+A row is one contender in one comparison: p50/p99 of its samples (ns) and the ratio contender / Caerus at p50 and
+p99, both from the same run (> 1: Caerus is faster; < 1: the peer wins, and the table says so). A contender that
+could not run has its reason instead of numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass
+class Row:
+    comparison: str  # e.g. "feed decode: Binance bookTicker"
+    contender: str  # e.g. "cryptofeed 3.0.1"
+    n: int = 0
+    p50_ns: float = math.nan
+    p99_ns: float = math.nan
+    ratio_p50: float = math.nan  # contender / caerus
+    ratio_p99: float = math.nan
+    note: str = ""
+    unavailable: str = ""
+
+
+def rows_for(comparison: str, samples: dict[str, np.ndarray], reference: str, notes: dict[str, str] | None = None,
+             unavailable: dict[str, str] | None = None) -> list[Row]:
+    """One row per contender (``reference`` = the Caerus entry first), ratios against the reference's samples."""
+    notes = notes or {}
+    ref = samples[reference]
+    r50, r99 = float(np.percentile(ref, 50)), float(np.percentile(ref, 99))
+    out = []
+    for name, s in samples.items():
+        p50, p99 = float(np.percentile(s, 50)), float(np.percentile(s, 99))
+        out.append(Row(comparison, name, int(s.size), p50, p99, p50 / r50, p99 / r99, notes.get(name, "")))
+    out += [Row(comparison, name, unavailable=why) for name, why in (unavailable or {}).items()]
+    return out
+
+
+def _us(ns: float) -> str:
+    return "-" if math.isnan(ns) else f"{ns / 1000:.2f}"
+
+
+def _x(r: float) -> str:
+    return "-" if math.isnan(r) else f"{r:.2f}x"
+
+
+def verdict(row: Row) -> str:
+    if row.unavailable:
+        return f"not available: {row.unavailable}"
+    if row.contender.startswith("caerus"):
+        return "reference"
+    return "Caerus faster" if row.ratio_p50 > 1 else "**peer faster at p50**"
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| comparison | contender | n | p50 us | p99 us | vs Caerus p50 | vs Caerus p99 | verdict / note |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        note = "; ".join(x for x in (verdict(r), r.note) if x)
+        lines.append(f"| {r.comparison} | {r.contender} | {r.n or '-'} | {_us(r.p50_ns)} | {_us(r.p99_ns)} | "
+                     f"{_x(r.ratio_p50)} | {_x(r.ratio_p99)} | {note} |")
+    return "\n".join(lines)
+
+
+def as_json(rows: list[Row]) -> list[dict[str, object]]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in asdict(r).items()} for r in rows]
+
+
+def machine() -> dict[str, object]:
+    import os
+    from pathlib import Path
+
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), "?")
+    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
+            "affinity": sorted(os.sched_getaffinity(0))}
