@@ -1,0 +1,118 @@
+"""WebSocket receive over loopback TLS: from the server's send to the client's callback, websockets' asyncio client
+and Caerus's busy client against picows, each at 100 us and 1 ms message spacing, in interleaved rounds.
+
+The server, its stamping (``time.time_ns()`` just before each send, in its own process) and the two Caerus-side
+clients are benchmarks.feed_wire's (``_start_server``, ``one_round``). picows is used as its docs show: a
+``WSListener`` subclass whose ``on_ws_frame`` takes ``frame.get_payload_as_bytes()``, connected with ``ws_connect``.
+Every client runs on the same event loop policy (``hybrid``: caerus.net.eventloop's busy-polling loop that yields
+after a run of empty polls), pinned to the last CPU with the server on the first (the dedicated core this 2-vCPU
+machine has for a feed).
+
+Not measured: picows' frame parser driven by our own ``recvmsg`` (keeping the kernel receive stamp): its parser is
+its asyncio protocol (``picows.picows.WSProtocol``, fed through ``get_buffer``/``buffer_updated``); feeding it from
+the busy client's recvmsg + TLS MemoryBIO path is not built yet (the row says so).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import feed_wire
+from benchmarks.peers.table import Row, rows_for
+from caerus.plan import available_cpus
+
+POLICY = "hybrid"
+NOT_BUILT = ("not built yet: picows' parser is its asyncio protocol (WSProtocol); feeding it from the busy client's "
+             "recvmsg + TLS MemoryBIO path is the next step")
+SPACINGS_US = (100, 1000)
+
+
+def picows_round(url: str, ca_file: Path, n: int, policy: str = POLICY) -> np.ndarray:
+    """Read ``n`` messages (after a warm-up) with picows: send -> on_ws_frame, ns."""
+    from picows import WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
+
+    from caerus.net import eventloop
+
+    warm = max(200, n // 10)
+    lat = np.zeros(n, dtype=np.int64)
+    count = [0]
+    tns = time.time_ns
+
+    async def main() -> None:
+        done = asyncio.get_running_loop().create_future()
+
+        class Listener(WSListener):  # type: ignore[misc]
+            def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+                t_recv = tns()
+                if frame.msg_type != WSMsgType.TEXT:
+                    return
+                i = count[0] - warm
+                count[0] += 1
+                if i >= 0:
+                    lat[i] = t_recv - int(frame.get_payload_as_bytes()[5:-1])
+                    if i + 1 == n and not done.done():
+                        done.set_result(None)
+
+        ctx = ssl.create_default_context(cafile=str(ca_file))
+        transport, _ = await ws_connect(Listener, url, ssl_context=ctx, websocket_handshake_timeout=10)
+        try:
+            await asyncio.wait_for(asyncio.shield(done), timeout=60 + n / 500)
+        finally:
+            transport.disconnect()
+            await asyncio.wait_for(transport.wait_disconnected(), 10)
+
+    eventloop.run(main(), policy)
+    return lat
+
+
+def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
+    from importlib.metadata import version
+
+    n = 1000 if quick else 5000
+    rounds = 2 if quick else 4
+    cpus = available_cpus()
+    names = {"asyncio": f"websockets {version('websockets')} asyncio", "busy": "caerus busy client",
+             "picows": f"picows {version('picows')}"}
+    rows: list[Row] = []
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpus[-1]})
+    try:
+        for spacing in SPACINGS_US:
+            parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
+            with tempfile.TemporaryDirectory(prefix="caerus-peers-ws-") as tmp:
+                proc, url, ca_file = feed_wire._start_server(Path(tmp), spacing)
+                try:
+                    if len(cpus) > 1:
+                        os.sched_setaffinity(proc.pid, {cpus[0]})
+                    for _ in range(rounds):
+                        for client in names:
+                            if client == "picows":
+                                parts[client].append(picows_round(url, ca_file, n))
+                            else:
+                                parts[client].append(feed_wire.one_round(client, POLICY, url, ca_file, n)[0])
+                finally:
+                    proc.terminate()
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+                        proc.wait(10)
+            samples = {names["busy"]: np.concatenate(parts["busy"]),
+                       **{names[k]: np.concatenate(parts[k]) for k in ("asyncio", "picows")}}
+            spacing_txt = "100 us" if spacing == 100 else "1 ms"
+            rows += rows_for(f"WebSocket receive, send->callback, {spacing_txt} spacing", samples, names["busy"],
+                             {names["busy"]: f"wait policy {POLICY} for every client"},
+                             {"picows parser + caerus recvmsg": NOT_BUILT})
+    finally:
+        os.sched_setaffinity(0, before)
+    settings["ws"] = {"messages_per_round": n, "rounds": rounds, "policy": POLICY, "client_cpu": cpus[-1],
+                      "server_cpu": cpus[0], "spacings_us": list(SPACINGS_US)}
+    return rows
