@@ -22,6 +22,7 @@ Timing: ``perf_counter_ns`` around each ``handle`` call, so every contender carr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 import uuid
@@ -203,7 +204,9 @@ def nautilus(venue: str) -> Decoder:
                 h(raw)  # type: ignore[misc]
 
     def handed_off() -> list[tuple[float, float]]:
-        got = [(q.bid_price.as_double(), q.ask_price.as_double()) for q in kept]
+        # the fixed-point Price's decimal value: as_double() is not always the nearest double (94831.90000000001
+        # for "94831.9", tests/peers caught it), which would be a conversion artefact, not a different book
+        got = [(float(q.bid_price.as_decimal()), float(q.ask_price.as_decimal())) for q in kept]
         kept.clear()
         return got
 
@@ -224,6 +227,29 @@ def _version(dist: str) -> str:
 CONTENDERS: tuple[Callable[[str], Decoder], ...] = (caerus, cryptofeed, nautilus)
 
 
+def reference_values(frames: list[bytes], venue: str) -> list[tuple[float, float]]:
+    """(bid, ask) of every frame read with json.loads + float: what every contender must hand off, in order."""
+    out = []
+    for f in frames:
+        m = json.loads(f)
+        if venue == "binance":
+            out.append((float(m["b"]), float(m["a"])))
+        else:
+            bid, ask = m["data"]["bbo"]
+            out.append((float(bid["px"]), float(ask["px"])))
+    return out
+
+
+def disagreement(expected: list[tuple[float, float]], got: list[tuple[float, float]]) -> str | None:
+    """None when ``got`` is ``expected`` exactly; else what differs first (a count or the first unequal book)."""
+    if len(got) != len(expected):
+        return f"handed off {len(got)} books for {len(expected)} frames"
+    for i, (e, g) in enumerate(zip(expected, got, strict=True)):
+        if e != g:
+            return f"book {i}: (bid, ask) {g} where the frame says {e}"
+    return None
+
+
 def compare(frames: Any, rounds: int) -> list[Any]:
     """Every contender on both venues, interleaved rounds (one warm-up round first, dropped); table rows."""
     from benchmarks.peers.table import Row, rows_for
@@ -236,13 +262,14 @@ def compare(frames: Any, rounds: int) -> list[Any]:
         live = [d for d in decoders if not d.unavailable]
         inputs = {d.name: [d.prepare(r, c) for r, c in zip(raw, combined, strict=True)] for d in live}
         parts: dict[str, list[np.ndarray]] = {d.name: [] for d in live}
+        expected = reference_values(raw if venue == "binance" else combined, venue)
         try:
             for rnd in range(rounds + 1):
                 for d in live:
                     t = run(d, inputs[d.name])
-                    got = d.handed_off()
-                    if len(got) != len(raw):
-                        raise SystemExit(f"peers: {d.name} handed off {len(got)} of {len(raw)} {venue} frames")
+                    problem = disagreement(expected, d.handed_off())
+                    if problem:  # a contender that did not hand off the same books is not timed, it is wrong
+                        raise SystemExit(f"peers: {d.name} on {venue}: {problem}")
                     if rnd:
                         parts[d.name].append(t)
         finally:
