@@ -35,6 +35,7 @@ full order ring never desynchronises the state).
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
@@ -79,6 +80,20 @@ _EXIT_MAX_HOLD = int(OrderReason.EXIT_MAX_HOLD)
 _FLATTEN = int(OrderReason.FLATTEN)
 _QTY_EPS = 1e-12
 _LN2 = math.log(2.0)
+
+
+class TrackedBooks(Protocol):
+    """The latest books as a signal tracks them: what the book guards and the IOC price read."""
+
+    bn_seen: bool
+    hl_seen: bool
+    bn_ok: bool
+    hl_ok: bool
+    bn_t_recv: int
+    hl_t_recv: int
+    hl_t_exchange: int
+    hl_bid: float
+    hl_ask: float
 
 
 def round_to_grid(px: float, sig_figs: int, max_decimals: int, up: bool) -> float:
@@ -143,6 +158,7 @@ class LatencyArb:
         "orders",
         "signal",
         "start_t",
+        "tracked",
     )  # fmt: skip
 
     def __init__(self, cfg: StrategyConfig, instrument: Instrument | None = None) -> None:
@@ -186,6 +202,7 @@ class LatencyArb:
         self.halted = False
         self.guards = [0] * len(GUARD_NAMES)
         self.decisions = 0  # orders proposed (including ones a guard then blocked)
+        self.tracked: TrackedBooks = self  # what the book guards and the price read (ModelArb: its FeatureState)
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
@@ -273,40 +290,51 @@ class LatencyArb:
                 qty = self._qty
         if not reason:
             return None
+        return self._propose(self, side, reason, qty, now)
+
+    def _propose(self, books: TrackedBooks, side: int, reason: int, qty: float, now: int) -> tuple | None:
+        """The order a signal asks for, through the rules every signal shares: held back while one is in flight,
+        then the guards in their order (each blocked order counts the first that blocked it), then priced as an
+        IOC at the Hyperliquid touch +- slippage: (side, reason, px, qty) or None. ``books`` tracks the touch and
+        book times the guards read (this object for the naive rule, the model's FeatureState for ModelArb).
+        Reached only when the signal wants an order, so the call costs the per-book path nothing."""
+        orders = self.orders
+        guards = self.guards
         if orders.in_flight:
-            self.guards[G_IN_FLIGHT] += 1  # one order at a time: wait for its result
+            guards[G_IN_FLIGHT] += 1  # one order at a time: wait for its result
             return None
         if qty <= _QTY_EPS:
-            self.guards[G_IN_FLIGHT] += 1  # an UNKNOWN exit may already have closed what is left
+            guards[G_IN_FLIGHT] += 1  # an UNKNOWN exit may already have closed what is left
             return None
         self.decisions += 1
-
-        # -- guards ----------------------------------------------------------------------------------------
-        guards = self.guards
         if self.halted and reason != _FLATTEN:
             guards[G_HALTED] += 1
             return None
-        if not self.bn_ok:
-            guards[G_INVALID_BN] += 1
+        blocked = self._book_guard(books, now)
+        if blocked >= 0:
+            guards[blocked] += 1
             return None
-        if not self.hl_ok:
-            guards[G_INVALID_HL] += 1
-            return None
-        if now - self.bn_t_recv > self._age_bn:
-            guards[G_STALE_BN] += 1
-            return None
-        if now - self.hl_t_recv > self._age_hl:
-            guards[G_STALE_HL] += 1
-            return None
-        if self.hl_t_recv - self.hl_t_exchange > self._info_hl:
-            guards[G_INFO_AGE_HL] += 1
-            return None
+        return (side, reason, self._ioc_px(books, side), qty)
 
+    def _book_guard(self, books: TrackedBooks, now: int) -> int:
+        """The first book guard the tracked books fail now (a G_* index), -1 when they let an order through."""
+        if not books.bn_ok:
+            return G_INVALID_BN
+        if not books.hl_ok:
+            return G_INVALID_HL
+        if now - books.bn_t_recv > self._age_bn:
+            return G_STALE_BN
+        if now - books.hl_t_recv > self._age_hl:
+            return G_STALE_HL
+        if books.hl_t_recv - books.hl_t_exchange > self._info_hl:
+            return G_INFO_AGE_HL
+        return -1
+
+    def _ioc_px(self, books: TrackedBooks, side: int) -> float:
+        """The IOC limit: the Hyperliquid touch +- slippage, rounded onto the grid away from the touch."""
         if side == _BUY:
-            px = round_to_grid(self.hl_ask * (1.0 + self._slip), self._sig, self._dec, True)
-        else:
-            px = round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
-        return (side, reason, px, qty)
+            return round_to_grid(books.hl_ask * (1.0 + self._slip), self._sig, self._dec, True)
+        return round_to_grid(books.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
 
     def _first_hl_book(self) -> None:
         """The instrument's first valid Hyperliquid book: size entries to ``order_notional`` when asked to."""
@@ -327,16 +355,11 @@ class LatencyArb:
         """A shadow decision (wire.OrderFlags.SHADOW): the order an entry would send now, in the signal's direction,
         after the same book guards a real fire reads -- priced the same way, counted nowhere, changing no state.
         None when a real fire could not be priced either (books missing, invalid or too old)."""
-        if not (self.bn_seen and self.hl_seen and self.bn_ok and self.hl_ok):
+        books = self.tracked
+        if not (books.bn_seen and books.hl_seen) or self._book_guard(books, now) >= 0:
             return None
-        if (now - self.bn_t_recv > self._age_bn or now - self.hl_t_recv > self._age_hl
-                or self.hl_t_recv - self.hl_t_exchange > self._info_hl):
-            return None
-        if self.signal >= 0.0:
-            return (_BUY, _ENTRY, round_to_grid(self.hl_ask * (1.0 + self._slip), self._sig, self._dec, True),
-                    self._qty)
-        return (_SELL, _ENTRY, round_to_grid(self.hl_bid * (1.0 - self._slip), self._sig, self._dec, False),
-                self._qty)
+        side = _BUY if self.signal >= 0.0 else _SELL
+        return (side, _ENTRY, self._ioc_px(books, side), self._qty)
 
     def fired(self, decision: tuple, now: int, order_id: int, seq: int) -> None:
         """The decision was written to the order ring at ``now``: it is in flight (not filled: see ``on_exec``)."""

@@ -21,8 +21,8 @@ every book; the score is the predicted move over the model's horizon (bps), and 
 Hyperliquid's half spread (the cost of crossing). Entries on Binance books when ``|signal| >= entry_bps``; exits
 when the predicted move in the position's direction falls to ``exit_bps`` or reverses past ``reversal_bps``, or at
 ``max_hold_ms`` -- thresholds from the model file (chosen on validation folds). Guards, sizing, order table and
-in-flight rule are LatencyArb's, unchanged. ``use_model = False`` makes the same object decide with the naive rule
-(its signal is a feature): the A/B windows of one session switch it.
+in-flight rule are LatencyArb's (one definition: ``LatencyArb._propose``). ``use_model = False`` makes the same
+object decide with the naive rule (its signal is a feature): the A/B windows of one session switch it.
 """
 
 from __future__ import annotations
@@ -39,20 +39,7 @@ from caerus.config import load_config
 from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
-from caerus.strategy.latency_arb import (
-    G_COOLDOWN,
-    G_HALTED,
-    G_IN_FLIGHT,
-    G_INFO_AGE_HL,
-    G_INVALID_BN,
-    G_INVALID_HL,
-    G_POSITION,
-    G_STALE_BN,
-    G_STALE_HL,
-    LatencyArb,
-    _exit_qty,
-    round_to_grid,
-)
+from caerus.strategy.latency_arb import G_COOLDOWN, G_POSITION, LatencyArb, _exit_qty
 from caerus.wire import BOOK_I, OrderReason, Side, Venue
 
 FORMAT = 1
@@ -276,6 +263,7 @@ class ModelArb(LatencyArb):
         self._n_entry, self._n_exit, self._n_reversal = self._entry_bps, self._exit_bps, self._reversal_bps
         self.use_model = True
         self.score = 0.0
+        self.tracked = self.feat  # the guards, the price and shadows read the books the features track
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
@@ -285,11 +273,12 @@ class ModelArb(LatencyArb):
                 self.hl_mid = feat.hl_mid
                 self._first_hl_book()
             return None
-        venue = book[_VENUE]
-        if not self.hl_seen:
-            self.hl_mid = feat.hl_mid
-            self._first_hl_book()
-        self.bn_seen = True
+        if not self.bn_seen:  # the first full vector: both venues seen (LatencyArb's flags, for its readers)
+            if not self.hl_seen:
+                self.hl_mid = feat.hl_mid
+                self._first_hl_book()
+            self.bn_seen = True
+            self.start_t = feat.start_t  # when the basis was first measured, as LatencyArb's warm-up counts
         self.basis = feat.basis
         self.ewma = feat.ewma
         if self.use_model:
@@ -302,7 +291,6 @@ class ModelArb(LatencyArb):
             entry, exit_, reversal = self._n_entry, self._n_exit, self._n_reversal
         self.score = score
         self.signal = signal
-        self.start_t = feat.start_t  # when the basis was first measured, as LatencyArb's warm-up counts
 
         orders = self.orders
         position = orders.position
@@ -325,7 +313,7 @@ class ModelArb(LatencyArb):
             if reason:
                 side = -pos_side
                 qty = _exit_qty(position, orders)
-        if not reason and venue == _BINANCE and now - self.start_t >= self._warmup:
+        if not reason and book[_VENUE] == _BINANCE and now - self.start_t >= self._warmup:
             if signal >= entry:
                 side = _BUY
             elif signal <= -entry:
@@ -343,43 +331,4 @@ class ModelArb(LatencyArb):
                 qty = self._qty
         if not reason:
             return None
-        if orders.in_flight:
-            self.guards[G_IN_FLIGHT] += 1
-            return None
-        if qty <= _QTY_EPS:
-            self.guards[G_IN_FLIGHT] += 1
-            return None
-        self.decisions += 1
-        # -- guards: LatencyArb's, in its order, on the same tracked books --------------------------------------
-        guards = self.guards
-        if self.halted and reason != _FLATTEN:
-            guards[G_HALTED] += 1
-            return None
-        if not feat.bn_ok:
-            guards[G_INVALID_BN] += 1
-            return None
-        if not feat.hl_ok:
-            guards[G_INVALID_HL] += 1
-            return None
-        if now - feat.bn_t_recv > self._age_bn:
-            guards[G_STALE_BN] += 1
-            return None
-        if now - feat.hl_t_recv > self._age_hl:
-            guards[G_STALE_HL] += 1
-            return None
-        if feat.hl_t_recv - feat.hl_t_exchange > self._info_hl:
-            guards[G_INFO_AGE_HL] += 1
-            return None
-        if side == _BUY:
-            px = round_to_grid(feat.hl_ask * (1.0 + self._slip), self._sig, self._dec, True)
-        else:
-            px = round_to_grid(feat.hl_bid * (1.0 - self._slip), self._sig, self._dec, False)
-        return (side, reason, px, qty)
-
-    def shadow(self, now: int) -> tuple | None:
-        """As LatencyArb.shadow, on the feature state's tracked books."""
-        f = self.feat
-        self.bn_ok, self.hl_ok, self.bn_t_recv, self.hl_t_recv = f.bn_ok, f.hl_ok, f.bn_t_recv, f.hl_t_recv
-        self.hl_t_exchange, self.hl_bid, self.hl_ask, self.hl_seen = f.hl_t_exchange, f.hl_bid, f.hl_ask, f.hl_seen
-        self.bn_seen = f.bn_seen
-        return super().shadow(now)
+        return self._propose(feat, side, reason, qty, now)  # LatencyArb's guards and IOC price, on the features' books
