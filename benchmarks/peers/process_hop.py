@@ -11,6 +11,7 @@ once per round, in the same order.
 
 from __future__ import annotations
 
+import os
 import struct
 import tempfile
 import threading
@@ -26,6 +27,32 @@ from caerus.plan import available_cpus
 
 _Q = struct.Struct("<qq")  # (sequence, stamp) of the shared-memory transport
 LOST = 1 << 62  # the stamp a lost message gets: its sample is negative, dropped and counted
+
+
+def _swmr_hybrid(seg: str) -> tuple[Callable, Callable]:
+    """The ring with the reader the fleet runs on a shared core: hybrid wait (spin, then sched_yield when idle)."""
+    from caerus import wire
+    from caerus.ipc.swmr import SwmrReader
+    from caerus.ipc.wait import make_waiter
+
+    writer_setup, _ = ipc_hop._swmr(seg)
+
+    def reader_setup() -> Callable[[], int]:
+        r = SwmrReader.attach(seg, wire.BOOK, timeout=30)
+        read_next, waiter, t_idx = r.read_next, make_waiter("hybrid"), wire.BOOK_I.T_RECV
+        idle, reset = waiter.idle, waiter.reset
+
+        def recv() -> int:
+            while True:
+                rec = read_next()
+                if rec is not None:
+                    reset()
+                    return rec[t_idx]  # type: ignore[no-any-return]
+                idle()
+
+        return recv
+
+    return writer_setup, reader_setup
 
 
 def _zmq_ipc(path: str, n: int) -> tuple[Callable, Callable]:
@@ -131,7 +158,8 @@ def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
     gap_ns = 300_000
     cpus_all = available_cpus()
     cpus = (cpus_all[0], cpus_all[-1])
-    names = ["caerus SWMR ring", "multiprocessing.Queue", f"pyzmq {version('pyzmq')} ipc (PUSH/PULL)",
+    names = ["caerus SWMR ring", "caerus SWMR ring, hybrid reader", "multiprocessing.Queue",
+             f"pyzmq {version('pyzmq')} ipc (PUSH/PULL)",
              f"pyzmq {version('pyzmq')} inproc (PAIR, threads)", "shared_memory + naive Lock",
              f"faster-fifo {version('faster-fifo')}"]
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
@@ -142,14 +170,15 @@ def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
             shm_w, shm_r, shm = _shm_lock()
             runs = {
                 names[0]: (*ipc_hop._swmr(f"peers.hop{rnd}"), ipc_hop._pace_spin),
-                names[1]: (*ipc_hop._mp_queue(), ipc_hop._pace_sleep),
-                names[2]: (*_zmq_ipc(str(out_dir / f"zmq{rnd}.sock"), n), ipc_hop._pace_sleep),
-                names[4]: (shm_w, shm_r, ipc_hop._pace_sleep),
-                names[5]: (*ipc_hop._faster_fifo(), ipc_hop._pace_sleep),
+                names[1]: (*_swmr_hybrid(f"peers.hophy{rnd}"), ipc_hop._pace_spin),
+                names[2]: (*ipc_hop._mp_queue(), ipc_hop._pace_sleep),
+                names[3]: (*_zmq_ipc(str(out_dir / f"zmq{rnd}.sock"), n), ipc_hop._pace_sleep),
+                names[5]: (shm_w, shm_r, ipc_hop._pace_sleep),
+                names[6]: (*ipc_hop._faster_fifo(), ipc_hop._pace_sleep),
             }
             try:
                 for name in names:
-                    if name == names[3]:
+                    if name == names[4]:
                         parts[name].append(_zmq_inproc(n, gap_ns))
                         continue
                     w, r, pace = runs[name]
@@ -159,10 +188,12 @@ def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
             finally:
                 shm.close()  # type: ignore[attr-defined]
                 shm.unlink()  # type: ignore[attr-defined]
-    settings["hop"] = {"samples_per_round": n - ipc_hop.WARMUP, "rounds": rounds, "gap_us": gap_ns / 1000,
+    settings["hop"] = {"load_average_at_end": os.getloadavg(),
+                       "samples_per_round": n - ipc_hop.WARMUP, "rounds": rounds, "gap_us": gap_ns / 1000,
                        "writer_cpu": cpus[0], "reader_cpu": cpus[1]}
     samples = {k: np.concatenate(v) for k, v in parts.items()}
-    notes = {names[0]: "reader spins, writer spins (the fleet's setting)",
-             names[3]: "two threads of one process: not a process hop",
-             names[4]: f"one-slot mailbox polled under the lock; {lost[names[4]]} messages overwritten unseen"}
+    notes = {names[0]: "reader spins, writer spins (a core each)",
+             names[1]: "writer spins, reader spins then sched_yields (the fleet's setting on a shared core)",
+             names[4]: "two threads of one process: not a process hop",
+             names[5]: f"one-slot mailbox polled under the lock; {lost[names[5]]} messages overwritten unseen"}
     return rows_for("process hop (one-way, 300 us pacing)", samples, names[0], notes)

@@ -80,3 +80,35 @@ def machine() -> dict[str, object]:
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
             "kernel": platform.release(), "cpu": cpu, "cpus": os.cpu_count(),
             "affinity": sorted(os.sched_getaffinity(0))}
+
+
+def _ratio(rows: list[Row], comparison: str, contender_prefix: str) -> float:
+    return next((r.ratio_p50 for r in rows if r.comparison == comparison and r.contender.startswith(contender_prefix)
+                 and not r.unavailable), math.nan)
+
+
+def goals(rows: list[Row]) -> list[dict[str, object]]:
+    """Issue 30's goals against the peers, from this run's ratios (Caerus / peer at p50 unless said otherwise)."""
+    out: list[dict[str, object]] = []
+
+    def goal(name: str, target: str, actual: float, met: bool) -> None:
+        out.append({"name": name, "target": target, "actual": None if math.isnan(actual) else round(actual, 3),
+                    "met": None if math.isnan(actual) else met})
+
+    for venue in ("Binance USD-M bookTicker", "Hyperliquid bbo"):
+        cf = 1 / _ratio(rows, f"feed decode: {venue}", "cryptofeed")
+        goal(f"feed per-message cost, {venue}: Caerus / cryptofeed p50", "<= 0.5x", cf, cf <= 0.5)
+        nt = 1 / _ratio(rows, f"feed decode: {venue}", "nautilus_trader")
+        goal(f"feed per-message cost, {venue}: Caerus / nautilus_trader p50", "<= 1.0x", nt, nt <= 1.0)
+    zmq = _ratio(rows, "process hop (one-way, 300 us pacing)", "pyzmq") if rows else math.nan
+    goal("ring hop: pyzmq ipc p50 / SWMR ring p50", ">= 10x", zmq, zmq >= 10)
+    return out
+
+
+def goals_text(gs: list[dict[str, object]]) -> str:
+    lines = []
+    for g in gs:
+        state = "not measured" if g["met"] is None else ("met" if g["met"] else "MISSED")
+        lines.append(f"- goal {g['name']} {g['target']}: {g['actual'] if g['actual'] is not None else '-'}"
+                     f"{'x' if g['actual'] is not None else ''} -> {state}")
+    return "\n".join(lines)
