@@ -14,6 +14,9 @@ What the live strategy process does (caerus.strategy.app), replayed in simulated
 * The EXEC record carrying the result reaches the strategy a wire time and a book hop after the venue answered;
   until then the strategy holds further orders (``guard.in_flight``), exactly as live. Orders with no result
   within ``order_timeout_ms`` expire to UNKNOWN on the strategy's housekeeping period, as live.
+* ``signal = "ab"`` alternates the naive rule and the model in windows from the replay's start, switched on the
+  first book at or after each edge before its decision, as the live loop does; each order records its arm (the
+  ``arm`` column) and caerus.research.backtest.results splits the orders, fills and markouts by arm.
 
 The loop allocates nothing per book around the decision call: record tuples are built before it (one list), the
 only per-book work besides ``on_book`` is one comparison against the next due EXEC/housekeeping time.
@@ -34,6 +37,7 @@ from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillModel, FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.research.backtest.observed import ObservedDraws
+from caerus.strategy.ab import AbWindows
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE
@@ -45,8 +49,9 @@ _NEVER = 1 << 62
 _IOC = int(Tif.IOC)
 _HL = int(Venue.HYPERLIQUID)
 #: one row per order, these columns (JSON, consistency checks, metrics)
+#: (``arm``: 1 when the trained model decided the order, 0 the naive rule: wire.OrderFlags.MODEL, as live)
 ORDER_COLUMNS = ("symbol", "reason", "side", "px", "qty", "trigger_venue", "trigger_seq", "trigger_t_recv",
-                 "t_seen", "t_decision", "t_pickup", "t_sent", "t_match", "outcome", "fill_px", "fill_qty")
+                 "t_seen", "t_decision", "t_pickup", "t_sent", "t_match", "outcome", "fill_px", "fill_qty", "arm")
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class RunOutput:
     t_last: int
     events: int
     target: dict[str, np.ndarray] = field(default_factory=dict)  # the target venue's tradeable books: sym, t, mid
+    ab: AbWindows | None = None  # signal = "ab": the naive/model windows the replay alternated
 
 
 @contextmanager
@@ -139,6 +145,7 @@ def run(events: BookEvents, spec: RunSpec) -> RunOutput:
         guards=[list(a.guards) for a in desk.arbs],
         books=np.bincount(sym_by_row, minlength=len(desk.arbs)).tolist()[:len(desk.arbs)],
         table_full=loop.table_full,
+        ab=loop.ab,
         t_first=seen[0] if seen else 0,
         t_last=seen[-1] if seen else 0,
         events=n_events,
@@ -165,12 +172,24 @@ class _Loop:
         self.paper0 = paper0
         self.paper_lat = spec.fills.paper_latency_ns
         self.target = spec.target_venue
+        # signal = "ab": as the live loop (caerus.strategy.app), windows from the strategy's start (here the replay's
+        # start) alternate the naive rule (first) and the model, the arm turning on the first book seen at or after
+        # each edge, before its decision; each order carries the arm that decided it
+        self.ab: AbWindows | None = None
+        self.ab_edge = _NEVER
+        self.model_arm = int(desk.model is not None and not spec.strategy.ab_window_ns)
+        self.start_ns = spec.start_ns
+        if desk.model is not None and spec.strategy.ab_window_ns:
+            self.ab = AbWindows(0, spec.strategy.ab_window_ns)  # t0 set at the first book (run)
 
     def run(self, recs: list[tuple], seen: list[int]) -> None:
         if not recs:
             return
         self.next_hk = seen[0] + self.hk_ns
         wake = self.next_hk
+        if self.ab is not None:
+            self.ab.t0 = self.ab_edge = seen[0] if self.start_ns is None else self.start_ns
+            wake = min(wake, self.ab_edge)
         arbs = self.desk.arbs
         n_arbs = len(arbs)
         fire = self._fire
@@ -211,7 +230,14 @@ class _Loop:
                 if a.orders is not None and a.orders.in_flight:
                     a.orders.expire(t)
             self.next_hk = t - (t - self.next_hk) % self.hk_ns + self.hk_ns
-        return min(pending[0][0], self.next_hk) if pending else self.next_hk
+        nxt = self.next_hk
+        if self.ab is not None:
+            if t >= self.ab_edge:  # the A/B window turned: this book is decided by the new arm
+                self.model_arm = self.ab.arm(t)
+                self.desk.use_model(self.model_arm == 1)
+                self.ab_edge = self.ab.next_edge(t)
+            nxt = min(nxt, self.ab_edge)
+        return min(pending[0][0], nxt) if pending else nxt
 
     def _fire(self, arb: object, rec: tuple, t_seen: int, d: tuple) -> int:
         """One decision: take a sequence, draw its path, match it, tell the strategy, schedule its EXEC."""
@@ -238,7 +264,7 @@ class _Loop:
         outcome, fill_px, fill_qty = self.fills.match(sym, side, px, qty, t_match)
         arb.fired(d, t_decision, oid, seq)  # type: ignore[attr-defined]
         self.orders.append((sym, reason, side, px, qty, rec[0], rec[6], rec[8], t_seen, t_decision, t_pickup,
-                            t_sent, t_match, outcome, fill_px, fill_qty))
+                            t_sent, t_match, outcome, fill_px, fill_qty, self.model_arm))
         # the EXEC record as the engine publishes it (caerus.wire.EXEC), final at once (an IOC)
         exec_rec = (oid, self.sid, self.target, side, _IOC, reason, rec[0], 0, px, qty, rec[6], rec[8], rec[9],
                     t_seen, t_decision, seq, 0, sym, 0, t_pickup, t_sent, outcome, 0, 0, 0, fill_px, fill_qty)

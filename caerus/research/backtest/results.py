@@ -32,6 +32,54 @@ def _mid_at(t_book: np.ndarray, mid: np.ndarray, t: np.ndarray) -> np.ndarray:
     return out
 
 
+def _markouts(side: np.ndarray, px: np.ndarray, t_fill: np.ndarray, t_book: np.ndarray,
+              mid: np.ndarray) -> dict[str, dict[str, object]]:
+    """Fills' markouts (bps, in the fill's direction) against the target venue's mid at each horizon, with n."""
+    markouts: dict[str, dict[str, object]] = {}
+    for h in MARKOUT_MS:
+        t_h = t_fill + int(h * 1e6)
+        ok = t_h <= (t_book[-1] if len(t_book) else 0)
+        mk = side[ok] * (_mid_at(t_book, mid, t_h[ok]) - px[ok]) / px[ok] * 1e4
+        mk = mk[~np.isnan(mk)]
+        markouts[f"{h:g}ms"] = {"n": len(mk), "mean_bps": float(mk.mean()) if len(mk) else None}
+    return markouts
+
+
+def _pool(parts: list[dict[str, dict[str, object]]]) -> dict[str, dict[str, object]]:
+    """Markouts of several sets of fills as one (means weighted by n)."""
+    out: dict[str, dict[str, object]] = {}
+    for h in MARKOUT_MS:
+        key = f"{h:g}ms"
+        n = sum(int(p[key]["n"]) for p in parts)  # type: ignore[call-overload]
+        s = sum((p[key]["mean_bps"] or 0.0) * p[key]["n"] for p in parts)  # type: ignore[operator]
+        out[key] = {"n": n, "mean_bps": s / n if n else None}
+    return out
+
+
+def arm_metrics(out: RunOutput) -> dict[str, object] | None:
+    """signal = "ab": per arm (naive, model) its share of the replayed time, orders, fills and fills' markouts, as
+    the live session's report splits them. PnL is not split: a position one arm opened may be closed by the other.
+    None without an A/B."""
+    if out.ab is None:
+        return None
+    o = out.orders
+    naive_ns, model_ns = out.ab.time_per_arm(out.t_last)
+    span = naive_ns + model_ns
+    arms: dict[str, object] = {"window_s": out.ab.window_ns / 1e9}
+    for name, arm, ns in (("naive", 0, naive_ns), ("model", 1, model_ns)):
+        m = o["arm"] == arm if len(o["arm"]) else np.zeros(0, dtype=bool)
+        filled = m & (o["fill_qty"] > 0) if len(m) else m
+        parts = []
+        for sym in np.unique(out.target["symbol"]).tolist():
+            f = filled & (o["symbol"] == sym) if len(filled) else filled
+            tm = out.target["symbol"] == sym
+            parts.append(_markouts(o["side"][f].astype(int), o["fill_px"][f].astype(float),
+                                   o["t_match"][f].astype(np.int64), out.target["t"][tm], out.target["mid"][tm]))
+        arms[name] = {"time_share": ns / span if span else None, "orders": int(m.sum()), "fills": int(filled.sum()),
+                      "markouts": _pool(parts)}
+    return arms
+
+
 def instrument_metrics(out: RunOutput, sym: int, rules: FillRules, target_venue: int) -> dict[str, object]:
     """Metrics of one instrument (its orders, its target-venue mids)."""
     o = out.orders
@@ -91,13 +139,7 @@ def instrument_metrics(out: RunOutput, sym: int, rules: FillRules, target_venue:
     mids = _mid_at(t_book, mid, t_curve)
     equity = c + np.where(p_ != 0.0, p_ * np.nan_to_num(mids), 0.0)
     drawdown = float((np.maximum.accumulate(equity) - equity).max()) if len(equity) else 0.0
-    markouts: dict[str, dict[str, object]] = {}
-    for h in MARKOUT_MS:
-        t_h = tf + int(h * 1e6)
-        ok = t_h <= (t_book[-1] if len(t_book) else 0)
-        mk = side[filled][ok] * (_mid_at(t_book, mid, t_h[ok]) - px[filled][ok]) / px[filled][ok] * 1e4
-        mk = mk[~np.isnan(mk)]
-        markouts[f"{h:g}ms"] = {"n": len(mk), "mean_bps": float(mk.mean()) if len(mk) else None}
+    markouts = _markouts(side[filled], px[filled], tf, t_book, mid)
     by_reason: dict[str, dict[str, int]] = {}
     for r in np.unique(reason).tolist():
         rm = reason == r
@@ -143,13 +185,7 @@ def summarise(out: RunOutput, rules: FillRules, target_venue: int, names: list[s
             for c, n in counts.items():
                 acc[c] += n
     total["fills_by_reason"] = reasons
-    markouts: dict[str, dict[str, object]] = {}
-    for h in MARKOUT_MS:
-        key = f"{h:g}ms"
-        n = sum(v["markouts"][key]["n"] for v in per.values())  # type: ignore[index]
-        s = sum((v["markouts"][key]["mean_bps"] or 0.0) * v["markouts"][key]["n"] for v in per.values())  # type: ignore[index]
-        markouts[key] = {"n": n, "mean_bps": s / n if n else None}
-    total["markouts"] = markouts
+    total["markouts"] = _pool([v["markouts"] for v in per.values()])  # type: ignore[misc]
     # total equity: each instrument's curve on the union of their times (step interpolation)
     ts = np.unique(np.concatenate([np.asarray(v["equity_curve"]["t"], dtype=np.int64) for v in per.values()]))  # type: ignore[index]
     eq = np.zeros(len(ts))
@@ -160,7 +196,11 @@ def summarise(out: RunOutput, rules: FillRules, target_venue: int, names: list[s
         eq += np.where(j >= 0, e_i[np.maximum(j, 0)], 0.0)
     total["max_drawdown"] = float((np.maximum.accumulate(eq) - eq).max()) if len(eq) else 0.0
     total["equity_curve"] = {"t": ts.tolist(), "pnl": eq.tolist()}
-    return {"total": total, "instruments": per}
+    doc: dict[str, object] = {"total": total, "instruments": per}
+    arms = arm_metrics(out)
+    if arms is not None:
+        doc["arms"] = arms
+    return doc
 
 
 def orders_table(out: RunOutput) -> list[dict[str, object]]:
