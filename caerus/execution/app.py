@@ -172,10 +172,6 @@ def _validate(args: argparse.Namespace) -> tuple[ExecutionConfig, InstrumentSet]
     if unknown:
         raise ConfigError(f"[risk.instruments] names {', '.join(unknown)}, which the session does not trade "
                           f"({', '.join(insts.names)})")
-    if args.transport in LIVE and len(insts) > 1:
-        raise ConfigError(f"--transport {args.transport} trades one instrument per process: its order entry, "
-                          f"start-up reconciliation and position watch read one symbol ({len(insts)} given); use "
-                          f"paper or null for many instruments")
     for flag, cap in (("--order-capacity", args.order_capacity), ("--exec-capacity", args.exec_capacity)):
         if cap < 2 or cap & (cap - 1):
             raise ConfigError(f"{flag} must be a power of two >= 2, got {cap}")
@@ -223,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             transport = make_live_transport(
                 args.transport, network=args.network, credentials=args.credentials, enable_live=args.enable_live,
                 url=args.url, ca_file=args.ca_file, on_reply=on_reply, confirm_mainnet=args.confirm_mainnet,
-                allow_custom_mainnet_url=args.allow_custom_mainnet_url,
+                allow_custom_mainnet_url=args.allow_custom_mainnet_url, instruments=insts,
                 **_state_options(args),
             )
         else:
@@ -265,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
         engine_ref.append(engine)
         watch = PositionWatch(transport, engine, sup, interval_s=cfg.reconcile_interval_s,
                               timeout_s=_venue_timeout_s(cfg), process=PROCESS)
+        if isinstance(reconciled, VenueState):
+            watch.started_open = reconciled.open_orders
         ctx = _Ctx(cfg=cfg, engine=engine, sup=sup, counters=counters, log=None, consumer=consumer,
                    exec_writer=exec_writer, wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, watch=watch)
@@ -446,6 +444,11 @@ def _write_summary(path: Path, engine: Engine, transport: object, reconciled: Ve
     doc = transport.summary()  # type: ignore[attr-defined]
     if isinstance(reconciled, VenueState):  # what the venue held when trading started
         doc["reconciled"] = {"position": reconciled.position, "resting": reconciled.resting}
+        names = getattr(getattr(transport, "instruments", None), "names", None)
+        if names and len(names) == len(reconciled.positions):
+            doc["reconciled"]["instruments"] = {n: {"position": reconciled.positions[k],
+                                                    "resting": reconciled.resting_by[k]}
+                                                for k, n in enumerate(names)}
     if watch is not None and watch.enabled:  # mid-session position checks against the venue
         doc["position_checks"] = watch.summary()
     doc["engine"] = {
@@ -453,6 +456,7 @@ def _write_summary(path: Path, engine: Engine, transport: object, reconciled: Ve
         "outcomes": {o.name.lower(): engine.outcomes[o] for o in Outcome},
         "risk": {r.name.lower(): engine.risk.rejects[r] for r in RiskReject if r != RiskReject.NONE},
         "position": engine.risk.position,
+        "positions": list(engine.risk.positions),  # per instrument id (the session's order)
         "replies": engine.replies_seen,
         "unknown_replies": engine.unknown_replies,
         "pending": len(engine.pending),

@@ -1,14 +1,18 @@
 """Reconciliation with the venue: before the first order, and during the session.
 
-* **At start** (:func:`reconcile_at_start`): a live transport reads the account's position and open orders; the
-  engine's projected position starts there (so ``max_position`` counts what the venue already holds). A venue
-  that cannot be read stops the process before it trades.
+* **At start** (:func:`reconcile_at_start`): a live transport reads the account's position and open orders on
+  every instrument it trades; each instrument's projected position starts there (so ``max_position`` counts what
+  the venue already holds). A venue that cannot be read stops the process before it trades.
 * **During the session** (:class:`PositionWatch`, from housekeeping): every ``reconcile_interval_s``, when no
-  order is in flight, resting or unresolved, the venue's position is read again on a helper thread (never on the
-  order loop) and compared with the engine's. A difference halts trading (``HaltCause.VENUE_MISMATCH``: every
-  later order is refused by the kill switch) with a message naming both sides, and so does an account-stream
-  update that contradicts a reply (the transport's ``stream_mismatch``). A sample during which an order went out
-  is discarded, never compared: the two sides would describe different moments.
+  order is in flight, resting or unresolved, the venue's state is read again on a helper thread (never on the
+  order loop) and compared with the engine's, instrument by instrument: the position, and (where the venue lists
+  them) the open orders: while quiet the engine rests none of its own, so an open order that was not there at
+  start is someone else's or one the engine thinks is over, and is named (one found at start that is gone was
+  filled or cancelled: the position comparison covers its fill). A difference halts trading
+  (``HaltCause.VENUE_MISMATCH``: every later order is refused by the kill switch) with a message naming the
+  instrument and both sides, and so does an account-stream update or a venue fill that contradicts a reply (the
+  ledger's ``mismatches``). A sample during which an order went out is discarded, never compared: the two sides
+  would describe different moments.
 """
 
 from __future__ import annotations
@@ -20,17 +24,25 @@ from typing import Any
 
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.base import Reconciles, VenueState
+from caerus.instruments import InstrumentSet
 from caerus.runtime.supervisor import HaltCause, Supervisor
 
 #: positions closer than this are equal (well below the smallest lot of either venue: 0.001 / 0.00001 BTC)
 POSITION_EPS = 1e-9
 
 
+def _names(transport: object, n: int) -> tuple[str, ...]:
+    insts = getattr(transport, "instruments", None)
+    if isinstance(insts, InstrumentSet) and len(insts) == n:
+        return insts.names
+    return ("BTC",) if n == 1 else tuple(f"instrument {i}" for i in range(n))
+
+
 def reconcile_at_start(transport: object, risk: RiskChecker, timeout_s: float,
                        process: str) -> VenueState | bool | None:
-    """Read the venue's state before the first order and start the projected position there. The state read;
-    False for transports with nothing to read (null, paper); None when the venue cannot be read (the caller
-    refuses to trade)."""
+    """Read the venue's state before the first order and start each instrument's projected position there. The
+    state read; False for transports with nothing to read (null, paper); None when the venue cannot be read (the
+    caller refuses to trade)."""
     if not isinstance(transport, Reconciles):
         return False
     name = getattr(transport, "name", "venue")
@@ -40,10 +52,15 @@ def reconcile_at_start(transport: object, risk: RiskChecker, timeout_s: float,
         print(f"error: {process}: cannot reconcile with the venue before trading, refusing to start: {exc}",
               file=sys.stderr)
         return None
-    risk.position = state.position + state.resting
-    print(f"{process}: reconciled with {name}: venue position {state.position:+g} BTC, resting orders "
-          f"{state.resting:+g} BTC; trading starts from a projected position of {risk.position:+g} BTC",
-          file=sys.stderr)
+    if len(state.positions) != risk.instruments:
+        print(f"error: {process}: {name} reported {len(state.positions)} instruments, the session trades "
+              f"{risk.instruments}; refusing to start", file=sys.stderr)
+        return None
+    for k, inst in enumerate(_names(transport, len(state.positions))):
+        risk.positions[k] = state.positions[k] + state.resting_by[k]
+        print(f"{process}: reconciled with {name}: venue position {state.positions[k]:+g} {inst}, resting orders "
+              f"{state.resting_by[k]:+g} {inst}; trading starts from a projected position of "
+              f"{risk.positions[k]:+g} {inst}", file=sys.stderr)
     return state
 
 
@@ -70,6 +87,7 @@ class PositionWatch:
         self.skipped = 0  # samples discarded: an order went out while the venue was asked
         self.failed = 0  # queries that failed (the venue did not answer in time, the connection was down)
         self.mismatch = ""  # the message trading halted with, if it did
+        self.started_open: tuple[tuple[int, ...], ...] | None = None  # open orders at start (reconcile_at_start)
 
     def quiet(self) -> bool:
         """Nothing in flight, resting or unresolved: the engine's position is the venue's, if both are right."""
@@ -110,19 +128,41 @@ class PositionWatch:
             self.skipped += 1  # an order went out meanwhile: the two sides describe different moments
             return
         self.checks += 1
-        venue = answer.position + answer.resting
-        ours = self.engine.risk.position
-        if abs(venue - ours) > POSITION_EPS:
-            name = getattr(self.transport, "name", "venue")
-            self.halt(f"position mismatch with {name}: the venue holds {answer.position:+g} BTC (resting "
-                      f"{answer.resting:+g} BTC), the engine's position from confirmed fills is {ours:+g} BTC")
+        name = getattr(self.transport, "name", "venue")
+        positions = self.engine.risk.positions
+        if len(answer.positions) != len(positions):
+            self.halt(f"{name} reported {len(answer.positions)} instruments, the engine trades {len(positions)}")
+            return
+        names = _names(self.transport, len(positions))
+        for k, inst in enumerate(names):
+            venue = answer.positions[k] + answer.resting_by[k]
+            ours = positions[k]
+            if abs(venue - ours) > POSITION_EPS:
+                self.halt(f"position mismatch with {name} on {inst}: the venue holds {answer.positions[k]:+g} "
+                          f"{inst} (resting {answer.resting_by[k]:+g} {inst}), the engine's position from "
+                          f"confirmed fills is {ours:+g} {inst}")
+                return
+        expected = self.started_open
+        if answer.open_orders is None or expected is None or len(expected) != len(names):
+            return
+        for k, inst in enumerate(names):  # quiet: the engine rests nothing, so only what was there at start
+            new = sorted(set(answer.open_orders[k]) - set(expected[k]))
+            if new:
+                self.halt(f"open orders mismatch with {name} on {inst}: the venue lists {len(new)} open order(s) "
+                          f"the engine did not place and did not find at start (venue ids {new[:5]}); the engine "
+                          f"rests none of its own")
+                return
+        # an order found at start that is gone filled or was cancelled: the position check above covers its fill
+        self.started_open = answer.open_orders
 
     def _check_stream(self) -> None:
-        counts = getattr(self.transport, "reply_counts", None)
-        n = counts.get("stream_mismatch", 0) if isinstance(counts, dict) else 0
+        ledger = getattr(self.transport, "ledger", None)
+        n = getattr(ledger, "mismatches", None)
+        if not isinstance(n, int):
+            counts = getattr(self.transport, "reply_counts", None)
+            n = counts.get("stream_mismatch", 0) if isinstance(counts, dict) else 0
         if n > self._mismatches_seen:
             self._mismatches_seen = n
-            ledger = getattr(self.transport, "ledger", None)
             text = getattr(ledger, "last_mismatch", "") or "a reply and the account stream disagree"
             self.halt(f"account stream mismatch: {text}")
 

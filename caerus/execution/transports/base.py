@@ -83,16 +83,31 @@ class Rehearses(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class VenueState:
-    """What the venue says the account holds on the traded instrument, read before the first order."""
+    """What the venue says the account holds on each traded instrument (by instrument id, the session's order)."""
 
-    position: float  # signed BTC held
-    resting: float  # signed BTC of open (resting) orders; 0.0 where the venue's order API cannot list them
+    positions: tuple[float, ...]  # signed size held, per instrument id
+    resting_by: tuple[float, ...]  # signed size of open (resting) orders, per instrument id; 0.0 where the
+    # venue's order API cannot list them
+    #: our open orders at the venue by instrument id (the venue's order ids, sorted); None where the venue's order
+    #: API cannot list them (Binance futures' WebSocket API)
+    open_orders: tuple[tuple[int, ...], ...] | None = None
+
+    @property
+    def position(self) -> float:
+        """The first instrument's position (BTC in a default session)."""
+        return self.positions[0]
+
+    @property
+    def resting(self) -> float:
+        """The first instrument's resting size."""
+        return self.resting_by[0]
 
 
 @runtime_checkable
 class Reconciles(Protocol):
     """A live transport that can read the account's state at start-up (``venue_state``, blocking, bounded by
-    ``timeout_s``; raises naming what failed). The engine trades only from that state."""
+    ``timeout_s``; raises naming what failed), for every instrument it trades. The engine trades only from that
+    state."""
 
     def venue_state(self, timeout_s: float) -> VenueState: ...
 

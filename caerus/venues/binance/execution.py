@@ -17,10 +17,18 @@ settle an order whose reply has not come, deliver the fills of a resting order, 
 ``query_status(order_id)`` asks ``order.status`` by the client order id every order carries (``caerus-<id>``);
 the answer has the order's shape and is read by the same parser, delivered with ``by_query`` set. -2013 "Order
 does not exist" means the venue never took the order: a rejection with nothing filled.
+
+Many instruments: each order carries its instrument id (ORDER.symbol); its symbol and filters come from the
+session's instrument list (caerus.instruments, ``instruments.json``): the price is rounded to the tick, the
+quantity down to the lot step, and an order below the minimum quantity or notional is refused before it is signed
+(``below_minimum``), as is one whose id is not in the list (``unknown_instrument``); both SEND_FAILED.
+``venue_state`` reads every listed symbol's position in one ``v2/account.position`` query.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import itertools
 import logging
 import math
@@ -39,6 +47,7 @@ from caerus.execution.transports.base import (
     O_PX,
     O_QTY,
     O_SIDE,
+    O_SYMBOL,
     O_TIF,
     ParsedReply,
     ReplyCallback,
@@ -57,6 +66,7 @@ from caerus.execution.transports.live import (
     check_network_binding,
     resolve_url,
 )
+from caerus.instruments import BTC, InstrumentSet
 from caerus.venues.binance import ORDER_URLS, data
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
@@ -154,6 +164,13 @@ def parse_order_update(event: Any) -> tuple[str, ParsedReply, bool] | None:
 def parse_position(msg: Any, symbol: str) -> float:
     """The signed ``positionAmt`` of ``symbol`` in a ``v2/account.position`` answer (0.0 when the venue lists no
     position for it); LiveTransportError naming the venue's error or what was unreadable."""
+    return parse_positions(msg, (symbol,))[0]
+
+
+def parse_positions(msg: Any, symbols: tuple[str, ...]) -> tuple[float, ...]:
+    """The signed ``positionAmt`` of each of ``symbols`` in a ``v2/account.position`` answer (0.0 where the venue
+    lists none; other symbols are not ours to trade and are ignored); LiveTransportError naming the venue's error
+    or what was unreadable."""
     if not isinstance(msg, dict):
         raise LiveTransportError("binance: position query: unreadable answer")
     error = msg.get("error")
@@ -163,21 +180,46 @@ def parse_position(msg: Any, symbol: str) -> float:
     result = msg.get("result")
     if not isinstance(result, list):
         raise LiveTransportError("binance: position query: the answer has no position list")
-    total = 0.0
+    index: dict[Any, int] = {s: i for i, s in enumerate(symbols)}
+    totals = [0.0] * len(symbols)
     for p in result:
-        if isinstance(p, dict) and p.get("symbol") == symbol:
+        i = index.get(p.get("symbol")) if isinstance(p, dict) else None
+        if i is not None:
             value = p.get("positionAmt")
             try:
                 if isinstance(value, bool) or not isinstance(value, str | int | float):
                     raise TypeError
                 amt = float(value)  # signed: reply_number refuses negatives by design
             except (TypeError, ValueError):
-                raise LiveTransportError(f"binance: position query: unreadable positionAmt "
+                raise LiveTransportError(f"binance: position query: unreadable positionAmt of {symbols[i]} "
                                          f"{str(p.get('positionAmt'))[:40]!r}") from None
             if not math.isfinite(amt):
-                raise LiveTransportError("binance: position query: non-finite positionAmt")
-            total += amt  # one-way mode: one entry (BOTH); hedge mode: LONG and SHORT add up
-    return total
+                raise LiveTransportError(f"binance: position query: non-finite positionAmt of {symbols[i]}")
+            totals[i] += amt  # one-way mode: one entry (BOTH); hedge mode: LONG and SHORT add up
+    return tuple(totals)
+
+
+class _Rules:
+    """One instrument's order rules, precomputed (the per-order path does arithmetic and formatting only)."""
+
+    __slots__ = ("lot", "min_notional", "min_qty", "name", "pfmt", "qfmt", "symbol", "tick")
+
+    def __init__(self, name: str, symbol: str, tick: float, lot: float, min_qty: float, min_notional: float,
+                 price_decimals: int, qty_decimals: int) -> None:
+        self.name, self.symbol = name, symbol
+        self.tick, self.lot, self.min_qty, self.min_notional = tick, lot, min_qty, min_notional
+        self.pfmt = f"{{:.{price_decimals}f}}"
+        self.qfmt = f"{{:.{qty_decimals}f}}"
+
+    def price(self, px: float) -> str:
+        return self.pfmt.format(round(px / self.tick) * self.tick)  # the nearest tick
+
+    def quantity(self, qty: float) -> float:
+        return math.floor(qty / self.lot + 1e-9) * self.lot  # down to the lot step: never more than risk passed
+
+
+#: order ids remembered with their instrument, for status queries of orders whose reply never came
+_SYMBOLS_KEPT = 65_536
 
 
 def _host_of(url: str) -> str:
@@ -194,6 +236,7 @@ class BinanceTransport(LiveTransportBase):
     def __init__(self, *, network: str | None, credentials: BinanceCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
                  symbol: str = "BTCUSDT", price_decimals: int = 1, qty_decimals: int = 3,
+                 instruments: InstrumentSet | None = None,
                  recv_window_ms: int = 5000, confirm_mainnet: str | os.PathLike[str] | None = None,
                  user_stream: bool = True, user_stream_url: str | None = None,
                  allow_custom_mainnet_url: bool = False) -> None:
@@ -212,9 +255,17 @@ class BinanceTransport(LiveTransportBase):
                                allow_custom_mainnet_url, "user_stream_url")
         self._api_key = credentials.api_key.reveal()
         self._signer = credentials.signer()
-        self._symbol = symbol
-        self._pfmt = f"{{:.{price_decimals}f}}"
-        self._qfmt = f"{{:.{qty_decimals}f}}"
+        if instruments is None:  # one instrument described by ``symbol`` and its decimals; the venue judges the
+            # minimums (the single-symbol fleet's behaviour)
+            instruments = InstrumentSet([dataclasses.replace(
+                BTC, binance_symbol=symbol, tick_size=10.0 ** -price_decimals, lot_size=10.0 ** -qty_decimals,
+                min_qty=0.0, min_notional=0.0)])
+        self.instruments = instruments
+        self._rules = tuple(_Rules(i.name, i.binance_symbol, i.tick_size, i.lot_size, i.min_qty, i.min_notional,
+                                   i.price_decimals, i.qty_decimals) for i in instruments)
+        self._n = len(instruments)
+        self._symbols = tuple(i.binance_symbol for i in instruments)
+        self._order_syms: collections.OrderedDict[int, int] = collections.OrderedDict()  # order id -> instrument
         self._recv_window = recv_window_ms
         self.clock_offset_ms = 0  # venue clock minus ours, measured at start (WS-API ``time``)
         self._sink = ReplySink(on_reply)
@@ -243,7 +294,7 @@ class BinanceTransport(LiveTransportBase):
                                         "stream_events": 0, "stream_resolved": 0, "stream_confirmed": 0,
                                         "stream_mismatch": 0, "stream_unmatched": 0, "stream_unparsed": 0,
                                         "listen_key_pings": 0, "listen_key_renewals": 0,
-                                        "listen_key_expired": 0}
+                                        "listen_key_expired": 0, "unknown_instrument": 0, "below_minimum": 0}
 
     # --- engine side -----------------------------------------------------------------------------------
     def start(self) -> None:
@@ -331,17 +382,34 @@ class BinanceTransport(LiveTransportBase):
                         "the clock (chrony)", best[1])
         return best[1]
 
-    def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
-        """The signed ``order.place`` request for ``order`` (also used by the benchmark)."""
+    def _check(self, order: tuple) -> _Rules | None:
+        """The order's instrument rules, or None (counted) when it cannot be sent: an instrument id outside the
+        session's list, or a quantity (down to the lot) or notional below the symbol's minimum."""
+        sym = order[O_SYMBOL]
+        if not 0 <= sym < self._n:
+            self.reply_counts["unknown_instrument"] += 1
+            return None
+        rules = self._rules[sym]
+        qty = rules.quantity(order[O_QTY])
+        if qty <= 0.0 or qty < rules.min_qty - 1e-12 or qty * order[O_PX] < rules.min_notional:
+            self.reply_counts["below_minimum"] += 1
+            return None
+        return rules
+
+    def build_request(self, order: tuple, req_id: int, now_ms: int, rules: _Rules | None = None) -> dict[str, Any]:
+        """The signed ``order.place`` request for ``order`` (also used by the benchmark); ``rules``: its
+        instrument's (default: looked up by its id, IndexError outside the list)."""
+        if rules is None:
+            rules = self._rules[order[O_SYMBOL]]
         params: dict[str, Any] = {
             "apiKey": self._api_key,
             "newClientOrderId": f"caerus-{order[O_ORDER_ID]}",
             "newOrderRespType": "RESULT",  # IOC answers carry the final status and fills
-            "price": self._pfmt.format(order[O_PX]),
-            "quantity": self._qfmt.format(order[O_QTY]),
+            "price": rules.price(order[O_PX]),
+            "quantity": rules.qfmt.format(rules.quantity(order[O_QTY])),
             "recvWindow": self._recv_window,
             "side": "BUY" if order[O_SIDE] > 0 else "SELL",
-            "symbol": self._symbol,
+            "symbol": rules.symbol,
             "timeInForce": _TIF.get(order[O_TIF], "IOC"),
             "timestamp": now_ms + self.clock_offset_ms,
             "type": "LIMIT",
@@ -350,10 +418,18 @@ class BinanceTransport(LiveTransportBase):
         return {"id": req_id, "method": "order.place", "params": params}
 
     def send_msg(self, order: tuple) -> SendResult:
+        rules = self._check(order)
+        if rules is None:  # refused before anything is signed
+            self.send_failed += 1
+            return SendResult(_SENT_FAILED, t_sent=time.time_ns())
         req_id = next(self._ids)
-        frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000))
+        frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000, rules))
         self._pending[req_id] = order[O_ORDER_ID]
-        self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC)
+        syms = self._order_syms
+        syms[order[O_ORDER_ID]] = order[O_SYMBOL]
+        if len(syms) > _SYMBOLS_KEPT:
+            syms.popitem(last=False)
+        self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC, rules.name)
         if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
@@ -365,14 +441,18 @@ class BinanceTransport(LiveTransportBase):
     def rehearse(self, order: tuple) -> None:
         """A shadow order: the signed ``order.place`` frame built and encoded exactly as ``send_msg`` builds it,
         then dropped (no request id taken, nothing pending, nothing sent)."""
-        _encode(self.build_request(order, 0, time.time_ns() // 1_000_000))
+        sym = order[O_SYMBOL]
+        if not 0 <= sym < self._n:
+            return  # a real order would be refused the same way (counted there)
+        _encode(self.build_request(order, 0, time.time_ns() // 1_000_000, self._rules[sym]))
         self.rehearsed += 1
 
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` (engine thread). Never resends the order."""
         req_id = next(self._ids)
+        symbol = self._symbols[self._order_syms.get(order_id, 0)]
         params: dict[str, Any] = {"apiKey": self._api_key, "origClientOrderId": f"caerus-{order_id}",
-                                  "recvWindow": self._recv_window, "symbol": self._symbol,
+                                  "recvWindow": self._recv_window, "symbol": symbol,
                                   "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
         params["signature"] = self._signer.sign(query_string(params))
         self._queries[req_id] = order_id
@@ -384,16 +464,19 @@ class BinanceTransport(LiveTransportBase):
         return False
 
     def venue_state(self, timeout_s: float) -> VenueState:
-        """The account's position on the symbol (``v2/account.position``), read before the first order. The
-        futures WebSocket API lists no open orders: ``resting`` is 0 (an open GTC from before a restart is
-        found by its status query when its order id comes up)."""
+        """The account's position on every listed symbol (``v2/account.position``: for one symbol, asked by name;
+        for many, every position of the account in one answer), read before the first order and by the position
+        watch. The futures WebSocket API lists no open orders: ``resting`` is 0 and ``open_orders`` None (an open
+        GTC from before a restart is found by its status query when its order id comes up)."""
         req_id = next(self._ids)
-        params: dict[str, Any] = {"apiKey": self._api_key, "recvWindow": self._recv_window, "symbol": self._symbol,
+        params: dict[str, Any] = {"apiKey": self._api_key, "recvWindow": self._recv_window,
                                   "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
+        if self._n == 1:
+            params["symbol"] = self._symbols[0]
         params["signature"] = self._signer.sign(query_string(params))
         msg = self._request(req_id, _encode({"id": req_id, "method": "v2/account.position", "params": params}),
                             timeout_s, "position query")
-        return VenueState(parse_position(msg, self._symbol), 0.0)
+        return VenueState(parse_positions(msg, self._symbols), (0.0,) * self._n)
 
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""

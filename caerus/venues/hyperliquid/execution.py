@@ -13,15 +13,25 @@ Every order carries a client order id (``cloid``, 0x + the order id as 32 hex di
 can ask ``orderStatus`` over the same connection (an ``info`` post) for an order whose reply never came; the
 answer is read by :func:`parse_order_status` and delivered with ``by_query`` set. Never a resend.
 
-Venue truth: the same connection subscribes to the account's ``orderUpdates`` (again after every reconnect). An
-update for an order whose reply has not come settles it at once (``stream_resolved``: a lost reply no longer waits
-for the deadline); an update for an order a reply already settled is compared with that reply
+Venue truth: the same connection subscribes to the account's ``orderUpdates`` and ``userFills`` (again after every
+reconnect). An update for an order whose reply has not come settles it at once (``stream_resolved``: a lost reply
+no longer waits for the deadline); an update for an order a reply already settled is compared with that reply
 (``stream_confirmed``, or ``stream_mismatch`` logged with both sides); an update that fills or ends an order
-resting on the book is delivered as its reply (caerus.execution.transports.account_stream).
+resting on the book is delivered as its reply (caerus.execution.transports.account_stream). The fills settle too:
+fills that complete an order awaiting its reply settle it (``fills_resolved``), and the fills of every order are
+checked against what its reply said (``fills_confirmed``; more, or less after a grace period, is a mismatch naming
+the instrument and both sides, and the position watch halts trading on it). ``userFills``' first message after a
+subscription is the account's history (``isSnapshot``): skipped, its fills were counted when they happened.
+
+Many instruments: each order carries its instrument id (ORDER.symbol); the asset index, ``szDecimals`` and coin
+come from the session's instrument list (caerus.instruments, ``instruments.json``). An order whose id is not in
+the list is refused before it is signed (``unknown_instrument``, SEND_FAILED). ``venue_state`` reads every listed
+coin's position and open orders in one pair of queries.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
@@ -40,6 +50,7 @@ from caerus.execution.transports.base import (
     O_PX,
     O_QTY,
     O_SIDE,
+    O_SYMBOL,
     O_TIF,
     ParsedReply,
     ReplyCallback,
@@ -57,6 +68,7 @@ from caerus.execution.transports.live import (
     check_network_binding,
     resolve_url,
 )
+from caerus.instruments import BTC, InstrumentSet
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.nonces import NonceReservation
 from caerus.venues.hyperliquid.signing import order_action, order_wire
@@ -199,28 +211,60 @@ def _signed(value: Any, what: str) -> float:
     return x
 
 
-def parse_position(state: Any, coin: str) -> float:
-    """The signed ``szi`` of ``coin`` in a ``clearinghouseState`` answer (0.0 when there is no position)."""
+def parse_positions(state: Any, coins: tuple[str, ...]) -> tuple[float, ...]:
+    """The signed ``szi`` of each of ``coins`` in a ``clearinghouseState`` answer (0.0 where there is no
+    position); other coins are not ours to trade and are ignored."""
     if not isinstance(state, dict) or not isinstance(state.get("assetPositions"), list):
         raise LiveTransportError("hyperliquid: position query: the answer has no assetPositions")
-    total = 0.0
+    index: dict[Any, int] = {c: i for i, c in enumerate(coins)}
+    totals = [0.0] * len(coins)
     for entry in state["assetPositions"]:
         pos = entry.get("position") if isinstance(entry, dict) else None
-        if isinstance(pos, dict) and pos.get("coin") == coin:
-            total += _signed(pos.get("szi"), "position query")
-    return total
+        i = index.get(pos.get("coin")) if isinstance(pos, dict) else None
+        if i is not None and isinstance(pos, dict):
+            totals[i] += _signed(pos.get("szi"), f"position query ({coins[i]})")
+    return tuple(totals)
+
+
+def parse_position(state: Any, coin: str) -> float:
+    """The signed ``szi`` of ``coin`` in a ``clearinghouseState`` answer (0.0 when there is no position)."""
+    return parse_positions(state, (coin,))[0]
+
+
+def parse_open_orders(orders: Any, coins: tuple[str, ...]) -> tuple[tuple[float, ...], tuple[tuple[int, ...], ...]]:
+    """Per coin of ``coins``: the signed size of its open orders in an ``openOrders`` answer (buys +, sells -) and
+    their venue order ids (sorted)."""
+    if not isinstance(orders, list):
+        raise LiveTransportError("hyperliquid: open-orders query: the answer is not a list")
+    index: dict[Any, int] = {c: i for i, c in enumerate(coins)}
+    totals = [0.0] * len(coins)
+    oids: list[list[int]] = [[] for _ in coins]
+    for o in orders:
+        i = index.get(o.get("coin")) if isinstance(o, dict) else None
+        if i is None:
+            continue
+        sz = abs(_signed(o.get("sz"), f"open-orders query ({coins[i]})"))
+        totals[i] += sz if o.get("side") == "B" else -sz
+        oid = o.get("oid")
+        if isinstance(oid, int) and not isinstance(oid, bool):
+            oids[i].append(oid)
+    return tuple(totals), tuple(tuple(sorted(x)) for x in oids)
 
 
 def parse_resting(orders: Any, coin: str) -> float:
     """Signed size of the open orders on ``coin`` in an ``openOrders`` answer (buys +, sells -)."""
-    if not isinstance(orders, list):
-        raise LiveTransportError("hyperliquid: open-orders query: the answer is not a list")
-    total = 0.0
-    for o in orders:
-        if isinstance(o, dict) and o.get("coin") == coin:
-            sz = abs(_signed(o.get("sz"), "open-orders query"))
-            total += sz if o.get("side") == "B" else -sz
-    return total
+    return parse_open_orders(orders, (coin,))[0][0]
+
+
+def parse_fill(fill: Any) -> tuple[str, float, float] | None:
+    """(cloid, size, price) of one ``userFills`` fill, or None when it carries no cloid (not ours) or cannot be
+    read."""
+    if not isinstance(fill, dict) or not isinstance(fill.get("cloid"), str):
+        return None
+    sz, px = reply_number(fill.get("sz")), reply_number(fill.get("px"))
+    if sz is None or px is None or sz <= 0.0 or px <= 0.0:
+        return None
+    return fill["cloid"], sz, px
 
 
 def round_price(px: float, sz_decimals: int) -> float:
@@ -235,7 +279,8 @@ class HyperliquidTransport(LiveTransportBase):
 
     def __init__(self, *, network: str | None, credentials: HyperliquidCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
-                 asset: int = 0, sz_decimals: int = 5, coin: str = "BTC",
+                 asset: int = 0, sz_decimals: int = 5, coin: str = "BTC", instruments: InstrumentSet | None = None,
+                 fills_grace_s: float = 5.0,
                  confirm_mainnet: str | os.PathLike[str] | None = None,
                  state_dir: str | os.PathLike[str] | None = None, allow_custom_mainnet_url: bool = False) -> None:
         check_live_guard("hyperliquid", enable_live=enable_live, network=network)
@@ -248,18 +293,25 @@ class HyperliquidTransport(LiveTransportBase):
         self.url = resolve_url("hyperliquid", network, url, allow_custom_mainnet_url=allow_custom_mainnet_url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address
-        self._asset = asset
-        self._sz_decimals = sz_decimals
+        # per instrument id: (asset index, szDecimals); ``asset``/``sz_decimals``/``coin`` describe a single
+        # instrument when no list is given (the single-symbol fleet's BTC)
+        if instruments is None:
+            instruments = InstrumentSet([dataclasses.replace(BTC, hl_coin=coin, hl_asset=asset,
+                                                             sz_decimals=sz_decimals)])
+        self.instruments = instruments
+        self._rules = tuple((i.hl_asset, i.sz_decimals) for i in instruments)
+        self._coins = tuple(i.hl_coin for i in instruments)
+        self._n = len(instruments)
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
         self._waiters = {}  # request id -> waiter (start-up reconciliation)
-        self._coin = coin
         # Nonces strictly increasing across restarts (caerus.venues.hyperliquid.nonces), one file per network and
         # account under ``state_dir``; without one, within this process only (benchmarks, tests).
         self._nonces = None if state_dir is None else NonceReservation(
             Path(state_dir) / f"hyperliquid-{network}-{credentials.account_id}.nonce")
-        self.ledger = AccountStreamLedger("hyperliquid")  # orders by cloid, checked against ``orderUpdates``
+        # orders by cloid, checked against ``orderUpdates`` and ``userFills``
+        self.ledger = AccountStreamLedger("hyperliquid", fills=True, fills_grace_s=fills_grace_s)
         # Request ids: next() on a count is atomic under the GIL, so the position watch's helper thread can
         # ask the venue while the engine thread sends orders.
         self._ids = itertools.count(1)
@@ -273,7 +325,9 @@ class HyperliquidTransport(LiveTransportBase):
                                         "unmatched": 0, "unparsed": 0, "lost_in_flight": 0, "venue_errors": 0,
                                         "queries": 0, "query_answers": 0, "query_unparsed": 0,
                                         "query_send_failed": 0, "stream_resolved": 0, "stream_confirmed": 0,
-                                        "stream_mismatch": 0, "stream_unmatched": 0, "nonce_exhausted": 0}
+                                        "stream_mismatch": 0, "stream_unmatched": 0, "nonce_exhausted": 0,
+                                        "fills": 0, "fills_resolved": 0, "fills_confirmed": 0, "fills_mismatch": 0,
+                                        "fills_unmatched": 0, "fills_snapshot": 0, "unknown_instrument": 0}
 
     @property
     def address(self) -> str:
@@ -289,6 +343,10 @@ class HyperliquidTransport(LiveTransportBase):
         """Engine idle work: keep the nonce reservation ahead (a file write every few minutes, never per order)."""
         if self._nonces is not None:  # ahead of the last nonce and of the clock (orders use either)
             self._nonces.extend_if_due(max(self._signer.last_nonce, now // 1_000_000))
+        late = self.ledger.overdue()  # fills still short of what a reply said, past the grace period
+        if late:
+            self.reply_counts["fills_mismatch"] += late
+            log.warning("%s", self.ledger.last_mismatch)
 
     def close(self) -> None:
         super().close()
@@ -296,17 +354,27 @@ class HyperliquidTransport(LiveTransportBase):
             self._nonces.close(self._signer.last_nonce)
 
     def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
-        """The signed post request for ``order`` (also used by the benchmark)."""
-        sz = round(order[O_QTY], self._sz_decimals)
-        action = order_action([order_wire(self._asset, order[O_SIDE] > 0,
-                                          round_price(order[O_PX], self._sz_decimals), sz,
+        """The signed post request for ``order`` (also used by the benchmark); IndexError for an instrument id
+        outside the session's list (nothing signed)."""
+        asset, szd = self._rules[order[O_SYMBOL]] if 0 <= order[O_SYMBOL] < self._n else self._unknown(order)
+        sz = round(order[O_QTY], szd)
+        action = order_action([order_wire(asset, order[O_SIDE] > 0, round_price(order[O_PX], szd), sz,
                                           tif=_TIF.get(order[O_TIF], "Ioc"), cloid=cloid(order[O_ORDER_ID]))])
         nonce = self._signer.next_nonce(now_ms)
         payload = {"action": action, "nonce": nonce, "signature": self._signer.sign_action(action, nonce),
                    "vaultAddress": self._vault}
         return {"method": "post", "id": req_id, "request": {"type": "action", "payload": payload}}
 
+    def _unknown(self, order: tuple) -> tuple[int, int]:
+        raise IndexError(f"hyperliquid: order {order[O_ORDER_ID]}: instrument id {order[O_SYMBOL]} is not in the "
+                         f"session's list of {self._n}")
+
     def send_msg(self, order: tuple) -> SendResult:
+        sym = order[O_SYMBOL]
+        if not 0 <= sym < self._n:  # refused before anything is signed or a nonce taken
+            self.reply_counts["unknown_instrument"] += 1
+            self.send_failed += 1
+            return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
         req_id = next(self._ids)
         now_ms = time.time_ns() // 1_000_000
         if self._nonces is not None and max(now_ms, self._signer.last_nonce + 1) > self._nonces.reserved:
@@ -318,9 +386,10 @@ class HyperliquidTransport(LiveTransportBase):
         except ValueError:  # price/size not representable on the wire: refuse, counted
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
-        self._pending[req_id] = (order[O_ORDER_ID], round(order[O_QTY], self._sz_decimals))
+        size = round(order[O_QTY], self._rules[sym][1])
+        self._pending[req_id] = (order[O_ORDER_ID], size)
         c = cloid(order[O_ORDER_ID])
-        self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC)
+        self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC, self.instruments[sym].name, size)
         if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
@@ -338,7 +407,7 @@ class HyperliquidTransport(LiveTransportBase):
             return
         try:
             _encode(self.build_request(order, 0, now_ms))
-        except ValueError:
+        except (ValueError, IndexError):
             return  # not representable: a real order would be refused the same way (counted there)
         self.rehearsed += 1
 
@@ -346,6 +415,7 @@ class HyperliquidTransport(LiveTransportBase):
         """(Re)subscribe to the account's order updates on the order connection (called after each connect)."""
         user = self._vault or self.address
         self._session.send(_encode({"method": "subscribe", "subscription": {"type": "orderUpdates", "user": user}}))
+        self._session.send(_encode({"method": "subscribe", "subscription": {"type": "userFills", "user": user}}))
 
     def query_status(self, order_id: int) -> bool:
         """Ask the venue what became of ``order_id`` by its cloid (engine thread). Never resends the order."""
@@ -371,12 +441,13 @@ class HyperliquidTransport(LiveTransportBase):
         return response["payload"].get("data")
 
     def venue_state(self, timeout_s: float) -> VenueState:
-        """The account's position (``clearinghouseState``) and open orders (``openOrders``) on the coin, read
-        before the first order."""
+        """The account's position (``clearinghouseState``) and open orders (``openOrders``) on every listed coin,
+        read before the first order and by the position watch."""
         user = self._vault or self.address
         state = self._info({"type": "clearinghouseState", "user": user}, timeout_s, "position query")
         open_orders = self._info({"type": "openOrders", "user": user}, timeout_s, "open-orders query")
-        return VenueState(parse_position(state, self._coin), parse_resting(open_orders, self._coin))
+        resting, oids = parse_open_orders(open_orders, self._coins)
+        return VenueState(parse_positions(state, self._coins), resting, oids)
 
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
@@ -392,6 +463,8 @@ class HyperliquidTransport(LiveTransportBase):
         if channel != "post":
             if channel == "orderUpdates":
                 self._on_order_updates(msg.get("data"), t_recv)
+            elif channel == "userFills":
+                self._on_user_fills(msg.get("data"), t_recv)
             elif channel == "error":
                 self.reply_counts["venue_errors"] += 1
             return  # pong, greetings, subscription acks
@@ -443,6 +516,34 @@ class HyperliquidTransport(LiveTransportBase):
                 self.reply_counts[f"stream_{verdict.value}"] += 1
                 if verdict is Verdict.MISMATCH:
                     log.warning("%s", self.ledger.last_mismatch)
+
+    def _on_user_fills(self, data: Any, t_recv: int) -> None:
+        """Reader thread: the account's fills, summed per cloid and checked against (or settling) our orders."""
+        fills = data.get("fills") if isinstance(data, dict) else None
+        if not isinstance(fills, list):
+            self.reply_counts["unparsed"] += 1
+            return
+        if data.get("isSnapshot") is True:  # the history sent on subscribing: counted when it happened
+            self.reply_counts["fills_snapshot"] += 1
+            return
+        for fill in fills:
+            parsed = parse_fill(fill)
+            if parsed is None:
+                self.reply_counts["fills_unmatched"] += 1  # not ours (no cloid) or unreadable
+                continue
+            c, sz, px = parsed
+            self.reply_counts["fills"] += 1
+            verdict, order_id, outcome, total, avg = self.ledger.on_fill(c, sz, px, self._take_pending)
+            if verdict is Verdict.SETTLE:
+                self.reply_counts["fills_resolved"] += 1
+                self._sink.deliver(VenueReply(order_id, outcome, avg, total, 0, t_recv, "userFills"))
+            elif verdict is Verdict.CONFIRMED:
+                self.reply_counts["fills_confirmed"] += 1
+            elif verdict is Verdict.MISMATCH:
+                self.reply_counts["fills_mismatch"] += 1
+                log.warning("%s", self.ledger.last_mismatch)
+            elif verdict is Verdict.UNMATCHED:
+                self.reply_counts["fills_unmatched"] += 1
 
     def _on_query_answer(self, req_id: int, response: Any, t_recv: int) -> None:
         order_id = self._queries.pop(req_id)
