@@ -56,7 +56,7 @@ def picows_round(url: str, ca_file: Path, n: int, policy: str = POLICY) -> np.nd
                     return
                 i = count[0] - warm
                 count[0] += 1
-                if i >= 0:
+                if 0 <= i < n:  # frames still arriving while it disconnects are not measured
                     lat[i] = t_recv - int(frame.get_payload_as_bytes()[5:-1])
                     if i + 1 == n and not done.done():
                         done.set_result(None)
