@@ -377,7 +377,7 @@ class FeatureState:
         if now >= self._dh:
             ts = self._hl_t
             last = self._hl_n - 1
-            p = self._ph + 1
+            p = self._ph
             limit = now - _H1000
             while p < last and ts[(p + 1) & _MASK] <= limit:
                 p += 1

@@ -8,7 +8,7 @@ weights and intercept, or gradient-boosted trees as node arrays. Nothing here im
 
 Evaluation forms (:func:`scorer`), measured by benchmarks/decision_cost.py:
 
-* ``linear``: the dot product generated as one Python expression over ``x[0] .. x[n-1]`` (no loop);
+* ``linear``: the dot product generated as one Python expression over the features unpacked to locals (no loop);
 * ``trees_code``: every tree compiled to nested if/else in one generated function;
 * ``trees_arrays``: the trees walked over flat per-tree lists (feature, threshold, left, right, leaf values).
 
@@ -185,22 +185,27 @@ def strategy_model(config_path: str | Path | None) -> dict[str, object] | None:
     return ident
 
 
+# Generated code reads the features as locals, unpacked from the list in one operation: a subscript per use costs
+# two more operations each (benchmarks/decision_cost.py); the arithmetic is the same expression either way.
+_UNPACK = "    " + ", ".join(f"x{i}" for i in range(N_FEATURES)) + " = x"
+
+
 def _linear_code(m: Model) -> str:
-    terms = " + ".join(f"{w!r} * x[{i}]" for i, w in enumerate(m.weights) if w != 0.0)
-    return f"def score(x):\n    return {m.intercept!r}{' + ' + terms if terms else ''}\n"
+    terms = " + ".join(f"{w!r} * x{i}" for i, w in enumerate(m.weights) if w != 0.0)
+    return f"def score(x):\n{_UNPACK}\n    return {m.intercept!r}{' + ' + terms if terms else ''}\n"
 
 
 def _tree_code(tree: dict, node: int, depth: int) -> list[str]:
     pad = "    " * depth
     if node < 0:
         return [f"{pad}s += {tree['leaf'][~node]!r}"]
-    return ([f"{pad}if x[{tree['feature'][node]}] <= {tree['threshold'][node]!r}:"]
+    return ([f"{pad}if x{tree['feature'][node]} <= {tree['threshold'][node]!r}:"]
             + _tree_code(tree, tree["left"][node], depth + 1) + [f"{pad}else:"]
             + _tree_code(tree, tree["right"][node], depth + 1))
 
 
 def _trees_code(m: Model) -> str:
-    lines = ["def score(x):", f"    s = {m.intercept!r}"]
+    lines = ["def score(x):", _UNPACK, f"    s = {m.intercept!r}"]
     for tree in m.trees:
         if not tree["feature"]:
             lines.append(f"    s += {tree['leaf'][0]!r}")
