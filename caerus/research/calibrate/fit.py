@@ -34,6 +34,8 @@ MS = 1_000_000
 LEADER, FOLLOWER = "binance", "hyperliquid"
 REQUIRED_COLUMNS = ("venue", "symbol", "t_exchange", "t_recv", "bid_px", "ask_px")
 CLOCKS = ("t_exchange", "t_recv")
+#: above this fade (two SE clear), the mid's lead-lag curves measure the fade, not the lag
+FADE_HY_MAX = 0.05
 
 
 class CalibrationError(ValueError):
@@ -198,11 +200,6 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     jumps = classes.jumps
     n_flick = int(classes.flicker_t.size)
     out["flicker_share"] = mv.share(n_flick, n_flick + classes.raw_jumps)
-    if classes.lifetimes.size >= 2:
-        out["flicker_ms"] = _scaled(mv.exponential_mean(classes.lifetimes, classes.censored,
-                                                        cfg.flicker_window_ms * MS), 1 / MS)
-    else:
-        notes.append(f"{classes.lifetimes.size} flicker(s) seen: flicker_ms not estimated")
 
     # regimes: windows split by realised variance (large moves left out)
     stats = rg.window_stats(lead.t, lead.x, int(cfg.regime_step_ms * MS), int(cfg.regime_window_s * 1e9),
@@ -217,6 +214,16 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
         notes.append("one volatility regime (two do not describe the windows better): multipliers 1, spell "
                      "lengths not estimated")
     calm = ~regimes.volatile
+
+    # flicker lifetime: direct pairs, false pairs (near-miss placebo) and replacement (the flicker arrival rate in
+    # each pair's regime) taken out
+    hazard = _replace_hazard(classes, stats, regimes.volatile, int(cfg.regime_window_s * 1e9))
+    checks["flicker_replace_per_s"] = hazard * 1e9
+    try:
+        out["flicker_ms"] = _scaled(mv.flicker_lifetime(classes.direct, classes.near_miss, classes.near_miss_scale,
+                                                        cfg.flicker_window_ms * MS, hazard), 1 / MS)
+    except ValueError as exc:
+        notes.append(f"flicker_ms not estimated: {exc}")
     calm_min = float(calm.sum()) * stats.seconds / 60.0
     jump_w = np.clip((jumps.t - stats.start[0]) // int(cfg.regime_window_s * 1e9), 0, calm.size - 1)
     n_calm_jumps = int(calm[jump_w].sum())
@@ -305,6 +312,13 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
         f = ff.fade(jumps, matched_all, touch, pending)
         if np.isfinite(f.value):
             out["fade"] = est.Estimate(min(max(f.value, 0.0), 1.0), f.se, f.n)
+        if np.isfinite(f.value) and f.value - 2.0 * f.se > FADE_HY_MAX:
+            # Fading moves Hyperliquid's mid at once by half the faded share of every pending move, so the mid's
+            # lead-lag curves peak at 0 (5/0/0 ms on the default market for a 650 ms lag): not a lag, left out
+            for k in ("hy_peak_ms", "hy_peak_corr", "cc_peak_ms"):
+                checks.pop(k, None)
+            notes.append(f"hl_fade {f.value:.2f}: Hyperliquid's mid moves at once with fading quotes, so the "
+                         "Hayashi-Yoshida and cross-correlation peaks are not a lag and are not reported")
 
     # Hyperliquid's own moves: in time clear of every Binance jump's lag and late part
     clean_after = int(min(max(q99 + 2.0 * late_ms * MS, 2e9), 8e9))
@@ -323,6 +337,20 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
 
 def _scaled(e: est.Estimate, k: float) -> est.Estimate:
     return est.Estimate(e.value * k, e.se * k, e.n)
+
+
+def _replace_hazard(classes: mv.MoveClasses, stats: rg.WindowStats, volatile: np.ndarray, window_ns: int) -> float:
+    """The flicker arrival rate (per ns) in each direct pair's regime, averaged over the pairs: the hazard of a
+    flicker being replaced by the next one (the model keeps one at a time)."""
+    if classes.direct_t.size == 0:
+        return 0.0
+    w_of = np.clip((classes.flicker_t - stats.start[0]) // window_ns, 0, volatile.size - 1)
+    rate = []
+    for label in (False, True):
+        span = float((volatile == label).sum()) * window_ns
+        rate.append(float((volatile[w_of] == label).sum()) / span if span > 0 else 0.0)
+    w_d = np.clip((classes.direct_t - stats.start[0]) // window_ns, 0, volatile.size - 1)
+    return float(np.mean(np.where(volatile[w_d], rate[1], rate[0])))
 
 
 def _jump_threshold(lead: Series, cfg: FitSettings) -> float:

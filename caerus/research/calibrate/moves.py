@@ -27,6 +27,9 @@ import numpy.typing as npt
 
 from caerus.research.calibrate.estimators import Estimate, FloatArray, IntArray, Jumps, _series
 
+#: the near-miss band of the false-pair placebo, in tolerances: sums between these are coincidences
+NEAR_LO, NEAR_HI = 3.0, 9.0
+
 
 @dataclass(frozen=True)
 class MoveClasses:
@@ -38,6 +41,10 @@ class MoveClasses:
     lifetimes: FloatArray  # observed lifetimes, ns
     censored: FloatArray  # lower bounds of replaced flickers' lifetimes, ns
     candidates_t: IntArray  # every large move's time (jumps, onsets and reversals): left out of variance sums
+    direct: FloatArray  # lifetimes of the flickers that reverted by one opposite move of the same size, ns
+    direct_t: IntArray  # their onset times
+    near_miss: FloatArray  # time to the first opposite move that *nearly* cancels (a coincidence by construction)
+    near_miss_scale: float  # expected false direct pairs per near miss (tolerance band / near-miss band)
 
 
 def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_ns: int,
@@ -58,6 +65,8 @@ def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_
     onsets: list[int] = []
     lives: list[float] = []
     censored: list[float] = []
+    direct: list[tuple[int, float]] = []  # (move, lifetime) of each direct pair
+    near: list[float] = []
     for a in range(n):  # large moves are few (tens a minute): a Python loop is cheap
         if used[a]:
             continue
@@ -65,10 +74,18 @@ def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_
         later = [b for b in range(a + 1, n) if ct[b] - ct[a] <= window_ns and not used[b]] if a + 1 < n else []
         later = later[:64]
         pair = next((b for b in later if abs(cs[a] + cs[b]) <= tol), None)
+        # the placebo: an opposite move that misses cancelling by NEAR_LO..NEAR_HI tolerances is a coincidence (a
+        # flicker reverts to its own size), so these times are the false pairs' timing, their count scaled by the
+        # bands' widths the false pairs' number
+        miss = next((b for b in later if NEAR_LO * tol < abs(cs[a] + cs[b]) <= NEAR_HI * tol
+                     and cs[a] * cs[b] < 0), None)
+        if miss is not None:
+            near.append(float(ct[miss] - ct[a]))
         if pair is not None:
             used[a] = used[pair] = True
             onsets.append(a)
             lives.append(float(ct[pair] - ct[a]))
+            direct.append((a, float(ct[pair] - ct[a])))
             continue
         total, chain = cs[a], [a]
         end = None
@@ -96,8 +113,12 @@ def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_
     ji = idx[np.asarray(kept, dtype=np.int64)] if kept else np.empty(0, dtype=np.int64)
     jumps = Jumps(ji, times[ji], values[ji] - values[ji - 1] if ji.size else np.empty(0))
     on = np.asarray(sorted(onsets), dtype=np.int64)
+    d_idx = np.asarray([k for k, _ in direct], dtype=np.int64)
+    d_t = times[idx[d_idx]] if d_idx.size else np.empty(0, dtype=np.int64)
+    d_life = np.asarray([life for _, life in direct], dtype=np.float64)
     return MoveClasses(jumps, len(jump_k), times[idx[on]] if on.size else np.empty(0, dtype=np.int64),
-                       np.asarray(lives, dtype=np.float64), np.asarray(censored, dtype=np.float64), times[idx])
+                       np.asarray(lives, dtype=np.float64), np.asarray(censored, dtype=np.float64), times[idx],
+                       d_life, d_t, np.asarray(near, dtype=np.float64), 2.0 / (2.0 * (NEAR_HI - NEAR_LO)))
 
 
 def exponential_mean(observed: npt.ArrayLike, censored: npt.ArrayLike = (), truncate: float = math.inf) -> Estimate:
@@ -150,3 +171,58 @@ def uniform_bounds_robust(samples: npt.ArrayLike, p: float = 0.1) -> tuple[Estim
     width = (q_hi - q_lo) / (1 - 2 * p)
     se = width * math.sqrt(p * (1 - p) / s.size) * (1 + p / (1 - 2 * p) * 2)
     return Estimate(q_lo - p * width, se, int(s.size)), Estimate(q_hi + p * width, se, int(s.size))
+
+
+def flicker_lifetime(direct: npt.ArrayLike, near_miss: npt.ArrayLike, near_miss_scale: float, window: float,
+                     replace_hazard: float = 0.0, bins: int = 12) -> Estimate:
+    """Mean flicker lifetime (the model's ``flicker_ms``, in the inputs' unit) from the direct pairs' lifetimes.
+
+    Two biases are taken out, each from the data:
+
+    * false pairs (an information jump and a later opposite jump of the same size): their number is the near
+      misses' count times ``near_miss_scale`` and their timing the near misses' histogram, a fixed component of
+      an EM mixture with an exponential truncated at ``window`` (a free uniform part, fitted before, took the
+      false pairs' long lifetimes as the exponential's tail and read 60-100 % high);
+    * replacement: a flicker replaced by the next one never reverts by a direct pair, so the direct pairs' lifetimes
+      are the first of two exponential clocks (end and replacement) and their rate is ``1/mean + replace_hazard``
+      (the flicker arrival rate per unit time, averaged over the pairs' onsets); the mean is
+      ``1 / (rate - replace_hazard)``.
+
+    SE from the direct pairs' effective count (mean / sqrt(n), through the hazard's shift). ValueError when fewer
+    than 2 direct pairs remain, or when the replacement hazard is at least the observed rate (no lifetime left)."""
+    d = np.asarray(direct, dtype=np.float64)
+    near = np.asarray(near_miss, dtype=np.float64)
+    if d.size < 2:
+        raise ValueError(f"flicker lifetime needs at least 2 direct pairs, got {d.size}")
+    if not (window > 0 and math.isfinite(window)):
+        raise ValueError(f"flicker window must be > 0 and finite, got {window!r}")
+    eps = min(near_miss_scale * near.size / d.size, 0.9)
+    edges = np.linspace(0.0, window, bins + 1)
+    counts = np.histogram(np.clip(near, 0.0, window), edges)[0].astype(np.float64) + 0.5  # 0.5: no empty bin
+    g_bins = counts / counts.sum() / (window / bins)  # the false pairs' density
+    g = g_bins[np.clip(np.searchsorted(edges, d, side="right") - 1, 0, bins - 1)]
+    mu = max(float(np.median(d)) / math.log(2.0), 1e-9 * window)
+    w = np.ones(d.size)
+    for _ in range(500):
+        q = math.exp(-window / mu)
+        f_exp = (1.0 - eps) * np.exp(-d / mu) / (mu * (1.0 - q))
+        w = f_exp / (f_exp + eps * g)
+        mean = float(w @ d) / float(w.sum())
+        if mean >= 0.5 * window:  # no truncated exponential has this mean: the pairs are mostly coincidences
+            raise ValueError(f"flicker lifetime: direct pairs' mean {mean:.4g} is half the window or more")
+        new = mu
+        for _ in range(200):  # the truncated exponential's mean equation, mu = mean + W q / (1 - q)
+            q = math.exp(-window / new)
+            new = mean + window * q / (1.0 - q)
+        if abs(new - mu) < 1e-9 * mu:
+            mu = new
+            break
+        mu = new
+    n = float(w.sum())
+    rate = 1.0 / mu - replace_hazard
+    if rate <= 0:
+        raise ValueError(f"flicker lifetime: replacement hazard {replace_hazard:.4g} is at least the observed end "
+                         f"rate {1.0 / mu:.4g}")
+    life = 1.0 / rate
+    se = (mu / math.sqrt(n)) * (life / mu) ** 2
+    return Estimate(life, se, round(n))
