@@ -24,6 +24,13 @@ How each peer is used (its own documented entry points; see `benchmarks/peers/*.
 - process hop: writer and reader in two pinned processes, one-way latency of an 8-byte stamp.
 - WebSocket receive: a TLS server in its own process stamps each message before its send; the time to the client's
   callback.
+- backtest throughput: `python -m benchmarks.backtest_speed --json F` (hftbacktest runs in the same `.venv-peers`),
+  listed with `--backtest-json F`.
+
+Every run first checks that each peer handed off exactly the books the frames carry (the same (bid, ask) as Caerus,
+in order) and stops otherwise; `.venv-peers/bin/python -m pytest tests/peers` checks it on a recorded fixture.
+A row marked **peer faster** is where Caerus loses; a spinning contender on this 2-vCPU machine is only as good as the
+core the other helpers' work leaves it (the load average is in the machine facts): compare runs, not single rows.
 """
 
 
