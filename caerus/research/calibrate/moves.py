@@ -12,8 +12,11 @@ order, each used once), within ``window_ns`` after it:
   lifetime is observed, the earlier ones are right-censored at the next onset;
 * else it is an information jump.
 
-The lifetime's mean is the maximum-likelihood estimate of an exponential law from the observed lifetimes
-(truncated at the window) and the censored ones; the share is flickers / (flickers + jumps), binomial SE.
+The share is flickers / (flickers + jumps), binomial SE. The lifetime comes from the direct pairs alone
+(:func:`flicker_lifetime`): chains and their censored spans include false chains (a run of unrelated moves that
+happens to sum to zero), and those read long. Each move also records its first *near miss* (an opposite move
+missing its size by ``NEAR_LO..NEAR_HI`` tolerances): a coincidence by construction, the placebo that gives the
+false pairs' number and timing.
 """
 
 from __future__ import annotations
@@ -119,37 +122,6 @@ def classify_moves(t: npt.ArrayLike, x: npt.ArrayLike, threshold: float, window_
     return MoveClasses(jumps, len(jump_k), times[idx[on]] if on.size else np.empty(0, dtype=np.int64),
                        np.asarray(lives, dtype=np.float64), np.asarray(censored, dtype=np.float64), times[idx],
                        d_life, d_t, np.asarray(near, dtype=np.float64), 2.0 / (2.0 * (NEAR_HI - NEAR_LO)))
-
-
-def exponential_mean(observed: npt.ArrayLike, censored: npt.ArrayLike = (), truncate: float = math.inf) -> Estimate:
-    """Maximum-likelihood mean of an exponential law from ``observed`` values (each seen only because it was below
-    ``truncate``) and right-censored lower bounds ``censored``; SE ``mean / sqrt(n observed)``.
-
-    With a finite ``truncate`` the observed values are a mixture of the law and a uniform part on [0, truncate]
-    (a jump and a later opposite jump of the same size taken for a flicker and its reversal), fitted by EM: the
-    false pairs would otherwise set the mean, the exponential's tail being thin."""
-    d = np.asarray(observed, dtype=np.float64)
-    c = np.asarray(censored, dtype=np.float64)
-    if d.size < 2:
-        raise ValueError(f"an exponential mean needs at least 2 observed values, got {d.size}")
-    mu = (float(d.sum()) + float(c.sum())) / d.size
-    if not math.isfinite(truncate):
-        return Estimate(mu, mu / math.sqrt(d.size), int(d.size))
-    mu, eps = float(np.median(d)) / math.log(2.0), 0.05
-    w = np.ones(d.size)
-    for _ in range(300):
-        q = math.exp(-truncate / mu)
-        f_exp = (1 - eps) * np.exp(-d / mu) / (mu * (1 - q))
-        w = f_exp / (f_exp + eps / truncate)  # responsibility of the exponential part
-        eps = float(1 - w.mean())
-        base = (float(w @ d) + float(c.sum())) / float(w.sum())
-        new = base + truncate * q / (1.0 - q)  # the truncated exponential's score equation
-        if abs(new - mu) < 1e-9 * mu:
-            mu = new
-            break
-        mu = new
-    n = float(w.sum())
-    return Estimate(mu, mu / math.sqrt(n), round(n))
 
 
 def share(hits: int, total: int) -> Estimate:
