@@ -30,7 +30,7 @@ from caerus.execution.paper import ARMS
 from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
-from caerus.execution.transports.base import VenueState
+from caerus.execution.transports.base import Reconciles, VenueState
 from caerus.instruments import InstrumentSet
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer
@@ -128,6 +128,8 @@ class _Ctx:
     clock: HousekeepingClock
     memwatch: MemWatch
     watch: PositionWatch
+    #: each instrument's position as the venue reported it when trading stopped (live transports), else None
+    venue_final: tuple[float, ...] | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -292,13 +294,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if ctx is not None:
             ctx.watch.close()
+            ctx.venue_final = _final_venue_positions(transport, ctx.engine, _venue_timeout_s(cfg))
         transport.close()
         if ctx is not None:
             _housekeeping(ctx)
             memwatch.report()
         if engine is not None and args.metrics_dir and hasattr(transport, "summary"):
             _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport, reconciled,
-                           ctx.watch if ctx is not None else None)
+                           ctx.watch if ctx is not None else None, ctx.venue_final if ctx is not None else None)
         if log is not None:
             log.close()
         books.close()
@@ -423,6 +426,7 @@ def _housekeeping(ctx: _Ctx) -> None:
             floats[f] = engine.risk.positions[k]
             floats[f + 1] = a.total_pnl if a is not None else 0.0
             floats[f + 2] = float(a.fills) if a is not None else 0.0
+            floats[f + 3] = ctx.venue_final[k] if ctx.venue_final is not None else math.nan
     counters.beat()
     if consumer is not None:
         consumer.beat()
@@ -431,7 +435,21 @@ def _housekeeping(ctx: _Ctx) -> None:
 
 
 #: per-instrument float counters (inst.<ID>.<what>) when the session trades more than one instrument
-INSTRUMENT_FLOATS = ("position", "paper_pnl", "paper_fills")
+INSTRUMENT_FLOATS = ("position", "paper_pnl", "paper_fills", "venue_position")
+
+
+def _final_venue_positions(transport: object, engine: Engine, timeout_s: float) -> tuple[float, ...] | None:
+    """Each instrument's position (plus resting orders) as a live venue reports it once trading has stopped, for
+    the report to set beside the engine's; None for simulated transports, or when the venue cannot be read or
+    orders are still in flight (the two would describe different moments)."""
+    if not isinstance(transport, Reconciles) or engine.pending or engine.unknown:
+        return None
+    try:
+        state = transport.venue_state(timeout_s)
+    except RuntimeError as exc:
+        print(f"{PROCESS}: final position read failed: {exc}", file=sys.stderr)
+        return None
+    return tuple(p + r for p, r in zip(state.positions, state.resting_by, strict=True))
 
 
 def _venue_timeout_s(cfg: ExecutionConfig) -> float:
@@ -440,7 +458,7 @@ def _venue_timeout_s(cfg: ExecutionConfig) -> float:
 
 
 def _write_summary(path: Path, engine: Engine, transport: object, reconciled: VenueState | bool | None,
-                   watch: PositionWatch | None) -> None:
+                   watch: PositionWatch | None, venue_final: tuple[float, ...] | None = None) -> None:
     doc = transport.summary()  # type: ignore[attr-defined]
     if isinstance(reconciled, VenueState):  # what the venue held when trading started
         doc["reconciled"] = {"position": reconciled.position, "resting": reconciled.resting}
@@ -451,6 +469,8 @@ def _write_summary(path: Path, engine: Engine, transport: object, reconciled: Ve
                                                 for k, n in enumerate(names)}
     if watch is not None and watch.enabled:  # mid-session position checks against the venue
         doc["position_checks"] = watch.summary()
+    if venue_final is not None:  # what the venue held when trading stopped, per instrument id
+        doc["venue_positions"] = list(venue_final)
     doc["engine"] = {
         "orders": engine.orders,
         "outcomes": {o.name.lower(): engine.outcomes[o] for o in Outcome},

@@ -6,6 +6,7 @@ Rows are lists of strings so the same content renders to Markdown and HTML witho
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from caerus.metrics.hdr import FLEET_TAGS
@@ -150,7 +151,7 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 INSTRUMENT_HEADERS = ["instrument", "Binance books", "Hyperliquid books", "rejects", "silent",
                       "untradeable s (worst venue)", "strategy books", "fires", "guarded", "position", "paper fills",
-                      "paper PnL"]
+                      "paper PnL", "venue position"]
 
 
 def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list[str]]:
@@ -162,9 +163,9 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
     if len(ids) < 2:
         return []
 
-    def get(process: str, i: int, what: str) -> float:
+    def get(process: str, i: int, what: str, missing: float = 0.0) -> float:
         v = (counters.get(process) or {}).get(f"inst.{i}.{what}")
-        return float(v) if isinstance(v, int | float) else 0.0
+        return float(v) if isinstance(v, int | float) else missing
 
     rows: list[list[float]] = []
     for i in ids:
@@ -175,17 +176,19 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
             max(get("feed-binance", i, "untradeable_ns"), get("feed-hyperliquid", i, "untradeable_ns")) / 1e9,
             get("strategy", i, "books"), get("strategy", i, "orders"), get("strategy", i, "guards"),
             get("execution", i, "position"), get("execution", i, "paper_fills"), get("execution", i, "paper_pnl"),
+            get("execution", i, "venue_position", math.nan),  # a live venue's, read when trading stopped
         ])
 
     def fmt(r: list[float]) -> list[str]:
         return [f"{r[0]:,.0f}", f"{r[1]:,.0f}", f"{r[2]:,.0f}", f"{r[3]:,.0f}", f"{r[4]:,.1f}", f"{r[5]:,.0f}",
-                f"{r[6]:,.0f}", f"{r[7]:,.0f}", f"{r[8]:+g}", f"{r[9]:,.0f}", f"{r[10]:+,.2f}"]
+                f"{r[6]:,.0f}", f"{r[7]:,.0f}", f"{r[8]:+g}", f"{r[9]:,.0f}", f"{r[10]:+,.2f}",
+                f"{r[11]:+g}" if math.isfinite(r[11]) else "-"]
 
     out = [[names.get(i, str(i)), *fmt(r)] for i, r in zip(ids, rows, strict=True)]
     total = [sum(col) for col in zip(*rows, strict=True)]
     total[4] = max(r[4] for r in rows)  # the worst instrument, not a sum of times
     cells = fmt(total)
-    cells[8] = "-"  # positions in different units do not add up
+    cells[8] = cells[11] = "-"  # positions in different units do not add up
     out.append([f"all {len(ids)}", *cells])
     return out
 

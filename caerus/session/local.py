@@ -127,9 +127,6 @@ class SessionOptions:
         except InstrumentError as exc:
             problems.append(str(exc))
             requests = ()
-        if len(requests) > 1 and self.transport == "emulator":
-            problems.append("transport emulator sends real signed orders for one instrument; trade many with paper "
-                            "or null")
         if self.feed_connections is not None and not 1 <= self.feed_connections <= len(requests or (1,)):
             problems.append(f"feed connections must be 1..{len(requests or (1,))} (one instrument per connection at "
                             f"most), got {self.feed_connections}")

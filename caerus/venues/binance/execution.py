@@ -264,6 +264,7 @@ class BinanceTransport(LiveTransportBase):
         self._rules = tuple(_Rules(i.name, i.binance_symbol, i.tick_size, i.lot_size, i.min_qty, i.min_notional,
                                    i.price_decimals, i.qty_decimals) for i in instruments)
         self._n = len(instruments)
+        self.sent_by = [0] * self._n  # orders sent per instrument id
         self._symbols = tuple(i.binance_symbol for i in instruments)
         self._order_syms: collections.OrderedDict[int, int] = collections.OrderedDict()  # order id -> instrument
         self._recv_window = recv_window_ms
@@ -432,6 +433,7 @@ class BinanceTransport(LiveTransportBase):
         self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC, rules.name)
         if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
+            self.sent_by[order[O_SYMBOL]] += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
         self.ledger.forget(f"caerus-{order[O_ORDER_ID]}")
@@ -481,7 +483,8 @@ class BinanceTransport(LiveTransportBase):
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "signer": self._signer.kind,
-                "clock_offset_ms": self.clock_offset_ms, "counters": self.stats()}
+                "clock_offset_ms": self.clock_offset_ms, "counters": self.stats(),
+                "sent_by_instrument": dict(zip(self.instruments.names, self.sent_by, strict=True))}
 
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: Any, t_recv: int) -> None:

@@ -302,6 +302,7 @@ class HyperliquidTransport(LiveTransportBase):
         self._rules = tuple((i.hl_asset, i.sz_decimals) for i in instruments)
         self._coins = tuple(i.hl_coin for i in instruments)
         self._n = len(instruments)
+        self.sent_by = [0] * self._n  # orders sent per instrument id
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
@@ -392,6 +393,7 @@ class HyperliquidTransport(LiveTransportBase):
         self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC, self.instruments[sym].name, size)
         if self._session.send(frame, tag=order[O_ORDER_ID]):
             self.sent += 1
+            self.sent_by[sym] += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
         self.ledger.forget(c)
@@ -452,7 +454,8 @@ class HyperliquidTransport(LiveTransportBase):
     def summary(self) -> dict[str, object]:
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "address": self.address,
-                "counters": self.stats()}
+                "counters": self.stats(), "sent_by_instrument": dict(zip(self.instruments.names, self.sent_by,
+                                                                         strict=True))}
 
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: Any, t_recv: int) -> None:
