@@ -197,7 +197,9 @@ def basis_half_life(t_a: IntArray, x_a: FloatArray, hl: Touch, min_lag_s: float 
         return Estimate(nan, nan, n), 0.0
     x = lags * step_s
     try:
-        p, cov = curve_fit(lambda s, A, lam: A * np.exp(-lam * s), x, gam, p0=(gam[0], 0.01),
+        # fitted on gamma / gamma(min lag): raw log-price autocovariances (~1e-8) sit below the solver's
+        # tolerances, which then stopped at the starting rate (a 69 s half-life whatever the data)
+        p, cov = curve_fit(lambda s, A, lam: A * np.exp(-lam * s), x, gam / gam[0], p0=(1.0, 0.01),
                            bounds=([0.0, 1e-5], [np.inf, 10.0]))
     except RuntimeError:
         return Estimate(nan, nan, n), gam[0] / g0
@@ -237,7 +239,10 @@ def own_moves(t_jumps: IntArray, hl: Touch, block_ns: int, clean_after_ns: int, 
         runs.append((i, j - i))
         i = j
     prev_jump = np.searchsorted(t_jumps, t[1:], side="right") - 1
-    since = np.where(prev_jump >= 0, t[1:] - t_jumps[np.maximum(prev_jump, 0)], np.iinfo(np.int64).max)
+    if t_jumps.size:
+        since = np.where(prev_jump >= 0, t[1:] - t_jumps[np.maximum(prev_jump, 0)], np.iinfo(np.int64).max)
+    else:  # no Binance jump at all: every step is clean (indexing an empty array failed)
+        since = np.full(t.size - 1, np.iinfo(np.int64).max)
     clean_step = since > clean_after_ns
     sizes, blocks = [], []
     for first, count in runs:
