@@ -72,10 +72,12 @@ def _run(args: argparse.Namespace, sections: list[str]) -> int:
 
         n = 300 if args.quick else 2000
         with tempfile.TemporaryDirectory(prefix="caerus-peers-frames-") as tmp:
-            fr = frames_mod.load(args.frames) if args.frames else frames_mod.record(Path(tmp) / "frames.jsonl", n,
-                                                                                   seed=args.seed)
+            # depth5 comes 10 a second: fewer of them, so a recording stays ~10-30 s
+            fr = frames_mod.load(args.frames) if args.frames else frames_mod.record(
+                Path(tmp) / "frames.jsonl", n, seed=args.seed, n_depth=n // 10 if args.quick else n // 8)
         rounds = 5 if args.quick else 20
         settings["feed"] = {"binance_frames": len(fr.binance_combined), "hyperliquid_frames": len(fr.hyperliquid),
+                            "binance_depth5_frames": len(fr.binance_depth_combined),
                             "rounds": rounds, "source": str(args.frames) if args.frames else "caerus venue-sim"}
         rows += feed_decode.compare(fr, rounds)
     if "hop" in sections:

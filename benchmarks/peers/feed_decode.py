@@ -32,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
-VENUES = ("binance", "hyperliquid")
+VENUES = ("binance", "hyperliquid", "binance_depth")  # binance_depth: the depth5 (partial book) stream
+LABELS = {"binance": "feed decode: Binance USD-M bookTicker", "hyperliquid": "feed decode: Hyperliquid bbo",
+          "binance_depth": "feed decode: Binance USD-M depth5@100ms"}
 
 
 @dataclass
@@ -81,7 +83,7 @@ def caerus(venue: str) -> Decoder:
     from caerus.venues.binance.feed import BinanceSink
     from caerus.venues.hyperliquid.feed import HyperliquidSink
 
-    cls = BinanceSink if venue == "binance" else HyperliquidSink
+    cls = HyperliquidSink if venue == "hyperliquid" else BinanceSink  # one Binance loop takes bookTicker and depth5
     tag = uuid.uuid4().hex[:8]
     out = FeedOutputs(venue, f"p{tag}.book.{venue}", f"p{tag}.events.{venue}", f"p{tag}.stats.{venue}",
                       capacity=1 << 16, venue_code=cls.venue,
@@ -112,7 +114,7 @@ def caerus(venue: str) -> Decoder:
 
     return Decoder("caerus", venue, lambda raw: on_message(raw, time_ns(), session), reset, handed_off,
                    prepare=lambda raw, combined: raw, close=close, version=_version("caerus"),
-                   notes=["raw stream (its subscription)"] if venue == "binance" else [])
+                   notes=["raw stream (its subscription)"] if venue != "hyperliquid" else [])
 
 
 # -- cryptofeed -------------------------------------------------------------------------------------------------
@@ -127,6 +129,10 @@ def cryptofeed(venue: str) -> Decoder:
         return Decoder("cryptofeed", venue, unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
     from caerus.sim import binance_rest, hyperliquid_rest
 
+    if venue == "binance_depth":
+        return Decoder("cryptofeed", venue, version=_version("cryptofeed"),
+                       unavailable="its Binance L2_BOOK is the diff-depth stream kept from a REST snapshot; it has no "
+                                   "handler for the depth5 partial book")
     kept: list[Any] = []
 
     async def keep(obj: Any, receipt_timestamp: float) -> None:
@@ -171,14 +177,18 @@ def cryptofeed(venue: str) -> Decoder:
 def nautilus(venue: str) -> Decoder:
     try:
         import msgspec
-        from nautilus_trader.adapters.binance.common.schemas.market import BinanceDataMsgWrapper, BinanceQuoteMsg
+        from nautilus_trader.adapters.binance.common.schemas.market import (
+            BinanceDataMsgWrapper,
+            BinanceOrderBookMsg,
+            BinanceQuoteMsg,
+        )
         from nautilus_trader.adapters.binance.common.symbol import BinanceSymbol
         from nautilus_trader.common.component import LiveClock
         from nautilus_trader.model.identifiers import InstrumentId
     except ImportError as exc:
         return Decoder("nautilus_trader", venue,
                        unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
-    if venue != "binance":
+    if venue == "hyperliquid":
         return Decoder("nautilus_trader", venue, version=_version("nautilus_trader"),
                        unavailable="its Hyperliquid parsing runs in Rust inside HyperliquidWebSocketClient; no "
                                    "Python entry parses one frame, so its per-message cost cannot be isolated")
@@ -187,26 +197,46 @@ def nautilus(venue: str) -> Decoder:
     clock = LiveClock()
     ids = {"BTCUSDT": InstrumentId.from_str(f"{BinanceSymbol('BTCUSDT')}-PERP.BINANCE")}
     kept: list[Any] = []
-    handlers = {"@bookTicker": None}
+    # its futures data client's routing table (BinanceCommonDataClient + BinanceFuturesDataClient): every key is
+    # tested against every frame's stream name, so the whole table is kept; the handlers not timed here are None
+    handlers: dict[str, Any] = dict.fromkeys(("@bookTicker", "@ticker", "@kline", "@trade", "@aggTrade", "@depth@",
+                                              "@depth5", "@depth10", "@depth20", "@markPrice", "!markPrice@arr"))
 
     def handle_book_ticker(raw: bytes) -> None:
         msg = quote_dec.decode(raw)
         kept.append(msg.data.parse_to_quote_tick(instrument_id=ids[msg.data.s], ts_init=clock.timestamp_ns()))
 
-    handlers["@bookTicker"] = handle_book_ticker  # type: ignore[assignment]
+    book_dec = msgspec.json.Decoder(BinanceOrderBookMsg)
+
+    def handle_book_partial(raw: bytes) -> None:  # BinanceFuturesDataClient._handle_book_partial_update
+        msg = book_dec.decode(raw)
+        kept.append(msg.data.parse_to_order_book_deltas(instrument_id=ids[msg.data.s], ts_init=clock.timestamp_ns(),
+                                                        snapshot=True))
+
+    if venue == "binance":
+        handlers["@bookTicker"] = handle_book_ticker
+    else:
+        handlers["@depth5"] = handle_book_partial
 
     def handle(raw: bytes) -> None:  # BinanceCommonDataClient._handle_ws_message's routing
         wrapper = wrapper_dec.decode(raw)
         if not wrapper.stream:
             return
         for key, h in handlers.items():
-            if key in wrapper.stream:
-                h(raw)  # type: ignore[misc]
+            if key in wrapper.stream and h is not None:
+                h(raw)
 
     def handed_off() -> list[tuple[float, float]]:
         # the fixed-point Price's decimal value: as_double() is not always the nearest double (94831.90000000001
         # for "94831.9", tests/peers caught it), which would be a conversion artefact, not a different book
-        got = [(float(q.bid_price.as_decimal()), float(q.ask_price.as_decimal())) for q in kept]
+        if venue == "binance":
+            got = [(float(q.bid_price.as_decimal()), float(q.ask_price.as_decimal())) for q in kept]
+        else:  # the snapshot's best levels (OrderSide BUY = 1, SELL = 2; the first delta clears the book)
+            got = []
+            for deltas in kept:
+                orders = [d.order for d in deltas.deltas if d.order.size.as_double() > 0]
+                got.append((max(float(o.price.as_decimal()) for o in orders if int(o.side) == 1),
+                            min(float(o.price.as_decimal()) for o in orders if int(o.side) == 2)))
         kept.clear()
         return got
 
@@ -227,6 +257,15 @@ def _version(dist: str) -> str:
 CONTENDERS: tuple[Callable[[str], Decoder], ...] = (caerus, cryptofeed, nautilus)
 
 
+def inputs_for(frames: Any, venue: str) -> tuple[list[bytes], list[bytes]]:
+    """(raw, combined) frames of one stream: what Caerus's subscription gets and what the peers' gets."""
+    if venue == "binance":
+        return frames.binance_raw, frames.binance_combined
+    if venue == "binance_depth":
+        return frames.binance_depth_raw, frames.binance_depth_combined
+    return frames.hyperliquid, frames.hyperliquid
+
+
 def reference_values(frames: list[bytes], venue: str) -> list[tuple[float, float]]:
     """(bid, ask) of every frame read with json.loads + float: what every contender must hand off, in order."""
     out = []
@@ -234,6 +273,8 @@ def reference_values(frames: list[bytes], venue: str) -> list[tuple[float, float
         m = json.loads(f)
         if venue == "binance":
             out.append((float(m["b"]), float(m["a"])))
+        elif venue == "binance_depth":
+            out.append((float(m["b"][0][0]), float(m["a"][0][0])))
         else:
             bid, ask = m["data"]["bbo"]
             out.append((float(bid["px"]), float(ask["px"])))
@@ -256,13 +297,15 @@ def compare(frames: Any, rounds: int) -> list[Any]:
 
     rows: list[Row] = []
     for venue in VENUES:
-        raw = frames.binance_raw if venue == "binance" else frames.hyperliquid
-        combined = frames.binance_combined if venue == "binance" else frames.hyperliquid
+        raw, combined = inputs_for(frames, venue)
+        if not raw:
+            rows.append(Row(LABELS[venue], "all", unavailable="the frames file has no such frames"))
+            continue
         decoders = [make(venue) for make in CONTENDERS]
         live = [d for d in decoders if not d.unavailable]
         inputs = {d.name: [d.prepare(r, c) for r, c in zip(raw, combined, strict=True)] for d in live}
         parts: dict[str, list[np.ndarray]] = {d.name: [] for d in live}
-        expected = reference_values(raw if venue == "binance" else combined, venue)
+        expected = reference_values(raw, venue)
         try:
             for rnd in range(rounds + 1):
                 for d in live:
@@ -275,9 +318,8 @@ def compare(frames: Any, rounds: int) -> list[Any]:
         finally:
             for d in live:
                 d.close()
-        label = {"binance": "feed decode: Binance USD-M bookTicker", "hyperliquid": "feed decode: Hyperliquid bbo"}
         samples = {f"{d.name} {d.version}": np.concatenate(parts[d.name]) for d in live}
         notes = {f"{d.name} {d.version}": "; ".join(d.notes) for d in live}
-        rows += rows_for(label[venue], samples, next(iter(samples)), notes,
+        rows += rows_for(LABELS[venue], samples, next(iter(samples)), notes,
                          {f"{d.name} {d.version}".strip(): d.unavailable for d in decoders if d.unavailable})
     return rows

@@ -22,20 +22,25 @@ from pathlib import Path
 
 from caerus.recording import FrameRecorder, read_frames
 
-BINANCE_STREAM = "btcusdt@bookTicker"
+BINANCE_STREAMS = ("btcusdt@bookTicker", "btcusdt@depth5@100ms")
 HL_SUBSCRIBE = '{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}'
 
 
 @dataclass(frozen=True)
 class Frames:
-    """One recording: Binance combined-stream bookTicker frames and Hyperliquid bbo frames, as received."""
+    """One recording: Binance combined-stream bookTicker and depth5 frames and Hyperliquid bbo frames, as received."""
 
     binance_combined: list[bytes]
     hyperliquid: list[bytes]
+    binance_depth_combined: list[bytes]
 
     @property
     def binance_raw(self) -> list[bytes]:
         return [unwrap(f) for f in self.binance_combined]
+
+    @property
+    def binance_depth_raw(self) -> list[bytes]:
+        return [unwrap(f) for f in self.binance_depth_combined]
 
 
 def unwrap(combined: bytes) -> bytes:
@@ -48,22 +53,27 @@ def unwrap(combined: bytes) -> bytes:
 
 
 def load(path: Path) -> Frames:
-    """A frames file (caerus.recording format) split by venue; data frames only (no acks, no subscription echo)."""
+    """A frames file (caerus.recording format) split by venue and stream; data frames only (no acks, no
+    subscription echo). Depth5 frames are optional (older recordings have none)."""
     bt: list[bytes] = []
     hl: list[bytes] = []
+    depth: list[bytes] = []
     for f in read_frames(path, venues=("binance", "hyperliquid")):
         raw = f.frame.encode()
         if f.venue == "binance" and b'"e":"bookTicker"' in raw:
             bt.append(raw)
+        elif f.venue == "binance" and raw.startswith(b'{"stream":"btcusdt@depth5'):
+            depth.append(raw)
         elif f.venue == "hyperliquid" and raw.startswith(b'{"channel":"bbo"'):
             hl.append(raw)
     if not bt or not hl:
         raise ValueError(f"{path}: needs Binance bookTicker and Hyperliquid bbo frames, has {len(bt)} and {len(hl)}")
-    return Frames(bt, hl)
+    return Frames(bt, hl, depth)
 
 
-def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1) -> Frames:
-    """Record at least ``n`` frames per venue from a fresh emulator into ``path``; every wait bounded."""
+def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1, n_depth: int = 0) -> Frames:
+    """Record at least ``n`` bookTicker and bbo frames and ``n_depth`` depth5 frames (10 a second: the venue's
+    100 ms stream) from a fresh emulator into ``path``; every wait bounded."""
     from websockets.sync.client import connect
 
     with tempfile.TemporaryDirectory(prefix="caerus-peers-sim-") as tmp:
@@ -84,24 +94,28 @@ def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1) -> Frame
             info = json.loads(ready.read_text())
             ctx = ssl.create_default_context(cafile=info["ca_file"])
             rec = FrameRecorder(path)
-            counts = {"binance": 0, "hyperliquid": 0}
+            counts = {"binance": 0, "hyperliquid": 0, "depth": 0}
+            want = {"binance": n, "hyperliquid": n, "depth": n_depth}
             end = time.monotonic() + timeout_s
-            with connect(f"{info['binance_url']}/public/stream?streams={BINANCE_STREAM}", ssl=ctx,
+            streams = "/".join(BINANCE_STREAMS if n_depth else BINANCE_STREAMS[:1])
+            with connect(f"{info['binance_url']}/public/stream?streams={streams}", ssl=ctx,
                          open_timeout=10, max_size=None) as bws, \
                     connect(f"{info['hyperliquid_url']}/ws", ssl=ctx, open_timeout=10, max_size=None) as hws:
                 hws.send(HL_SUBSCRIBE)
-                while min(counts.values()) < n:
+                while any(counts[k] < want[k] for k in counts):
                     if time.monotonic() > end:
                         raise RuntimeError(f"peers: recorded only {counts} frames in {timeout_s:.0f} s")
                     for venue, ws in (("binance", bws), ("hyperliquid", hws)):
-                        if counts[venue] >= n:
+                        if venue == "hyperliquid" and counts[venue] >= want[venue]:
                             continue
                         try:
                             msg = ws.recv(timeout=0.05)
                         except TimeoutError:
                             continue
-                        rec.record(venue, msg)
-                        counts[venue] += 1
+                        kind = "depth" if isinstance(msg, str) and msg.startswith('{"stream":"btcusdt@depth') else venue
+                        if counts[kind] < want[kind] or venue == "hyperliquid":  # bookTickers beyond n: not kept
+                            rec.record(venue, msg)
+                            counts[kind] += 1
             rec.close()
         finally:
             proc.send_signal(signal.SIGTERM)

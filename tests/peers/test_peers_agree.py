@@ -12,14 +12,15 @@ from benchmarks.peers import feed_decode, frames
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "frames.jsonl"
 EXPECTED_AVAILABLE = {("binance", "caerus"), ("binance", "cryptofeed"), ("binance", "nautilus_trader"),
-                      ("hyperliquid", "caerus"), ("hyperliquid", "cryptofeed")}
+                      ("hyperliquid", "caerus"), ("hyperliquid", "cryptofeed"), ("binance_depth", "caerus"),
+                      ("binance_depth", "nautilus_trader")}
 
 
 @pytest.mark.parametrize("venue", feed_decode.VENUES)
 def test_every_peer_hands_off_the_books_caerus_hands_off(venue: str, shm_dir: Path) -> None:
     fr = frames.load(FIXTURE)
-    raw = fr.binance_raw if venue == "binance" else fr.hyperliquid
-    combined = fr.binance_combined if venue == "binance" else fr.hyperliquid
+    raw, combined = feed_decode.inputs_for(fr, venue)
+    assert raw  # the fixture has every stream
     handed: dict[str, list[tuple[float, float]]] = {}
     for make in feed_decode.CONTENDERS:
         dec = make(venue)

@@ -19,9 +19,13 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "peers" / "frames.j
 def test_recorded_frames_split_by_venue_and_unwrap_to_the_payload_verbatim() -> None:
     fr = frames.load(FIXTURE)
     assert len(fr.binance_combined) == 40 and len(fr.hyperliquid) == 39  # the subscription answer is not data
+    assert len(fr.binance_depth_combined) == 20
     for combined, raw in zip(fr.binance_combined, fr.binance_raw, strict=True):
         assert json.loads(combined)["data"] == json.loads(raw)
         assert combined == b'{"stream":"btcusdt@bookTicker","data":' + raw + b"}"
+    for combined, raw in zip(fr.binance_depth_combined, fr.binance_depth_raw, strict=True):
+        assert combined == b'{"stream":"btcusdt@depth5@100ms","data":' + raw + b"}"
+        assert json.loads(raw)["e"] == "depthUpdate" and len(json.loads(raw)["b"]) == 5
 
 
 def test_unwrap_refuses_a_frame_that_is_not_a_combined_stream_frame() -> None:
@@ -40,7 +44,7 @@ def test_a_frames_file_without_both_venues_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("venue", feed_decode.VENUES)
 def test_caerus_hands_off_every_recorded_book_with_the_frames_values(venue: str, shm_dir: Path) -> None:
     fr = frames.load(FIXTURE)
-    raw = fr.binance_raw if venue == "binance" else fr.hyperliquid
+    raw, _ = feed_decode.inputs_for(fr, venue)
     expected = feed_decode.reference_values(raw, venue)
     dec = feed_decode.caerus(venue)
     try:
