@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent
         "jumps_per_min": "local: emulated information jumps per minute (default: the market's own)",
         "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
         "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
-        "symbols": "local: instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL",
+        "symbols": "instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL (with --host too)",
         "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
         "feed_connections": "local: connections per feed, the instruments split among them (default: the fewest)",
         "host_key": "with --host, first contact: verified (default for an EC2 instance) | tofu",
@@ -76,16 +76,14 @@ def bench(
 
     Locally this is exactly `caerus session` (one code path: same options, duration grammar and exit codes: 1 when
     the session failed, 2 for bad input); with --host it runs that on the host and collects the result."""
-    if host and symbols != "BTC":
-        print("bench --host: --symbols is local-only for now (the host's units trade BTC)", file=sys.stderr)
-        sys.exit(2)
     if host:
         from infra.hosts import StateError
         from infra.remote import HostKeyMismatch, RemoteError
         from infra.remote_bench import BenchError, run_remote_bench
 
         try:
-            run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out), host_key=host_key)
+            run_remote_bench(c, host=host, duration=duration, emulator=emulator, out=Path(out), host_key=host_key,
+                             symbols=symbols)
         except (BenchError, StateError, HostKeyMismatch, RemoteError, ValueError) as exc:
             print(f"bench --host {host}: {exc}", file=sys.stderr)
             sys.exit(2 if isinstance(exc, ValueError) else 1)

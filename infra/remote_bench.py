@@ -4,7 +4,9 @@ then collect the session folder into the local sessions folder (ready for ``invo
 The session runs detached on the host (``setsid nohup``) so a dropped SSH connection does not kill a 4-hour
 run; this side polls its exit-code file. The runner itself sits on the housekeeping CPUs (``taskset``); it
 places each fleet process per the same plan configure tuned the host for. Live venues by default
-(``caerus session --live``), the venue emulator on the host with ``emulator=True``.
+(``caerus session --live``), the venue emulator on the host with ``emulator=True``. ``symbols`` is the
+instrument list (``--symbols BTC,ETH``): the session on the host reads both venues' listings at its start and
+writes its instruments.json, exactly as a local session does; a list the venues do not both list stops it there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import paramiko
 
 from caerus.durations import parse_duration
+from caerus.instruments import parse_symbols
 from caerus.plan import format_cpu_list
 from infra.chrony import TrackingParseError, parse_tracking
 from infra.collect import collect_from, list_sessions
@@ -36,10 +39,16 @@ class BenchError(RuntimeError):
 
 
 def session_command(caerus: str, seconds: float, sessions_dir: str, emulator: bool,
-                    supported: str = "") -> str:
+                    supported: str = "", symbols: str = "BTC") -> str:
     """The ``caerus session`` command line. ``supported`` is the host's ``caerus session --help`` text: optional
-    flags (line progress, no report on the host) are added only when that build has them."""
+    flags (line progress, no report on the host) are added only when that build has them; ``symbols`` other than
+    BTC alone need a build with ``--symbols`` (BenchError otherwise)."""
     cmd = [caerus, "session", "--duration", f"{seconds:g}", "--out", sessions_dir]
+    if symbols != "BTC":
+        if supported and "--symbols" not in supported:
+            raise BenchError(f"the caerus deployed on the host has no `caerus session --symbols`: it trades BTC "
+                             f"alone; deploy a newer build to trade {symbols}")
+        cmd += ["--symbols", symbols]
     if not emulator:
         cmd.append("--live")
     if "--progress" in supported:
@@ -115,9 +124,13 @@ def host_snapshot(host: RemoteHost, chronyc: str) -> dict[str, Any]:
 
 def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path,
                      state_dir: str | None = None, say: Callable[[str], None] = print,
-                     poll_s: float | None = None, grace_s: float = 600.0, host_key: str = "") -> list[Path]:
-    """Run ``caerus session`` on host ``host`` for ``duration`` ("4h", "30m", "90s", "30") and collect it."""
+                     poll_s: float | None = None, grace_s: float = 600.0, host_key: str = "",
+                     symbols: str = "BTC") -> list[Path]:
+    """Run ``caerus session`` on host ``host`` for ``duration`` ("4h", "30m", "90s", "30") trading ``symbols``
+    (``BTC,ETH,SOL``) and collect it."""
     seconds = parse_duration(duration)
+    symbols = ",".join(r.name if (r.binance_symbol, r.hl_coin) == (f"{r.name}USDT", r.name)
+                       else f"{r.name}={r.binance_symbol}/{r.hl_coin}" for r in parse_symbols(symbols))
     if poll_s is None:  # a progress line every ~5% of the run, between 0.5 s and 10 s apart
         poll_s = min(10.0, max(0.5, seconds / 20))
     store = HostStore(state_dir)
@@ -144,9 +157,10 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         run_dir = rh.path(f"{sessions_dir}/.runs/{run_id}")
         supported = check_session_cli(rh, caerus, emulator, host)
-        command = session_command(caerus, seconds, rh.path(sessions_dir), emulator, supported)
+        command = session_command(caerus, seconds, rh.path(sessions_dir), emulator, supported, symbols)
         hk = format_cpu_list(plan.housekeeping)
-        say(f"bench on {host}: {'emulator' if emulator else 'live venues'}, {_fmt(seconds)}, runner on CPUs {hk}, "
+        say(f"bench on {host}: {'emulator' if emulator else 'live venues'}, {symbols}, {_fmt(seconds)}, "
+            f"runner on CPUs {hk}, "
             f"hot CPUs {format_cpu_list(plan.hot)}")
         start_detached(rh, command, run_dir, hk)
         try:
@@ -172,6 +186,7 @@ def run_remote_bench(c: Any, host: str, duration: str, emulator: bool, out: Path
         "region": record.region,
         "emulator": emulator,
         "duration_s": seconds,
+        "symbols": symbols,
         "plan": plan.to_dict(),
         **snapshot,
     }
