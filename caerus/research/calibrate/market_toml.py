@@ -116,8 +116,10 @@ def _when(ns: int) -> str:
 
 
 def _fmt(e: Estimate) -> str:
-    se = f"{e.se:.4g}" if math.isfinite(e.se) else "n/a"
-    return f"{e.value:.6g} (SE {se}, n = {e.n})"
+    if not math.isfinite(e.se):
+        return f"{e.value:.6g} (SE n/a, n = {e.n})"
+    lo, hi = e.value - 1.96 * e.se, e.value + 1.96 * e.se  # normal approximation, as the SE itself
+    return f"{e.value:.6g} (SE {e.se:.4g}, 95 % CI [{lo:.4g}, {hi:.4g}], n = {e.n})"
 
 
 def header(cal: Calibration, source: str, written: Mapping[str, object]) -> list[str]:
@@ -127,7 +129,7 @@ def header(cal: Calibration, source: str, written: Mapping[str, object]) -> list
         f"symbol: {cal.symbol}   clock: {cal.clock}",
         f"range: {_when(cal.start_ns)} .. {_when(cal.end_ns)} ({cal.minutes:.1f} min)",
         "rows: " + ", ".join(f"{v} {n}" for v, n in cal.rows.items()),
-        "estimates (value, standard error, sample size):",
+        "estimates (value, standard error, 95 % interval as value +- 1.96 SE, sample size):",
     ]
     for name, e in cal.estimates.items():
         setting, unit, _ = PARAMETERS.get(name, (name, "", 0))

@@ -20,7 +20,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # replaced flickers whose middle move is under the threshold are lost: biased low by ~0.03
     "flicker_share": (TRUE.flicker_share - 0.1, TRUE.flicker_share + 0.1),
     # direct pairs with the false pairs (near-miss placebo) and replacement taken out: 481/443/522 ms for 400 over
-    # seeds 1-3 (the replacement hazard, counted from onsets that include a few false chains, reads ~0.09/s high)
+    # seeds 1-3 (false pairs the placebo leaves, ~10 % on the pairs' mean, and a replacement hazard ~0.09/s high)
     "flicker_ms": (TRUE.flicker_ms * 0.9, TRUE.flicker_ms * 1.5),
     "regime_vol_mult": (TRUE.regime_vol_mult - 0.3, TRUE.regime_vol_mult + 0.3),
     # windows straddling a switch mix the two rates: biased towards 1
