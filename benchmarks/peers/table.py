@@ -101,6 +101,8 @@ def goals(rows: list[Row]) -> list[dict[str, object]]:
         goal(f"feed per-message cost, {venue}: Caerus / cryptofeed p50", "<= 0.5x", cf, cf <= 0.5)
         nt = 1 / _ratio(rows, f"feed decode: {venue}", "nautilus_trader")
         goal(f"feed per-message cost, {venue}: Caerus / nautilus_trader p50", "<= 1.0x", nt, nt <= 1.0)
+    nt = 1 / _ratio(rows, "feed decode: Binance USD-M depth5@100ms", "nautilus_trader")
+    goal("feed per-message cost, Binance USD-M depth5: Caerus / nautilus_trader p50", "<= 1.0x", nt, nt <= 1.0)
     hop = "process hop (one-way, 300 us pacing)"
     zmq = _ratio(rows, hop, "pyzmq")
     goal("ring hop: pyzmq ipc p50 / SWMR ring (spinning reader) p50", ">= 10x", zmq, zmq >= 10)

@@ -12,15 +12,17 @@ from benchmarks.peers import feed_decode, frames
 
 def test_record_writes_the_emulators_frames_for_both_venues(tmp_path: Path) -> None:
     path = tmp_path / "frames.jsonl"
-    fr = frames.record(path, 25, timeout_s=90, seed=5)
+    fr = frames.record(path, 25, timeout_s=90, seed=5, n_depth=5)
     assert len(fr.binance_combined) >= 25 and len(fr.hyperliquid) >= 24  # one HL frame may be the subscription reply
     assert fr == frames.load(path)  # what was returned is what was written
+    assert len(fr.binance_depth_combined) == 5 and len(fr.binance_combined) == 25  # no more than asked is kept
     for raw in fr.binance_raw:
         m = json.loads(raw)
         assert m["e"] == "bookTicker" and m["s"] == "BTCUSDT" and isinstance(m["b"], str) and isinstance(m["a"], str)
     for f in fr.hyperliquid:
         m = json.loads(f)
         assert m["channel"] == "bbo" and m["data"]["coin"] == "BTC" and len(m["data"]["bbo"]) == 2
-    for venue, src in (("binance", fr.binance_raw), ("hyperliquid", fr.hyperliquid)):
+    for venue, src in (("binance", fr.binance_raw), ("hyperliquid", fr.hyperliquid),
+                       ("binance_depth", fr.binance_depth_raw)):
         books = feed_decode.reference_values(src, venue)
         assert all(bid < ask for bid, ask in books), venue  # live books, never crossed
