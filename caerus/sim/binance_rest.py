@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from caerus.sim import catalogue, frames, orders
+from caerus.sim.binance_trading import BinanceTradingRest
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.market import BinanceQuote
 from caerus.sim.orders import BINANCE_SYMBOLS, RATE_LIMITS
@@ -87,6 +88,7 @@ class BinanceRest:
 
     def __init__(self, market: Callable[[], MarketDriver | None]) -> None:
         self._market = market
+        self._trading = BinanceTradingRest()
         self._routes: dict[tuple[str, str], Callable[[HttpRequest], HttpReply]] = {
             ("GET", "/ping"): lambda r: HttpReply(200, {}),
             ("GET", "/time"): lambda r: HttpReply(200, {"serverTime": _now_ms()}),
@@ -102,6 +104,9 @@ class BinanceRest:
         }
 
     def __call__(self, req: HttpRequest) -> HttpReply:
+        signed = self._trading.route(req)  # trading and account endpoints (caerus.sim.binance_trading)
+        if signed is not None:
+            return signed
         if not req.path.startswith(PREFIX + "/"):
             return HttpReply(404, f"no endpoint at {req.path}\n", "text/plain")
         route = self._routes.get((req.method, req.path[len(PREFIX):]))

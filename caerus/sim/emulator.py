@@ -33,6 +33,7 @@ from caerus.sim.replay import ReplayDriver, read_frames
 from caerus.sim.tls import CertFiles, make_certificates, server_context
 
 log = logging.getLogger("caerus.sim")
+ACCOUNT_EVENTS_PERIOD_S = 0.02  # how soon a fill the market made (not a request) reaches the user streams
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -128,6 +129,7 @@ class VenueEmulator:
             else:
                 await srv.start_serving()
         self._tasks.append(asyncio.create_task(self.driver.run(), name="caerus-sim-driver"))
+        self._tasks.append(asyncio.create_task(self._pump_account_events(bn, hl), name="caerus-sim-account"))
         if isinstance(self.driver, MarketDriver) and cfg.metrics_dir is not None:
             self.driver.lateness.open_log(cfg.metrics_dir)
             self._tasks.append(asyncio.create_task(self.driver.lateness.run(), name="caerus-sim-lateness"))
@@ -151,6 +153,15 @@ class VenueEmulator:
         }
         log.info("venue emulator ready: %s", json.dumps(self.info))
         return self.info
+
+    @staticmethod
+    async def _pump_account_events(bn: BinanceServer, hl: HyperliquidServer) -> None:
+        """Publish the account events the market queued between requests (a resting order the market filled,
+        the scheduleCancel dead man's switch): the servers publish after each answer, this catches the rest."""
+        while True:
+            await asyncio.sleep(ACCOUNT_EVENTS_PERIOD_S)
+            bn.publish_account_events()
+            hl.publish_account_events()
 
     async def _listen_later(self, venue: str, srv: Server, delay: float) -> None:
         log.info("%s: port bound but refusing connections for %.1f s (scenario refused)", venue, delay)

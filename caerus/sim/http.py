@@ -38,6 +38,7 @@ class HttpRequest:
     query: dict[str, str]  # first value of each query parameter
     headers: http.client.HTTPMessage
     body: bytes
+    raw_query: str = ""  # the query string as sent (Binance signs it byte for byte)
 
     def json(self) -> Any:
         """The body as JSON (raises ValueError when it is not)."""
@@ -138,7 +139,7 @@ def connection_class(handler: HttpHandler, on_request: Callable[[HttpRequest, Ht
                 return
             url = urlsplit(target)
             request = HttpRequest(method, url.path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers,
-                                  buf[end + 4 : end + 4 + length])
+                                  buf[end + 4 : end + 4 + length], url.query)
             try:
                 reply = handler(request)
             except Exception as exc:  # a bug in one route answers 500, it does not take the server down

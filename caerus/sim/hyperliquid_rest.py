@@ -9,7 +9,8 @@ deserialize, or an unknown ``type``, is answered 422 as the venue does.
 
 ``meta`` lists every Hyperliquid coin of caerus.sim.catalogue in asset-index order; ``metaAndAssetCtxs`` has one
 context per coin (a coin this session does not emulate shows no book), ``allMids`` every emulated coin's mid;
-``l2Book`` is BTC's only (null for another coin, as the venue answers for a coin it does not list).
+``l2Book`` every emulated coin's (null for a coin not listed, as the venue answers); ``userFills`` the ledger's
+fills, ``userFees`` the base fee tier, ``fundingHistory`` hourly entries at the current rate, ``exchangeStatus``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,25 @@ from typing import TYPE_CHECKING, Any
 
 from caerus.sim import frames, orders
 from caerus.sim.http import HttpReply, HttpRequest
-from caerus.sim.orders import HL_ASSETS, hyperliquid_action
+from caerus.sim.orders import HL_ASSETS, HL_MAX_LEVERAGE, hyperliquid_action
 from caerus.sim.tape import TickerStats
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
 
 DESERIALIZE = "Failed to deserialize the JSON body into the target type"
-MAX_LEVERAGE = 40
+MAX_LEVERAGE = HL_MAX_LEVERAGE
+FUNDING_INTERVAL_MS = 3_600_000  # hourly funding
+FUNDING_HISTORY_MAX = 500  # entries per fundingHistory answer
+#: ``userFees``: the base tier (the emulator charges no fees; the rates are what the venue's base tier shows)
+USER_FEES: dict[str, Any] = {
+    "dailyUserVlm": [],
+    "feeSchedule": {"cross": "0.00045", "add": "0.00015", "spotCross": "0.0007", "spotAdd": "0.0004",
+                    "tiers": {"vip": [], "mm": []}, "referralDiscount": "0.04", "stakingDiscountTiers": []},
+    "userCrossRate": "0.00045", "userAddRate": "0.00015", "userSpotCrossRate": "0.0007",
+    "userSpotAddRate": "0.0004", "activeReferralDiscount": "0.0", "trial": None, "feeTrialReward": "0.0",
+    "nextTrialAvailableTimestamp": None, "stakingLink": None,
+    "activeStakingDiscount": {"bpsOfMaxSupply": "0.0", "discount": "0.0"}}
 USDC_TOKEN_ID = "0x6d1e7cde53ba9467b783cb7c530ce054"  # USDC's token id on Hyperliquid
 
 
@@ -69,7 +81,13 @@ class HyperliquidRest:
                                                   "isPositionTpsl": False}
                                              for o in orders.hyperliquid_open_orders()],
             "orderStatus": self._order_status,
-            "userFills": lambda r: [],
+            "userFills": lambda r: orders.hyperliquid_user_fills(),
+            "userFillsByTime": lambda r: [f for f in orders.hyperliquid_user_fills()
+                                          if int(r.get("startTime") or 0) <= f["time"]
+                                          <= int(r.get("endTime") or 2**62)],
+            "userFees": lambda r: USER_FEES,
+            "exchangeStatus": lambda r: {"time": time.time_ns() // 1_000_000, "specialStatuses": None},
+            "fundingHistory": self._funding_history,
         }
 
     def __call__(self, req: HttpRequest) -> HttpReply:
@@ -123,12 +141,27 @@ class HyperliquidRest:
         return frames.hl_asset_ctx(block, day, drv.format_of(block.symbol))
 
     def _l2_book(self, req: dict[str, Any]) -> Any:
-        if req.get("coin") != frames.COIN:
+        coin = req.get("coin")
+        if coin not in {a["coin"] for a in HL_ASSETS.values()}:
             return None  # the venue answers null for a coin it does not list
-        drv, block = self._block()
+        drv, block = self._coin_block(str(coin))
         if block is None:
-            return {"coin": frames.COIN, "time": time.time_ns() // 1_000_000, "levels": [[], []]}
-        return json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
+            return {"coin": coin, "time": time.time_ns() // 1_000_000, "levels": [[], []]}
+        data = json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
+        return data | {"coin": coin}
+
+    def _funding_history(self, req: dict[str, Any]) -> list[dict[str, Any]]:
+        """One entry per funding hour in [startTime, endTime] at the coin's current funding rate and premium."""
+        coin = req.get("coin")
+        if coin not in {a["coin"] for a in HL_ASSETS.values()}:
+            return []
+        now = time.time_ns() // 1_000_000
+        start, end = int(req.get("startTime") or 0), min(int(req.get("endTime") or now), now)
+        ctx = self._asset_ctx(str(coin))
+        first = max(start, end - FUNDING_HISTORY_MAX * FUNDING_INTERVAL_MS)
+        hour = -(-first // FUNDING_INTERVAL_MS) * FUNDING_INTERVAL_MS
+        return [{"coin": coin, "fundingRate": ctx["funding"], "premium": ctx["premium"] or "0.0", "time": t}
+                for t in range(hour, end + 1, FUNDING_INTERVAL_MS)]
 
     def _order_status(self, req: dict[str, Any]) -> dict[str, Any]:
         answer = orders.hyperliquid_info_order(req)

@@ -14,6 +14,14 @@ What is checked, and the errors given (Binance codes as documented for USD-M fut
   configured wallet (otherwise ``status: err`` "User or API Wallet 0x... does not exist."), nonce freshness and
   reuse, per order asset / price / size / minimum value, then IOC / GTC / ALO against the book like above.
 
+Life cycle (issue 33): Binance ``order.cancel`` (-2011 when not open), ``order.modify`` (in place, AMENDMENT),
+MARKET orders (at the touch; a price is -1106), ``v2/account.status | balance``; rejections minNotional -4164,
+duplicate open clientOrderId -4116, recvWindow > 60000 -1131, crossing GTX -5022, reduce-only beyond the
+position -2022. Hyperliquid ``cancel``, ``cancelByCloid``, ``modify``, ``batchModify``, ``scheduleCancel`` (at
+least 5 s ahead; the orders end ``scheduledCancel``) and ``updateLeverage``; reduce-only beyond the position is
+refused. Resting orders fill at their price when the market's top of book (``update_book``) reaches them. Money
+and positions live in one ledger (caerus.sim.ledger) both venues' views read.
+
 Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
 variables, for the emulator as a separate process), or :func:`configure_from_credentials_file` (the same 0600
 TOML file the live transports read; only what is needed to verify is kept). Signatures are checked by the
@@ -40,6 +48,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key, l
 from eth_account import Account
 
 from caerus.sim import catalogue
+from caerus.sim.ledger import Fill, Ledger, hl_direction, start_balance_from_env
 from caerus.sim.verify import binance_signature_ok, hyperliquid_signer
 
 ENV_API_KEY = "CAERUS_SIM_BINANCE_API_KEY"
@@ -59,6 +68,8 @@ HL_ASSETS: dict[int, dict[str, Any]] = {
     i.hl_asset: {"coin": i.name, "sz_decimals": i.sz_decimals} for i in catalogue.HYPERLIQUID
     if i.hl_asset is not None}
 HL_MIN_NOTIONAL = 10.0
+HL_MAX_LEVERAGE = 40  # every listed coin's maxLeverage in meta
+HL_SCHEDULE_CANCEL_MIN_MS = 5000  # scheduleCancel's time must be at least 5 s ahead
 HL_NONCE_PAST_MS = 2 * 24 * 3600 * 1000
 HL_NONCE_FUTURE_MS = 24 * 3600 * 1000
 #: Binance USD-M rate limits (also in GET /fapi/v1/exchangeInfo); ``count`` is filled per reply from the desk's log
@@ -92,9 +103,12 @@ class OrderDesk:
     hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
     binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
     binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
-    # book key (see book_key) -> (position in the instrument, signed; average entry price): what fills built,
-    # what position queries answer
-    positions: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # positions, balances, realised PnL, leverage and fills history of both venues' accounts (caerus.sim.ledger)
+    ledger: Ledger = field(default_factory=lambda: Ledger(start_balance_from_env()))
+    # resting orders per book key: Hyperliquid oids and Binance orderIds the market's moves may fill
+    hl_open: dict[str, set[int]] = field(default_factory=lambda: collections.defaultdict(set))
+    binance_open: dict[str, set[int]] = field(default_factory=lambda: collections.defaultdict(set))
+    hl_dead_man_ms: int | None = None  # scheduleCancel: every open order is canceled at this time
     # account events (user-data stream payloads) per venue, queued by the order functions and drained by the
     # servers after each answer (drain_events): this module stays free of sockets
     events: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"binance": [], "hyperliquid": []})
@@ -197,7 +211,14 @@ def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qt
                 ) -> None:
     """Top of book of instrument ``symbol`` (catalogue name) the fill check uses (venue 'binance' |
     'hyperliquid'); the market driver calls this for every emulated instrument's top."""
-    DESK.books[book_key(venue, symbol)] = Book(bid_px, bid_qty, ask_px, ask_qty)
+    key = book_key(venue, symbol)
+    book = DESK.books[key] = Book(bid_px, bid_qty, ask_px, ask_qty)
+    resting = DESK.hl_open if venue == "hyperliquid" else DESK.binance_open
+    if resting.get(key) or (venue == "hyperliquid" and DESK.hl_dead_man_ms is not None):
+        now_ms = time.time_ns() // 1_000_000
+        if venue == "hyperliquid":
+            _hl_dead_man(now_ms)
+        _match_resting(venue, key, book, now_ms)
 
 
 def reset() -> None:
@@ -206,19 +227,16 @@ def reset() -> None:
     DESK = OrderDesk()
 
 
-def _fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") -> None:
-    """Book a fill into the venue's position in ``name`` (average entry price kept for the position queries)."""
-    key = book_key(venue, name)
-    pos, entry = DESK.positions.get(key, (0.0, 0.0))
-    signed = qty if is_buy else -qty
-    new = round(pos + signed, 8)
-    if new == 0.0:
-        entry = 0.0
-    elif pos == 0.0 or (pos > 0) != (new > 0):
-        entry = px  # opened, or flipped through zero: the fill's price
-    elif (pos > 0) == (signed > 0):
-        entry = (entry * abs(pos) + px * qty) / abs(new)  # added to: weighted average
-    DESK.positions[key] = (new, entry)
+def _fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") -> Fill:
+    """Book a fill into the venue's account (position in ``name``, realised PnL): the one ledger both venues'
+    views read."""
+    return DESK.ledger.book_fill(venue, book_key(venue, name), is_buy, px, qty)
+
+
+def mark(venue: str, name: str = "BTC") -> float | None:
+    """The instrument's mark: the mid of the desk's top of book (None before the first book)."""
+    book = DESK.books.get(book_key(venue, name))
+    return (book.bid_px + book.ask_px) / 2 if book is not None else None
 
 
 MAX_ORDERS_KEPT = 100_000  # per venue: status queries reach this far back; older records are forgotten
@@ -239,59 +257,130 @@ def drain_events(venue: str) -> list[dict[str, Any]]:
     return out
 
 
-def _binance_events(result: dict[str, Any], params: dict[str, Any], now_ms: int) -> None:
-    """ORDER_TRADE_UPDATE events for one answered order (NEW, then TRADE for a fill, then EXPIRED for what an
-    IOC did not fill) and an ACCOUNT_UPDATE when the position changed, as the user-data stream sends them."""
-    filled, status = float(result["executedQty"]), result["status"]
+def _b_order_event(result: dict[str, Any], x: str, now_ms: int, last: tuple[float, float] = (0.0, 0.0),
+                   trade_id: int = 0, realised: float = 0.0, maker: bool = False) -> None:
+    """One ORDER_TRADE_UPDATE (execution type ``x``) for the order as it now stands; ``last`` is (price, qty) of
+    the fill a TRADE event reports."""
     spec = BINANCE_SYMBOLS[result["symbol"]]
     qd = spec["qty_decimals"]
-
-    def order_update(x: str, big_x: str, last_qty: float, trade_id: int) -> dict[str, Any]:
-        return {"e": "ORDER_TRADE_UPDATE", "E": now_ms, "T": now_ms, "o": {
-            "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": "LIMIT",
-            "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
-            "ap": result["avgPrice"] if filled else "0", "sp": "0", "x": x, "X": big_x, "i": result["orderId"],
-            "l": f"{last_qty:.{qd}f}", "z": f"{filled if x != 'NEW' else 0.0:.{qd}f}",
-            "L": result["avgPrice"] if last_qty else "0", "N": "USDT", "n": "0", "T": now_ms, "t": trade_id,
-            "b": "0", "a": "0", "m": False, "R": False, "wt": "CONTRACT_PRICE", "ot": "LIMIT", "ps": "BOTH",
-            "cp": False, "rp": "0", "pP": False, "si": 0, "ss": 0, "V": "NONE", "pm": "NONE", "gtd": 0}}
-
-    out = DESK.events["binance"]
-    out.append(order_update("NEW", "NEW", 0.0, 0))
-    if filled:
-        out.append(order_update("TRADE", "FILLED" if status == "FILLED" else "PARTIALLY_FILLED", filled,
-                                next(DESK.trade_ids)))
-    if status == "EXPIRED":
-        out.append(order_update("EXPIRED", "EXPIRED", 0.0, 0))
-    if filled:
-        amt, entry = position("binance", spec["name"])
-        out.append({"e": "ACCOUNT_UPDATE", "E": now_ms, "T": now_ms, "a": {
-            "m": "ORDER", "B": [{"a": "USDT", "wb": "0", "cw": "0", "bc": "0"}],
-            "P": [{"s": result["symbol"], "pa": f"{amt:.{qd}f}", "ep": _px(entry, spec), "bep": _px(entry, spec),
-                   "cr": "0", "up": "0", "mt": "cross", "iw": "0", "ps": "BOTH"}]}})
+    lpx, lqty = last
+    DESK.events["binance"].append({"e": "ORDER_TRADE_UPDATE", "E": now_ms, "T": now_ms, "o": {
+        "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": result["type"],
+        "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
+        "ap": result["avgPrice"], "sp": "0", "x": x, "X": result["status"], "i": result["orderId"],
+        "l": f"{lqty:.{qd}f}", "z": result["executedQty"], "L": _px(lpx, spec) if lqty else "0", "N": "USDT",
+        "n": "0", "T": now_ms, "t": trade_id, "b": "0", "a": "0", "m": maker, "R": result["reduceOnly"],
+        "wt": "CONTRACT_PRICE", "ot": result["origType"], "ps": "BOTH", "cp": False, "rp": f"{realised:.8f}",
+        "pP": False, "si": 0, "ss": 0, "V": "NONE", "pm": "NONE", "gtd": 0}})
 
 
-def _hl_events(record: dict[str, Any], status: str, fill: tuple[float, float] | None, now_ms: int) -> None:
-    """``orderUpdates`` (the order's state) and ``userFills`` (the fill) events for one answered order."""
-    out = DESK.events["hyperliquid"]
-    out.append({"channel": "orderUpdates", "data": [{"order": record, "status": status, "statusTimestamp": now_ms}]})
-    if fill is not None:
-        px, qty = fill
-        szi, _ = position("hyperliquid", record["coin"])
-        szd = _sz_decimals(record["coin"])
-        start = szi - (qty if record["side"] == "B" else -qty)
-        out.append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address, "fills": [{
-            "coin": record["coin"], "px": _hl_px(px, szd), "sz": _hl_sz(qty, szd),
-            "side": record["side"], "time": now_ms, "startPosition": f"{start:.{szd}f}",
-            "dir": "Open Long" if record["side"] == "B" else "Open Short", "closedPnl": "0.0",
-            "hash": f"0x{record['oid']:064x}", "oid": record["oid"], "crossed": True, "fee": "0.0",
-            "tid": next(DESK.trade_ids), "feeToken": "USDC",
-            **({"cloid": record["cloid"]} if record["cloid"] else {})}]}})
+def _b_account_event(symbol: str, now_ms: int) -> None:
+    """ACCOUNT_UPDATE after a fill: the wallet balance and the symbol's position, from the ledger."""
+    spec = BINANCE_SYMBOLS[symbol]
+    key = book_key("binance", spec["name"])
+    amt, entry = DESK.ledger.position(key)
+    wallet = f"{DESK.ledger.wallet('binance'):.8f}"
+    upnl = DESK.ledger.unrealised(key, mark("binance", spec["name"]))
+    DESK.events["binance"].append({"e": "ACCOUNT_UPDATE", "E": now_ms, "T": now_ms, "a": {
+        "m": "ORDER", "B": [{"a": "USDT", "wb": wallet, "cw": wallet, "bc": "0"}],
+        "P": [{"s": symbol, "pa": f"{amt:.{spec['qty_decimals']}f}", "ep": _px(entry, spec), "bep": _px(entry, spec),
+               "cr": f"{DESK.ledger.realised['binance']:.8f}", "up": f"{upnl:.8f}",
+               "mt": "cross" if DESK.ledger.leverage_of(key)[1] else "isolated", "iw": "0", "ps": "BOTH"}]}})
+
+
+def _b_trade(result: dict[str, Any], px: float, qty: float, now_ms: int, *, maker: bool) -> None:
+    """Book one fill of a Binance order: the ledger, the order's executed quantity, average price and status, and
+    the TRADE and ACCOUNT_UPDATE events."""
+    spec = BINANCE_SYMBOLS[result["symbol"]]
+    qd = spec["qty_decimals"]
+    booked = _fill("binance", result["side"] == "BUY", px, qty, spec["name"])
+    done = float(result["executedQty"]) + qty
+    quote = float(result["cumQuote"]) + px * qty
+    result.update(executedQty=f"{done:.{qd}f}", cumQty=f"{done:.{qd}f}", cumQuote=f"{quote:.5f}",
+                  avgPrice=_px(quote / done, spec), updateTime=now_ms,
+                  status="FILLED" if done >= float(result["origQty"]) - 1e-12 else "PARTIALLY_FILLED")
+    trade_id = next(DESK.trade_ids)
+    DESK.ledger.fills["binance"].appendleft({
+        "buyer": result["side"] == "BUY", "commission": "0", "commissionAsset": "USDT", "id": trade_id,
+        "maker": maker, "orderId": result["orderId"], "price": _px(px, spec), "qty": f"{qty:.{qd}f}",
+        "quoteQty": f"{px * qty:.8f}", "realizedPnl": f"{booked.closed_pnl:.8f}", "side": result["side"],
+        "positionSide": "BOTH", "symbol": result["symbol"], "time": now_ms})
+    _b_order_event(result, "TRADE", now_ms, (px, qty), trade_id, booked.closed_pnl, maker)
+    _b_account_event(result["symbol"], now_ms)
+
+
+def _hl_events(record: dict[str, Any], status: str, now_ms: int) -> None:
+    """An ``orderUpdates`` event: the order's state."""
+    DESK.events["hyperliquid"].append({"channel": "orderUpdates", "data": [
+        {"order": record, "status": status, "statusTimestamp": now_ms}]})
+
+
+def _hl_trade(record: dict[str, Any], px: float, qty: float, now_ms: int, *, crossed: bool) -> None:
+    """Book one fill of a Hyperliquid order: the ledger, the fills history (``userFills``) and the stream event,
+    with the venue's ``dir``, ``startPosition`` and ``closedPnl``."""
+    coin = record["coin"]
+    booked = _fill("hyperliquid", record["side"] == "B", px, qty, coin)
+    szd = _sz_decimals(coin)
+    fill = {"coin": coin, "px": _hl_px(px, szd), "sz": _hl_sz(qty, szd), "side": record["side"], "time": now_ms,
+            "startPosition": f"{booked.start:.{szd}f}", "dir": hl_direction(booked),
+            "closedPnl": f"{booked.closed_pnl:.6f}", "hash": f"0x{record['oid']:064x}", "oid": record["oid"],
+            "crossed": crossed, "fee": "0.0", "tid": next(DESK.trade_ids), "feeToken": "USDC",
+            **({"cloid": record["cloid"]} if record["cloid"] else {})}
+    DESK.ledger.fills["hyperliquid"].appendleft(fill)
+    DESK.events["hyperliquid"].append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address,
+                                                                        "fills": [fill]}})
+
+
+def _match_resting(venue: str, key: str, book: Book, now_ms: int) -> None:
+    """Fill the resting orders the market moved through: a buy at or above the ask, a sell at or below the bid,
+    at the order's own price (it was the maker), up to the touch's size."""
+    if venue == "hyperliquid":
+        for oid in sorted(DESK.hl_open[key]):
+            rec = DESK.hl_orders.get(oid)
+            if rec is None or rec["status"] != "open":
+                DESK.hl_open[key].discard(oid)
+                continue
+            order = rec["order"]
+            px, left = float(order["limitPx"]), float(order["sz"])
+            is_buy = order["side"] == "B"
+            if (is_buy and book.ask_px <= px) or (not is_buy and book.bid_px >= px):
+                qty = min(left, book.ask_qty if is_buy else book.bid_qty)
+                if qty <= 0:
+                    continue
+                _hl_trade(order, px, qty, now_ms, crossed=False)
+                order["sz"] = _hl_sz(left - qty, _sz_decimals(order["coin"]))
+                if float(order["sz"]) <= 0:
+                    rec["status"], rec["statusTimestamp"] = "filled", now_ms
+                    DESK.hl_open[key].discard(oid)
+                    _hl_events(order, "filled", now_ms)
+        return
+    for order_id in sorted(DESK.binance_open[key]):
+        result = DESK.binance_orders.get(order_id)
+        if result is None or result["status"] not in ("NEW", "PARTIALLY_FILLED"):
+            DESK.binance_open[key].discard(order_id)
+            continue
+        px, left = float(result["price"]), float(result["origQty"]) - float(result["executedQty"])
+        is_buy = result["side"] == "BUY"
+        if (is_buy and book.ask_px <= px) or (not is_buy and book.bid_px >= px):
+            qty = min(left, book.ask_qty if is_buy else book.bid_qty)
+            if qty > 0:
+                _b_trade(result, px, round(qty, 8), now_ms, maker=True)
+                if result["status"] == "FILLED":
+                    DESK.binance_open[key].discard(order_id)
+
+
+def _hl_dead_man(now_ms: int) -> None:
+    """``scheduleCancel``: at its time every open order is canceled, and the schedule is spent."""
+    if DESK.hl_dead_man_ms is not None and now_ms >= DESK.hl_dead_man_ms:
+        DESK.hl_dead_man_ms = None
+        for oids in DESK.hl_open.values():
+            for oid in sorted(oids):
+                _hl_cancel_oid(oid, None, now_ms, status="scheduledCancel")
 
 
 def position(venue: str, name: str = "BTC") -> tuple[float, float]:
     """(signed position in instrument ``name``, average entry price) the desk holds on ``venue``."""
-    return DESK.positions.get(book_key(venue, name), (0.0, 0.0))
+    return DESK.ledger.position(book_key(venue, name))
 
 
 def _px(value: float, spec: dict[str, Any]) -> str:
@@ -382,6 +471,12 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
         reply: dict[str, Any] = {"id": msg.get("id"), "status": 200, "result": {"serverTime": now_ms}}
     elif method == "order.status":
         reply = _binance_order_status(msg, now_ms)
+    elif method in ("order.cancel", "v1/order.cancel"):
+        reply = _binance_cancel(msg, now_ms)
+    elif method in ("order.modify", "v1/order.modify"):
+        reply = _binance_modify(msg, now_ms)
+    elif method in ("v2/account.status", "account.status", "v2/account.balance", "account.balance"):
+        reply = _binance_account(msg, now_ms)
     elif method in ("v2/account.position", "account.position"):
         reply = _binance_positions(msg, now_ms)
     elif method in ("userDataStream.start", "userDataStream.ping", "userDataStream.stop"):
@@ -396,47 +491,46 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     return reply
 
 
+_PLACE = ("order.place", "v1/order.place")
+_OPEN = ("NEW", "PARTIALLY_FILLED")
+MAX_RECV_WINDOW_MS = 60_000
+
+
 def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     req_id = msg.get("id") if isinstance(msg, dict) else None
-    if not isinstance(msg, dict) or msg.get("method") not in ("order.place", "v1/order.place"):
-        method = msg.get("method") if isinstance(msg, dict) else None
+    method = msg.get("method") if isinstance(msg, dict) else None
+    if method not in _PLACE:
         return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place, "
-                                       "order.status, v2/account.position, userDataStream.* and time only.")
-    params = msg.get("params")
-    if not isinstance(params, dict):
-        return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
-    api_key = params.get("apiKey")
-    if not api_key or api_key != DESK.binance_api_key:
-        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
-    for name in ("symbol", "side", "type", "quantity", "timestamp", "signature"):
+                                       "order.cancel, order.modify, order.status, v2/account.position, "
+                                       "v2/account.status, v2/account.balance, userDataStream.* and time only.")
+    bad = binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    params = msg["params"]
+    for name in ("symbol", "side", "type", "quantity"):
         if params.get(name) in (None, ""):
             return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
                                            "malformed.")
-    if not binance_signature_ok(params, hmac_secret=DESK.binance_hmac_secret,
-                                ed25519_public_key=DESK.binance_ed25519_public_key):
-        return _b_error(req_id, -1022, "Signature for this request is not valid.")
-    # The venue takes integers as JSON numbers or strings (the official SDK sends recvWindow as a string).
-    ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
-    if ts is None or window is None:
-        return _b_error(req_id, -1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
-    if ts >= now_ms + 1000 or now_ms - ts > window:
-        return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
     spec = BINANCE_SYMBOLS.get(params["symbol"])
     if spec is None:
         return _b_error(req_id, -1121, "Invalid symbol.")
-    side, otype, tif = params["side"], params["type"], params.get("timeInForce", "GTC")
+    side, otype = params["side"], params["type"]
     if side not in ("BUY", "SELL"):
         return _b_error(req_id, -1117, "Invalid side.")
-    if otype != "LIMIT":
+    if otype not in ("LIMIT", "MARKET"):
         return _b_error(req_id, -1116, "Invalid orderType.")
+    tif = params.get("timeInForce", "GTC") if otype == "LIMIT" else "GTC"
     if tif not in ("GTC", "IOC", "FOK", "GTX"):
         return _b_error(req_id, -1115, "Invalid timeInForce.")
-    qty, price = _decimal(params["quantity"]), _decimal(params.get("price"))
+    qty = _decimal(params["quantity"])
+    if otype == "MARKET" and params.get("price") not in (None, ""):
+        return _b_error(req_id, -1106, "Parameter 'price' sent when not required.")
+    price = _decimal(params.get("price")) if otype == "LIMIT" else Decimal(0)
     if qty is None or price is None:
         return _b_error(req_id, -1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
     if qty <= 0:
         return _b_error(req_id, -4003, "Quantity less than or equal to zero.")
-    if price <= 0:
+    if otype == "LIMIT" and price <= 0:
         return _b_error(req_id, -4001, "Price less than 0.")
     if qty % spec["step"] != 0:
         return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
@@ -444,38 +538,131 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         return _b_error(req_id, -4014, "Price not increased by tick size.")
     if qty > spec["max_qty"]:
         return _b_error(req_id, -1013, "Filter failure: LOT_SIZE")
-
-    fill = _cross("binance", side == "BUY", float(price), float(qty), spec["name"])
+    is_buy, name = side == "BUY", spec["name"]
+    reduce_only = params.get("reduceOnly") in (True, "true")
+    book = DESK.books.get(book_key("binance", name))
+    # a market order is priced at the touch it would take; before the first book it finds no liquidity (EXPIRED)
+    touch = (book.ask_px if is_buy else book.bid_px) if book is not None else None
+    ref = float(price) if otype == "LIMIT" else touch
+    if not reduce_only and ref is not None and ref * float(qty) < float(spec["min_notional"]):
+        return _b_error(req_id, -4164, f"Order's notional must be no smaller than {spec['min_notional']} "
+                                       "(unless you choose reduce only).")
+    if reduce_only:
+        amt, _ = position("binance", name)
+        if amt == 0.0 or (amt > 0) == is_buy or float(qty) > abs(amt) + 1e-12:
+            return _b_error(req_id, -2022, "ReduceOnly Order is rejected.")
+    cid = params.get("newClientOrderId") or f"sim{next(DESK.ids)}"
+    prior = DESK.binance_orders.get(DESK.binance_client_ids.get(cid, -1))
+    if prior is not None and prior["status"] in _OPEN:
+        return _b_error(req_id, -4116, "ClientOrderId is duplicated.")
+    fill = _cross("binance", is_buy, float("inf") if otype == "MARKET" and is_buy else float(price), float(qty),
+                  name)
     if tif == "GTX" and fill is not None:
-        status, fpx, fqty = "EXPIRED", 0.0, 0.0  # post-only would have taken liquidity
-    elif fill is None:
-        status, fpx, fqty = ("NEW" if tif == "GTC" else "EXPIRED"), 0.0, 0.0
-    else:
-        fpx, fqty = fill
-        status = "FILLED" if fqty >= float(qty) else ("PARTIALLY_FILLED" if tif == "GTC" else "EXPIRED")
-        if tif == "FOK" and status != "FILLED":
-            status, fpx, fqty = "EXPIRED", 0.0, 0.0
-    if fqty > 0:
-        _fill("binance", side == "BUY", fpx, fqty, spec["name"])
+        return _b_error(req_id, -5022, "Due to the order could not be executed as maker, the Post Only order will "
+                                       "be rejected. The order will not be recorded in the order history")
+    if tif == "FOK" and fill is not None and fill[1] < float(qty):
+        fill = None  # all or nothing
     result = {
-        "orderId": next(DESK.ids), "symbol": params["symbol"], "status": status,
-        "clientOrderId": params.get("newClientOrderId") or f"sim{now_ms}",
-        "price": str(price), "avgPrice": _px(fpx, spec), "origQty": str(qty),
-        "executedQty": f"{fqty:.{spec['qty_decimals']}f}", "cumQty": f"{fqty:.{spec['qty_decimals']}f}",
-        "cumQuote": f"{fpx * fqty:.5f}", "timeInForce": tif, "type": otype,
-        "reduceOnly": params.get("reduceOnly") in (True, "true"), "closePosition": False, "side": side,
-        "positionSide": "BOTH", "stopPrice": "0.00", "workingType": "CONTRACT_PRICE", "priceProtect": False,
-        "origType": otype, "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": 0,
-        "updateTime": now_ms,
+        "orderId": next(DESK.ids), "symbol": params["symbol"], "status": "NEW", "clientOrderId": cid,
+        "price": str(price) if otype == "LIMIT" else "0", "avgPrice": _px(0.0, spec), "origQty": str(qty),
+        "executedQty": f"{0:.{spec['qty_decimals']}f}", "cumQty": f"{0:.{spec['qty_decimals']}f}",
+        "cumQuote": f"{0:.5f}", "timeInForce": tif, "type": otype, "reduceOnly": reduce_only,
+        "closePosition": False, "side": side, "positionSide": "BOTH", "stopPrice": "0.00",
+        "workingType": "CONTRACT_PRICE", "priceProtect": False, "origType": otype, "priceMatch": "NONE",
+        "selfTradePreventionMode": "NONE", "goodTillDate": 0, "updateTime": now_ms,
     }
     DESK.binance_orders[result["orderId"]] = result
-    DESK.binance_client_ids[result["clientOrderId"]] = result["orderId"]
+    DESK.binance_client_ids[cid] = result["orderId"]
     _forget_oldest(DESK.binance_orders, DESK.binance_client_ids)
-    _binance_events(result, params, now_ms)
-    return {"id": req_id, "status": 200, "result": result}
+    _b_order_event(result, "NEW", now_ms)
+    if fill is not None:
+        _b_trade(result, fill[0], fill[1], now_ms, maker=False)
+    if result["status"] in _OPEN and (otype == "MARKET" or tif in ("IOC", "FOK")):
+        result["status"] = "EXPIRED"  # what an IOC / FOK / market order could not fill at once
+        _b_order_event(result, "EXPIRED", now_ms)
+    elif result["status"] in _OPEN:
+        DESK.binance_open[book_key("binance", name)].add(result["orderId"])
+    return {"id": req_id, "status": 200, "result": dict(result)}
 
 
-def _binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
+def _binance_find(msg: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the order a cancel / modify / status names by ``orderId`` or ``origClientOrderId``, None) or (None, the
+    error answer)."""
+    req_id, params = msg.get("id"), msg["params"]
+    if params.get("symbol") in (None, ""):
+        return None, _b_error(req_id, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or "
+                                             "malformed.")
+    order_id = _integer(params.get("orderId"))
+    if order_id is None and isinstance(params.get("origClientOrderId"), str):
+        order_id = DESK.binance_client_ids.get(params["origClientOrderId"])
+    if order_id is None and "orderId" not in params and "origClientOrderId" not in params:
+        return None, _b_error(req_id, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were "
+                                             "empty/null!")
+    result = DESK.binance_orders.get(order_id) if order_id is not None else None
+    if result is None or result["symbol"] != params["symbol"]:
+        return None, _b_error(req_id, -2013, "Order does not exist.")
+    return result, None
+
+
+def _binance_cancel(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``order.cancel`` (TRADE, signed): an open order becomes CANCELED (its event on the user stream); any other
+    order is -2011 Unknown order sent."""
+    bad = binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    result, bad = _binance_find(msg)
+    if bad is not None and bad["error"]["code"] == -2013:
+        return _b_error(msg.get("id"), -2011, "Unknown order sent.")
+    if result is None:
+        return bad  # type: ignore[return-value]
+    if result["status"] not in _OPEN:
+        return _b_error(msg.get("id"), -2011, "Unknown order sent.")
+    result.update(status="CANCELED", updateTime=now_ms)
+    DESK.binance_open[book_key("binance", BINANCE_SYMBOLS[result["symbol"]]["name"])].discard(result["orderId"])
+    _b_order_event(result, "CANCELED", now_ms)
+    return {"id": msg.get("id"), "status": 200, "result": dict(result)}
+
+
+def _binance_modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``order.modify`` (TRADE, signed): a resting LIMIT order's price and quantity change in place (same
+    orderId, an AMENDMENT event); it fills at once if the new price crosses the book."""
+    bad = binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    req_id, params = msg.get("id"), msg["params"]
+    for name in ("side", "quantity", "price"):
+        if params.get(name) in (None, ""):
+            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
+                                           "malformed.")
+    result, bad = _binance_find(msg)
+    if result is None:
+        return bad  # type: ignore[return-value]
+    if result["status"] not in _OPEN:
+        return _b_error(req_id, -2013, "Order does not exist.")
+    spec = BINANCE_SYMBOLS[result["symbol"]]
+    qty, price = _decimal(params["quantity"]), _decimal(params["price"])
+    if qty is None or price is None or params["side"] != result["side"]:
+        return _b_error(req_id, -1102, "Mandatory parameter 'side', 'quantity' or 'price' was malformed.")
+    if price % spec["tick"] != 0:
+        return _b_error(req_id, -4014, "Price not increased by tick size.")
+    if qty % spec["step"] != 0 or qty <= Decimal(result["executedQty"]):
+        return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
+    if str(price) == result["price"] and str(qty) == result["origQty"]:
+        return _b_error(req_id, -5027, "No need to modify the order.")
+    result.update(price=str(price), origQty=str(qty), updateTime=now_ms)
+    _b_order_event(result, "AMENDMENT", now_ms)
+    book = DESK.books.get(book_key("binance", spec["name"]))
+    if book is not None:
+        _match_resting("binance", book_key("binance", spec["name"]), book, now_ms)
+    return {"id": req_id, "status": 200, "result": dict(result)}
+
+
+#: marks a request whose signature the REST layer already checked over the query string as sent (an object no
+#: JSON frame can carry, so a WebSocket client cannot claim it)
+REST_VERIFIED = object()
+
+
+def binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
     """The checks every signed USER_DATA request passes (key, signature, time window); None when it passes."""
     req_id = msg.get("id")
     params = msg.get("params")
@@ -487,11 +674,15 @@ def _binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any]
         if params.get(name) in (None, ""):
             return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
                                            "malformed.")
-    if not binance_signature_ok(params, hmac_secret=DESK.binance_hmac_secret,
-                                ed25519_public_key=DESK.binance_ed25519_public_key):
+    if msg.get("verified") is not REST_VERIFIED and not binance_signature_ok(
+            params, hmac_secret=DESK.binance_hmac_secret, ed25519_public_key=DESK.binance_ed25519_public_key):
         return _b_error(req_id, -1022, "Signature for this request is not valid.")
     ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
-    if ts is None or window is None or ts >= now_ms + 1000 or now_ms - ts > window:
+    if ts is None or window is None:
+        return _b_error(req_id, -1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
+    if window > MAX_RECV_WINDOW_MS:
+        return _b_error(req_id, -1131, "recvWindow must be less than 60000")
+    if ts >= now_ms + 1000 or now_ms - ts > window:
         return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
     return None
 
@@ -521,7 +712,7 @@ def _binance_user_stream(msg: dict[str, Any]) -> dict[str, Any]:
 def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``v2/account.position`` (USER_DATA): the desk's position per symbol (one-way mode, ``positionSide``
     BOTH), every symbol when ``symbol`` is absent."""
-    bad = _binance_user_data_error(msg, now_ms)
+    bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad
     params = msg["params"]
@@ -546,23 +737,67 @@ def _binance_position(symbol: str, spec: dict[str, Any], now_ms: int) -> dict[st
 
 
 def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """``order.status`` (USER_DATA, signed): the order as last answered, by ``orderId`` or ``origClientOrderId``;
+    """``order.status`` (USER_DATA, signed): the order as it now stands, by ``orderId`` or ``origClientOrderId``;
     -2013 when this desk never took it."""
-    bad = _binance_user_data_error(msg, now_ms)
+    bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad
-    req_id, params = msg.get("id"), msg["params"]
-    if params.get("symbol") in (None, ""):
-        return _b_error(req_id, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
-    order_id = _integer(params.get("orderId"))
-    if order_id is None and isinstance(params.get("origClientOrderId"), str):
-        order_id = DESK.binance_client_ids.get(params["origClientOrderId"])
-    if order_id is None and "orderId" not in params and "origClientOrderId" not in params:
-        return _b_error(req_id, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were empty/null!")
-    result = DESK.binance_orders.get(order_id) if order_id is not None else None
-    if result is None or result["symbol"] != params["symbol"]:
-        return _b_error(req_id, -2013, "Order does not exist.")
-    return {"id": req_id, "status": 200, "result": {**result, "time": result["updateTime"]}}
+    result, bad = _binance_find(msg)
+    if result is None:
+        return bad  # type: ignore[return-value]
+    return {"id": msg.get("id"), "status": 200, "result": {**result, "time": result["updateTime"]}}
+
+
+def binance_account(now_ms: int) -> dict[str, Any]:
+    """The USDT account as ``v2/account.status`` and ``GET /fapi/v2|v3/account`` show it, from the ledger:
+    wallet = start + realised PnL, unrealised PnL at the marks, initial margin = notional / leverage."""
+    upnl = margin = 0.0
+    positions = []
+    for symbol, spec in BINANCE_SYMBOLS.items():
+        key = book_key("binance", spec["name"])
+        amt, _ = DESK.ledger.position(key)
+        if amt == 0.0:
+            continue
+        m = mark("binance", spec["name"]) or 0.0
+        upnl += DESK.ledger.unrealised(key, m)
+        im = abs(amt) * m / DESK.ledger.leverage_of(key)[0]
+        margin += im
+        positions.append({"symbol": symbol, "positionSide": "BOTH", "positionAmt": f"{amt:.{spec['qty_decimals']}f}",
+                          "unrealizedProfit": f"{DESK.ledger.unrealised(key, m):.8f}", "isolatedMargin": "0",
+                          "notional": f"{amt * m:.8f}", "isolatedWallet": "0", "initialMargin": f"{im:.8f}",
+                          "maintMargin": f"{im / 4:.8f}", "updateTime": now_ms})
+    wallet = DESK.ledger.wallet("binance")
+    equity = wallet + upnl
+    avail = max(0.0, equity - margin)
+    asset = {"asset": "USDT", "walletBalance": f"{wallet:.8f}", "unrealizedProfit": f"{upnl:.8f}",
+             "marginBalance": f"{equity:.8f}", "maintMargin": f"{margin / 4:.8f}", "initialMargin": f"{margin:.8f}",
+             "positionInitialMargin": f"{margin:.8f}", "openOrderInitialMargin": "0.00000000",
+             "crossWalletBalance": f"{wallet:.8f}", "crossUnPnl": f"{upnl:.8f}", "availableBalance": f"{avail:.8f}",
+             "maxWithdrawAmount": f"{avail:.8f}", "updateTime": now_ms}
+    return {"totalInitialMargin": f"{margin:.8f}", "totalMaintMargin": f"{margin / 4:.8f}",
+            "totalWalletBalance": f"{wallet:.8f}", "totalUnrealizedProfit": f"{upnl:.8f}",
+            "totalMarginBalance": f"{equity:.8f}", "totalPositionInitialMargin": f"{margin:.8f}",
+            "totalOpenOrderInitialMargin": "0.00000000", "totalCrossWalletBalance": f"{wallet:.8f}",
+            "totalCrossUnPnl": f"{upnl:.8f}", "availableBalance": f"{avail:.8f}",
+            "maxWithdrawAmount": f"{avail:.8f}", "assets": [asset], "positions": positions}
+
+
+def binance_balance(now_ms: int) -> list[dict[str, Any]]:
+    """``v2/account.balance`` and ``GET /fapi/v2|v3/balance``: the USDT balance row."""
+    acct = binance_account(now_ms)
+    return [{"accountAlias": "SgsR", "asset": "USDT", "balance": acct["totalWalletBalance"],
+             "crossWalletBalance": acct["totalCrossWalletBalance"], "crossUnPnl": acct["totalCrossUnPnl"],
+             "availableBalance": acct["availableBalance"], "maxWithdrawAmount": acct["maxWithdrawAmount"],
+             "marginAvailable": True, "updateTime": now_ms}]
+
+
+def _binance_account(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    bad = binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    balance = str(msg.get("method")).endswith("balance")
+    return {"id": msg.get("id"), "status": 200,
+            "result": binance_balance(now_ms) if balance else binance_account(now_ms)}
 
 
 # --- Hyperliquid -----------------------------------------------------------------------------------------------
@@ -595,14 +830,24 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
         return {"error": "Order has invalid price."}
     if sz is None or not sz.is_finite() or sz <= 0 or int(sz.as_tuple().exponent) < -sz_decimals:
         return {"error": "Order has invalid size."}
-    if float(px) * float(sz) < HL_MIN_NOTIONAL:
+    is_buy = bool(o["b"])
+    coin = str(spec["coin"])
+    if o["r"] is True:  # reduce only: against the position, and no larger than it
+        szi, _ = position("hyperliquid", coin)
+        if szi == 0.0 or (szi > 0) == is_buy or float(sz) > abs(szi) + 1e-12:
+            return {"error": f"Reduce only order would increase position. asset={o['a']}"}
+    elif float(px) * float(sz) < HL_MIN_NOTIONAL:
         return {"error": f"Order must have minimum value of ${HL_MIN_NOTIONAL:.0f}. asset={o['a']}"}
     tif = (o["t"].get("limit") or {}).get("tif") if isinstance(o["t"], dict) else None
     if tif not in ("Ioc", "Gtc", "Alo"):
         return {"error": "Invalid order type."}
-    is_buy = bool(o["b"])
-    coin = str(spec["coin"])
     fill = _cross("hyperliquid", is_buy, float(px), float(sz), coin)
+    if tif == "Alo" and fill is not None:
+        book = DESK.books.get(book_key("hyperliquid", coin))
+        bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
+        return {"error": f"Post only order would have immediately matched, bbo was {bbo}. asset={o['a']}"}
+    if fill is None and tif == "Ioc":
+        return {"error": f"Order could not immediately match against any resting orders. asset={o['a']}"}
     oid = next(DESK.ids)
     _forget_oldest(DESK.hl_orders, DESK.hl_cloids)
     cloid = o.get("c") if isinstance(o.get("c"), str) else None
@@ -610,25 +855,117 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
               "timestamp": now_ms, "origSz": o["s"], "cloid": cloid}
     if cloid is not None:
         DESK.hl_cloids[cloid.lower()] = oid
-    if tif == "Alo" and fill is not None:
-        book = DESK.books.get(book_key("hyperliquid", coin))
-        bbo = f"{book.bid_px}@{book.ask_px}" if book else f"{px}"
-        return {"error": f"Post only order would have immediately matched, bbo was {bbo}. asset={o['a']}"}
     if fill is None:
-        if tif == "Ioc":
-            return {"error": f"Order could not immediately match against any resting orders. asset={o['a']}"}
         DESK.hl_orders[oid] = {"order": record, "status": "open", "statusTimestamp": now_ms}
-        _hl_events(record, "open", None, now_ms)
+        DESK.hl_open[book_key("hyperliquid", coin)].add(oid)
+        _hl_events(record, "open", now_ms)
         return {"resting": {"oid": oid}}
     fpx, fqty = fill
-    _fill("hyperliquid", is_buy, fpx, fqty, coin)
     # A partial fill: the rest of a Gtc order rests (open), an Ioc remainder is canceled.
     status = "filled" if fqty >= float(sz) else ("open" if tif == "Gtc" else "canceled")
-    DESK.hl_orders[oid] = {"order": {**record, "sz": str(float(sz) - fqty)}, "status": status,
-                           "statusTimestamp": now_ms}
-    _hl_events(DESK.hl_orders[oid]["order"], status, fill, now_ms)
-    return {"filled": {"totalSz": f"{fqty:.{spec['sz_decimals']}f}".rstrip("0").rstrip("."),
-                       "avgPx": _hl_px(fpx, sz_decimals), "oid": oid}}
+    record["sz"] = _hl_sz(float(sz) - fqty, sz_decimals)
+    DESK.hl_orders[oid] = {"order": record, "status": status, "statusTimestamp": now_ms}
+    if status == "open":
+        DESK.hl_open[book_key("hyperliquid", coin)].add(oid)
+    _hl_events(record, status, now_ms)
+    _hl_trade(record, fpx, fqty, now_ms, crossed=True)
+    return {"filled": {"totalSz": _hl_sz(fqty, sz_decimals), "avgPx": _hl_px(fpx, sz_decimals), "oid": oid}}
+
+
+_NEVER_PLACED = "Order was never placed, already canceled, or filled."
+
+
+def _hl_cancel_oid(oid: int | None, asset: int | None, now_ms: int, status: str = "canceled") -> str | dict[str, Any]:
+    """Cancel one open order (``asset`` must be its coin's when given): "success", or the venue's error."""
+    rec = DESK.hl_orders.get(oid) if oid is not None else None
+    coin = HL_ASSETS[asset]["coin"] if asset in HL_ASSETS else None
+    if rec is None or rec["status"] != "open" or (asset is not None and rec["order"]["coin"] != coin):
+        return {"error": f"{_NEVER_PLACED} asset={asset}"}
+    rec["status"], rec["statusTimestamp"] = status, now_ms
+    assert oid is not None
+    DESK.hl_open[book_key("hyperliquid", rec["order"]["coin"])].discard(oid)
+    _hl_events(rec["order"], status, now_ms)
+    return "success"
+
+
+def _hl_oid(ref: Any) -> int | None:
+    """An order reference of a cancel / modify: an oid, or a cloid (0x + 32 hex)."""
+    if isinstance(ref, str):
+        return DESK.hl_cloids.get(ref.lower())
+    return ref if isinstance(ref, int) and not isinstance(ref, bool) else None
+
+
+def _hl_modify(ref: Any, order: Any, now_ms: int) -> dict[str, Any]:
+    """One modify: the open order is canceled and the new one placed (a new oid, as on the venue)."""
+    oid = _hl_oid(ref)
+    rec = DESK.hl_orders.get(oid) if oid is not None else None
+    if rec is None or rec["status"] != "open":
+        return {"error": "Cannot modify canceled or filled order"}
+    if not isinstance(order, dict) or order.get("a") not in HL_ASSETS \
+            or HL_ASSETS[order["a"]]["coin"] != rec["order"]["coin"]:
+        return {"error": "Invalid order: missing fields."}
+    _hl_cancel_oid(oid, None, now_ms)
+    return _hl_order_status(order, now_ms)
+
+
+def _hl_execute(action: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """The signed, fresh action's effect and the venue's answer."""
+    kind = action.get("type")
+    if kind == "order":
+        statuses = [_hl_order_status(o, now_ms) for o in action["orders"]]
+        return {"status": "ok", "response": {"type": "order", "data": {"statuses": statuses}}}
+    if kind == "cancel":
+        out = [_hl_cancel_oid(_hl_oid(c.get("o")), c.get("a"), now_ms) if isinstance(c, dict)
+               else {"error": _NEVER_PLACED} for c in action["cancels"]]
+        return {"status": "ok", "response": {"type": "cancel", "data": {"statuses": out}}}
+    if kind == "cancelByCloid":
+        out = [_hl_cancel_oid(_hl_oid(c.get("cloid")), c.get("asset"), now_ms) if isinstance(c, dict)
+               else {"error": _NEVER_PLACED} for c in action["cancels"]]
+        return {"status": "ok", "response": {"type": "cancel", "data": {"statuses": out}}}
+    if kind == "modify":
+        status = _hl_modify(action.get("oid"), action.get("order"), now_ms)
+        if "error" in status:
+            return {"status": "err", "response": status["error"]}
+        return {"status": "ok", "response": {"type": "default"}}
+    if kind == "batchModify":
+        statuses = [_hl_modify(m.get("oid"), m.get("order"), now_ms) if isinstance(m, dict)
+                    else {"error": "Invalid order: missing fields."} for m in action["modifies"]]
+        return {"status": "ok", "response": {"type": "order", "data": {"statuses": statuses}}}
+    if kind == "scheduleCancel":
+        when = action.get("time")
+        if when is not None and when < now_ms + HL_SCHEDULE_CANCEL_MIN_MS:
+            return {"status": "err", "response": "Scheduled cancel time too early, must be at least 5 seconds "
+                                                 "from now."}
+        DESK.hl_dead_man_ms = when
+        return {"status": "ok", "response": {"type": "default"}}
+    # updateLeverage (shape checked by _hl_shape_error)
+    spec = HL_ASSETS[action["asset"]]
+    if not 1 <= action["leverage"] <= HL_MAX_LEVERAGE:
+        return {"status": "err", "response": f"Invalid leverage value. asset={action['asset']}"}
+    DESK.ledger.leverage[book_key("hyperliquid", spec["coin"])] = (action["leverage"], action["isCross"])
+    return {"status": "ok", "response": {"type": "default"}}
+
+
+def _hl_shape_error(action: dict[str, Any]) -> str | None:
+    """Why the action does not deserialize into one of the types this emulator executes (None: it does)."""
+    kind = action.get("type")
+    lists = {"order": "orders", "cancel": "cancels", "cancelByCloid": "cancels", "batchModify": "modifies"}
+    if kind in lists:
+        return None if isinstance(action.get(lists[kind]), list) and action[lists[kind]] else \
+            f"Failed to deserialize the JSON body into the target type: {kind} needs a non-empty {lists[kind]}"
+    if kind == "modify":
+        return None if "oid" in action and isinstance(action.get("order"), dict) else \
+            "Failed to deserialize the JSON body into the target type: modify needs oid and order"
+    if kind == "scheduleCancel":
+        t = action.get("time")
+        return None if t is None or (isinstance(t, int) and not isinstance(t, bool)) else \
+            "Failed to deserialize the JSON body into the target type: scheduleCancel time must be an integer"
+    if kind == "updateLeverage":
+        ok = action.get("asset") in HL_ASSETS and isinstance(action.get("isCross"), bool) \
+            and isinstance(action.get("leverage"), int) and not isinstance(action.get("leverage"), bool)
+        return None if ok else "Failed to deserialize the JSON body into the target type: updateLeverage needs " \
+                               "asset, isCross and leverage"
+    return "unsupported"
 
 
 def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
@@ -657,23 +994,39 @@ _HL_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 def hyperliquid_clearinghouse_state(now_ms: int) -> dict[str, Any]:
-    """``clearinghouseState``: the desk's perp position in each coin (``szi`` signed) and a flat margin summary."""
-    positions, notional = [], 0.0
+    """``clearinghouseState`` from the ledger: each coin's position (``szi`` signed) valued at the mark, its
+    unrealised PnL and margin at the chosen leverage, and account value = start + realised + unrealised PnL."""
+    positions, notional, margin, upnl_total = [], 0.0, 0.0, 0.0
     for inst in catalogue.HYPERLIQUID:
-        szi, entry = position("hyperliquid", inst.name)
+        key = book_key("hyperliquid", inst.name)
+        szi, entry = DESK.ledger.position(key)
         if szi == 0.0:
             continue
+        m = mark("hyperliquid", inst.name) or entry
+        lev, cross = DESK.ledger.leverage_of(key)
+        value, upnl = abs(szi) * m, DESK.ledger.unrealised(key, m)
+        used = value / lev
+        notional, margin, upnl_total = notional + value, margin + used, upnl_total + upnl
         szd = inst.sz_decimals
-        notional += abs(szi) * entry
         positions.append({"type": "oneWay", "position": {
             "coin": inst.name, "szi": f"{szi:.{szd}f}", "entryPx": f"{entry:.{max(0, 6 - szd)}f}",
-            "positionValue": f"{abs(szi) * entry:.2f}", "unrealizedPnl": "0.0", "returnOnEquity": "0.0",
-            "liquidationPx": None, "marginUsed": "0.0", "maxLeverage": 40, "leverage": {"type": "cross", "value": 20},
+            "positionValue": f"{value:.2f}", "unrealizedPnl": f"{upnl:.6f}",
+            "returnOnEquity": f"{upnl / used if used else 0.0:.6f}", "liquidationPx": None,
+            "marginUsed": f"{used:.6f}", "maxLeverage": HL_MAX_LEVERAGE,
+            "leverage": {"type": "cross", "value": lev} if cross else {"type": "isolated", "value": lev,
+                                                                        "rawUsd": f"{-szi * entry:.6f}"},
             "cumFunding": {"allTime": "0.0", "sinceOpen": "0.0", "sinceChange": "0.0"}}})
-    summary = {"accountValue": "0.0", "totalNtlPos": f"{notional:.2f}", "totalRawUsd": "0.0",
-               "totalMarginUsed": "0.0"}
-    return {"marginSummary": summary, "crossMarginSummary": summary, "crossMaintenanceMarginUsed": "0.0",
-            "withdrawable": "0.0", "assetPositions": positions, "time": now_ms}
+    value = DESK.ledger.wallet("hyperliquid") + upnl_total
+    summary = {"accountValue": f"{value:.6f}", "totalNtlPos": f"{notional:.6f}",
+               "totalRawUsd": f"{DESK.ledger.wallet('hyperliquid'):.6f}", "totalMarginUsed": f"{margin:.6f}"}
+    return {"marginSummary": summary, "crossMarginSummary": summary,
+            "crossMaintenanceMarginUsed": f"{margin / 2:.6f}", "withdrawable": f"{max(0.0, value - margin):.6f}",
+            "assetPositions": positions, "time": now_ms}
+
+
+def hyperliquid_user_fills() -> list[dict[str, Any]]:
+    """``userFills``: the account's fills, newest first (at most 2000, as the venue answers)."""
+    return list(DESK.ledger.fills["hyperliquid"])
 
 
 def hyperliquid_open_orders() -> list[dict[str, Any]]:
@@ -718,8 +1071,11 @@ def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, 
     if not isinstance(action, dict) or isinstance(nonce, bool) or not isinstance(nonce, int) \
             or not isinstance(sig, dict) or not vault_ok or not expires_ok:
         return "Failed to deserialize the JSON body into the target type"
-    if action.get("type") != "order" or not isinstance(action.get("orders"), list) or not action["orders"]:
+    shape = _hl_shape_error(action)
+    if shape == "unsupported":
         return {"status": "err", "response": f"Unsupported action type {action.get('type')!r}."}
+    if shape is not None:
+        return shape
     try:
         signers = _hl_recover(action, nonce, sig, vault, expires_after)
     except Exception as exc:  # any malformed signature (eth-keys raises its own types too): answered, not raised
@@ -737,5 +1093,5 @@ def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, 
     if nonce in DESK.seen_nonces:
         return {"status": "err", "response": f"Invalid nonce: duplicate nonce {nonce}."}
     DESK.seen_nonces.add(nonce)
-    statuses = [_hl_order_status(o, now_ms) for o in action["orders"]]
-    return {"status": "ok", "response": {"type": "order", "data": {"statuses": statuses}}}
+    _hl_dead_man(now_ms)
+    return _hl_execute(action, now_ms)

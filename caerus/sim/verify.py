@@ -52,7 +52,14 @@ def binance_signature_ok(params: dict[str, object], *, hmac_secret: str | None,
     sig = params.get("signature")
     if not isinstance(sig, str) or not sig:
         return False
-    payload = binance_payload(params).encode()
+    return binance_text_signature_ok(binance_payload(params), sig, hmac_secret=hmac_secret,
+                                     ed25519_public_key=ed25519_public_key)
+
+
+def binance_text_signature_ok(text: str, sig: str, *, hmac_secret: str | None,
+                              ed25519_public_key: Ed25519PublicKey | None) -> bool:
+    """True when ``sig`` signs ``text`` (REST: the query string and body as sent, less the signature)."""
+    payload = text.encode()
     if hmac_secret is not None:
         expected = hmac.new(hmac_secret.encode(), payload, hashlib.sha256).hexdigest()
         if hmac.compare_digest(expected, sig.lower()):

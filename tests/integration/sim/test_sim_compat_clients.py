@@ -257,7 +257,7 @@ def test_binance_sdk_ws_api_order_with_recv_window(sim: VenueSim) -> None:
         try:
             # The SDK sends recvWindow as a JSON string; the venue accepts it (issue 13 item 1).
             return await asyncio.wait_for(conn.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
-                                                         time_in_force="GTC", quantity=0.001, price=50_000.0,
+                                                         time_in_force="GTC", quantity=0.003, price=50_000.0,
                                                          recv_window=5000), WAIT_S)
         finally:
             await asyncio.wait_for(conn.close_connection(close_session=True), WAIT_S)
@@ -345,13 +345,13 @@ def test_ccxt_binanceusdm_create_order_ws(sim: VenueSim) -> None:
         ex = _ccxt_binance(sim, keys=True)
         try:
             await ex.load_markets()
-            return await ex.create_order_ws("BTC/USDT:USDT", "limit", "buy", 0.001, 50_000.0,
+            return await ex.create_order_ws("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0,
                                             {"timeInForce": "GTC"})
         finally:
             await ex.close()
 
     order = _run(body)
-    assert order["status"] == "open" and order["amount"] == 0.001 and order["price"] == 50_000.0
+    assert order["status"] == "open" and order["amount"] == 0.003 and order["price"] == 50_000.0
 
 
 def test_ccxt_hyperliquid_markets_watch_and_orders(sim: VenueSim, wallet: Any) -> None:
@@ -438,3 +438,177 @@ def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: V
     last = updates[-1]["o"]
     assert last["i"] == reply.result.order_id and last["X"] == reply.result.status
     assert float(last["z"]) == float(reply.result.executed_qty)
+
+
+# -- issue 33: the order life cycle and account state through each client -----------------------------------------
+def _mids(info: Any) -> dict[str, str]:
+    deadline = time.monotonic() + WAIT_S
+    while not (mids := info.all_mids()) and time.monotonic() < deadline:  # the first block may not be built yet
+        time.sleep(0.1)
+    return mids
+
+
+def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close(sim: VenueSim, wallet: Any) -> None:
+    from hyperliquid.exchange import Exchange
+    from hyperliquid.info import Info
+
+    base = https(sim["hyperliquid_url"])
+    info = Info(base, skip_ws=False)
+    exchange = Exchange(wallet, base)
+    try:
+        inbox = Inbox()
+        info.subscribe({"type": "orderUpdates", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        mid = float(_mids(info)["BTC"])
+        # A resting order, cancelled: the stream says so and the open-orders query no longer lists it.
+        oid = exchange.order("BTC", True, 0.001, round(mid * 0.9), {"limit": {"tif": "Gtc"}}
+                             )["response"]["data"]["statuses"][0]["resting"]["oid"]
+        assert [o["oid"] for o in info.open_orders(wallet.address)] == [oid]
+        cancelled = exchange.cancel("BTC", oid)
+        assert cancelled["response"]["data"]["statuses"] == ["success"], cancelled
+        inbox.wait_for(lambda xs: any(u["order"]["oid"] == oid and u["status"] == "canceled"
+                                      for m in xs for u in m["data"]), "the cancel on orderUpdates")
+        assert info.open_orders(wallet.address) == []
+        assert "error" in exchange.cancel("BTC", oid)["response"]["data"]["statuses"][0]
+        # Modify: the order moves (a new oid), the old one is no longer open.
+        oid = exchange.order("BTC", True, 0.001, round(mid * 0.9), {"limit": {"tif": "Gtc"}}
+                             )["response"]["data"]["statuses"][0]["resting"]["oid"]
+        moved = exchange.modify_order(oid, "BTC", True, 0.002, round(mid * 0.85), {"limit": {"tif": "Gtc"}})
+        assert moved["status"] == "ok", moved
+        (now_open,) = info.open_orders(wallet.address)
+        assert float(now_open["sz"]) == 0.002 and float(now_open["limitPx"]) == round(mid * 0.85)
+        # The dead man's switch is accepted for a time >= 5 s ahead, refused sooner.
+        assert exchange.schedule_cancel(int(time.time() * 1000) + 60_000)["status"] == "ok"
+        assert exchange.schedule_cancel(int(time.time() * 1000) + 1000)["status"] == "err"
+        assert exchange.update_leverage(5, "BTC", is_cross=False)["status"] == "ok"
+        # market_open then market_close (IOC orders, the close reduce-only): the fills history says Close Long.
+        opened = exchange.market_open("BTC", True, 0.001)
+        assert "filled" in opened["response"]["data"]["statuses"][0], opened
+        (pos,) = info.user_state(wallet.address)["assetPositions"]
+        assert float(pos["position"]["szi"]) == 0.001 and pos["position"]["leverage"]["value"] == 5
+        closed = exchange.market_close("BTC")
+        assert "filled" in closed["response"]["data"]["statuses"][0], closed
+        fills = info.user_fills(wallet.address)
+        assert [f["dir"] for f in fills[:2]] == ["Close Long", "Open Long"], fills
+        state = info.user_state(wallet.address)
+        assert state["assetPositions"] == [] and float(state["marginSummary"]["accountValue"]) > 0
+    finally:
+        info.disconnect_websocket()
+
+
+def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(sim: VenueSim) -> None:
+    import asyncio
+
+    client = _binance_client(sim)
+    listen_key = client.rest_api.start_user_data_stream().data().listen_key
+
+    async def body() -> tuple[list[Any], Any, Any, Any]:
+        events: list[Any] = []
+        streams = await asyncio.wait_for(client.websocket_streams.create_connection(), WAIT_S)
+        api = await asyncio.wait_for(client.websocket_api.create_connection(), WAIT_S)
+        try:
+            (await streams.user_data(listen_key)).on("message", events.append)
+            await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
+            placed = (await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
+                                                           time_in_force="GTC", quantity=0.003, price=50_000.0),
+                                             WAIT_S)).data()
+            moved = (await asyncio.wait_for(api.modify_order(symbol="BTCUSDT", side="BUY", quantity=0.004,
+                                                             price=51_000.0, order_id=placed.result.order_id),
+                                            WAIT_S)).data()
+            cancelled = (await asyncio.wait_for(api.cancel_order(symbol="BTCUSDT", order_id=placed.result.order_id),
+                                                WAIT_S)).data()
+            deadline = asyncio.get_running_loop().time() + WAIT_S
+            while len(events) < 3 and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+            return events, placed, moved, cancelled
+        finally:
+            await asyncio.wait_for(api.close_connection(close_session=True), WAIT_S)
+            await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
+
+    events, placed, moved, cancelled = asyncio.run(body())
+    assert moved.result.order_id == placed.result.order_id and float(moved.result.price) == 51_000.0
+    assert cancelled.result.status == "CANCELED"
+    raw = [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
+    kinds = [e["o"]["x"] for e in raw if isinstance(e, dict) and isinstance(e.get("o"), dict)]
+    assert kinds == ["NEW", "AMENDMENT", "CANCELED"], raw
+    # The REST open-orders query (signed over the query string as sent) no longer lists it.
+    status = client.rest_api.query_order(symbol="BTCUSDT", order_id=placed.result.order_id).data()
+    assert status.status == "CANCELED"
+
+
+def test_binance_sdk_rest_trading_account_and_balance(sim: VenueSim) -> None:
+    client = _binance_client(sim)
+    rest = client.rest_api
+    placed = rest.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT", time_in_force="GTC", quantity=0.003,
+                            price=50_000.0).data()
+    assert placed.status == "NEW"
+    assert rest.cancel_order(symbol="BTCUSDT", order_id=placed.order_id).data().status == "CANCELED"
+    market = rest.new_order(symbol="BTCUSDT", side="BUY", type="MARKET", quantity=0.003).data()
+    assert market.status == "FILLED" and float(market.executed_qty) == 0.003
+    balance = rest.futures_account_balance_v3().data()
+    assert float(balance[0].balance) > 0
+    account = rest.account_information_v3().data()
+    assert float(account.total_wallet_balance) == float(balance[0].balance)
+    positions = rest.position_information_v3(symbol="BTCUSDT").data()
+    assert float(positions[0].position_amt) == 0.003
+    # the venue refuses what it refuses: an order below the minimum notional
+    from binance_common.errors import BadRequestError
+
+    with pytest.raises(BadRequestError, match="notional"):
+        rest.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT", time_in_force="GTC", quantity=0.001,
+                       price=50_000.0)
+
+
+def test_ccxt_binanceusdm_rest_order_life_cycle_positions_and_balance(sim: VenueSim) -> None:
+    async def body() -> dict[str, Any]:
+        ex = _ccxt_binance(sim, keys=True)
+        try:
+            await ex.load_markets()
+            out: dict[str, Any] = {}
+            order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0)
+            out["fetched"] = await ex.fetch_order(order["id"], "BTC/USDT:USDT")
+            out["edited"] = await ex.edit_order(order["id"], "BTC/USDT:USDT", "limit", "buy", 0.003, 51_000.0)
+            out["cancelled"] = await ex.cancel_order(order["id"], "BTC/USDT:USDT")
+            out["open"] = await ex.fetch_open_orders("BTC/USDT:USDT")
+            out["market"] = await ex.create_order("BTC/USDT:USDT", "market", "buy", 0.003)
+            out["positions"] = await ex.fetch_positions(["BTC/USDT:USDT"])
+            out["balance"] = await ex.fetch_balance()
+            out["trades"] = await ex.fetch_my_trades("BTC/USDT:USDT")
+            return out
+        finally:
+            await ex.close()
+
+    out = _run(body)
+    assert out["fetched"]["status"] == "open" and out["edited"]["price"] == 51_000.0
+    assert out["cancelled"]["status"] == "canceled" and out["open"] == []
+    assert out["market"]["status"] == "closed" and out["market"]["filled"] == 0.003
+    (pos,) = [p for p in out["positions"] if p["contracts"]]
+    assert pos["side"] == "long" and pos["contracts"] == 0.003
+    assert out["balance"]["USDT"]["total"] > 0
+    assert [t["amount"] for t in out["trades"]] == [0.003]
+
+
+def test_ccxt_hyperliquid_cancel_fills_positions_and_balance(sim: VenueSim, wallet: Any) -> None:
+    async def body() -> dict[str, Any]:
+        ex = _ccxt_hyperliquid(sim, wallet)
+        try:
+            await ex.load_markets()
+            book = await ex.watch_order_book("BTC/USDC:USDC")
+            mid = (book["bids"][0][0] + book["asks"][0][0]) / 2
+            out: dict[str, Any] = {}
+            order = await ex.create_order("BTC/USDC:USDC", "limit", "buy", 0.001, round(mid * 0.9))
+            out["cancelled"] = await ex.cancel_order(order["id"], "BTC/USDC:USDC")
+            out["open"] = await ex.fetch_open_orders("BTC/USDC:USDC")
+            out["market"] = await ex.create_order("BTC/USDC:USDC", "market", "buy", 0.001, mid)
+            out["trades"] = await ex.fetch_my_trades("BTC/USDC:USDC")
+            out["positions"] = await ex.fetch_positions(["BTC/USDC:USDC"])
+            out["balance"] = await ex.fetch_balance()
+            return out
+        finally:
+            await ex.close()
+
+    out = _run(body)
+    assert out["open"] == []
+    assert [t["amount"] for t in out["trades"]] == [0.001]
+    (pos,) = out["positions"]
+    assert pos["contracts"] == 0.001 and pos["side"] == "long"
+    assert out["balance"]["USDC"]["total"] > 0

@@ -95,6 +95,7 @@ def test_hyperliquid_info_and_exchange_errors(tmp_path: Path) -> None:
             "meta": post("/info", b'{"type":"meta"}'),
             "l2": post("/info", b'{"type":"l2Book","coin":"BTC"}'),
             "l2_eth": post("/info", b'{"type":"l2Book","coin":"ETH"}'),
+            "l2_unlisted": post("/info", b'{"type":"l2Book","coin":"NOSUCHCOIN"}'),
             "unknown": post("/info", b'{"type":"frob"}'),
             "not_json": post("/info", b"{nope"),
             "exchange_garbage": post("/exchange", b'{"action":1}'),
@@ -106,7 +107,9 @@ def test_hyperliquid_info_and_exchange_errors(tmp_path: Path) -> None:
     assert out["meta"][0] == 200 and json.loads(out["meta"][1])["universe"][0]["name"] == "BTC"
     l2 = json.loads(out["l2"][1])
     assert out["l2"][0] == 200 and l2["coin"] == "BTC" and len(l2["levels"][0]) == 20
-    assert out["l2_eth"] == (200, "null")
+    # ETH is listed but this session emulates BTC only: an empty book in the venue's shape; an unlisted coin: null
+    assert out["l2_eth"][0] == 200 and json.loads(out["l2_eth"][1])["levels"] == [[], []]
+    assert out["l2_unlisted"] == (200, "null")
     for name in ("unknown", "not_json", "exchange_garbage"):
         status, text = out[name]
         assert status == 422 and text.startswith("Failed to deserialize the JSON body"), (name, out[name])

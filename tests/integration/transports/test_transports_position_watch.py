@@ -80,7 +80,7 @@ def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, sh
     try:
         ours.start()
         other.start()
-        assert producer.try_push(*records.order(1, venue=wire_venue, px=px, qty=0.001, t_decision=time.time_ns(),
+        assert producer.try_push(*records.order(1, venue=wire_venue, px=px, qty=0.002, t_decision=time.time_ns(),
                                                 seq=1))
         assert engine.step()
         _until("our fill", lambda: not engine.pending, step)
@@ -90,7 +90,7 @@ def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, sh
         _until("a position check", lambda: watch.checks >= 2, step)
         assert not sup.halted and watch.mismatch == "", watch.summary()
         # Another client on the same account buys: the venue's position moves, the engine's does not.
-        assert other.send_msg(records.order(500, venue=wire_venue, px=px, qty=0.001, t_decision=time.time_ns(),
+        assert other.send_msg(records.order(500, venue=wire_venue, px=px, qty=0.002, t_decision=time.time_ns(),
                                             seq=1)).outcome.name == "SENT"
         assert next_reply(other, timeout=WAIT_S).fill_qty > 0
         _until("the halt", lambda: sup.halted, step)
@@ -100,7 +100,7 @@ def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, sh
         assert "the venue holds +0.00" in watch.mismatch and f"holds {held:+g} BTC" not in watch.mismatch
         # Every later order is refused by the kill switch, never sent.
         sent = ours.stats()["sent"]
-        assert producer.try_push(*records.order(2, venue=wire_venue, px=px, qty=0.001, t_decision=time.time_ns(),
+        assert producer.try_push(*records.order(2, venue=wire_venue, px=px, qty=0.002, t_decision=time.time_ns(),
                                                 seq=2))
         assert engine.step()
         assert risk.rejects[RiskReject.KILL_SWITCH] == 1 and ours.stats()["sent"] == sent
