@@ -60,7 +60,7 @@ def _format(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from . import export
+    from . import export, outfile
     from .engines import DataError
     from .read import inventory, plan_aligned, plan_books, select
     from .source import open_source
@@ -82,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
             else:
                 sel = select(src, args.session, args.symbols, args.start, args.end,
                              args.venue if args.kind == "books" else None)
+                if fmt == "parquet" and args.kind == "books" and outfile.possible(src, sel):
+                    # chDB reads, names, sorts and encodes the file itself: the fast path (outfile.py)
+                    args.output.parent.mkdir(parents=True, exist_ok=True)
+                    n = outfile.books_parquet(src, sel, args.output, show)
+                    print(f"caerus data: {n} rows -> {args.output}", file=sys.stderr)
+                    return 0
                 plan = (plan_books(src, sel, args.slice_rows) if args.kind == "books"
                         else plan_aligned(src, sel, args.base, args.slice_rows))
             if fmt == "table":

@@ -153,7 +153,7 @@ class Plan:
             yield from self.read(s)
 
 
-def _cut(src: Source, sel: Selection, venues: Sequence[str] | None, slice_rows: int) -> tuple[list[Slice], int]:
+def cut(src: Source, sel: Selection, venues: Sequence[str] | None, slice_rows: int) -> tuple[list[Slice], int]:
     """Time slices per session with about ``slice_rows`` rows each; also the highest symbol id seen."""
     slices: list[Slice] = []
     top = 0
@@ -175,7 +175,7 @@ def _cut(src: Source, sel: Selection, venues: Sequence[str] | None, slice_rows: 
 
 def plan_books(src: Source, sel: Selection, slice_rows: int = DEFAULT_SLICE_ROWS) -> Plan:
     """Book rows of the selection (both venues unless ``sel.venues``), in receive order per session."""
-    slices, top = _cut(src, sel, sel.venues, slice_rows)
+    slices, top = cut(src, sel, sel.venues, slice_rows)
     names = frames.symbol_names(src.instruments, top)
 
     def read(s: Slice) -> Iterator[pa.RecordBatch]:
@@ -196,7 +196,7 @@ def plan_aligned(src: Source, sel: Selection, base: str = "binance",
                  slice_rows: int = DEFAULT_SLICE_ROWS) -> Plan:
     """Every ``base`` book of the selection with the other venue's book as of its t_recv (sql.aligned)."""
     other = other_venue(base)
-    slices, top = _cut(src, sel, (base,), slice_rows)
+    slices, top = cut(src, sel, (base,), slice_rows)
     names = frames.symbol_names(src.instruments, top)
 
     def read(s: Slice) -> Iterator[pa.RecordBatch]:

@@ -139,3 +139,30 @@ def aligned(session: str, base: str, other: str, symbol_ids: Sequence[int] | Non
  ) WHERE length(bi) + length(oi) + {keep} >= 0
 ) ARRAY JOIN {joined}, oi AS x_i
 ORDER BY t_recv, symbol, seq"""
+
+
+
+def books_named(session: str, venues: Sequence[str] | None, symbol_ids: Sequence[int] | None,
+                start: int | None, end: int | None, venue_names: Sequence[str], symbol_names: Sequence[str]) -> str:
+    """:func:`books`' rows with caerus.data.books' columns made in the engine (for an engine that writes the file
+    itself, chDB's ``INTO OUTFILE ... FORMAT Parquet``): ``session``, ``venue`` and ``symbol`` as LowCardinality
+    strings (``venue_names``/``symbol_names`` indexed by code, so they must cover every code the rows hold), each ns
+    time followed by its ``*_ts`` DateTime64(9, 'UTC') (``t_wire_ts`` NULL for 0).
+
+    The names and timestamps are made outside the sorted subquery: sorting the raw numeric row and naming it
+    afterwards costs ~30 % less CPU than sorting the named row (measured on 10^7 rows). Names are looked up in a
+    constant LowCardinality array, never built as a string per row."""
+    def lookup(names: Sequence[str], code: str) -> str:
+        return (f"arrayElement(CAST([{', '.join(quote(n) for n in names)}] AS Array(LowCardinality(String))), "
+                f"{code} + 1)")
+
+    cols = [f"toLowCardinality({quote(session)}) AS session", f"{lookup(venue_names, 'venue_code')} AS venue",
+            f"{lookup(symbol_names, 'symbol')} AS symbol", "symbol AS symbol_id"]
+    for c in PAYLOAD:
+        cols.append(c)
+        if c in TIME_COLUMNS:
+            ts = f"fromUnixTimestamp64Nano({c}, 'UTC')"
+            cols.append(f"if({c} = 0, NULL, {ts}) AS {c}_ts" if c == "t_wire" else f"{ts} AS {c}_ts")
+    # prefer_column_name_to_alias: ``symbol`` inside the expressions is the subquery's id, not the name made here.
+    return (f"SELECT {', '.join(cols)} FROM ({books(session, venues, symbol_ids, start, end)}) "
+            f"SETTINGS prefer_column_name_to_alias = 1")

@@ -9,10 +9,12 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from caerus import data
 from caerus.capture.clickhouse import ClickHouseHttp
+from caerus.cli import main
 from tests.fixtures.capture_clickhouse import ClickHouseServer
 from tests.fixtures.data_books import BN, HAND, HL, INSTRUMENTS, REPEATED, json_lines, reference_aligned, write_session
 
@@ -85,3 +87,25 @@ def test_unreachable_server_is_named(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(data.DataError, match=f"ClickHouse at {url} unreachable"):
         data.sessions(url)
+
+
+def test_cli_parquet_from_chdb_equals_the_servers(both: tuple[Path, str], tmp_path: Path) -> None:
+    """`caerus data books -o x.parquet`: chDB writes the file itself (caerus.data.outfile), the 18.16 server's
+    rows stream through Arrow (no Parquet output there); both files hold the same rows as data.books'."""
+    folder, url = both
+    chdb_file, server_file = tmp_path / "chdb.parquet", tmp_path / "server.parquet"
+    names = ["--instruments", str(folder / "instruments.json"), "--no-progress"]
+    assert main(["data", "books", str(folder), "-o", str(chdb_file), *names]) == 0
+    assert main(["data", "books", url, "-o", str(server_file), *names]) == 0
+    assert "ClickHouse" in pq.ParquetFile(chdb_file).metadata.created_by  # the engine-written path
+    assert "ClickHouse" not in pq.ParquetFile(server_file).metadata.created_by  # pyarrow's
+    got, remote = pq.read_table(chdb_file).to_pandas(), pq.read_table(server_file).to_pandas()
+    want = data.books(url, instruments=INSTRUMENTS)
+    for frame in (got, remote):
+        for col in ("session", "venue", "symbol"):
+            frame[col] = frame[col].astype(str)
+    for col in ("session", "venue", "symbol"):
+        want[col] = want[col].astype(str)
+    assert len(got) == len(HAND)
+    pd.testing.assert_frame_equal(got, want)
+    pd.testing.assert_frame_equal(remote, want)

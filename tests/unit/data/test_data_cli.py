@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from caerus import data
 from caerus.cli import main
-from tests.fixtures.data_books import HAND, write_session
+from caerus.data import export, outfile, read
+from caerus.data.source import open_source
+from tests.fixtures.data_books import HAND, T, write_session
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +28,57 @@ def test_parquet_reads_back_equal(folder: Path, tmp_path: Path, kind: str) -> No
     got = pq.read_table(out)
     want = (data.books if kind == "books" else data.aligned)(folder, frame="arrow")
     assert got.num_rows == want.num_rows == (len(HAND) if kind == "books" else 8)
-    pd.testing.assert_frame_equal(got.to_pandas(), want.to_pandas())
+    _assert_same_rows(got, want)  # books: chDB wrote it (the categories' order is its own)
+
+
+def _read_back(path: Path) -> pa.Table:
+    return pq.read_table(path, read_dictionary=outfile.DICTIONARY_COLUMNS)
+
+
+def _values(tab: pa.Table) -> pa.Table:
+    """``tab`` with categorical columns as plain strings and every field nullable: the rows, not the encoding."""
+    plain = pa.schema([pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+                       for f in tab.schema])
+    return tab.cast(plain).combine_chunks()
+
+
+def _assert_same_rows(got: pa.Table, want: pa.Table) -> None:
+    """Equal column names, order, types (categoricals as strings) and values, NaN equal to NaN."""
+    pd.testing.assert_frame_equal(_values(got).to_pandas(), _values(want).to_pandas())
+
+
+@pytest.mark.parametrize("request_", [
+    {},
+    {"symbols": "ETH,SOL"},
+    {"venues": ("hyperliquid",)},
+    {"symbols": "BTC", "start": T + 100, "end": T + 700},
+])
+def test_engine_written_parquet_equals_the_streamed_file(folder: Path, tmp_path: Path,
+                                                         request_: dict[str, object]) -> None:
+    """chDB's own parquet (outfile) holds the rows and columns that export.write_parquet writes from the
+    DataFrame path's batches: same values, order, names, dictionaries, timestamps and null t_wire_ts."""
+    with open_source(folder) as src:
+        sel = read.select(src, None, request_.get("symbols"), request_.get("start"), request_.get("end"),
+                          request_.get("venues"))  # type: ignore[arg-type]
+        assert outfile.possible(src, sel)
+        n_engine = outfile.books_parquet(src, sel, tmp_path / "engine.parquet")
+        n_stream = export.write_parquet(read.plan_books(src, sel, 2), tmp_path / "stream.parquet")
+    engine, stream = _read_back(tmp_path / "engine.parquet"), _read_back(tmp_path / "stream.parquet")
+    assert n_engine == n_stream == engine.num_rows > 0
+    assert engine.column_names == stream.column_names
+    _assert_same_rows(engine, stream)
+    assert engine.schema.field("symbol").type == stream.schema.field("symbol").type  # categorical both
+    assert engine.column("t_wire_ts").null_count == stream.column("t_wire_ts").null_count > 0
+
+
+def test_cli_books_parquet_is_engine_written(folder: Path, tmp_path: Path) -> None:
+    """`caerus data books -o x.parquet` on a chDB store takes the engine path (ClickHouse's writer names itself
+    in the file's created_by), and its rows equal data.books'."""
+    out = tmp_path / "b.parquet"
+    assert main(["data", "books", str(folder), "--symbols", "BTC,ETH", "-o", str(out), "--no-progress"]) == 0
+    assert "ClickHouse" in pq.ParquetFile(out).metadata.created_by
+    want = data.books(folder, ["BTC", "ETH"], frame="arrow")
+    _assert_same_rows(_read_back(out), want)
 
 
 def test_csv_reads_back_equal(folder: Path, tmp_path: Path) -> None:
