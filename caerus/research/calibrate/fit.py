@@ -3,7 +3,8 @@
 One instrument at a time: Binance (the leader) and Hyperliquid (the follower) rows of one symbol, each turned into
 a log-mid series on one clock (``t_exchange`` by default: the emulator schedules on, and stamps, exchange time).
 Every estimate carries its standard error and sample size; ``Calibration.cross_checks`` keeps the lead-lag curves'
-peaks (Hayashi-Yoshida, cross-correlation) beside the per-move lag law so a reader can see they agree.
+peaks (Hayashi-Yoshida, cross-correlation) beside the per-move lag law so a reader can see they agree, except on a
+fading market (``hl_fade`` estimated above ``FADE_HY_MAX``), where the mid's curves peak at 0 and measure the fade.
 
 What each estimate comes from (docs/research.md, "Calibration"):
 
@@ -13,6 +14,7 @@ What each estimate comes from (docs/research.md, "Calibration"):
   jump-robust threshold) left out and the noise's ``2 var(e)`` per return taken off.
 * jump rate and size range: the detected jumps (count per minute; uniform bounds of their sizes in bp).
 * noise share: Roll's first-order autocorrelation of Binance tick returns.
+* flicker share and lifetime: caerus.research.calibrate.moves (direct pairs, near-miss placebo, replacement).
 * block cadence and jitter: distinct Hyperliquid update times.
 * catch-up fraction: slope of Hyperliquid's move over one block after the lag on Binance's move.
 """

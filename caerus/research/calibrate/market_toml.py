@@ -1,9 +1,11 @@
 """A Calibration as the market TOML the emulator loads (``venue-sim --market FILE``), with a comment header.
 
 The one place that knows the emulator's parameter names: ``PARAMETERS`` maps each estimate (fit.py's names) to the
-market model's setting and its unit. Estimates the model has no setting for, and settings nothing was estimated
-for, are left out (the model keeps its defaults). The header names the source, the symbol, the clock, the time
-range, the rows per venue and every estimate with its standard error and sample size, plus the cross-checks.
+market model's setting and its unit. Estimates the model has no setting for are left out; settings nothing was
+estimated for, and those in ``CARRIED`` (estimated, not recovered by the round trip), take the ``PRESET``'s value.
+The header names the source, the symbol, the clock, the time range, the rows per venue, every estimate with its
+standard error, 95 % interval and sample size, the cross-checks, and which settings were fitted and which carried
+over (each with its reason).
 """
 
 from __future__ import annotations
