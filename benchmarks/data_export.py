@@ -5,15 +5,22 @@ ChdbStore.insert, one insert per 1M rows as capture's flushes leave several part
 and four instruments (10^7, quick 10^6). Each export is then timed from the query to the parquet file, in the same
 run for:
 
-* ``stream``: what ``caerus data ... -o x.parquet`` does: slices read as Arrow batches and written as they come
-  (no DataFrame at all);
+* ``engine`` (books): what ``caerus data books ... -o x.parquet`` does on a chDB store: chDB reads, sorts, names
+  and encodes the file itself in one query (caerus.data.outfile);
+* ``stream``: slices read as Arrow batches and written by pyarrow as they come, no DataFrame (``caerus data
+  aligned -o``, and books from a ClickHouse server);
 * ``pandas`` / ``polars``: the Python API (``caerus.data.books(..., frame=...)``) into one DataFrame, then that
   library's own parquet writer (``DataFrame.to_parquet`` / ``write_parquet``).
+
+In-run references (books): ``read`` and ``read+sort`` are chDB's query alone (FINAL, the same columns, without
+and with the receive-order sort) into FORMAT Null: the floor under any export, and, beside ``engine``, where its
+time goes. Rounds interleave every way (load that comes and goes hits all alike); the p50 over rounds is printed
+with its ratio to ``read+sort``.
 
 Rows/s count output rows (``aligned`` has one row per base-venue book: about half the store). Wall and process
 CPU seconds are both printed: the machine is shared, and CPU time shows the work when another process holds a core.
 
-    python -m benchmarks.data_export [--quick] [--rows N] [--repeat K] [--json PATH]
+    python -m benchmarks.data_export [--quick] [--rows N] [--repeat K] [--books-only] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from benchmarks.common import add_common_args, at_least, emit
 from caerus import instruments as inst_mod
 from caerus.capture import rows
 from caerus.capture.store import ChdbStore
-from caerus.data import api, export, read
+from caerus.data import api, export, outfile, read, sql
+from caerus.data.engines import ChdbEngine
 from caerus.data.source import open_source
 from caerus.wire import BOOK, BookFlags
 
@@ -78,10 +86,31 @@ def _timed(fn: Callable[[], int]) -> tuple[int, float, float]:
 
 
 def export_stream(folder: Path, kind: str, out: Path) -> int:
+    """The streamed path: Arrow batches out of chDB, shaped and written by pyarrow (aligned's CLI path, and books'
+    from a server or over several sessions)."""
     with open_source(folder) as src:
         sel = read.select(src)
         plan = read.plan_books(src, sel) if kind == "books" else read.plan_aligned(src, sel)
         return export.write_parquet(plan, out)
+
+
+def export_engine(folder: Path, out: Path) -> int:
+    """The engine-written path: chDB reads, sorts, names and encodes the parquet file (books' CLI path on chDB)."""
+    with open_source(folder) as src:
+        return outfile.books_parquet(src, read.select(src), out)
+
+
+def engine_reference(folder: Path, ordered: bool) -> int:
+    """In-run reference: chDB reading the books' rows (FINAL, the export's columns), ``ordered`` also sorting them
+    in receive order, output discarded (FORMAT Null): the floor under any export of these rows from this store."""
+    with open_source(folder) as src:
+        sel = read.select(src)
+        q = sql.books(sel.sessions[0], None, None, None, None)
+        if not ordered:
+            q = q.split(" ORDER BY ")[0]
+        assert isinstance(src.engine, ChdbEngine)
+        src.engine.run(q + " FORMAT Null")
+        return sum(s.rows for s in read.cut(src, sel, None, 1 << 62)[0])
 
 
 def export_frame(folder: Path, kind: str, frame: str, out: Path) -> int:
@@ -94,11 +123,16 @@ def export_frame(folder: Path, kind: str, frame: str, out: Path) -> int:
     return len(df)
 
 
+REFERENCES = ("read", "read+sort")  # books.<ref>: the engine alone, no file
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(p)
     p.add_argument("--rows", type=int, help="book rows in the store (default 10^7, quick 10^6)")
-    p.add_argument("--repeat", type=int, help="runs of each export (default 3, quick 1); the median is reported")
+    p.add_argument("--repeat", type=int, help="rounds (default 3, quick 1); every export once per round, "
+                   "interleaved; p50 over rounds reported")
+    p.add_argument("--books-only", action="store_true", help="skip the aligned exports")
     a = p.parse_args()
     n = a.rows or (1_000_000 if a.quick else 10_000_000)
     repeat = a.repeat or (1 if a.quick else 3)
@@ -108,36 +142,52 @@ def main() -> None:
     except ModuleNotFoundError:
         libs = ["pandas"]
         print("polars is not installed (pip install 'caerus[research]'): measuring pandas only")
-    results: dict[str, dict[str, float]] = {}
+    ways = [("books", w) for w in (*REFERENCES, "engine", "stream", *libs)]
+    if not a.books_only:
+        ways += [("aligned", w) for w in ("stream", *libs)]
+    samples: dict[str, list[tuple[int, float, float]]] = {f"{k}.{w}": [] for k, w in ways}
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         t = time.perf_counter()
         folder = make_store(root / "bench", n)
         print(f"store: {n:,} rows written in {time.perf_counter() - t:.1f} s")
-        for kind in ("books", "aligned"):
-            for way in ("stream", *libs):
-                walls, cpus, out_rows = [], [], 0
-                for _ in range(repeat):
-                    out = root / f"{kind}.{way}.parquet"
-                    fn = ((lambda k=kind, o=out: export_stream(folder, k, o)) if way == "stream"
-                          else (lambda k=kind, w=way, o=out: export_frame(folder, k, w, o)))
-                    out_rows, wall, cpu = _timed(fn)
-                    walls.append(wall)
-                    cpus.append(cpu)
-                    out.unlink()
-                wall, cpu = statistics.median(walls), statistics.median(cpus)
-                results[f"{kind}.{way}"] = {"rows": out_rows, "wall_s": wall, "cpu_s": cpu,
-                                            "rows_per_s": out_rows / wall, "rows_per_cpu_s": out_rows / cpu}
-                rate, cpu_rate = out_rows / wall / 1e6, out_rows / cpu / 1e6
-                print(f"{kind:8} {way:7} {out_rows:>11,} rows  wall {wall:6.2f} s  {rate:5.2f} M rows/s   "
-                      f"cpu {cpu:6.2f} s  {cpu_rate:5.2f} M rows/cpu-s")
-    ratios = {}
-    if "books.polars" in results:
-        for kind in ("books", "aligned"):
+        for r in range(repeat):  # rounds interleave the ways: load that comes and goes hits all of them alike
+            for kind, way in ways:
+                out = root / f"{kind}.{way}.parquet"
+                fn: Callable[[], int]
+                if way in REFERENCES:
+                    fn = lambda o=way == "read+sort": engine_reference(folder, o)  # noqa: E731
+                elif way == "engine":
+                    fn = lambda o=out: export_engine(folder, o)  # noqa: E731
+                elif way == "stream":
+                    fn = lambda k=kind, o=out: export_stream(folder, k, o)  # noqa: E731
+                else:
+                    fn = lambda k=kind, w=way, o=out: export_frame(folder, k, w, o)  # noqa: E731
+                got = _timed(fn)
+                samples[f"{kind}.{way}"].append(got)
+                out.unlink(missing_ok=True)
+                print(f"  round {r + 1}: {kind:8} {way:9} wall {got[1]:6.2f} s  cpu {got[2]:6.2f} s", flush=True)
+    results: dict[str, dict[str, float]] = {}
+    ref_wall = statistics.median(w for _, w, _ in samples["books.read+sort"])
+    print(f"p50 over {repeat} round(s); ref = books.read+sort (chDB reading and sorting the rows, no output)")
+    for key, runs in samples.items():
+        out_rows = runs[0][0]
+        wall, cpu = statistics.median(w for _, w, _ in runs), statistics.median(c for _, _, c in runs)
+        results[key] = {"rows": out_rows, "wall_s": wall, "cpu_s": cpu, "rows_per_s": out_rows / wall,
+                        "rows_per_cpu_s": out_rows / cpu, "wall_vs_ref": wall / ref_wall}
+        kind, way = key.split(".", 1)
+        print(f"{kind:8} {way:9} {out_rows:>11,} rows  wall {wall:6.2f} s  {out_rows / wall / 1e6:5.2f} M rows/s  "
+              f"cpu {cpu:6.2f} s  {out_rows / cpu / 1e6:5.2f} M rows/cpu-s  wall/ref {wall / ref_wall:5.2f}")
+    ratios = {f"{k} wall / books.read+sort": v["wall_vs_ref"] for k, v in results.items()}
+    for kind in ("books", "aligned"):
+        if f"{kind}.polars" in results:
             ratios[f"{kind} polars/pandas rows/s"] = (results[f"{kind}.polars"]["rows_per_s"]
                                                       / results[f"{kind}.pandas"]["rows_per_s"])
-    goals = [at_least(f"{kind} to parquet (stream) rows/s", results[f"{kind}.stream"]["rows_per_s"],
-                      GOAL_ROWS_PER_S, "rows/s") for kind in ("books", "aligned")]
+    best_books = max(results["books.engine"]["rows_per_s"], results["books.stream"]["rows_per_s"])
+    goals = [at_least("books to parquet (caerus data, best path) rows/s", best_books, GOAL_ROWS_PER_S, "rows/s")]
+    if "aligned.stream" in results:
+        goals.append(at_least("aligned to parquet (stream) rows/s", results["aligned.stream"]["rows_per_s"],
+                              GOAL_ROWS_PER_S, "rows/s"))
     emit("data_export", {}, ratios=ratios, goals=goals, quick=a.quick, json_path=a.json,
          extra={"store_rows": n, "repeat": repeat, "results": results})
 

@@ -91,6 +91,13 @@ class ChdbEngine:
         finally:
             stream.close()
 
+    def run(self, sql: str) -> None:
+        """Run ``sql`` for its effect (a statement, or a query ending in FORMAT Null), its output dropped."""
+        try:
+            self._session.query(sql)
+        except Exception as exc:
+            raise DataError(f"chDB store {self.where}: {_first_line(exc)}") from None
+
     def write_file(self, sql: str, path: Path, fmt: str, settings: dict[str, str | int]) -> None:
         """Run ``sql`` with the engine writing its result to ``path`` itself (``INTO OUTFILE ... TRUNCATE``: an
         existing file is replaced), in ``fmt`` with the output ``settings``; ``sql`` may end in its own
