@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages and the npm package the integration tests talk to, when they are missing:
 # openssh-server (Fabric tests), chrony (chronyc parsing), kcat (librdkafka mock Kafka cluster),
-# clickhouse-server (sink tests), iproute2, and hdr-histogram-js (independent .hlog decoder, under node).
+# clickhouse-server (sink tests), iproute2, prometheus (promtool and the exporter's scrape test), and hdr-histogram-js (independent .hlog decoder, under node).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 need=()
@@ -10,6 +10,7 @@ command -v chronyd >/dev/null 2>&1 || [ -x /usr/sbin/chronyd ] || need+=(chrony)
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 command -v clickhouse-server >/dev/null 2>&1 || need+=(clickhouse-server clickhouse-client)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # the non-root login fixture (tests/fixtures/infra_sshd.py) gives its user passwordless sudo, as on an EC2 host;
 # a minimal Debian has no sudo (and no /etc/sudoers.d) at all
 command -v sudo >/dev/null 2>&1 && command -v visudo >/dev/null 2>&1 || need+=(sudo)
