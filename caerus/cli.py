@@ -23,6 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("caerus.data.app", "captured books -> parquet/CSV/table: books, as-of aligned venues, sessions"),
     "venue-sim": ("caerus.sim.app", "venue emulator: Binance + Hyperliquid TLS WebSocket servers on loopback"),
     "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
+    "instruments": ("caerus.session.instruments_app", "resolve --symbols against both venues' listings -> "
+                                                      "instruments.json"),
     "report": ("caerus.report.app", "render reports for session folders"),
     "calibrate": ("caerus.research.calibrate.app", "fit the emulator's market model from captured books -> TOML"),
     "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from caerus.instruments import InstrumentError, parse_symbols
 from caerus.metrics.deps import DEPLOYED_LOCK_NAME
 from caerus.plan import FleetPlan, format_cpu_list
 from infra.configure import decide_live
@@ -57,6 +59,9 @@ UNIT_DIR = "/etc/systemd/system"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Processes that run as units (the emulator and the session runner are started by `caerus session` instead).
 UNIT_PROCESSES = ("feed-binance", "feed-hyperliquid", "strategy", "execution", "capture")
+INSTRUMENTS_UNIT = "caerus-instruments.service"
+INSTRUMENTS_FILE = f"{METRICS_DIR}/instruments.json"
+_SYMBOLS = re.compile(r"^[A-Za-z0-9=/,]+$")
 
 
 class DeployError(RuntimeError):
@@ -70,6 +75,7 @@ class DeployOptions:
     wheelhouse_cache: Path | None = None  # where wheelhouses are kept (default: the state folder's wheelhouse/)
     mode: str = "auto"
     session: str = "live"  # CAERUS_SESSION in the units' environment file: a safe name (infra.safenames)
+    symbols: str = "BTC"  # CAERUS_SYMBOLS: the instruments the units trade (caerus.instruments.parse_symbols)
     host_key: str = ""  # first-contact host key policy: verified | tofu ("" = verified for an EC2 instance)
 
 
@@ -121,15 +127,17 @@ def process_command(process: str, caerus: str, plan: FleetPlan) -> str:
     s = "${CAERUS_SESSION}"
     common = (f"--stats-segment {s}.stats.{process} --metrics-dir ${{CAERUS_METRICS_DIR}} "
               f"--wait-policy {p.wait_policy} --cpus {format_cpu_list(p.cpus)}")
+    inst = f"--instruments {INSTRUMENTS_FILE}"  # written by the caerus-instruments unit at every fleet start
     if process.startswith("feed-"):
         venue = process.removeprefix("feed-")
         args = (f"feed --venue {venue} --segment {s}.book.{venue} --events-segment {s}.events.{venue} "
-                f"--client {p.feed_client}")
+                f"--client {p.feed_client} {inst}")
     elif process == "strategy":
-        args = f"strategy --segment {s}.book.binance --segment {s}.book.hyperliquid --order-segment {s}.orders"
+        args = (f"strategy --segment {s}.book.binance --segment {s}.book.hyperliquid --order-segment {s}.orders "
+                f"{inst}")
     elif process == "execution":
         args = (f"execution --segment {s}.orders --transport paper --exec-segment {s}.exec "
-                f"--book-segment {s}.book.binance --book-segment {s}.book.hyperliquid")
+                f"--book-segment {s}.book.binance --book-segment {s}.book.hyperliquid {inst}")
     elif process == "capture":
         args = (f"capture --segment {s}.book.binance --segment {s}.book.hyperliquid --segment {s}.exec "
                 f"--store {METRICS_DIR}/capture")
@@ -147,23 +155,35 @@ def _unit_line_safe(what: str, value: str) -> str:
     return value
 
 
-def check_unit_values(session: str, user: str) -> None:
-    """Refuse, before anything is done, a session or user that cannot go into the units' files as it is."""
+def check_unit_values(session: str, user: str, symbols: str = "BTC") -> str:
+    """Refuse, before anything is done, a session, user or symbol list that cannot go into the units' files as it
+    is; the symbol list in its canonical form (what CAERUS_SYMBOLS holds)."""
     try:
         session_name(session, "--session")
         unix_user(user, "the host record's login user")
-    except UnsafeValue as exc:
+        requests = parse_symbols(symbols)
+    except (UnsafeValue, InstrumentError) as exc:
         raise DeployError(str(exc)) from None
+    canonical = ",".join(r.name if (r.binance_symbol, r.hl_coin) == (f"{r.name}USDT", r.name)
+                         else f"{r.name}={r.binance_symbol}/{r.hl_coin}" for r in requests)
+    if not _SYMBOLS.match(canonical):  # it goes into an environment file and a command line: letters, digits,
+        raise DeployError(f"--symbols {symbols!r}: only letters, digits and , = / can go into the units")  # , = /
+    return canonical
 
 
-def units_step(plan: FleetPlan, user: str, session: str) -> Step:
-    check_unit_values(session, user)
+def units_step(plan: FleetPlan, user: str, session: str, symbols: str = "BTC") -> Step:
+    symbols = check_unit_values(session, user, symbols)
     caerus = f"{APP_DIR}/venv/bin/caerus"
     step = Step("units")
     env = _template("fleet.env.tmpl", session=_unit_line_safe("--session", session),
-                    metrics_dir=_unit_line_safe("metrics folder", METRICS_DIR))
+                    metrics_dir=_unit_line_safe("metrics folder", METRICS_DIR), symbols=symbols)
     step.files.append(FileSpec(ENV_FILE, env, notify=("reload",)))
-    names = []
+    # the instrument list from the venues' listings at every fleet start, before any process that reads it
+    step.files.append(FileSpec(f"{UNIT_DIR}/{INSTRUMENTS_UNIT}", _template(
+        "caerus-instruments.service.tmpl", user=_unit_line_safe("user", user), env_file=ENV_FILE,
+        exec_start=f"{caerus} instruments --symbols ${{CAERUS_SYMBOLS}} --out-dir {METRICS_DIR}"),
+        notify=("reload",)))
+    names = [INSTRUMENTS_UNIT]
     for process in UNIT_PROCESSES:
         p = plan.placement(process)
         unit = f"caerus-{process}.service"
@@ -173,6 +193,8 @@ def units_step(plan: FleetPlan, user: str, session: str) -> Step:
             "user": user,
             "env_file": ENV_FILE,
             "exec_start": process_command(process, caerus, plan),
+            "after": INSTRUMENTS_UNIT if process != "capture" else "",
+            "requires": f"Requires={INSTRUMENTS_UNIT}" if process != "capture" else "",
             "cpus": " ".join(str(c) for c in p.cpus),
             "placement_note": f"cpus {format_cpu_list(p.cpus)}, wait policy {p.wait_policy}, "
                               f"{'dedicated' if p.dedicated else 'shared'}",
@@ -336,7 +358,7 @@ def lock_problems(check: dict[str, Any]) -> list[str]:
 
 def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
            say: Callable[[str], None] = print) -> dict[str, Any]:
-    check_unit_values(opts.session, record.user)  # before any build, upload or connection
+    check_unit_values(opts.session, record.user, opts.symbols)  # before any build, upload or connection
     if not opts.lock.is_file():
         raise DeployError(f"no lock file {opts.lock}: run `invoke lock`")
     wheel = opts.wheel or build_wheel(store.root / "dist")
@@ -368,7 +390,7 @@ def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
             verified = verify_venv(host)
         if not verified.get("matches"):
             raise DeployError(f"the host venv does not match its lock: {'; '.join(lock_problems(verified)[:8])}")
-        result = apply(host, [units_step(plan, record.user, opts.session)], live, say)
+        result = apply(host, [units_step(plan, record.user, opts.session, opts.symbols)], live, say)
     finally:
         host.close()
     deployed = {

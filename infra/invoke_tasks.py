@@ -148,12 +148,16 @@ def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "aut
         "host_key": "first contact: verified (key must match the instance's console fingerprints; default for an "
                     "EC2 instance) | tofu (trust on first use when there is nothing to compare)",
         "state_dir": "local state folder (default ./.state)",
+        "symbols": "instruments the units trade, comma-separated (default BTC); resolved against both venues' "
+                   "listings at every fleet start by the caerus-instruments unit",
     }
 )
 def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
-           mode: str = "auto", session: str = "live", host_key: str = "", state_dir: str = "") -> None:
+           mode: str = "auto", session: str = "live", host_key: str = "", state_dir: str = "",
+           symbols: str = "BTC") -> None:
     """Build + upload the wheel and the lock's wheelhouse, install both into the host venv with no index and every
-    hash checked, verify the venv against the lock, install pinned systemd units for every fleet process."""
+    hash checked, verify the venv against the lock, install pinned systemd units for every fleet process (trading
+    --symbols, resolved against the venues' listings at every fleet start)."""
     from infra.deploy import DeployError, DeployOptions
     from infra.deploy import deploy as run
     from infra.hosts import HostStore, StateError
@@ -170,6 +174,7 @@ def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
         print(f"error: --lock {lock}: no such file", file=sys.stderr)
         sys.exit(2)
     opts = DeployOptions(wheel=Path(wheel) if wheel else None, mode=mode, session=session, host_key=host_key,
+                         symbols=symbols,
                          **({"lock": Path(lock)} if lock else {}))
     try:
         run(store.load(host), store, opts)

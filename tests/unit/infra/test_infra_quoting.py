@@ -153,7 +153,7 @@ def test_units_take_a_safe_session(session: str) -> None:
     env = {f.path: f.content for f in units_step(plan, "ec2-user", session).files}["/etc/caerus/fleet.env"]
     assert f"\nCAERUS_SESSION={session}\n" in env
     assert [ln.split("=")[0] for ln in env.splitlines() if not ln.startswith("#")] == [
-        "CAERUS_SESSION", "CAERUS_METRICS_DIR", "CAERUS_SHM_DIR"]
+        "CAERUS_SESSION", "CAERUS_SYMBOLS", "CAERUS_METRICS_DIR", "CAERUS_SHM_DIR"]
 
 
 def test_deploy_refuses_an_unsafe_session_before_anything(tmp_path: Path) -> None:
