@@ -105,15 +105,15 @@ def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1, n_depth:
                 while any(counts[k] < want[k] for k in counts):
                     if time.monotonic() > end:
                         raise RuntimeError(f"peers: recorded only {counts} frames in {timeout_s:.0f} s")
+                    # both connections are read all along (frames beyond a stream's target are dropped): an unread
+                    # connection stops reading its socket and its keepalive pong, and the client closes it
                     for venue, ws in (("binance", bws), ("hyperliquid", hws)):
-                        if venue == "hyperliquid" and counts[venue] >= want[venue]:
-                            continue
                         try:
                             msg = ws.recv(timeout=0.05)
                         except TimeoutError:
                             continue
                         kind = "depth" if isinstance(msg, str) and msg.startswith('{"stream":"btcusdt@depth') else venue
-                        if counts[kind] < want[kind] or venue == "hyperliquid":  # bookTickers beyond n: not kept
+                        if counts[kind] < want[kind]:
                             rec.record(venue, msg)
                             counts[kind] += 1
             rec.close()
