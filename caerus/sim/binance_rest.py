@@ -23,7 +23,7 @@ from caerus.sim.binance_trading import BinanceTradingRest
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.market import BinanceQuote
 from caerus.sim.orders import BINANCE_SYMBOLS, RATE_LIMITS
-from caerus.sim.tape import TickerStats
+from caerus.sim.tape import INTERVAL_MINUTES, Tape, TickerStats
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
@@ -98,6 +98,8 @@ class BinanceRest:
             ("GET", "/ticker/price"): self._price,
             ("GET", "/ticker/24hr"): self._ticker_24hr,
             ("GET", "/premiumIndex"): self._premium_index,
+            ("GET", "/klines"): self._klines,
+            ("GET", "/trades"): self._trades,
             ("POST", "/listenKey"): self._listen_key,
             ("PUT", "/listenKey"): self._listen_key,
             ("DELETE", "/listenKey"): self._listen_key,
@@ -215,6 +217,56 @@ class BinanceRest:
         return self._each(req, one)
 
     # -- user data stream -------------------------------------------------------------------------------------
+    def _tape_of(self, req: HttpRequest) -> tuple[Tape | None, HttpReply | None]:
+        """BTCUSDT's trade tape (another listed symbol has no trades in this emulator: None)."""
+        sym, bad = self._symbol(req, required=True)
+        if bad is not None:
+            return None, bad
+        drv = self._market()
+        return (drv.binance_tape if drv is not None and sym == frames.SYMBOL else None), None
+
+    def _limit(self, req: HttpRequest, default: int, most: int) -> int | HttpReply:
+        text = req.query.get("limit", str(default))
+        if not text.isdigit() or not 1 <= int(text) <= most:
+            return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal range is 1..{most}.")
+        return int(text)
+
+    def _klines(self, req: HttpRequest) -> HttpReply:
+        """``GET /fapi/v1/klines``: bars from the trade tape, oldest first (the venue's 12-field rows)."""
+        tape, bad = self._tape_of(req)
+        if bad is not None:
+            return bad
+        minutes = INTERVAL_MINUTES.get(req.query.get("interval", ""))
+        if minutes is None:
+            return _err(400, -1120, "Invalid interval.")
+        limit = self._limit(req, 500, 1500)
+        if isinstance(limit, HttpReply):
+            return limit
+        start, end = (int(req.query[k]) * 1_000_000 if req.query.get(k, "").isdigit() else None
+                      for k in ("startTime", "endTime"))
+        bars = tape.bars_of(minutes, start, end) if tape is not None else []
+        bars = bars[:limit] if start is not None else bars[-limit:]
+        width_ms = minutes * 60_000
+        return HttpReply(200, [[b.start_ns // 1_000_000, f"{b.open:.1f}", f"{b.high:.1f}", f"{b.low:.1f}",
+                                f"{b.close:.1f}", f"{b.volume:.3f}", b.start_ns // 1_000_000 + width_ms - 1,
+                                f"{b.quote_volume:.5f}", b.count, f"{b.taker_buy_volume:.3f}",
+                                f"{b.taker_buy_quote:.5f}", "0"] for b in bars])
+
+    def _trades(self, req: HttpRequest) -> HttpReply:
+        """``GET /fapi/v1/trades``: the most recent trades, oldest first."""
+        tape, bad = self._tape_of(req)
+        if bad is not None:
+            return bad
+        limit = self._limit(req, 500, 1000)
+        if isinstance(limit, HttpReply):
+            return limit
+        drv = self._market()
+        epoch = drv.epoch_ns if drv is not None else 0
+        recent = list(tape.recent)[-limit:] if tape is not None else []
+        return HttpReply(200, [{"id": t.trade_id, "price": f"{t.px:.1f}", "qty": f"{t.qty:.3f}",
+                                "quoteQty": f"{t.px * t.qty:.5f}", "time": frames.ms(epoch, t.t_ns),
+                                "isBuyerMaker": t.buyer_is_maker} for t in recent])
+
     def _listen_key(self, req: HttpRequest) -> HttpReply:
         key = orders.listen_key(req.headers.get("X-MBX-APIKEY"))
         if key is None:

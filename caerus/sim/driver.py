@@ -114,6 +114,7 @@ class MarketDriver:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         self.epoch_ns = time.time_ns()
+        self.binance_tape.offset_ns = self.hl_tape.offset_ns = self.epoch_ns  # klines / candles on wall minutes
         t0 = loop.time()
         events = self.model.events()
         ev = next(events)

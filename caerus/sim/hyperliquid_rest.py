@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from caerus.sim import frames, orders
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.orders import HL_ASSETS, HL_MAX_LEVERAGE, hyperliquid_action
-from caerus.sim.tape import TickerStats
+from caerus.sim.tape import INTERVAL_MINUTES, TickerStats
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
@@ -88,6 +88,7 @@ class HyperliquidRest:
             "userFees": lambda r: USER_FEES,
             "exchangeStatus": lambda r: {"time": time.time_ns() // 1_000_000, "specialStatuses": None},
             "fundingHistory": self._funding_history,
+            "candleSnapshot": self._candles,
         }
 
     def __call__(self, req: HttpRequest) -> HttpReply:
@@ -105,7 +106,8 @@ class HyperliquidRest:
         handler = self._info.get(body["type"])
         if handler is None:
             return _unprocessable(f"unknown variant `{body['type']}`")
-        return HttpReply(200, handler(body))
+        out = handler(body)
+        return out if isinstance(out, HttpReply) else HttpReply(200, out)
 
     def _block(self) -> tuple[Any, Any]:
         """(driver, newest block with both sides), or (driver, None) before the first one: the venue always has
@@ -149,6 +151,25 @@ class HyperliquidRest:
             return {"coin": coin, "time": time.time_ns() // 1_000_000, "levels": [[], []]}
         data = json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
         return data | {"coin": coin}
+
+    def _candles(self, req: dict[str, Any]) -> Any:
+        """``candleSnapshot`` ``{"req": {coin, interval, startTime, endTime}}``: bars from the coin's trade tape
+        (BTC's; another coin has no trades in this emulator), oldest first, at most 5000."""
+        raw = req.get("req")
+        spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        coin, minutes = spec.get("coin"), INTERVAL_MINUTES.get(str(spec.get("interval")))
+        if minutes is None or not isinstance(spec.get("startTime"), int):
+            return _unprocessable("candleSnapshot needs req.coin, req.interval and req.startTime")
+        drv = self._market()
+        if drv is None or coin != frames.COIN:
+            return []
+        end = spec.get("endTime") if isinstance(spec.get("endTime"), int) else None
+        bars = drv.hl_tape.bars_of(minutes, spec["startTime"] * 1_000_000,
+                                   end * 1_000_000 if end is not None else None)[-5000:]
+        width_ms = minutes * 60_000
+        return [{"t": b.start_ns // 1_000_000, "T": b.start_ns // 1_000_000 + width_ms - 1, "s": coin,
+                 "i": spec["interval"], "o": f"{b.open:g}", "c": f"{b.close:g}", "h": f"{b.high:g}",
+                 "l": f"{b.low:g}", "v": f"{b.volume:.5f}", "n": b.count} for b in bars]
 
     def _funding_history(self, req: dict[str, Any]) -> list[dict[str, Any]]:
         """One entry per funding hour in [startTime, endTime] at the coin's current funding rate and premium."""

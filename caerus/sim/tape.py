@@ -2,7 +2,8 @@
 
 A trade happens where the market just moved through: when a venue's best bid falls, a seller hit the old bid;
 when the best ask rises, a buyer lifted the old ask (the size is the old level's). Both venues' trade streams and
-the 24 h tickers come from here, so trades, tickers and books never disagree. The ticker window is the session
+the 24 h tickers, the recent-trades queries and the klines / candles (one-minute bars, aggregated to longer
+intervals) come from here, so trades, tickers, candles and books never disagree. The ticker window is the session
 (sessions are shorter than the venue's 24 h rolling window); ``open`` is the first trade's price.
 
 Pure: no sockets, no clock.
@@ -10,7 +11,15 @@ Pure: no sockets, no clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import collections
+from dataclasses import dataclass, field
+
+MINUTE_NS = 60_000_000_000
+#: interval name -> minutes, for Binance klines and Hyperliquid candles (a month counted as 30 days)
+INTERVAL_MINUTES = {"1m": 1, "3m": 3, "5m": 5, "15m": 15, "30m": 30, "1h": 60, "2h": 120, "4h": 240, "6h": 360,
+                    "8h": 480, "12h": 720, "1d": 1440, "3d": 4320, "1w": 10080, "1M": 43200}
+TRADES_KEPT = 1000  # recent trades a REST query reaches (the venue's maximum limit)
+BARS_KEPT = 1500  # one-minute bars kept (25 h): what klines / candles are built from
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +60,75 @@ class TickerStats:
         return self.quote_volume / self.volume if self.volume else 0.0
 
 
-class Tape:
-    """One venue's trade sequence and its session statistics."""
+@dataclass
+class Bar:
+    """One minute of trades (``start_ns``: wall-clock ns since the Unix epoch, a multiple of a minute)."""
 
-    def __init__(self, first_id: int) -> None:
-        self._next_id = first_id
-        self.stats = TickerStats()
-        self.last: Trade | None = None
+    start_ns: int
+    open: float
+    high: float
+    low: float
+    close: float
+    volume: float = 0.0
+    quote_volume: float = 0.0
+    count: int = 0
+    taker_buy_volume: float = 0.0
+    taker_buy_quote: float = 0.0
+
+    def add(self, t: Trade) -> None:
+        self.high, self.low, self.close = max(self.high, t.px), min(self.low, t.px), t.px
+        self.volume += t.qty
+        self.quote_volume += t.px * t.qty
+        self.count += 1
+        if not t.buyer_is_maker:
+            self.taker_buy_volume += t.qty
+            self.taker_buy_quote += t.px * t.qty
+
+
+@dataclass
+class Tape:
+    """One venue's trade sequence, its session statistics, its recent trades and one-minute bars."""
+
+    first_id: int
+    stats: TickerStats = field(default_factory=TickerStats)
+    last: Trade | None = None
+    recent: collections.deque[Trade] = field(default_factory=lambda: collections.deque(maxlen=TRADES_KEPT))
+    bars: collections.deque[Bar] = field(default_factory=lambda: collections.deque(maxlen=BARS_KEPT))
+    offset_ns: int = 0  # wall clock = model time + this (the driver's epoch): bars start on wall-clock minutes
+
+    def __post_init__(self) -> None:
+        self._next_id = self.first_id
+
+    def _record(self, trade: Trade) -> None:
+        self.stats.add(trade)
+        self.last = trade
+        self.recent.append(trade)
+        wall = trade.t_ns + self.offset_ns
+        start = wall - wall % MINUTE_NS
+        if not self.bars or self.bars[-1].start_ns != start:
+            self.bars.append(Bar(start, trade.px, trade.px, trade.px, trade.px))
+        self.bars[-1].add(trade)
+
+    def bars_of(self, minutes: int, start_ns: int | None = None, end_ns: int | None = None) -> list[Bar]:
+        """Bars of ``minutes`` minutes (aggregated from the one-minute bars), oldest first, within the range."""
+        out: list[Bar] = []
+        width = minutes * MINUTE_NS
+        for b in self.bars:
+            start = b.start_ns - b.start_ns % width
+            if (start_ns is not None and start + width <= start_ns) or (end_ns is not None and start > end_ns):
+                continue
+            if out and out[-1].start_ns == start:
+                agg = out[-1]
+                agg.high, agg.low, agg.close = max(agg.high, b.high), min(agg.low, b.low), b.close
+                agg.volume += b.volume
+                agg.quote_volume += b.quote_volume
+                agg.count += b.count
+                agg.taker_buy_volume += b.taker_buy_volume
+                agg.taker_buy_quote += b.taker_buy_quote
+            else:
+                out.append(Bar(start, b.open, b.high, b.low, b.close, b.volume, b.quote_volume, b.count,
+                               b.taker_buy_volume, b.taker_buy_quote))
+        return out
 
     def on_top(self, t_ns: int, old_bid: tuple[float, float], old_ask: tuple[float, float], new_bid: float,
                new_ask: float) -> Trade | None:
@@ -70,6 +141,5 @@ class Tape:
             return None
         trade = Trade(self._next_id, t_ns, px, qty, maker)
         self._next_id += 1
-        self.stats.add(trade)
-        self.last = trade
+        self._record(trade)
         return trade

@@ -222,7 +222,7 @@ def test_binance_sends_protocol_pings(tmp_path: Path) -> None:
 def test_order_entry_routes_to_caerus_sim_orders(tmp_path: Path) -> None:
     async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> tuple:
         async with open_ws(emu, "binance", "/ws-fapi/v1", ctx) as ws:
-            await ws.send(json.dumps({"id": "a1", "method": "order.cancel", "params": {}}))
+            await ws.send(json.dumps({"id": "a1", "method": "order.test", "params": {}}))
             unknown = await recv_json(ws)
             await ws.send("{broken")
             broken = await recv_json(ws)

@@ -8,6 +8,7 @@ import asyncio
 import itertools
 import json
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -190,3 +191,37 @@ def test_hyperliquid_subscriptions_are_served_or_refused_never_silent(tmp_path: 
     assert sorted(acks) == ["allMids", "orderUpdates"]
     mids = [f for f in frames if f["channel"] == "allMids"]
     assert mids and float(mids[-1]["data"]["mids"]["BTC"]) > 0
+
+
+def test_klines_recent_trades_and_candles_come_from_the_trade_tape(venue_sim_factory: Any) -> None:
+    """Binance ``klines`` / ``trades`` and Hyperliquid ``candleSnapshot``: rows in the venues' shapes, built from
+    the trades the streams publish (so a bar's count equals the trades in its minute)."""
+    import urllib.request
+
+    sim = venue_sim_factory()
+    ctx = ssl.create_default_context(cafile=sim["ca_file"])
+
+    def get(url: str, body: bytes | None = None) -> Any:
+        req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"} if body else {})
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+            return json.loads(resp.read())
+
+    bn = "https" + sim["binance_url"].removeprefix("wss")
+    hl = "https" + sim["hyperliquid_url"].removeprefix("wss")
+    deadline = time.monotonic() + 20
+    while not (trades := get(f"{bn}/fapi/v1/trades?symbol=BTCUSDT&limit=1000")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert trades and all(float(t["price"]) > 0 and isinstance(t["isBuyerMaker"], bool) for t in trades)
+    assert [t["id"] for t in trades] == sorted(t["id"] for t in trades)
+    klines = get(f"{bn}/fapi/v1/klines?symbol=BTCUSDT&interval=1m&limit=5")
+    newest = trades[-1]["time"]
+    (bar,) = [k for k in klines if k[0] <= newest <= k[6]]  # the newest trade's minute (queried after it)
+    assert len(bar) == 12 and bar[6] == bar[0] + 59_999 and bar[0] % 60_000 == 0
+    assert float(bar[3]) <= float(bar[1]) <= float(bar[2]) and float(bar[3]) <= float(bar[4]) <= float(bar[2])
+    in_bar = [t for t in trades if bar[0] <= t["time"] <= bar[6]]
+    assert bar[8] >= len(in_bar) > 0  # the bar counts every trade of its minute
+    body = json.dumps({"type": "candleSnapshot", "req": {"coin": "BTC", "interval": "1m", "startTime": 0}}).encode()
+    while not (candles := get(f"{hl}/info", body)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert candles and candles[-1]["s"] == "BTC" and candles[-1]["i"] == "1m" and candles[-1]["n"] > 0
+    assert candles[-1]["T"] == candles[-1]["t"] + 59_999
