@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("caerus.research.calibrate.app", "fit the emulator's market model from captured books -> TOML"),
     "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),
     "train": ("caerus.research.models.app", "walk-forward training of the lead-lag model -> model file (JSON)"),
+    "exporter": ("caerus.monitoring.app", "serve a session's counters and latencies to Prometheus on loopback"),
 }
 # Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).
 EXTRA_OF_MODULE = {"matplotlib": "report", "polars": "research", "sklearn": "research", "lightgbm": "research"}

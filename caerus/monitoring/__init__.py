@@ -1,0 +1,1 @@
+"""Live monitoring: the exporter that serves the fleet's counters and latencies to Prometheus (issue 31)."""

@@ -1,0 +1,92 @@
+"""Latency state built from the processes' .hlog interval histograms: running totals and trailing windows.
+
+Each 1 s interval line a process writes is added to its tag's running histogram (the Prometheus histogram's
+buckets, sum and count) and kept in a deque for the trailing windows (10 s, 60 s) whose percentiles are served as
+gauges. Windows are anchored on the newest interval's end, not the exporter's clock, so a scrape between two
+intervals does not empty a window.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from hdrh.histogram import HdrHistogram
+
+from caerus.metrics import hdr
+from caerus.monitoring.names import BUCKETS_US, QUANTILES, WINDOWS_S
+
+NS_PER_S = 1e9
+
+
+@dataclass
+class TagLatency:
+    """One tag of one process."""
+
+    total: HdrHistogram = field(default_factory=hdr.new_histogram)
+    intervals: collections.deque[hdr.Interval] = field(default_factory=collections.deque)
+    newest_end_s: float = 0.0
+
+    def add(self, iv: hdr.Interval) -> None:
+        hdr.add_into(self.total, iv.hist)
+        self.intervals.append(iv)
+        self.newest_end_s = max(self.newest_end_s, iv.start_s + iv.length_s)
+        horizon = self.newest_end_s - max(WINDOWS_S)
+        while self.intervals and self.intervals[0].start_s + self.intervals[0].length_s <= horizon:
+            self.intervals.popleft()
+
+    def window(self, seconds: float) -> HdrHistogram:
+        h = hdr.new_histogram()
+        horizon = self.newest_end_s - seconds
+        for iv in self.intervals:
+            if iv.start_s + iv.length_s > horizon:
+                hdr.add_into(h, iv.hist)
+        return h
+
+    def window_quantiles(self) -> dict[int, dict[float, float] | None]:
+        """window seconds -> quantile -> seconds (None: no sample in that window)."""
+        out: dict[int, dict[float, float] | None] = {}
+        for w in WINDOWS_S:
+            h = self.window(w)
+            if h.total_count == 0:
+                out[w] = None
+                continue
+            vals = hdr.percentiles(h, [q * 100 for q in QUANTILES])
+            out[w] = {q: vals[q * 100] / NS_PER_S for q in QUANTILES}
+        return out
+
+    def buckets(self) -> tuple[list[tuple[str, int]], float]:
+        """Cumulative (le, count) pairs ending with +Inf, and the sum in seconds (HDR median-equivalent values)."""
+        counts = hdr.counts_view(self.total)
+        _, highest, median = hdr.index_values(self.total)
+        cum = np.cumsum(counts)
+        out = []
+        for us in BUCKETS_US:
+            # a counts index belongs to a bucket when its whole value range is at or under the bound
+            i = int(np.searchsorted(highest, us * 1000, side="right"))
+            out.append((_le(us), int(cum[i - 1]) if i > 0 else 0))
+        out.append(("+Inf", int(self.total.total_count)))
+        total_ns = float((counts.astype(np.float64) * median).sum())
+        return out, total_ns / NS_PER_S
+
+
+def _le(us: int) -> str:
+    return repr(us / 1e6)
+
+
+class HlogFollower:
+    """Every tag of one process's .hlog, read incrementally."""
+
+    def __init__(self, path: Path) -> None:
+        self.tail = hdr.HlogTail(path)
+        self.tags: dict[str, TagLatency] = {}
+
+    def poll(self) -> None:
+        for iv in self.tail.poll():
+            self.tags.setdefault(iv.tag, TagLatency()).add(iv)
+
+    @property
+    def bad_lines(self) -> int:
+        return self.tail.bad_lines
