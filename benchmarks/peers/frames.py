@@ -107,15 +107,21 @@ def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1, n_depth:
                         raise RuntimeError(f"peers: recorded only {counts} frames in {timeout_s:.0f} s")
                     # both connections are read all along (frames beyond a stream's target are dropped): an unread
                     # connection stops reading its socket and its keepalive pong, and the client closes it
+                    idle = True
                     for venue, ws in (("binance", bws), ("hyperliquid", hws)):
-                        try:
-                            msg = ws.recv(timeout=0.05)
-                        except TimeoutError:
-                            continue
-                        kind = "depth" if isinstance(msg, str) and msg.startswith('{"stream":"btcusdt@depth') else venue
-                        if counts[kind] < want[kind]:
-                            rec.record(venue, msg)
-                            counts[kind] += 1
+                        while True:  # drain: Binance sends ~2000 frames/s here
+                            try:
+                                msg = ws.recv(timeout=0)
+                            except TimeoutError:
+                                break
+                            idle = False
+                            kind = ("depth" if isinstance(msg, str) and msg.startswith('{"stream":"btcusdt@depth')
+                                    else venue)
+                            if counts[kind] < want[kind]:
+                                rec.record(venue, msg)
+                                counts[kind] += 1
+                    if idle:
+                        time.sleep(0.001)
             rec.close()
         finally:
             proc.send_signal(signal.SIGTERM)
