@@ -3,6 +3,7 @@
     caerus data books|aligned|sessions SOURCE [--symbols BTC,ETH] [--start T] [--end T] [--session ID]
         [--base binance|hyperliquid] [--venue NAME ...] [-o PATH] [--format parquet|csv|table]
         [--instruments FILE] [--user NAME --password-file FILE] [--slice-rows N] [--limit N] [--no-progress]
+        [--engine-parquet]
 
 SOURCE: a session folder, a capture store or ``http://HOST:PORT`` (caerus.data.source). Rows stream to the file
 slice by slice with a progress bar on stderr. ``--format`` defaults to the output file's suffix (``.parquet``,
@@ -47,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rows read per query (memory bound)")
     p.add_argument("--limit", type=int, default=20, metavar="N", help="table format: rows shown")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--engine-parquet", action="store_true",
+                   help="books to parquet from a chDB store (one session): chDB writes the file itself "
+                   "(same rows; not faster on 10^7 rows here, docs/research.md)")
 
 
 def _format(args: argparse.Namespace) -> str:
@@ -82,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
             else:
                 sel = select(src, args.session, args.symbols, args.start, args.end,
                              args.venue if args.kind == "books" else None)
-                if fmt == "parquet" and args.kind == "books" and outfile.possible(src, sel):
-                    # chDB reads, names, sorts and encodes the file itself: the fast path (outfile.py)
+                if args.engine_parquet and fmt == "parquet" and args.kind == "books" and outfile.possible(src, sel):
+                    # chDB reads, names, sorts and encodes the file itself (outfile.py)
                     args.output.parent.mkdir(parents=True, exist_ok=True)
                     n = outfile.books_parquet(src, sel, args.output, show)
                     print(f"caerus data: {n} rows -> {args.output}", file=sys.stderr)

@@ -4,8 +4,10 @@
 The file holds what caerus.data.export.write_parquet writes from the same selection, row for row and column for
 column (sql.books_named makes the names and ``*_ts`` timestamps in SQL; read it back with
 ``read_dictionary=["session", "venue", "symbol"]`` for the same dictionary columns). Measured on 10^7 book rows
-(benchmarks/data_export.py): the streamed path pays a copy of every row out of chDB, Python-side shaping and a
-single-threaded encoder; here the engine's own threads do all of it. ClickHouse writes a bloom filter, dictionary
+(benchmarks/data_export.py, p50 of 3 interleaved rounds): 1.40 M rows/s against the streamed path's 1.65 and
+10.0 against 9.3 CPU-s, chDB's parquet encoder costing what the copy out of chDB, the Python-side shaping and
+pyarrow's encoder cost together, so ``caerus data`` uses it only when asked (``--engine-parquet``); at 10^6
+rows it was ahead (1.17 against 0.63 M rows/s). ClickHouse writes a bloom filter, dictionary
 and page index for every column by default (more CPU than the read and the sort), so they are off;
 session/venue/symbol are then plain strings in the file (snappy makes them small), categorical again
 with ``read_dictionary``. Only chDB, one session at a time: Debian's 18.16 server has no Parquet output, so a

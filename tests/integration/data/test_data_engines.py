@@ -90,11 +90,11 @@ def test_unreachable_server_is_named(tmp_path: Path) -> None:
 
 
 def test_cli_parquet_from_chdb_equals_the_servers(both: tuple[Path, str], tmp_path: Path) -> None:
-    """`caerus data books -o x.parquet`: chDB writes the file itself (caerus.data.outfile), the 18.16 server's
-    rows stream through Arrow (no Parquet output there); both files hold the same rows as data.books'."""
+    """`caerus data books -o x.parquet --engine-parquet`: chDB writes the file itself (caerus.data.outfile), the
+    18.16 server's rows stream through Arrow (no Parquet output there); both files hold data.books' rows."""
     folder, url = both
     chdb_file, server_file = tmp_path / "chdb.parquet", tmp_path / "server.parquet"
-    names = ["--instruments", str(folder / "instruments.json"), "--no-progress"]
+    names = ["--instruments", str(folder / "instruments.json"), "--no-progress", "--engine-parquet"]
     assert main(["data", "books", str(folder), "-o", str(chdb_file), *names]) == 0
     assert main(["data", "books", url, "-o", str(server_file), *names]) == 0
     assert "ClickHouse" in pq.ParquetFile(chdb_file).metadata.created_by  # the engine-written path

@@ -28,7 +28,7 @@ def test_parquet_reads_back_equal(folder: Path, tmp_path: Path, kind: str) -> No
     got = pq.read_table(out)
     want = (data.books if kind == "books" else data.aligned)(folder, frame="arrow")
     assert got.num_rows == want.num_rows == (len(HAND) if kind == "books" else 8)
-    _assert_same_rows(got, want)  # books: chDB wrote it (the categories' order is its own)
+    _assert_same_rows(got, want)
 
 
 def _read_back(path: Path) -> pa.Table:
@@ -72,11 +72,14 @@ def test_engine_written_parquet_equals_the_streamed_file(folder: Path, tmp_path:
 
 
 def test_cli_books_parquet_is_engine_written(folder: Path, tmp_path: Path) -> None:
-    """`caerus data books -o x.parquet` on a chDB store takes the engine path (ClickHouse's writer names itself
-    in the file's created_by), and its rows equal data.books'."""
-    out = tmp_path / "b.parquet"
-    assert main(["data", "books", str(folder), "--symbols", "BTC,ETH", "-o", str(out), "--no-progress"]) == 0
+    """`caerus data books -o x.parquet --engine-parquet` on a chDB store takes the engine path (ClickHouse's
+    writer names itself in the file's created_by; without the flag pyarrow's), and its rows equal data.books'."""
+    out, plain = tmp_path / "b.parquet", tmp_path / "plain.parquet"
+    assert main(["data", "books", str(folder), "--symbols", "BTC,ETH", "-o", str(out), "--no-progress",
+                 "--engine-parquet"]) == 0
+    assert main(["data", "books", str(folder), "--symbols", "BTC,ETH", "-o", str(plain), "--no-progress"]) == 0
     assert "ClickHouse" in pq.ParquetFile(out).metadata.created_by
+    assert "ClickHouse" not in pq.ParquetFile(plain).metadata.created_by
     want = data.books(folder, ["BTC", "ETH"], frame="arrow")
     _assert_same_rows(_read_back(out), want)
 
