@@ -25,6 +25,7 @@ from caerus.monitoring.session_files import SessionFolderError, read_fleet
 DEFAULT_PORT = 9465
 POLL_S = 0.5
 CHRONY_EVERY_S = 10.0
+LINGER_S = 3.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-expiry", type=float, metavar="EPOCH_S",
                         help="wall time the host's time-to-live runs out (served for the TTL alert)")
     parser.add_argument("--chrony", action="store_true", help="serve chronyd's offset (chronyc every 10 s)")
+    parser.add_argument("--linger", type=float, default=LINGER_S,
+                        help=f"on SIGTERM, wait up to this many seconds for one more scrape, so the session's final "
+                             f"counts reach Prometheus (default {LINGER_S})")
 
 
 class ChronyOffset:
@@ -128,6 +132,11 @@ def run(args: argparse.Namespace) -> int:
                     registry.register(collector)
                     current = target
             time.sleep(POLL_S)
+        if collector is not None:  # the fleet has stopped: let a scrape read its final counts first
+            served = collector.scrapes
+            linger_until = time.monotonic() + args.linger
+            while collector.scrapes == served and time.monotonic() < linger_until:
+                time.sleep(0.05)
     finally:
         server.shutdown()
         thread.join(timeout=5.0)

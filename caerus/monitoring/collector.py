@@ -50,6 +50,7 @@ class FleetCollector(Collector):
         self.clock_offset = clock_offset
         self.host_expiry_s = host_expiry_s
         self.lock = threading.Lock()  # prometheus_client serves scrapes from threads
+        self.scrapes = 0  # collections served: the exporter lingers on stop until one more has been
 
     # -- reading ------------------------------------------------------------------------------------------------
     def _snapshots(self) -> dict[str, dict[str, Any]]:
@@ -57,8 +58,11 @@ class FleetCollector(Collector):
             if p.stats_segment is None:
                 continue
             block = self.blocks.get(p.name)
-            if block is not None and block.seg.stale_mapping():  # restarted: attach the new incarnation
+            if block is not None and block.seg.stale_mapping():
+                # the process exited or restarted: its final counts first (the mapping outlives the file), then
+                # attach the new incarnation if there is one
                 try:
+                    self.last[p.name] = block.snapshot()
                     block.close()
                 except (BufferError, ValueError, OSError):
                     pass
@@ -78,6 +82,7 @@ class FleetCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         with self.lock:
             yield from self._collect()
+            self.scrapes += 1
 
     def _collect(self) -> Iterator[Metric]:
         snaps = self._snapshots()

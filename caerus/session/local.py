@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -43,6 +44,7 @@ from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
+from caerus.session.exporter import start_exporter, stop_exporter
 from caerus.session.instruments import resolve_into
 from caerus.session.order_desk import EmulatorOrderDesk
 from caerus.session.order_desk import sweep_stale as sweep_stale_wallets
@@ -85,6 +87,8 @@ class SessionOptions:
     symbols: str = "BTC"
     symbol_rate_hz: float | None = None  # emulated Binance bookTicker rate per instrument (None: the emulator's)
     feed_connections: int | None = None  # connections per feed (the pool); None: as few as the venue's limits allow
+    # serve the session to Prometheus (caerus exporter) on this loopback port (0: any); None: no exporter
+    exporter_port: int | None = None
 
     def validate(self) -> None:
         problems = []
@@ -182,7 +186,7 @@ def _scenario_problem(name: str) -> str | None:
 
 def config_hash(opts: SessionOptions, plan: FleetPlan) -> str:
     """Hash of what determines the run (not where its output goes, not how progress is shown)."""
-    doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress")}
+    doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress", "exporter_port")}
     doc["plan"] = plan.to_dict()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:8]
 
@@ -301,6 +305,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             if signal.getsignal(signum) != signal.SIG_IGN:
                 old_handlers[signum] = signal.signal(signum, on_term)
     desk: EmulatorOrderDesk | None = None
+    exporter: subprocess.Popen[bytes] | None = None
     try:
         if opts.transport == "emulator":
             desk = EmulatorOrderDesk()
@@ -328,6 +333,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                                        execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True
+            if opts.exporter_port is not None:
+                exporter, run["exporter_port"] = start_exporter(session_dir, opts.exporter_port)
+                console.print(f"metrics: http://127.0.0.1:{run['exporter_port']}/metrics")
             for spec in specs:
                 procs.append(launch.start(spec, session_dir))
             write_processes()
@@ -391,6 +399,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "rss": rss.summary(),
     })
     summary = collect(session_dir, run, env)
+    if exporter is not None:
+        stop_exporter(exporter)
     console.print(headline_table(summary))
     if summary.get("rss"):
         rss_table = Table(title="resident memory (RSS) per process")

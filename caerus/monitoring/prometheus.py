@@ -1,0 +1,96 @@
+"""A real Prometheus (Debian's package) on loopback, scraping caerus exporters: for `invoke bench --monitor`,
+`invoke monitor` and the integration test. Its data folder is the caller's (a session folder keeps its metrics).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+RULES = Path(__file__).resolve().parents[2] / "monitoring" / "rules.yml"
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class PrometheusError(RuntimeError):
+    """Prometheus is missing, did not start, or answered an error."""
+
+
+def prometheus_binary() -> str:
+    path = shutil.which("prometheus")
+    if not path:
+        raise PrometheusError("prometheus is not installed: apt-get install prometheus "
+                              "(scripts/install-test-deps.sh installs it)")
+    return path
+
+
+def write_config(path: Path, targets: list[str], scrape_interval_s: float = 1.0, rules: Path | None = RULES) -> None:
+    for t in targets:
+        host = t.rsplit(":", 1)[0]
+        if host not in ("127.0.0.1", "localhost", "[::1]"):
+            raise PrometheusError(f"scrape target {t} is not on loopback")
+    doc: dict[str, Any] = {
+        "global": {"scrape_interval": f"{scrape_interval_s:g}s", "evaluation_interval": f"{scrape_interval_s:g}s"},
+        "scrape_configs": [{"job_name": "caerus", "static_configs": [{"targets": targets}]}],
+    }
+    if rules is not None:
+        doc["rule_files"] = [str(rules)]
+    path.write_text(json.dumps(doc, indent=1))  # JSON is YAML: no YAML writer needed
+
+
+def start(data_dir: Path, targets: list[str], port: int, scrape_interval_s: float = 1.0,
+          retention: str = "30d") -> subprocess.Popen[bytes]:
+    """Prometheus on 127.0.0.1:port with its TSDB in data_dir/prometheus, ready (bounded wait) when returned."""
+    binary = prometheus_binary()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    cfg = data_dir / "prometheus.yml"
+    write_config(cfg, targets, scrape_interval_s)
+    log = open(data_dir / "prometheus.log", "ab")  # noqa: SIM115 -- the child holds it
+    proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={data_dir / 'prometheus'}",
+                             f"--storage.tsdb.retention.time={retention}", f"--web.listen-address=127.0.0.1:{port}",
+                             "--web.enable-lifecycle"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    log.close()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=1.0) as r:
+                if r.status == 200:
+                    return proc
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    stop(proc)
+    tail = (data_dir / "prometheus.log").read_text(errors="replace").strip().splitlines()
+    raise PrometheusError(f"prometheus did not become ready on 127.0.0.1:{port}: {tail[-1] if tail else 'no output'}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+def query(port: int, promql: str, at_s: float | None = None) -> list[dict[str, Any]]:
+    """An instant query's result vector ({"metric": labels, "value": [t, "v"]} each)."""
+    params = {"query": promql, **({"time": f"{at_s:.3f}"} if at_s is not None else {})}
+    url = f"http://127.0.0.1:{port}/api/v1/query?{urllib.parse.urlencode(params)}"
+    try:
+        with urllib.request.urlopen(url, timeout=10.0) as r:
+            doc = json.loads(r.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise PrometheusError(f"query {promql!r} failed: {exc}") from None
+    if doc.get("status") != "success":
+        raise PrometheusError(f"query {promql!r}: {doc.get('error')}")
+    return list(doc["data"]["result"])
