@@ -49,7 +49,9 @@ USER_TYPES = frozenset({"notification", "webData2", "orderUpdates", "userEvents"
                         "userNonFundingLedgerUpdates"})  # account events only: acknowledged
 UNMODELLED_TYPES = frozenset({"candle", "activeAssetData"})  # refused, never left silent
 KNOWN_TYPES = MARKET_TYPES | USER_TYPES | UNMODELLED_TYPES
-ACCOUNT_TYPES = frozenset({"orderUpdates", "userFills"})  # user channels fed from the order desk's events
+ACCOUNT_TYPES = frozenset({"orderUpdates", "userFills", "userEvents"})  # user channels fed from the desk's events
+#: the channel an event arrives on -> the subscription type that receives it (userEvents arrive on "user")
+CHANNEL_SUBSCRIPTION = {"user": "userEvents"}
 
 
 def topic_for(subscription: dict) -> str | None:
@@ -123,7 +125,7 @@ class HyperliquidServer:
         for ev in events:
             text = json.dumps(ev, separators=(",", ":"))
             for user in users:
-                topic = f"hyperliquid:{ev['channel']}:{user.lower()}"
+                topic = f"hyperliquid:{CHANNEL_SUBSCRIPTION.get(ev['channel'], ev['channel'])}:{user.lower()}"
                 if self.state.topics.has(topic):
                     self.state.topics.publish(topic, text)
 
@@ -242,8 +244,10 @@ class HyperliquidServer:
                     sub.send(reply, control=True)
                     current = self.state.snapshot(key)
                     if subscription.get("type") == "userFills":  # the venue starts with a snapshot of fills
+                        fills = orders.hyperliquid_user_fills() if subscription["user"].lower() in (
+                            orders.DESK.hyperliquid_address, *orders.DESK.hyperliquid_vaults) else []
                         current = json.dumps({"channel": "userFills", "data": {
-                            "isSnapshot": True, "user": subscription["user"], "fills": []}}, separators=(",", ":"))
+                            "isSnapshot": True, "user": subscription["user"], "fills": fills}}, separators=(",", ":"))
                     if current is not None:  # the venue answers a subscription with the current state
                         sub.send(current)
                     self.state.topics.add(key, sub)

@@ -329,6 +329,7 @@ def _hl_trade(record: dict[str, Any], px: float, qty: float, now_ms: int, *, cro
     DESK.ledger.fills["hyperliquid"].appendleft(fill)
     DESK.events["hyperliquid"].append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address,
                                                                         "fills": [fill]}})
+    DESK.events["hyperliquid"].append({"channel": "user", "data": {"fills": [fill]}})  # userEvents
 
 
 def _match_resting(venue: str, key: str, book: Book, now_ms: int) -> None:

@@ -458,6 +458,10 @@ def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close
     try:
         inbox = Inbox()
         info.subscribe({"type": "orderUpdates", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        info.subscribe({"type": "userEvents", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        # subscriptions are served in order on one connection: once userFills' snapshot is here, all are live
+        info.subscribe({"type": "userFills", "user": wallet.address}, inbox.put)  # type: ignore[arg-type]
+        inbox.wait_for(lambda xs: any(m["channel"] == "userFills" for m in xs), "the userFills snapshot")
         mid = float(_mids(info)["BTC"])
         # A resting order, cancelled: the stream says so and the open-orders query no longer lists it.
         oid = exchange.order("BTC", True, 0.001, round(mid * 0.9), {"limit": {"tif": "Gtc"}}
@@ -466,7 +470,8 @@ def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close
         cancelled = exchange.cancel("BTC", oid)
         assert cancelled["response"]["data"]["statuses"] == ["success"], cancelled
         inbox.wait_for(lambda xs: any(u["order"]["oid"] == oid and u["status"] == "canceled"
-                                      for m in xs for u in m["data"]), "the cancel on orderUpdates")
+                                      for m in xs if m["channel"] == "orderUpdates" for u in m["data"]),
+                       "the cancel on orderUpdates")
         assert info.open_orders(wallet.address) == []
         assert "error" in exchange.cancel("BTC", oid)["response"]["data"]["statuses"][0]
         # Modify: the order moves (a new oid), the old one is no longer open.
@@ -489,6 +494,10 @@ def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close
         assert "filled" in closed["response"]["data"]["statuses"][0], closed
         fills = info.user_fills(wallet.address)
         assert [f["dir"] for f in fills[:2]] == ["Close Long", "Open Long"], fills
+        got = inbox.wait_for(lambda xs: sum(len(m["data"].get("fills", [])) for m in xs if m["channel"] == "user")
+                             >= 2, "both fills on userEvents")
+        user_fills = [f for m in got if m["channel"] == "user" for f in m["data"]["fills"]]
+        assert [f["tid"] for f in user_fills] == [f["tid"] for f in reversed(fills[:2])]
         state = info.user_state(wallet.address)
         assert state["assetPositions"] == [] and float(state["marginSummary"]["accountValue"]) > 0
     finally:
