@@ -6,6 +6,7 @@
     invoke provision|configure|deploy|collect|teardown|status
     invoke report [SESSION ...]    reports for session folders
     invoke regress [--base REV]    latency regression check
+    invoke bench --monitor         a local session scraped by a real Prometheus (invoke monitor reopens its data)
 
 Imports are inside the task bodies so `invoke --list` stays fast and one missing optional piece cannot break
 every task.
@@ -46,6 +47,7 @@ ROOT = Path(__file__).resolve().parent
         "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
         "feed_connections": "local: connections per feed, the instruments split among them (default: the fewest)",
         "host_key": "with --host, first contact: verified (default for an EC2 instance) | tofu",
+        "monitor": "local: a real Prometheus scrapes the session's exporter; its data stays in the session folder",
     }
 )
 def bench(
@@ -71,6 +73,7 @@ def bench(
     symbol_rate: float = 0.0,
     feed_connections: int = 0,
     host_key: str = "",
+    monitor: bool = False,
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
@@ -114,9 +117,38 @@ def bench(
     except (argparse.ArgumentError, SystemExit) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         sys.exit(2)
-    rc = run_session(args)
+    if not monitor:
+        rc = run_session(args)
+    else:
+        from caerus.monitoring.local_monitor import monitored
+        from caerus.monitoring.prometheus import PrometheusError
+
+        try:
+            with monitored(Path(out)) as exporter_port:
+                args.exporter_port = exporter_port
+                rc = run_session(args)
+        except PrometheusError as exc:
+            print(f"bench --monitor: {exc}", file=sys.stderr)
+            sys.exit(1)
     if rc:
         sys.exit(rc)
+
+
+@task(help={"session": "a session folder run with bench --monitor: serve its kept metrics",
+            "port": "Prometheus port on 127.0.0.1 (default 9090)"})
+def monitor(c: Context, session: str = "", port: int = 9090) -> None:
+    """A real Prometheus on loopback over a session's kept metrics (docs/monitoring.md)."""
+    from caerus.monitoring.local_monitor import serve_saved
+    from caerus.monitoring.prometheus import PrometheusError
+
+    if not session:
+        print("monitor: give --session DIR (a session run with invoke bench --monitor)", file=sys.stderr)
+        sys.exit(2)
+    try:
+        serve_saved(Path(session), port)
+    except PrometheusError as exc:
+        print(f"monitor: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 @task(iterable=["session"], help={
@@ -299,7 +331,7 @@ def _infra_collection() -> Collection:
     return Collection.from_module(invoke_tasks)
 
 
-ns = Collection(bench, report, regress, test, lint, lock, sweep, train)
+ns = Collection(bench, monitor, report, regress, test, lint, lock, sweep, train)
 try:
     # provision / configure / deploy / collect / teardown / status
     for _t in _infra_collection().tasks.values():

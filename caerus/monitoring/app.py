@@ -38,8 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--until-pid", type=int, help="exit when this process (the session runner) has exited")
     parser.add_argument("--wait", type=float, default=30.0,
                         help="seconds to wait for the session's config.toml (default 30)")
-    parser.add_argument("--host-expiry", type=float, metavar="EPOCH_S",
-                        help="wall time the host's time-to-live runs out (served for the TTL alert)")
+    parser.add_argument("--host-expiry-file", type=Path, metavar="FILE",
+                        help="file holding the epoch second the host's time-to-live runs out (/etc/caerus/expiry on "
+                             "a provisioned host; read at every scrape, as invoke extend moves it)")
     parser.add_argument("--chrony", action="store_true", help="serve chronyd's offset (chronyc every 10 s)")
     parser.add_argument("--linger", type=float, default=LINGER_S,
                         help=f"on SIGTERM, wait up to this many seconds for one more scrape, so the session's final "
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
                     if collector is not None:
                         registry.unregister(collector)
                     collector = FleetCollector(target.name, target, fleet, clock_offset=chrony,
-                                               host_expiry_s=args.host_expiry)
+                                               host_expiry=args.host_expiry_file)
                     registry.register(collector)
                     current = target
             time.sleep(POLL_S)

@@ -40,7 +40,7 @@ def venue_of(process: str, tag: str = "") -> str:
 class FleetCollector(Collector):
     def __init__(self, session: str, session_dir: Path, fleet: list[FleetProcess],
                  clock_offset: Callable[[], float | None] = lambda: None,
-                 host_expiry_s: float | None = None) -> None:
+                 host_expiry: Path | None = None) -> None:
         self.session = session
         self.session_dir = session_dir
         self.fleet = fleet
@@ -48,7 +48,7 @@ class FleetCollector(Collector):
         self.last: dict[str, dict[str, Any]] = {}  # a process's last counts survive its exit
         self.hlogs = {p.name: HlogFollower(p.hlog) for p in fleet}
         self.clock_offset = clock_offset
-        self.host_expiry_s = host_expiry_s
+        self.host_expiry = host_expiry
         self.lock = threading.Lock()  # prometheus_client serves scrapes from threads
         self.scrapes = 0  # collections served: the exporter lingers on stop until one more has been
 
@@ -111,11 +111,21 @@ class FleetCollector(Collector):
             g = GaugeMetricFamily("caerus_clock_offset_seconds", names.GAUGES["caerus_clock_offset_seconds"])
             g.add_metric([], offset)
             yield g
-        if self.host_expiry_s is not None:
+        expiry = self._host_expiry()
+        if expiry is not None:
             g = GaugeMetricFamily("caerus_host_expiry_timestamp_seconds",
                                   names.GAUGES["caerus_host_expiry_timestamp_seconds"])
-            g.add_metric([], self.host_expiry_s)
+            g.add_metric([], expiry)
             yield g
+
+    def _host_expiry(self) -> float | None:
+        """The host's expiry from its file (absent, unreadable or not a number: no series, the alert stays quiet)."""
+        if self.host_expiry is None:
+            return None
+        try:
+            return float(self.host_expiry.read_text().strip())
+        except (OSError, ValueError):
+            return None
 
     def _named(self, proc: str, snap: dict[str, Any], labels: list[str],
                fam: Callable[..., Family]) -> None:

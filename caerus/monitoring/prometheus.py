@@ -38,7 +38,7 @@ def write_config(path: Path, targets: list[str], scrape_interval_s: float = 1.0,
             raise PrometheusError(f"scrape target {t} is not on loopback")
     doc: dict[str, Any] = {
         "global": {"scrape_interval": f"{scrape_interval_s:g}s", "evaluation_interval": f"{scrape_interval_s:g}s"},
-        "scrape_configs": [{"job_name": "caerus", "static_configs": [{"targets": targets}]}],
+        "scrape_configs": [{"job_name": "caerus", "static_configs": [{"targets": targets}]}] if targets else [],
     }
     if rules is not None:
         doc["rule_files"] = [str(rules)]

@@ -1,0 +1,53 @@
+"""The exporter's latency state: trailing windows, microsecond buckets, and the one-line missing-Prometheus error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from caerus.metrics import hdr
+from caerus.monitoring import prometheus
+from caerus.monitoring.latency import TagLatency
+
+
+def interval(start_s: float, values_ns: list[int]) -> hdr.Interval:
+    h = hdr.new_histogram()
+    hdr.record_array(h, np.array(values_ns, dtype=np.int64))
+    return hdr.Interval("tick_to_decision", start_s, 1.0, h)
+
+
+def test_windows_keep_only_their_trailing_intervals() -> None:
+    lat = TagLatency()
+    lat.add(interval(90.0, [1_000_000] * 10))  # 1 ms, ends 69 s before the newest interval: in no window
+    lat.add(interval(148.0, [50_000] * 10))  # 50 us, ends 11 s before the newest: in the 60 s window only
+    lat.add(interval(159.0, [2_000] * 10))  # 2 us, the newest: in both
+    q = lat.window_quantiles()
+    assert q[10] is not None and q[60] is not None
+    assert q[10][0.999] == pytest.approx(2e-6, rel=1e-3)
+    assert q[60][0.999] == pytest.approx(50e-6, rel=1e-3)
+    assert len(lat.intervals) == 2  # the oldest left the longest window
+    assert lat.total.total_count == 30  # but stays in the running histogram
+
+
+def test_buckets_are_cumulative_in_seconds() -> None:
+    lat = TagLatency()
+    lat.add(interval(0.0, [1_500, 30_000, 30_000, 700_000]))  # 1.5 us, 30 us x2, 700 us
+    buckets, total_s = lat.buckets()
+    by_le = dict(buckets)
+    assert by_le["1e-06"] == 0 and by_le["2e-06"] == 1 and by_le["5e-05"] == 3 and by_le["0.001"] == 4
+    assert by_le["+Inf"] == 4
+    counts = [c for _, c in buckets]
+    assert counts == sorted(counts)
+    assert total_s == pytest.approx(761.5e-6, rel=1e-3)
+
+
+def test_missing_prometheus_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(prometheus.PrometheusError) as exc:
+        prometheus.prometheus_binary()
+    assert "apt-get install prometheus" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_scrape_target_off_loopback_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(prometheus.PrometheusError, match=r"10\.0\.0\.5:9465 is not on loopback"):
+        prometheus.write_config(tmp_path / "p.yml", ["10.0.0.5:9465"])
