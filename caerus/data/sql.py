@@ -150,8 +150,8 @@ def books_named(session: str, venues: Sequence[str] | None, symbol_ids: Sequence
     time followed by its ``*_ts`` DateTime64(9, 'UTC') (``t_wire_ts`` NULL for 0).
 
     The names and timestamps are made outside the sorted subquery: sorting the raw numeric row and naming it
-    afterwards costs ~30 % less CPU than sorting the named row (measured on 10^7 rows). Names are looked up in a
-    constant LowCardinality array, never built as a string per row."""
+    afterwards took 10.4 CPU-s against 13.3 for sorting the named row (10^7 rows, parquet written). Names are
+    looked up in a constant LowCardinality array, never built as a string per row."""
     def lookup(names: Sequence[str], code: str) -> str:
         return (f"arrayElement(CAST([{', '.join(quote(n) for n in names)}] AS Array(LowCardinality(String))), "
                 f"{code} + 1)")
