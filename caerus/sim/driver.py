@@ -26,13 +26,15 @@ from caerus.sim.hub import Topics
 from caerus.sim.lateness import Lateness
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
 from caerus.sim.order_entry import BookSink
-from caerus.sim.tape import Tape
+from caerus.sim.tape import INTERVAL_MINUTES, Tape
 
 BOOK_TICKER = "binance:btcusdt@bookTicker"
 AGG_TRADE = "binance:btcusdt@aggTrade"
 TRADE = "binance:btcusdt@trade"
 HL_BBO = "hyperliquid:bbo:BTC"
 HL_L2 = "hyperliquid:l2Book:BTC"
+#: (topic, interval, minutes) of BTCUSDT's kline streams: an event after each trade, as the venue sends updates
+KLINES = tuple((f"binance:btcusdt@kline_{i}", i, m) for i, m in INTERVAL_MINUTES.items())
 HL_L2_FAST = "hyperliquid:l2Book:BTC:fast"
 HL_TRADES = "hyperliquid:trades:BTC"
 HL_ALL_MIDS = "hyperliquid:allMids"
@@ -191,6 +193,12 @@ class MarketDriver:
                     self.topics.publish(AGG_TRADE, frames.binance_agg_trade(trade, self.epoch_ns))
                 if self.topics.has(TRADE):
                     self.topics.publish(TRADE, frames.binance_trade(trade, self.epoch_ns))
+                for key, interval, minutes in KLINES:
+                    if self.topics.has(key):
+                        bar = self.binance_tape.current_bar(minutes)
+                        if bar is not None:
+                            self.topics.publish(key, frames.binance_kline(bar, interval, minutes,
+                                                                          frames.ms(self.epoch_ns, trade.t_ns)))
 
     def _hyperliquid(self, b: HlBlock) -> None:
         k = b.symbol

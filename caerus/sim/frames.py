@@ -15,7 +15,7 @@ from typing import Any
 from caerus.sim.catalogue import ListedInstrument
 from caerus.sim.depth import DepthEvent, Level
 from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
-from caerus.sim.tape import TickerStats, Trade
+from caerus.sim.tape import Bar, TickerStats, Trade
 
 SYMBOL = "BTCUSDT"  # the instrument of the single-instrument streams (depth, trades, tickers, l2Book...)
 COIN = "BTC"
@@ -98,6 +98,18 @@ def binance_trade(t: Trade, epoch_ns: int) -> str:
     return (
         f'{{"e":"trade","E":{e},"T":{e - 1},"s":"{SYMBOL}","t":{t.trade_id},"p":"{t.px:.1f}","q":"{t.qty:.3f}",'
         f'"X":"MARKET","m":{"true" if t.buyer_is_maker else "false"}}}'
+    )
+
+
+def binance_kline(bar: Bar, interval: str, minutes: int, now_ms: int) -> str:
+    """One ``kline`` stream event for the bar as it stands (``x``: closed, false while its interval runs)."""
+    t = bar.start_ns // 1_000_000
+    close = t + minutes * 60_000 - 1
+    return (
+        f'{{"e":"kline","E":{now_ms},"s":"{SYMBOL}","k":{{"t":{t},"T":{close},"s":"{SYMBOL}","i":"{interval}",'
+        f'"f":{bar.first_id},"L":{bar.last_id},"o":"{bar.open:.1f}","c":"{bar.close:.1f}","h":"{bar.high:.1f}",'
+        f'"l":"{bar.low:.1f}","v":"{bar.volume:.3f}","n":{bar.count},"x":{"true" if now_ms > close else "false"},'
+        f'"q":"{bar.quote_volume:.5f}","V":"{bar.taker_buy_volume:.3f}","Q":"{bar.taker_buy_quote:.5f}","B":"0"}}}}'
     )
 
 

@@ -74,8 +74,12 @@ class Bar:
     count: int = 0
     taker_buy_volume: float = 0.0
     taker_buy_quote: float = 0.0
+    first_id: int = 0
+    last_id: int = 0
 
     def add(self, t: Trade) -> None:
+        self.first_id = self.first_id or t.trade_id
+        self.last_id = t.trade_id
         self.high, self.low, self.close = max(self.high, t.px), min(self.low, t.px), t.px
         self.volume += t.qty
         self.quote_volume += t.px * t.qty
@@ -109,6 +113,26 @@ class Tape:
             self.bars.append(Bar(start, trade.px, trade.px, trade.px, trade.px))
         self.bars[-1].add(trade)
 
+    def current_bar(self, minutes: int) -> Bar | None:
+        """The newest ``minutes``-minute bar (aggregated from the tail of the one-minute bars): what a kline stream
+        sends after each trade."""
+        if not self.bars:
+            return None
+        width = minutes * MINUTE_NS
+        newest = self.bars[-1]
+        start = newest.start_ns - newest.start_ns % width
+        parts = []
+        for b in reversed(self.bars):
+            if b.start_ns < start:
+                break
+            parts.append(b)
+        parts.reverse()
+        first = parts[0]
+        return Bar(start, first.open, max(b.high for b in parts), min(b.low for b in parts), newest.close,
+                   sum(b.volume for b in parts), sum(b.quote_volume for b in parts), sum(b.count for b in parts),
+                   sum(b.taker_buy_volume for b in parts), sum(b.taker_buy_quote for b in parts), first.first_id,
+                   newest.last_id)
+
     def bars_of(self, minutes: int, start_ns: int | None = None, end_ns: int | None = None) -> list[Bar]:
         """Bars of ``minutes`` minutes (aggregated from the one-minute bars), oldest first, within the range."""
         out: list[Bar] = []
@@ -125,9 +149,10 @@ class Tape:
                 agg.count += b.count
                 agg.taker_buy_volume += b.taker_buy_volume
                 agg.taker_buy_quote += b.taker_buy_quote
+                agg.last_id = b.last_id
             else:
                 out.append(Bar(start, b.open, b.high, b.low, b.close, b.volume, b.quote_volume, b.count,
-                               b.taker_buy_volume, b.taker_buy_quote))
+                               b.taker_buy_volume, b.taker_buy_quote, b.first_id, b.last_id))
         return out
 
     def on_top(self, t_ns: int, old_bid: tuple[float, float], old_ask: tuple[float, float], new_bid: float,

@@ -621,3 +621,22 @@ def test_ccxt_hyperliquid_cancel_fills_positions_and_balance(sim: VenueSim, wall
     (pos,) = out["positions"]
     assert pos["contracts"] == 0.001 and pos["side"] == "long"
     assert out["balance"]["USDC"]["total"] > 0
+
+
+def test_ccxt_binanceusdm_watch_ohlcv_agrees_with_fetch_ohlcv(sim: VenueSim) -> None:
+    async def body() -> tuple[list[Any], list[Any]]:
+        ex = _ccxt_binance(sim, keys=False)
+        try:
+            await ex.load_markets()
+            streamed = await ex.watch_ohlcv("BTC/USDT:USDT", "1m")  # the kline stream (/market route)
+            fetched = await ex.fetch_ohlcv("BTC/USDT:USDT", "1m", limit=5)  # GET /fapi/v1/klines
+            return streamed, fetched
+        finally:
+            await ex.close()
+
+    streamed, fetched = _run(body)
+    t, o, h, low, c, v = streamed[-1]
+    assert t % 60_000 == 0 and low <= min(o, c) <= max(o, c) <= h and v > 0
+    same = [row for row in fetched if row[0] == t]
+    # the REST bar of that minute was read later: the same open, at least the volume streamed
+    assert not same or (same[0][1] == o and same[0][5] >= v)

@@ -28,3 +28,21 @@ def test_bars_start_on_wall_clock_minutes_and_aggregate() -> None:
     assert [b.start_ns for b in tape.bars_of(1, start_ns=MINUTE_NS)] == [MINUTE_NS]
     assert [b.start_ns for b in tape.bars_of(1, end_ns=MINUTE_NS - 1)] == [0]
     assert [t.px for t in tape.recent] == [100.0, 105.0, 95.0]
+
+
+def test_current_bar_and_its_kline_event() -> None:
+    import json
+
+    from caerus.sim import frames
+
+    tape = Tape(first_id=7)
+    _trade(tape, 0, 100.0, hit_bid=True)
+    _trade(tape, MINUTE_NS + 1, 110.0, hit_bid=False)
+    three = tape.current_bar(3)
+    assert three is not None and (three.open, three.high, three.close, three.count) == (100.0, 110.0, 110.0, 2)
+    assert (three.first_id, three.last_id) == (7, 8)
+    event = json.loads(frames.binance_kline(three, "3m", 3, now_ms=1))
+    k = event["k"]
+    assert event["e"] == "kline" and k["i"] == "3m" and (k["t"], k["T"]) == (0, 179_999)
+    assert (k["f"], k["L"], k["n"], k["o"], k["c"], k["x"]) == (7, 8, 2, "100.0", "110.0", False)
+    assert tape.current_bar(1).open == 110.0  # type: ignore[union-attr]
