@@ -21,5 +21,5 @@ def rows(path: Path | None) -> list[Row]:
     if not ours or not peer:
         return [Row(name, "hftbacktest 2.4.4", unavailable=f"{path} has no books/s for both")]
     # throughput: the ratio is Caerus's rate over the peer's (> 1: Caerus faster), in the same column
-    return [Row(name, "caerus backtest", note=f"{ours:,.0f} books/s"),
+    return [Row(name, "caerus backtest", ratio_p50=1.0, note=f"{ours:,.0f} books/s"),
             Row(name, "hftbacktest 2.4.4", ratio_p50=ours / peer, note=f"{peer:,.0f} books/s (ratio: Caerus/peer)")]

@@ -53,7 +53,8 @@ def verdict(row: Row) -> str:
     if row.unavailable:
         return f"not available: {row.unavailable}"
     if row.contender.startswith("caerus"):
-        return "reference" if row.ratio_p50 == 1.0 and row.ratio_p99 == 1.0 else "a Caerus variant"
+        reference = row.ratio_p50 == 1.0 and (row.ratio_p99 == 1.0 or math.isnan(row.ratio_p99))
+        return "reference" if reference else "a Caerus variant"
     return "Caerus faster" if row.ratio_p50 > 1 else "**peer faster at p50**"
 
 

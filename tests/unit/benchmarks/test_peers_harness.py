@@ -84,3 +84,4 @@ def test_the_backtest_row_comes_from_backtest_speeds_json(tmp_path: Path) -> Non
     path.write_text(json.dumps({"extra": {"total_books_per_s": 3e6, "peer": {"books_per_s": 1e6}}}))
     ours, peer = backtest.rows(path)
     assert peer.ratio_p50 == 3.0 and "1,000,000 books/s" in peer.note and "3,000,000 books/s" in ours.note
+    assert table.verdict(ours) == "reference" and table.verdict(peer) == "Caerus faster"
