@@ -23,27 +23,36 @@ NS_PER_S = 1e9
 
 @dataclass
 class TagLatency:
-    """One tag of one process."""
+    """One tag of one process. Each window's histogram is kept as a running sum (an interval is added once and
+    subtracted once when it leaves), so a scrape costs a cumulative sum per window, not a merge of 60 intervals."""
 
     total: HdrHistogram = field(default_factory=hdr.new_histogram)
     intervals: collections.deque[hdr.Interval] = field(default_factory=collections.deque)
+    windows: dict[int, HdrHistogram] = field(default_factory=lambda: {w: hdr.new_histogram() for w in WINDOWS_S})
+    first_in: dict[int, int] = field(default_factory=lambda: dict.fromkeys(WINDOWS_S, 0))  # deque offset per window
+    dropped: int = 0  # intervals popped off the deque's left
     newest_end_s: float = 0.0
 
     def add(self, iv: hdr.Interval) -> None:
         hdr.add_into(self.total, iv.hist)
         self.intervals.append(iv)
+        for h in self.windows.values():
+            _add_counts(h, iv.hist, 1)
         self.newest_end_s = max(self.newest_end_s, iv.start_s + iv.length_s)
-        horizon = self.newest_end_s - max(WINDOWS_S)
-        while self.intervals and self.intervals[0].start_s + self.intervals[0].length_s <= horizon:
+        for w, h in self.windows.items():
+            horizon = self.newest_end_s - w
+            while self.first_in[w] - self.dropped < len(self.intervals):
+                old = self.intervals[self.first_in[w] - self.dropped]
+                if old.start_s + old.length_s > horizon:
+                    break
+                _add_counts(h, old.hist, -1)
+                self.first_in[w] += 1
+        while self.dropped < min(self.first_in.values()):
             self.intervals.popleft()
+            self.dropped += 1
 
-    def window(self, seconds: float) -> HdrHistogram:
-        h = hdr.new_histogram()
-        horizon = self.newest_end_s - seconds
-        for iv in self.intervals:
-            if iv.start_s + iv.length_s > horizon:
-                hdr.add_into(h, iv.hist)
-        return h
+    def window(self, seconds: int) -> HdrHistogram:
+        return self.windows[seconds]
 
     def window_quantiles(self) -> dict[int, dict[float, float] | None]:
         """window seconds -> quantile -> seconds (None: no sample in that window)."""
@@ -70,6 +79,19 @@ class TagLatency:
         out.append(("+Inf", int(self.total.total_count)))
         total_ns = float((counts.astype(np.float64) * median).sum())
         return out, total_ns / NS_PER_S
+
+
+def _add_counts(dst: HdrHistogram, src: HdrHistogram, sign: int) -> None:
+    """dst += sign * src on the counts alone (percentiles read counts only; min/max are not kept for windows)."""
+    if src.total_count == 0:
+        return
+    if dst.counts_len != src.counts_len or dst.unit_magnitude != src.unit_magnitude:
+        raise ValueError("interval histogram layout differs from the exporter's")
+    if sign > 0:
+        hdr.counts_view(dst)[:] += hdr.counts_view(src)
+    else:
+        hdr.counts_view(dst)[:] -= hdr.counts_view(src)  # src was added before: no count goes below zero
+    dst.total_count += sign * src.total_count
 
 
 def _le(us: int) -> str:

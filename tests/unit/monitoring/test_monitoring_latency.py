@@ -51,3 +51,21 @@ def test_missing_prometheus_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_scrape_target_off_loopback_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(prometheus.PrometheusError, match=r"10\.0\.0\.5:9465 is not on loopback"):
         prometheus.write_config(tmp_path / "p.yml", ["10.0.0.5:9465"])
+
+
+def test_running_windows_equal_a_fresh_merge_of_their_intervals() -> None:
+    rng = np.random.default_rng(7)
+    lat = TagLatency()
+    ivs = [interval(float(t), list(rng.integers(1_000, 5_000_000, size=int(rng.integers(0, 50)))))
+           for t in range(200)]
+    for iv in ivs:
+        lat.add(iv)
+        newest = iv.start_s + iv.length_s
+        for w in (10, 60):
+            fresh = hdr.new_histogram()
+            for old in ivs[: int(iv.start_s) + 1]:
+                if old.start_s + old.length_s > newest - w:
+                    hdr.add_into(fresh, old.hist)
+            assert np.array_equal(hdr.counts_view(lat.window(w)), hdr.counts_view(fresh))
+            assert lat.window(w).total_count == fresh.total_count
+    assert len(lat.intervals) == 60

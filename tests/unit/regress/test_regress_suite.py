@@ -37,7 +37,7 @@ DOC = {
 
 def test_default_suite_has_the_issue_members() -> None:
     names = [m.name for m in load_suite(DEFAULT_SUITE)]
-    assert names == ["ipc_hop", "feed_parse", "tick_to_decision", "capture_throughput", "session",
+    assert names == ["ipc_hop", "feed_parse", "tick_to_decision", "capture_throughput", "exporter_overhead", "session",
                      "wire_to_decision"]
     assert [m.name for m in load_suite(DEFAULT_SUITE, ["session"])] == ["session"]
 
