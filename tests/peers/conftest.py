@@ -23,3 +23,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return (f"tests/peers: not collected, the [peers] extra is not installed here ({', '.join(MISSING)} missing): "
                 ".venv-peers/bin/python -m pytest tests/peers")
     return None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Said again at the end: in a run over all of tests/ this folder's conftest loads after the header."""
+    line = pytest_report_header(terminalreporter.config)
+    if line:
+        terminalreporter.write_line(line)
