@@ -53,6 +53,8 @@ from infra.wheelhouse import LOCK_IN_WHEELHOUSE, Target, WheelhouseError, build_
 
 APP_DIR = "/opt/caerus"
 SESSIONS_DIR = "/var/lib/caerus/sessions"
+EXPORTER_UNIT = "caerus-exporter.service"
+EXPORTER_PORT = 9465  # caerus.monitoring.app.DEFAULT_PORT, on 127.0.0.1
 METRICS_DIR = "/var/lib/caerus/metrics"
 ENV_FILE = "/etc/caerus/fleet.env"
 UNIT_DIR = "/etc/systemd/system"
@@ -202,6 +204,13 @@ def units_step(plan: FleetPlan, user: str, session: str, symbols: str = "BTC") -
         text = _template("caerus-process.service.tmpl",
                          **{k: _unit_line_safe(f"{unit} {k}", v) for k, v in values.items()})
         step.files.append(FileSpec(f"{UNIT_DIR}/{unit}", text, notify=("reload",)))
+    # caerus exporter (issue 31): follows the newest session folder, loopback only, on the housekeeping CPUs
+    names.append(EXPORTER_UNIT)
+    step.files.append(FileSpec(f"{UNIT_DIR}/{EXPORTER_UNIT}", _template(
+        "caerus-exporter.service.tmpl", user=_unit_line_safe("user", user),
+        exec_start=f"{caerus} exporter --latest-in {SESSIONS_DIR} --port {EXPORTER_PORT} --chrony "
+                   f"--host-expiry-file /etc/caerus/expiry",
+        cpus=" ".join(str(c) for c in plan.housekeeping)), notify=("reload",)))
     step.files.append(FileSpec(f"{UNIT_DIR}/caerus-fleet.target",
                                _template("caerus-fleet.target.tmpl", units=" ".join(names)), notify=("reload",)))
     step.handlers["reload"] = Command("systemctl daemon-reload", "unit files changed", "service")

@@ -338,3 +338,14 @@ def test_a_session_must_end_before_the_host_expires_with_room_to_collect() -> No
     with pytest.raises(TtlError, match=r"--hours 3` first"):
         check_fits(rec, 6 * 3600, now=now)
     check_fits(HostRecord(name="own", host="h", user="u"), 10 * 3600, now=now)  # no TTL known: nothing to check
+
+
+def test_infra_exporter_unit_follows_sessions_on_loopback_off_the_hot_cpus() -> None:
+    plan = kernel.target_plan(parse_facts(EC2_PROBE))
+    by_path = {f.path: f.content for f in units_step(plan, "ec2-user", "live").files}
+    unit = by_path["/etc/systemd/system/caerus-exporter.service"]
+    assert "exporter --latest-in /var/lib/caerus/sessions --port 9465" in unit
+    assert "--host-expiry-file /etc/caerus/expiry" in unit and "--bind" not in unit  # default: 127.0.0.1
+    assert f"CPUAffinity={' '.join(map(str, plan.housekeeping))}" in unit and "Nice=10" in unit
+    assert not set(plan.placement("strategy").cpus) & set(plan.housekeeping)
+    assert "caerus-exporter.service" in by_path["/etc/systemd/system/caerus-fleet.target"]
