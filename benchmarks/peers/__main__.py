@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = sys.argv[1:] if argv is None else argv
         return subprocess.call([str(PEERS_PYTHON), "-m", "benchmarks.peers", *argv], cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if not _in_peers_venv():
+        print(f"peers: the peers are not installed here and {PEERS_PYTHON} does not exist: python3.13 -m venv "
+              ".venv-peers && .venv-peers/bin/pip install --require-hashes -r locks/peers.txt", file=sys.stderr)
+        return 2
     sections = args.only or ["feed", "hop", "ws", "backtest"]
     shm = tempfile.mkdtemp(prefix="caerus-peers-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     os.environ["CAERUS_SHM_DIR"] = shm

@@ -85,3 +85,15 @@ def test_the_backtest_row_comes_from_backtest_speeds_json(tmp_path: Path) -> Non
     ours, peer = backtest.rows(path)
     assert peer.ratio_p50 == 3.0 and "1,000,000 books/s" in peer.note and "3,000,000 books/s" in ours.note
     assert table.verdict(ours) == "reference" and table.verdict(peer) == "Caerus faster"
+
+
+def test_without_the_peers_venv_the_command_says_how_to_make_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from benchmarks.peers import __main__ as cli
+
+    monkeypatch.setattr(cli, "PEERS_PYTHON", tmp_path / "no-venv" / "bin" / "python")
+    monkeypatch.setattr(cli, "_in_peers_venv", lambda: False)
+    assert cli.main(["--quick", "--no-docs"]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "pip install --require-hashes -r locks/peers.txt" in err
+    assert err.count("\n") == 1  # one line
