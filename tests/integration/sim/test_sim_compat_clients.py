@@ -542,6 +542,7 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
     # The REST open-orders query (signed over the query string as sent) no longer lists it.
     status = client.rest_api.query_order(symbol="BTCUSDT", order_id=placed.result.order_id).data()
     assert status.status == "CANCELED"
+    assert client.rest_api.current_all_open_orders(symbol="BTCUSDT").data() == []
 
 
 def test_binance_sdk_rest_trading_account_and_balance(sim: VenueSim) -> None:
@@ -628,7 +629,8 @@ def test_ccxt_binanceusdm_watch_ohlcv_agrees_with_fetch_ohlcv(sim: VenueSim) -> 
         ex = _ccxt_binance(sim, keys=False)
         try:
             await ex.load_markets()
-            streamed = await ex.watch_ohlcv("BTC/USDT:USDT", "1m")  # the kline stream (/market route)
+            # the kline stream (/market route); copied now, since ccxt keeps updating its cache in the background
+            streamed = [list(row) for row in await ex.watch_ohlcv("BTC/USDT:USDT", "1m")]
             fetched = await ex.fetch_ohlcv("BTC/USDT:USDT", "1m", limit=5)  # GET /fapi/v1/klines
             return streamed, fetched
         finally:
