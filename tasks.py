@@ -135,17 +135,44 @@ def bench(
 
 
 @task(help={"session": "a session folder run with bench --monitor: serve its kept metrics",
-            "port": "Prometheus port on 127.0.0.1 (default 9090)"})
-def monitor(c: Context, session: str = "", port: int = 9090) -> None:
-    """A real Prometheus on loopback over a session's kept metrics (docs/monitoring.md)."""
+            "host": "a provisioned host: SSH tunnel to its exporter, a local Prometheus scraping through it",
+            "port": "Prometheus port on 127.0.0.1 (default 9090)", "out": "sessions folder (default ./sessions)",
+            "state_dir": "local state folder (default ./.state)"})
+def monitor(c: Context, session: str = "", host: str = "", port: int = 9090, out: str = "sessions",
+            state_dir: str = "") -> None:
+    """A real Prometheus on loopback: over a session's kept metrics, or scraping a host through an SSH tunnel
+    (docs/monitoring.md)."""
     from caerus.monitoring.local_monitor import serve_saved
     from caerus.monitoring.prometheus import PrometheusError
 
-    if not session:
-        print("monitor: give --session DIR (a session run with invoke bench --monitor)", file=sys.stderr)
+    if bool(session) == bool(host):
+        print("monitor: give --session DIR (a session run with invoke bench --monitor) or --host NAME",
+              file=sys.stderr)
         sys.exit(2)
     try:
-        serve_saved(Path(session), port)
+        if session:
+            serve_saved(Path(session), port)
+            return
+        import time
+
+        from infra.hosts import HostStore, StateError
+        from infra.monitor import monitor_host
+        from infra.remote import HostKeyMismatch, RemoteError
+
+        def until_interrupted(prom_port: int, tunnel_port: int) -> None:
+            print("Ctrl-C stops the tunnel and Prometheus")
+            try:
+                while True:
+                    time.sleep(1.0)
+            except KeyboardInterrupt:
+                pass
+
+        store = HostStore(state_dir or None)
+        try:
+            monitor_host(store.load(host), store.known_hosts, Path(out) / f"{host}-monitor", port, until_interrupted)
+        except (StateError, HostKeyMismatch, RemoteError, OSError) as exc:
+            print(f"monitor --host {host}: {exc}", file=sys.stderr)
+            sys.exit(1)
     except PrometheusError as exc:
         print(f"monitor: {exc}", file=sys.stderr)
         sys.exit(1)

@@ -19,7 +19,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, start_http_server
 
 from caerus.metrics.env import chrony_tracking
-from caerus.monitoring.collector import FleetCollector
+from caerus.monitoring.collector import FleetCollector, HostCollector
 from caerus.monitoring.session_files import SessionFolderError, read_fleet
 
 DEFAULT_PORT = 9465
@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_term)
     chrony = ChronyOffset() if args.chrony else (lambda: None)
     registry = CollectorRegistry()
+    registry.register(HostCollector(clock_offset=chrony, host_expiry=args.host_expiry_file))
     collector: FleetCollector | None = None
     current: Path | None = None
     deadline = time.monotonic() + args.wait
@@ -132,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
                 if fleet:
                     if collector is not None:
                         registry.unregister(collector)
-                    collector = FleetCollector(target.name, target, fleet, clock_offset=chrony,
-                                               host_expiry=args.host_expiry_file)
+                    collector = FleetCollector(target.name, target, fleet)
                     registry.register(collector)
                     current = target
             time.sleep(POLL_S)

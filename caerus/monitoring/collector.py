@@ -38,17 +38,13 @@ def venue_of(process: str, tag: str = "") -> str:
 
 
 class FleetCollector(Collector):
-    def __init__(self, session: str, session_dir: Path, fleet: list[FleetProcess],
-                 clock_offset: Callable[[], float | None] = lambda: None,
-                 host_expiry: Path | None = None) -> None:
+    def __init__(self, session: str, session_dir: Path, fleet: list[FleetProcess]) -> None:
         self.session = session
         self.session_dir = session_dir
         self.fleet = fleet
         self.blocks: dict[str, CounterBlock] = {}
         self.last: dict[str, dict[str, Any]] = {}  # a process's last counts survive its exit
         self.hlogs = {p.name: HlogFollower(p.hlog) for p in fleet}
-        self.clock_offset = clock_offset
-        self.host_expiry = host_expiry
         self.lock = threading.Lock()  # prometheus_client serves scrapes from threads
         self.scrapes = 0  # collections served: the exporter lingers on stop until one more has been
 
@@ -106,26 +102,6 @@ class FleetCollector(Collector):
         self._rss(fam)
         yield from fams.values()
         yield from self._latency()
-        offset = self.clock_offset()
-        if offset is not None:
-            g = GaugeMetricFamily("caerus_clock_offset_seconds", names.GAUGES["caerus_clock_offset_seconds"])
-            g.add_metric([], offset)
-            yield g
-        expiry = self._host_expiry()
-        if expiry is not None:
-            g = GaugeMetricFamily("caerus_host_expiry_timestamp_seconds",
-                                  names.GAUGES["caerus_host_expiry_timestamp_seconds"])
-            g.add_metric([], expiry)
-            yield g
-
-    def _host_expiry(self) -> float | None:
-        """The host's expiry from its file (absent, unreadable or not a number: no series, the alert stays quiet)."""
-        if self.host_expiry is None:
-            return None
-        try:
-            return float(self.host_expiry.read_text().strip())
-        except (OSError, ValueError):
-            return None
 
     def _named(self, proc: str, snap: dict[str, Any], labels: list[str],
                fam: Callable[..., Family]) -> None:
@@ -207,3 +183,34 @@ class FleetCollector(Collector):
         yield win
         yield bad
 
+
+
+class HostCollector(Collector):
+    """The host's own series, served whether or not a session runs: chronyd's offset and the host's expiry."""
+
+    def __init__(self, clock_offset: Callable[[], float | None] = lambda: None,
+                 host_expiry: Path | None = None) -> None:
+        self.clock_offset = clock_offset
+        self.host_expiry = host_expiry
+
+    def collect(self) -> Iterator[Metric]:
+        offset = self.clock_offset()
+        if offset is not None:
+            g = GaugeMetricFamily("caerus_clock_offset_seconds", names.GAUGES["caerus_clock_offset_seconds"])
+            g.add_metric([], offset)
+            yield g
+        expiry = self._host_expiry()
+        if expiry is not None:
+            g = GaugeMetricFamily("caerus_host_expiry_timestamp_seconds",
+                                  names.GAUGES["caerus_host_expiry_timestamp_seconds"])
+            g.add_metric([], expiry)
+            yield g
+
+    def _host_expiry(self) -> float | None:
+        """The host's expiry from its file (absent, unreadable or not a number: no series, the alert stays quiet)."""
+        if self.host_expiry is None:
+            return None
+        try:
+            return float(self.host_expiry.read_text().strip())
+        except (OSError, ValueError):
+            return None
