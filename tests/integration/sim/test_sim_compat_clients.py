@@ -642,3 +642,39 @@ def test_ccxt_binanceusdm_watch_ohlcv_agrees_with_fetch_ohlcv(sim: VenueSim) -> 
     same = [row for row in fetched if row[0] == t]
     # the REST bar of that minute was read later: the same open, at least the volume streamed
     assert not same or (same[0][1] == o and same[0][5] >= v)
+
+
+def test_ccxt_binanceusdm_watch_orders_sees_the_rest_cancel(sim: VenueSim) -> None:
+    import asyncio
+
+    async def body() -> tuple[set[str], list[Any]]:
+        ex = _ccxt_binance(sim, keys=True)
+        ours: set[str] = set()
+        seen: list[Any] = []
+        try:
+            await ex.load_markets()
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + WAIT_S
+            # ccxt subscribes in the background (listen key over REST, then /private): an order placed before the
+            # subscription is live is never streamed, so place and cancel until one round is seen
+            while loop.time() < deadline and not any(o["id"] in ours and o["status"] == "canceled" for o in seen):
+                watcher = asyncio.ensure_future(ex.watch_orders("BTC/USDT:USDT"))
+                order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0)
+                ours.add(order["id"])
+                await ex.cancel_order(order["id"], "BTC/USDT:USDT")
+                round_end = min(deadline, loop.time() + 2.0)
+                while loop.time() < round_end:
+                    try:
+                        seen += await asyncio.wait_for(asyncio.shield(watcher), round_end - loop.time())
+                    except TimeoutError:
+                        break
+                    if any(o["id"] in ours and o["status"] == "canceled" for o in seen):
+                        break
+                    watcher = asyncio.ensure_future(ex.watch_orders("BTC/USDT:USDT"))
+                watcher.cancel()
+            return ours, seen
+        finally:
+            await ex.close()
+
+    ours, seen = _run(body)
+    assert any(o["id"] in ours and o["status"] == "canceled" for o in seen), seen
