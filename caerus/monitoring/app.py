@@ -146,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         server.shutdown()
         thread.join(timeout=5.0)
-        t = os.times()
-        # its own cost, for the on/off benchmark's reading (logs/exporter.log in a session folder)
-        print(f"caerus exporter: {collector.scrapes if collector else 0} scrapes, cpu {t.user + t.system:.2f} s "
-              f"over {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+        if collector is not None:  # its own cost, beside the on/off benchmark (logs/exporter.log in a session)
+            t = os.times()
+            print(f"caerus exporter: {collector.scrapes} scrapes, cpu {t.user + t.system:.2f} s "
+                  f"over {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
     return 0
