@@ -26,6 +26,7 @@ class InstrumentParams(ConfigBase, frozen=True):
     max_hold_ms: Positive | None = None
     cooldown_ms: NonNegative | None = None
     slippage_bps: NonNegative | None = None
+    leader: Literal["binance", "hyperliquid"] | None = None  # which venue leads this instrument
 
 
 #: the naive/model A/B window when signal = "ab" leaves signal_ab_window_s at 0
@@ -40,6 +41,9 @@ class StrategyConfig(ConfigBase, frozen=True):
     # "latency_arb": the real strategy. "bench": fire an IOC on every valid Binance book (OrderReason.BENCH),
     # used by benchmarks/tick_to_decision.py so the measured path is the real process loop.
     mode: Literal["latency_arb", "bench"] = "latency_arb"
+    # Which venue leads (per instrument in [instruments.NAME]): entries are taken on the leader's books and the
+    # basis is the leader's mid over the lagger's. Orders go to Hyperliquid either way.
+    leader: Literal["binance", "hyperliquid"] = "binance"
     strategy_id: Annotated[int, msgspec.Meta(ge=0, le=32767)] = 1  # bits 48-62 of every order id
     order_qty: Positive = 0.001  # BTC per entry order
     max_position: Positive = 0.002  # |position| limit in BTC (entries that would exceed it are blocked)

@@ -1,10 +1,11 @@
 """Latency-arb decision logic: pure, no I/O, fed one book at a time; testable on scripted book sequences.
 
-The basis is ``(binance_mid - hyperliquid_mid) / hyperliquid_mid`` in bps, tracked by a time-based EWMA
-(half-life ``ewma_half_life_s``). The signal is the current basis minus the EWMA *before* this book updates it.
-Binance leads: when a Binance book pushes the signal past ``entry_bps`` the strategy buys (signal > 0) or sells
+The basis is ``(leader_mid - lagger_mid) / lagger_mid`` in bps, tracked by a time-based EWMA (half-life
+``ewma_half_life_s``). The signal is the current basis minus the EWMA *before* this book updates it. Which venue
+leads is the instrument's ``leader`` (default Binance: ``(binance_mid - hyperliquid_mid) / hyperliquid_mid``):
+when a book of the leader pushes the signal past ``entry_bps`` the strategy buys (signal > 0) or sells
 (signal < 0) Hyperliquid with an IOC at the Hyperliquid touch +- ``slippage_bps``, rounded to Hyperliquid's price
-grid away from the touch. Entries are only taken on Binance books (a Hyperliquid move alone is not a lead).
+grid away from the touch. Entries are only taken on the leader's books (a move of the lagger alone is not a lead).
 
 A position exits (whole size, IOC on the other side) on any book when the signal in the position's direction
 falls to ``exit_bps`` (Hyperliquid caught up, or the EWMA absorbed the move), goes ``reversal_bps`` against it,
@@ -124,6 +125,7 @@ class LatencyArb:
         "_flatten",
         "_info_hl",
         "_k",
+        "_lead",
         "_max_hold",
         "_max_pos",
         "_notional",
@@ -186,6 +188,7 @@ class LatencyArb:
         self._sig = cfg.hl_sig_figs
         self._dec = instrument.hl_max_decimals if instrument is not None else cfg.hl_max_decimals
         self._flatten = cfg.flatten_on_halt
+        self._lead = _HYPERLIQUID if cfg.leader == "hyperliquid" else _BINANCE
         self.bn_bid = self.bn_ask = self.bn_mid = 0.0
         self.hl_bid = self.hl_ask = self.hl_mid = 0.0
         self.bn_ok = self.hl_ok = False  # latest record of the venue is VALID and not STALE
@@ -235,7 +238,10 @@ class LatencyArb:
         if not (self.bn_seen and self.hl_seen):
             return None
 
-        basis = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
+        if self._lead == _BINANCE:
+            basis = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
+        else:
+            basis = (self.hl_mid - self.bn_mid) / self.bn_mid * 1e4
         self.basis = basis
         if self.start_t == 0:
             self.start_t = now
@@ -271,7 +277,7 @@ class LatencyArb:
             if reason:
                 side = -pos_side
                 qty = _exit_qty(position, orders)
-        if not reason and venue == _BINANCE and now - self.start_t >= self._warmup:
+        if not reason and venue == self._lead and now - self.start_t >= self._warmup:
             if signal >= self._entry_bps:
                 side = _BUY
             elif signal <= -self._entry_bps:
