@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(live=True, transport="emulator"), "transport emulator sends orders to the venue emulator"),
         (SessionOptions(symbols="BTC,,ETH"), "empty entry"),
         (SessionOptions(symbols="BTC,ETH,BTC"), "lists BTC twice"),
-        (SessionOptions(symbols="BTC,ETH", transport="emulator"), "one instrument"),
         (SessionOptions(symbol_rate_hz=0), "symbol rate must be > 0"),
         (SessionOptions(symbols="BTC,ETH", feed_connections=3), "feed connections must be 1..2"),
     ],
