@@ -5,7 +5,8 @@ Owns the on-disk metric formats every fleet process writes and every report read
 * ``SampleBuffer`` -- a preallocated numpy int64 array the hot loop appends nanosecond samples to (no allocation,
   no call: ``buf.arr[buf.n] = v; buf.n += 1`` guarded by ``buf.n < buf.capacity``, else ``buf.full += 1``).
 * ``IntervalLog`` -- off the hot path, ``drain(tag, buf)`` records a buffer into that tag's interval histogram
-  (vectorised with numpy straight into the ``hdrhistogram`` package's counts array), ``maybe_flush()`` appends one
+  (vectorised with numpy straight into the ``hdrhistogram`` package's counts array; ``drain_keyed`` also splits it
+  by a key array filled beside the samples, e.g. into ``inst.<NAME>.<tag>``), ``maybe_flush()`` appends one
   ``Tag=<tag>,<start>,<length>,<max>,<histogram>`` line per tag when the interval has elapsed. The ``.hlog`` text
   (format 1.3 headers, legend, interval lines) is written here because the package's ``HistogramLogWriter`` writes
   format 1.2, no tags, and its ``output_start_time`` crashes; the compressed histogram payload is the package's
@@ -30,7 +31,7 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -305,6 +306,21 @@ class IntervalLog:
             self.record_values(tag, buf.arr[:n])
             buf.n = 0
         return n
+
+    def drain_keyed(self, tag: str, buf: SampleBuffer, keys: np.ndarray, key_tags: Sequence[str]) -> int:
+        """``drain(tag, buf)``, each sample also recorded into ``key_tags[keys[j]]``: ``keys`` is an int array the
+        hot loop filled beside ``buf.arr`` (one store per sample, e.g. the instrument id), so a slow key does not
+        hide in the tag's total and the keyed counts sum to the tag's. Samples with a key outside ``key_tags``
+        are in the tag only."""
+        n = buf.n
+        if n and key_tags:
+            values = buf.arr[:n]
+            k = keys[:n]
+            for i, key_tag in enumerate(key_tags):
+                sel = values[k == i]
+                if sel.size:
+                    self.record_values(key_tag, sel)
+        return self.drain(tag, buf)
 
     def record_values(self, tag: str, values: np.ndarray) -> None:
         """Record an array of ns samples: negatives counted as clock artifacts, too-large ones clamped+counted."""

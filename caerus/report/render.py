@@ -99,7 +99,7 @@ def load_session(path: Path) -> Session:
 def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
     """chart file stem -> (caption, PNG)."""
     ms = s.metrics.metrics
-    ordered = s.metrics.ordered()
+    ordered = [md for md in s.metrics.ordered() if not tables.is_instrument_tag(md.tag)]  # Instruments table's
     lat = [md for md in ordered if not md.tag.startswith("info_age")]
     age = [md for md in ordered if md.tag.startswith("info_age")]
     t0 = s.summary.get("started_ns", 0) / 1e9 or min((float(md.t_start.min()) for md in ordered
@@ -381,7 +381,7 @@ def render_comparison(sessions: list[Session], out_dir: Path) -> Path:
     tags: list[str] = []
     for s in sessions:
         for metric in s.metrics.ordered():
-            if metric.tag not in tags:
+            if metric.tag not in tags and not tables.is_instrument_tag(metric.tag):
                 tags.append(metric.tag)
     chart_files: dict[str, tuple[str, bytes]] = {}
     for tag in tags:

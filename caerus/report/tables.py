@@ -73,10 +73,17 @@ def ordered_tags(metrics: dict[str, Any]) -> list[str]:
     return [t for t in FLEET_TAGS if t in metrics] + sorted(t for t in metrics if t not in FLEET_TAGS)
 
 
+def is_instrument_tag(tag: str) -> bool:
+    """``inst.<NAME>.<tag>``: one instrument's share of a metric (the Instruments table's, not the headline's)."""
+    return tag.startswith("inst.")
+
+
 def shown_tags(metrics: dict[str, Any]) -> list[str]:
     """The headline's metrics: every fleet tag (a missing one shows as missing), and any other tag that has
-    samples. An optional metric the session did not exercise (shadow orders off, no order socket) is left out."""
-    return [t for t in ordered_tags(metrics) if t in FLEET_TAGS or (metrics[t] or {}).get("n")] + [
+    samples. An optional metric the session did not exercise (shadow orders off, no order socket) is left out, and
+    so are the per-instrument ones (the Instruments table)."""
+    return [t for t in ordered_tags(metrics)
+            if t in FLEET_TAGS or ((metrics[t] or {}).get("n") and not is_instrument_tag(t))] + [
         t for t in FLEET_TAGS if t not in metrics]
 
 
@@ -151,13 +158,16 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
 
 INSTRUMENT_HEADERS = ["instrument", "Binance books", "Hyperliquid books", "rejects", "silent",
                       "untradeable s (worst venue)", "strategy books", "fires", "guarded", "position", "paper fills",
-                      "paper PnL", "venue position"]
+                      "paper PnL", "venue position", "tick-to-decision p50", "tick-to-decision p99",
+                      "tick-to-decision n"]
 
 
 def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list[str]]:
-    """One row per instrument from the processes' ``inst.<ID>.*`` counters, then the fleet's totals; empty for a
-    single-instrument session (its numbers are the headline's)."""
+    """One row per instrument from the processes' ``inst.<ID>.*`` counters and the strategy's
+    ``inst.<NAME>.tick_to_decision`` histograms, then the fleet's totals (latency: the headline's histogram); empty
+    for a single-instrument session (its numbers are the headline's)."""
     counters = summary.get("counters") or {}
+    metrics = summary.get("metrics") or {}
     ids = sorted({int(k.split(".")[1]) for block in counters.values() for k in block
                   if k.startswith("inst.") and k.split(".")[1].isdigit()})
     if len(ids) < 2:
@@ -184,12 +194,18 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
                 f"{r[6]:,.0f}", f"{r[7]:,.0f}", f"{r[8]:+g}", f"{r[9]:,.0f}", f"{r[10]:+,.2f}",
                 f"{r[11]:+g}" if math.isfinite(r[11]) else "-"]
 
-    out = [[names.get(i, str(i)), *fmt(r)] for i, r in zip(ids, rows, strict=True)]
+    def latency(m: dict[str, Any] | None) -> list[str]:
+        if not m:
+            return ["-", "-", "-"]  # no histogram for it (an older session, or no metrics dir)
+        return [fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), f"{m.get('n', 0):,}"]
+
+    out = [[names.get(i, str(i)), *fmt(r), *latency(metrics.get(f"inst.{names.get(i, i)}.tick_to_decision"))]
+           for i, r in zip(ids, rows, strict=True)]
     total = [sum(col) for col in zip(*rows, strict=True)]
     total[4] = max(r[4] for r in rows)  # the worst instrument, not a sum of times
     cells = fmt(total)
     cells[8] = cells[11] = "-"  # positions in different units do not add up
-    out.append([f"all {len(ids)}", *cells])
+    out.append([f"all {len(ids)}", *cells, *latency(metrics.get("tick_to_decision"))])
     return out
 
 

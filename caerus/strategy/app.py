@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from caerus import instruments
 from caerus.config import ConfigError, load_config
 from caerus.ipc import segment
@@ -57,6 +59,13 @@ TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "see
         "shadow_to_decision", "tick_to_decision_warmed", "tick_to_decision_unwarmed",
         # real fires' tick_to_decision by the arm that decided them (signal = "ab": naive and model windows)
         "tick_to_decision_naive", "tick_to_decision_model")
+TTD_CAPACITY = 1 << 14
+
+
+def instrument_tags(names: tuple[str, ...]) -> tuple[str, ...]:
+    """Many instruments: each one's tick_to_decision as its own tagged interval in the .hlog (the tag names it);
+    ``inst.`` as for the per-instrument counters, so the report puts them in its Instruments table."""
+    return tuple(f"inst.{name}.tick_to_decision" for name in names) if len(names) > 1 else ()
 INT_COUNTERS = (
     "state",
     "halt_cause",
@@ -162,6 +171,10 @@ class _Ctx:
     # real fires' tick_to_decision by deciding arm (naive/model A/B)
     ttd_naive: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
     ttd_model: SampleBuffer = field(default_factory=lambda: SampleBuffer(1 << 14))
+    # beside ttd.arr (at least its capacity): each sample's instrument id, split off the hot path into
+    # ttd_inst_tags (inst.<NAME>.tick_to_decision, by instrument id; empty for one instrument)
+    ttd_sym: np.ndarray = field(default_factory=lambda: np.zeros(TTD_CAPACITY, dtype=np.int64))
+    ttd_inst_tags: tuple[str, ...] = ()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -233,11 +246,13 @@ def run(args: argparse.Namespace) -> int:
                 return 0
             exec_reader.seek_end()  # results of orders pushed from now on (an earlier run's are not ours)
             readers_extra.append(exec_reader)
+        inst_tags = instrument_tags(insts.names)
         if args.metrics_dir:
-            log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS,
+            log = IntervalLog(Path(args.metrics_dir) / f"{PROCESS}.hlog", TAGS + inst_tags,
                               comment=f"caerus {PROCESS} pid {os.getpid()} mode {cfg.mode}")
         ctx = _Ctx(cfg=cfg, readers=readers, producer=producer, counters=counters, sup=sup, desk=desk, log=log,
-                   hop=SampleBuffer(1 << 16), ttd=SampleBuffer(1 << 14), tte=SampleBuffer(1 << 16),
+                   hop=SampleBuffer(1 << 16), ttd=SampleBuffer(TTD_CAPACITY), ttd_inst_tags=inst_tags,
+                   tte=SampleBuffer(1 << 16),
                    wtd=SampleBuffer(1 << 14), std=SampleBuffer(1 << 14), wait_policy=args.wait_policy,
                    clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, books=[0, 0, 0],
                    by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment=args.order_segment,
@@ -288,6 +303,7 @@ def _loop(ctx: _Ctx) -> None:
     ttd_buf = ctx.ttd
     hop = hop_buf.arr
     ttd = ttd_buf.arr
+    ttd_sym = ctx.ttd_sym
     hop_cap = hop_buf.capacity
     ttd_cap = ttd_buf.capacity
     tte_buf = ctx.tte
@@ -404,6 +420,7 @@ def _loop(ctx: _Ctx) -> None:
                         arm_orders[1 if arm_flag else 0] += 1
                         if ttd_buf.n < ttd_cap:
                             ttd[ttd_buf.n] = t_decision - rec[b_t_recv]
+                            ttd_sym[ttd_buf.n] = sym  # its instrument: one store, split off the hot path
                             ttd_buf.n += 1
                         else:
                             ttd_buf.full += 1
@@ -474,7 +491,7 @@ def _housekeeping(ctx: _Ctx) -> None:
     """Off the hot path: metrics, counters, heartbeat, kill file, reader refresh."""
     if ctx.log is not None:
         ctx.log.drain("book_hop", ctx.hop)
-        ctx.log.drain("tick_to_decision", ctx.ttd)
+        ctx.log.drain_keyed("tick_to_decision", ctx.ttd, ctx.ttd_sym, ctx.ttd_inst_tags)
         ctx.log.drain("tick_to_eval", ctx.tte)
         ctx.log.drain("wire_to_decision", ctx.wtd)
         ctx.log.drain("seen_to_decision", ctx.std)

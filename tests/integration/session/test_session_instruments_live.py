@@ -1,7 +1,8 @@
 """`caerus session --transport emulator --symbols BTC,ETH,SOL` (issue 32): the strategy's orders for three
 instruments leave, signed, through the live Hyperliquid transport to the emulator's order endpoint; every fill is
 confirmed by the account stream and by ``userFills``, and the report's Instruments table sets each instrument's
-position as the venue reports it when trading stopped beside the engine's: equal."""
+position as the venue reports it when trading stopped beside the engine's: equal; and each instrument's
+tick-to-decision p50/p99 from its own tagged intervals in the strategy's .hlog."""
 
 from __future__ import annotations
 
@@ -49,8 +50,23 @@ def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_
     for i in range(3):
         assert counters[f"inst.{i}.venue_position"] == pytest.approx(counters[f"inst.{i}.position"], abs=1e-9)
     md = (d / "report.md").read_text()
-    rows = {line.split("|")[1].strip(): [x.strip() for x in line.split("|")[1:-1]] for line in md.splitlines()
-            if line.startswith(("| BTC |", "| ETH |", "| SOL |"))}
+    cells_of = {line.split("|")[1].strip(): [x.strip() for x in line.split("|")[1:-1]] for line in md.splitlines()
+                if line.startswith(("| instrument |", "| BTC |", "| ETH |", "| SOL |", "| all 3 |"))}
+    col = {h: k for k, h in enumerate(cells_of.pop("instrument"))}
+    total = cells_of.pop("all 3")
+    rows = cells_of
     assert set(rows) == {"BTC", "ETH", "SOL"}
     for name, cells in rows.items():
-        assert cells[-1] == cells[9] and cells[-1] != "-", (name, cells)  # venue position == engine position
+        venue_pos = cells[col["venue position"]]
+        assert venue_pos == cells[col["position"]] and venue_pos != "-", (name, cells)  # venue's == engine's
+    # per-instrument tick-to-decision (issue 32 item 4): each instrument's own histogram, the inst.<NAME> tagged
+    # intervals of strategy.hlog, whose counts add up to the strategy's tick_to_decision
+    metrics = json.loads((d / "summary.json").read_text())["metrics"]
+    ttd = metrics["tick_to_decision"]
+    per = {name: metrics[f"inst.{name}.tick_to_decision"] for name in ("BTC", "ETH", "SOL")}
+    assert all(m["n"] > 0 for m in per.values()), per
+    assert sum(m["n"] for m in per.values()) == ttd["n"] > 0
+    for name, cells in rows.items():
+        assert cells[col["tick-to-decision n"]] == f"{per[name]['n']:,}", (name, cells)
+        assert cells[col["tick-to-decision p50"]] != "-" and cells[col["tick-to-decision p99"]] != "-"
+    assert total[col["tick-to-decision n"]] == f"{ttd['n']:,}"

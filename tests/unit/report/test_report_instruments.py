@@ -64,3 +64,25 @@ def test_the_report_has_the_table_the_chart_and_the_newest_cost_curve(many: Path
     for rel in re.findall(r"\]\((charts/(?:instruments|cost_curve)\.png)\)", md):
         assert (d / rel).stat().st_size > 1000
     assert len(re.findall(r"charts/(instruments|cost_curve)\.png", md)) == 2
+
+
+def test_each_instrument_has_its_tick_to_decision_p50_p99_and_the_total_row_the_headlines(many: Path) -> None:
+    summary = json.loads((many / "summary.json").read_text())
+    summary["metrics"] = {
+        "tick_to_decision": {"p50": 12_000, "p99": 900_000, "n": 10},
+        "inst.BTC.tick_to_decision": {"p50": 11_000, "p99": 15_000, "n": 7},
+        "inst.ETH.tick_to_decision": {"p50": 850_000, "p99": 900_000, "n": 3},  # the slow one, visible
+    }
+    rows = tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})
+    col = {h: k for k, h in enumerate(tables.INSTRUMENT_HEADERS)}
+    p50, p99, n = col["tick-to-decision p50"], col["tick-to-decision p99"], col["tick-to-decision n"]
+    assert [r[p50] for r in rows] == ["11 us", "850 us", "12 us"]
+    assert [r[p99] for r in rows] == ["15 us", "900 us", "900 us"]
+    assert [r[n] for r in rows] == ["7", "3", "10"]
+    assert all(len(r) == len(tables.INSTRUMENT_HEADERS) for r in rows)
+    assert rows[0][col["venue position"]] == "-"  # the columns before are where they were
+    summary["metrics"] = {}  # an older session: no per-instrument histograms
+    assert tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})[0][p50] == "-"
+    # the headline keeps to the fleet's metrics: per-instrument ones are this table's
+    assert not any(t.startswith("inst.") for t in tables.shown_tags(
+        {"inst.BTC.tick_to_decision": {"n": 7}, "tick_to_decision": {"n": 7}}))
