@@ -31,6 +31,7 @@ from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
 from caerus.execution.transports.base import Reconciles, VenueState
+from caerus.execution.unwind import FlattenOnHalt, cancel_resting
 from caerus.instruments import InstrumentSet
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer
@@ -128,6 +129,9 @@ class _Ctx:
     clock: HousekeepingClock
     memwatch: MemWatch
     watch: PositionWatch
+    flattener: FlattenOnHalt
+    #: what the shutdown's cancel of resting orders did (live transports), else None
+    cancels: dict[str, int] | None = None
     #: each instrument's position as the venue reported it when trading stopped (live transports), else None
     venue_final: tuple[float, ...] | None = None
 
@@ -166,6 +170,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _validate(args: argparse.Namespace) -> tuple[ExecutionConfig, InstrumentSet]:
     cfg = load_config(ExecutionConfig, args.config, "execution")
+    if cfg.flatten_on_halt and args.transport not in LIVE:
+        raise ConfigError(f"flatten_on_halt is true but --transport {args.transport} is not a live transport: "
+                          f"there is no venue position to flatten; set flatten_on_halt = false")
     try:
         insts = instruments.load(args.instruments)
     except instruments.InstrumentError as exc:
@@ -267,7 +274,9 @@ def run(args: argparse.Namespace) -> int:
             watch.started_open = reconciled.open_orders
         ctx = _Ctx(cfg=cfg, engine=engine, sup=sup, counters=counters, log=None, consumer=consumer,
                    exec_writer=exec_writer, wait_policy=args.wait_policy,
-                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, watch=watch)
+                   clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=memwatch, watch=watch,
+                   flattener=FlattenOnHalt(cfg.flatten_on_halt, engine, transport, sup, _venue_timeout_s(cfg),
+                                           PROCESS))
         for name in args.book_segment:
             r = attach_until(functools.partial(SwmrReader.attach, name, BOOK),
                              f"book segment {name!r}", lambda: sup.stopping, args.attach_timeout, counters.beat)
@@ -293,6 +302,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     finally:
         if ctx is not None:
+            # before the transport closes: the engine's resting orders cancelled, a halt's flatten done
+            ctx.cancels = cancel_resting(ctx.engine, transport, _venue_timeout_s(cfg), PROCESS)
+            ctx.flattener.tick()
+            ctx.flattener.enabled = False  # the transport closes next: housekeeping must not flatten after it
             ctx.watch.close()
             ctx.venue_final = _final_venue_positions(transport, ctx.engine, _venue_timeout_s(cfg))
         transport.close()
@@ -301,7 +314,9 @@ def run(args: argparse.Namespace) -> int:
             memwatch.report()
         if engine is not None and args.metrics_dir and hasattr(transport, "summary"):
             _write_summary(Path(args.metrics_dir) / f"{transport.name}.json", engine, transport, reconciled,
-                           ctx.watch if ctx is not None else None, ctx.venue_final if ctx is not None else None)
+                           ctx.watch if ctx is not None else None, ctx.venue_final if ctx is not None else None,
+                           ctx.cancels if ctx is not None else None,
+                           ctx.flattener.report if ctx is not None else None)
         if log is not None:
             log.close()
         books.close()
@@ -362,6 +377,7 @@ def _housekeeping(ctx: _Ctx) -> None:
         log.maybe_flush()
     sup.check_kill_file()
     ctx.watch.tick()
+    ctx.flattener.tick()
     ctx.memwatch.tick()
     reattached = engine.books.refresh()
     engine.drain_replies()
@@ -458,7 +474,8 @@ def _venue_timeout_s(cfg: ExecutionConfig) -> float:
 
 
 def _write_summary(path: Path, engine: Engine, transport: object, reconciled: VenueState | bool | None,
-                   watch: PositionWatch | None, venue_final: tuple[float, ...] | None = None) -> None:
+                   watch: PositionWatch | None, venue_final: tuple[float, ...] | None = None,
+                   cancels: dict[str, int] | None = None, flattened: dict[str, object] | None = None) -> None:
     doc = transport.summary()  # type: ignore[attr-defined]
     if isinstance(reconciled, VenueState):  # what the venue held when trading started
         doc["reconciled"] = {"position": reconciled.position, "resting": reconciled.resting}
@@ -469,6 +486,10 @@ def _write_summary(path: Path, engine: Engine, transport: object, reconciled: Ve
                                                 for k, n in enumerate(names)}
     if watch is not None and watch.enabled:  # mid-session position checks against the venue
         doc["position_checks"] = watch.summary()
+    if cancels is not None and cancels["asked"]:  # resting orders cancelled at shutdown
+        doc["shutdown_cancels"] = cancels
+    if flattened is not None:  # flatten_on_halt: what the halt's reduce-only orders did
+        doc["flatten_on_halt"] = flattened
     if venue_final is not None:  # what the venue held when trading stopped, per instrument id
         doc["venue_positions"] = list(venue_final)
     doc["engine"] = {

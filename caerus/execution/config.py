@@ -119,6 +119,10 @@ class ExecutionConfig(ConfigBase, frozen=True):
     # Live transports: every this many seconds, with nothing in flight, the venue's position is read again and
     # compared with the engine's; a difference halts trading (caerus.execution.reconcile). 0 = never.
     reconcile_interval_s: NonNegative = 10.0
+    # Live transports: once trading halts (kill switch, error budget, a venue mismatch), cancel the resting orders
+    # and send one reduce-only order per instrument bringing the venue's position to 0 (caerus.execution.unwind).
+    # Off by default: a halt otherwise leaves the position as it is for an operator to decide.
+    flatten_on_halt: bool = False
 
     def check(self) -> None:
         super().check()  # nested [risk] / [paper] included, markout_ms too

@@ -122,6 +122,19 @@ class StatusQuery(Protocol):
     def query_status(self, order_id: int) -> bool: ...
 
 
+@runtime_checkable
+class Unwinds(Protocol):
+    """A live transport that can take its orders and positions off the venue, blocking and bounded by
+    ``timeout_s`` (shutdown and halt, never the hot path; caerus.execution.unwind). ``cancel``: True when the venue
+    cancelled the order, False when it was no longer open there (filled or gone); raises RuntimeError naming what
+    failed. ``reduce_position``: a reduce-only order taking ``size`` (signed, the position held) off instrument
+    ``instrument`` at once (IOC or market; ``px`` the reference price an IOC limit needs); the size it filled."""
+
+    def cancel(self, order_id: int, instrument: int, timeout_s: float) -> bool: ...
+
+    def reduce_position(self, instrument: int, size: float, px: float, timeout_s: float) -> float: ...
+
+
 #: What a venue reply says once it parsed: (outcome, fill price, filled quantity, venue error code, text,
 #: reply-counter key). A venue's reply parser returns None instead when the reply cannot be read: the order stays
 #: tracked until a reply that parses, a status query or a disconnect resolves it.

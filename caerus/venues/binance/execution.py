@@ -465,6 +465,40 @@ class BinanceTransport(LiveTransportBase):
         self.reply_counts["query_send_failed"] += 1
         return False
 
+    def _signed_request(self, method: str, params: dict[str, Any], timeout_s: float, what: str) -> Any:
+        """One signed WS-API request answered on the order connection (blocking, bounded; off the hot path)."""
+        req_id = next(self._ids)
+        params = {"apiKey": self._api_key, **params, "recvWindow": self._recv_window,
+                  "timestamp": time.time_ns() // 1_000_000 + self.clock_offset_ms}
+        params["signature"] = self._signer.sign(query_string(params))
+        return self._request(req_id, _encode({"id": req_id, "method": method, "params": params}), timeout_s, what)
+
+    def cancel(self, order_id: int, instrument: int, timeout_s: float) -> bool:
+        """``order.cancel`` by client order id (shutdown): True cancelled, False no longer open (-2011)."""
+        msg = self._signed_request("order.cancel", {"origClientOrderId": f"caerus-{order_id}",
+                                                    "symbol": self._symbols[instrument]},
+                                   timeout_s, f"cancel of order {order_id}")
+        error = msg.get("error") if isinstance(msg, dict) else None
+        if isinstance(error, dict) and error.get("code") == -2011:
+            return False
+        result = msg.get("result") if isinstance(msg, dict) else None
+        if not isinstance(result, dict) or result.get("status") != "CANCELED":
+            raise LiveTransportError(f"binance: cancel of order {order_id} refused: {str(error or msg)[:200]}")
+        return True
+
+    def reduce_position(self, instrument: int, size: float, px: float, timeout_s: float) -> float:
+        """A reduce-only MARKET order taking ``size`` (the signed position) off (``px`` unused); the size filled."""
+        rules = self._rules[instrument]
+        msg = self._signed_request("order.place", {
+            "newOrderRespType": "RESULT", "quantity": rules.qfmt.format(rules.quantity(abs(size))),
+            "reduceOnly": "true", "side": "SELL" if size > 0 else "BUY", "symbol": rules.symbol, "type": "MARKET",
+        }, timeout_s, f"reduce-only order on {rules.symbol}")
+        parsed = parse_order_reply(msg) if isinstance(msg, dict) else None
+        if parsed is None or parsed[0] == wire.Outcome.VENUE_REJECTED:
+            raise LiveTransportError(f"binance: reduce-only order on {rules.symbol} refused: "
+                                     f"{parsed[4] if parsed else str(msg)[:200]}")
+        return parsed[2]
+
     def venue_state(self, timeout_s: float) -> VenueState:
         """The account's position on every listed symbol (``v2/account.position``: for one symbol, asked by name;
         for many, every position of the account in one answer), read before the first order and by the position

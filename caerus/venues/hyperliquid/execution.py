@@ -442,6 +442,51 @@ class HyperliquidTransport(LiveTransportBase):
             raise LiveTransportError(f"hyperliquid: {what} refused: {str(response)[:200]}")
         return response["payload"].get("data")
 
+    def _action(self, action: dict[str, Any], timeout_s: float, what: str) -> Any:
+        """One signed action posted on the order connection and its answer's first status (blocking, bounded;
+        off the hot path). Raises naming the venue's refusal."""
+        now_ms = time.time_ns() // 1_000_000
+        if self._nonces is not None:  # a nonce past the crash-safe reservation is never used
+            self._nonces.extend_if_due(max(self._signer.last_nonce, now_ms))
+        nonce = self._signer.next_nonce(now_ms)
+        req_id = next(self._ids)
+        payload = {"action": action, "nonce": nonce, "signature": self._signer.sign_action(action, nonce),
+                   "vaultAddress": self._vault}
+        frame = _encode({"method": "post", "id": req_id, "request": {"type": "action", "payload": payload}})
+        response = self._request(req_id, frame, timeout_s, what)
+        body = response.get("payload") if isinstance(response, dict) else None
+        inner = body.get("response") if isinstance(body, dict) and body.get("status") == "ok" else None
+        data = inner.get("data") if isinstance(inner, dict) else None
+        statuses = data.get("statuses") if isinstance(data, dict) else None
+        if not isinstance(statuses, list) or not statuses:
+            raise LiveTransportError(f"hyperliquid: {what} refused: {str(body or response)[:200]}")
+        return statuses[0]
+
+    def cancel(self, order_id: int, instrument: int, timeout_s: float) -> bool:
+        """``cancelByCloid`` (shutdown): True cancelled, False no longer open (never placed, filled or cancelled)."""
+        status = self._action({"type": "cancelByCloid", "cancels": [{"asset": self._rules[instrument][0],
+                                                                     "cloid": cloid(order_id)}]},
+                              timeout_s, f"cancel of order {order_id}")
+        if status == "success":
+            return True
+        if isinstance(status, dict) and "never placed" in str(status.get("error")):
+            return False
+        raise LiveTransportError(f"hyperliquid: cancel of order {order_id} refused: {str(status)[:200]}")
+
+    def reduce_position(self, instrument: int, size: float, px: float, timeout_s: float) -> float:
+        """A reduce-only IOC limit order taking ``size`` (the signed position) off at ``px`` (a price through the
+        book: Hyperliquid has no market orders); the size filled (0.0 when nothing matched)."""
+        asset, szd = self._rules[instrument]
+        action = order_action([order_wire(asset, size < 0, round_price(px, szd), round(abs(size), szd),
+                                          reduce_only=True, tif="Ioc")])
+        status = self._action(action, timeout_s, f"reduce-only order on {self._coins[instrument]}")
+        parsed = parse_post_response({"type": "action", "payload": {"status": "ok", "response": {
+            "data": {"statuses": [status]}}}}, abs(size))
+        if parsed is None or parsed[0] == wire.Outcome.VENUE_REJECTED:
+            raise LiveTransportError(f"hyperliquid: reduce-only order on {self._coins[instrument]} refused: "
+                                     f"{str(status)[:200]}")
+        return parsed[2]
+
     def venue_state(self, timeout_s: float) -> VenueState:
         """The account's position (``clearinghouseState``) and open orders (``openOrders``) on every listed coin,
         read before the first order and by the position watch."""
