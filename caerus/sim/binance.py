@@ -97,7 +97,8 @@ def parse_path(path: str) -> tuple[str, bool, list[str]] | None:
 def symbol_refusal(stream: str, emulated: frozenset[str]) -> str | None:
     """Why a known stream's symbol is refused (``emulated``: lower-case Binance symbols of this session), or None.
 
-    bookTicker is served for every emulated symbol; every other stream for BTCUSDT only."""
+    bookTicker and depth (partial and diff) are served for every emulated symbol; every other stream for BTCUSDT
+    only."""
     sym, _, kind = stream.partition("@")
     sym = sym.lower()
     if sym.upper() not in catalogue.BINANCE:
@@ -105,9 +106,9 @@ def symbol_refusal(stream: str, emulated: frozenset[str]) -> str | None:
     if sym not in emulated:
         return (f"Invalid request: stream `{stream}`: {sym.upper()} is listed but not emulated in this session "
                 "(caerus venue-sim --symbols)")
-    if kind.lower() != "bookticker" and sym != "btcusdt":
-        return (f"Invalid request: stream `{stream}`: only bookTicker is served for {sym.upper()} (the other "
-                "streams for BTCUSDT only; see the fidelity table in docs/emulator.md)")
+    if kind.lower() != "bookticker" and not kind.lower().startswith("depth") and sym != "btcusdt":
+        return (f"Invalid request: stream `{stream}`: only bookTicker and depth are served for {sym.upper()} (the "
+                "other streams for BTCUSDT only; see the fidelity table in docs/emulator.md)")
     return None
 
 

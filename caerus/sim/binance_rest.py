@@ -9,7 +9,8 @@ path 404. Everything else in the REST API is refused with 404 (see the fidelity 
 ``exchangeInfo`` lists every Binance symbol of caerus.sim.catalogue. The tickers (bookTicker, price, 24hr,
 premiumIndex) answer for every symbol this session emulates (a listed symbol it does not emulate: -1121 when asked
 for, left out of the all-symbols answers); the 24 h statistics come from BTC's trade tape (the other symbols show
-their mid and no trades) and the depth snapshot exists for BTCUSDT only.
+their mid and no trades). The depth snapshot is cut from the emulated symbol's own book (the one its depth
+streams chain on).
 """
 
 from __future__ import annotations
@@ -136,10 +137,8 @@ class BinanceRest:
 
     def _depth(self, req: HttpRequest) -> HttpReply:
         sym, bad = self._symbol(req, required=True)
-        if bad is not None:
-            return bad
-        if sym != frames.SYMBOL:
-            return _err(400, -1121, f"Invalid symbol. (this emulator keeps a depth book for {frames.SYMBOL} only)")
+        if bad is not None or sym is None:
+            return bad or _err(400, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
         try:
             limit = int(req.query.get("limit", "500"))
         except ValueError:
@@ -148,11 +147,15 @@ class BinanceRest:
             return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal values are "
                                     f"{', '.join(map(str, DEPTH_LIMITS))}.")
         drv, bad = self._driver()
-        if bad is not None or drv is None or drv.last_quote is None:
+        if bad is not None or drv is None:
             return bad or _err(503, -1001, "Internal error; unable to process your request. Please try again.")
-        book = drv.book()
+        q = drv.quote_of(sym)
+        if q is None:
+            return _err(400, -1121, f"Invalid symbol. ({sym} is listed but not emulated in this session)")
+        book = drv.book(sym)
         bids, asks = book.top(limit)
-        return HttpReply(200, frames.binance_depth_snapshot(bids, asks, book.update_id, book.t_ns, drv.epoch_ns))
+        return HttpReply(200, frames.binance_depth_snapshot(bids, asks, book.update_id, book.t_ns, drv.epoch_ns,
+                                                            drv.format_of(q.symbol)))
 
     def _each(self, req: HttpRequest,
               one: Callable[[MarketDriver, str, BinanceQuote, frames.InstrumentFormat], dict[str, Any]]) -> HttpReply:

@@ -50,8 +50,12 @@ class DepthEvent:
 
 
 class DepthBook:
-    def __init__(self, seed: int, levels: int = LEVELS) -> None:
+    """One Binance symbol's book (the driver keeps one per emulated symbol)."""
+
+    def __init__(self, seed: int, levels: int = LEVELS, tick: float = BINANCE_TICK,
+                 step: float = BINANCE_QTY_STEP) -> None:
         self.levels = levels
+        self.tick, self.step = tick, step  # the symbol's price grid and quantity step (BTCUSDT's by default)
         self.bids: dict[float, float] = {}
         self.asks: dict[float, float] = {}
         self.update_id = 0
@@ -93,16 +97,16 @@ class DepthBook:
                     del book[px]
                     changed[px] = 0.0
             # Levels left far behind by a big move are stale: a book spans about 3 ticks per level.
-            span = self.levels * 3 * BINANCE_TICK
+            span = self.levels * 3 * self.tick
             for px in [p for p in book if abs(p - best) > span]:
                 del book[px]
                 changed[px] = 0.0
             # The new best is away from the next level: fill some of the gap behind it.
             nxt = min(book, key=lambda p: p * side) if book else None
             if nxt is not None and nxt != best:
-                for k in range(1, min(round(abs(nxt - best) / BINANCE_TICK), 6)):
+                for k in range(1, min(round(abs(nxt - best) / self.tick), 6)):
                     if rng.random() < 0.5:
-                        px = round_to(best + side * k * BINANCE_TICK, BINANCE_TICK)
+                        px = round_to(best + side * k * self.tick, self.tick)
                         book[px] = changed[px] = self._qty()
             self._best[side] = best
         book[best] = qty
@@ -117,8 +121,8 @@ class DepthBook:
         if len(book) < self.levels:
             deepest = max(book, key=lambda p: p * side)
             while len(book) < self.levels:
-                deepest = round_to(deepest + side * BINANCE_TICK * (1 if rng.random() < 0.7 else rng.randint(2, 3)),
-                                   BINANCE_TICK)
+                deepest = round_to(deepest + side * self.tick * (1 if rng.random() < 0.7 else rng.randint(2, 3)),
+                                   self.tick)
                 if deepest <= 0:
                     break
                 book[deepest] = changed[deepest] = self._qty()
@@ -128,7 +132,7 @@ class DepthBook:
                 changed[px] = 0.0
 
     def _qty(self) -> float:
-        return round_to(max(BINANCE_QTY_STEP, self._rng.lognormvariate(0.0, 1.0)), BINANCE_QTY_STEP)
+        return round_to(max(self.step, self._rng.lognormvariate(0.0, 1.0)), self.step)
 
     # -- reading ---------------------------------------------------------------------------------------------
     def top(self, n: int) -> tuple[list[Level], list[Level]]:

@@ -2,9 +2,10 @@
 
 Every emulated instrument (``MarketConfig.symbols``) has its top-of-book topics: Binance
 ``binance:<symbol lower>@bookTicker`` and Hyperliquid ``hyperliquid:bbo:<COIN>`` (:func:`book_ticker_topic`,
-:func:`bbo_topic`), each frame naming its instrument and printing its numbers on its own grid. The other streams
-(depth, trades, tickers, mark price, l2Book, allMids, activeAssetCtx) and the REST book stay BTC's: they are fed
-only when BTC is emulated.
+:func:`bbo_topic`), each frame naming its instrument and printing its numbers on its own grid. Every emulated
+Binance symbol also has its own depth book (``<symbol lower>@depth*`` streams and the REST snapshot, each chained on
+its own update ids). The other streams (trades, tickers, mark price, l2Book, allMids, activeAssetCtx) stay BTC's:
+they are fed only when BTC is emulated.
 
 The driver sleeps until an event's scheduled time and then publishes it (the last ~1.5 ms with the kernel's
 nanosecond timer, not the event loop's millisecond one: caerus.sim.lateness measures what is left); when it wakes
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
+from dataclasses import dataclass
 
 from caerus.sim import frames
 from caerus.sim.depth import DepthBook, DepthEvent
@@ -40,13 +42,28 @@ HL_TRADES = "hyperliquid:trades:BTC"
 HL_ALL_MIDS = "hyperliquid:allMids"
 HL_ASSET_CTX = "hyperliquid:activeAssetCtx:BTC"
 
-# (topic key, period ms, what) for periodic streams: "depthN" partial book, "depth" diff, tickers, marks, l2Book
+def depth_periodic(binance_symbol: str) -> tuple[tuple[str, int, str], ...]:
+    """A symbol's periodic depth streams: (topic key, period ms, "depthN" partial book or "depth" diff)."""
+    sym = binance_symbol.lower()
+    return tuple((f"binance:{sym}@depth{n}@{speed}ms", speed, f"depth{n}")
+                 for n in ("5", "10", "20", "") for speed in (100, 250, 500))
+
+
+def depth_prefix(binance_symbol: str) -> str:
+    """The prefix every depth topic of a symbol starts with (``binance:ethusdt@depth``)."""
+    return f"binance:{binance_symbol.lower()}@depth"
+
+
+def depth_0ms(binance_symbol: str) -> tuple[tuple[str, str], ...]:
+    """A symbol's per-quote partial depth streams: (topic key, "depthN")."""
+    sym = binance_symbol.lower()
+    return tuple((f"binance:{sym}@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
+
+
+# (topic key, period ms, what) for periodic streams: "depthN" partial book, "depth" diff, tickers, marks, l2Book.
+# BTCUSDT's; every other emulated symbol adds its own depth_periodic() in the driver.
 PERIODIC: tuple[tuple[str, int, str], ...] = (
-    *(
-        (f"binance:btcusdt@depth{n}@{speed}ms", speed, f"depth{n}")
-        for n in ("5", "10", "20", "")
-        for speed in (100, 250, 500)
-    ),
+    *depth_periodic("BTCUSDT"),
     ("binance:btcusdt@markPrice", 3000, "mark"),
     ("binance:btcusdt@markPrice@1s", 1000, "mark"),
     ("binance:btcusdt@miniTicker", 500, "miniTicker"),
@@ -54,11 +71,11 @@ PERIODIC: tuple[tuple[str, int, str], ...] = (
     (HL_L2_FAST, 500, "l2fast"),
     (HL_L2, 5000, "l2"),
 )
-DEPTH_PREFIX = "binance:btcusdt@depth"
-DEPTH_IDLE_S = 10.0  # keep the book this long after the last REST snapshot with no depth subscriber
+DEPTH_PREFIX = depth_prefix("BTCUSDT")
+DEPTH_IDLE_S = 10.0  # keep a book this long after its last REST snapshot with no depth subscriber
 #: how early the event loop is asked to wake before an event (its timer's resolution is one millisecond)
 PRECISE_S = 0.0015
-DEPTH_0MS = tuple((f"binance:btcusdt@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
+DEPTH_0MS = depth_0ms("BTCUSDT")
 
 
 def book_ticker_topic(binance_symbol: str) -> str:
@@ -69,6 +86,18 @@ def book_ticker_topic(binance_symbol: str) -> str:
 def bbo_topic(coin: str) -> str:
     """The topic carrying a coin's bbo frames (``hyperliquid:bbo:ETH``)."""
     return f"hyperliquid:bbo:{coin}"
+
+
+@dataclass
+class _SymbolDepth:
+    """One emulated Binance symbol's book and whether it is kept (read in the last DEPTH_IDLE_S, or subscribed)."""
+
+    index: int  # the instrument's index in the model
+    book: DepthBook
+    prefix: str  # depth_prefix() of the symbol
+    zero_ms: tuple[tuple[str, str], ...]  # depth_0ms() of the symbol
+    live: bool = False
+    asked: float = 0.0  # time.monotonic() of the last read
 
 
 class MarketDriver:
@@ -99,14 +128,31 @@ class MarketDriver:
         self._blockless = any(t is not None for t in self.hl_topics)
         self.published = 0
         self.late_max_ns = 0
-        self.depth = DepthBook(model.cfg.seed)  # the Binance book every depth stream and REST snapshot reads
+        # One book per emulated Binance symbol (index -> its book): every depth stream and REST snapshot of the
+        # symbol reads it. BTC's keeps the session seed; another symbol's is seeded apart, so books move on their own.
+        self._depths: dict[int, _SymbolDepth] = {}
+        self._depth_keys: dict[str, _SymbolDepth] = {}  # every depth topic key -> its symbol's book
+        self._periodic: list[tuple[str, int, str]] = [p for p in PERIODIC if not p[2].startswith("depth")]
+        for k, inst in enumerate(self.instruments):
+            if not inst.binance_symbol:
+                continue
+            sym = inst.binance_symbol
+            seed = model.cfg.seed if k == self._btc else model.cfg.seed * 1_000_003 + k + 1
+            d = _SymbolDepth(k, DepthBook(seed, tick=float(inst.tick), step=float(inst.step)), depth_prefix(sym),
+                             depth_0ms(sym))
+            self._depths[k] = d
+            self._periodic.extend(depth_periodic(sym))
+            for key in [p[0] for p in depth_periodic(sym)] + [z[0] for z in d.zero_ms]:
+                self._depth_keys[key] = d
+        # BTC's book (or a fresh unread one when BTC is not emulated): what the single-book callers read
+        btc = self._depths.get(self._btc) if self._btc is not None else None
+        self.depth = btc.book if btc is not None else DepthBook(model.cfg.seed)
         self.binance_tape = Tape(first_id=1_000_001)
         self.hl_tape = Tape(first_id=500_000_001)
         self._depth_prev: dict[str, int] = {}  # depth topic -> ``u`` of its last event (only while subscribed)
-        # The book costs ~100 us a quote to keep, so it is kept only while read: a depth stream is subscribed or
-        # a REST snapshot was asked for in the last DEPTH_IDLE_S (the fleet's bookTicker path never pays for it).
-        self._depth_live = False
-        self._depth_asked = 0.0
+        # A book costs ~100 us a quote to keep, so each is kept only while read: one of its symbol's depth streams
+        # is subscribed or its REST snapshot was asked for in the last DEPTH_IDLE_S (the fleet's bookTicker path
+        # never pays for it).
         # Set once both venues have a book: the emulator reports ready only then, so a client that races a busy
         # machine's start-up never finds a venue without a market (the real ones always have one).
         self.primed = asyncio.Event()
@@ -120,7 +166,7 @@ class MarketDriver:
         t0 = loop.time()
         events = self.model.events()
         ev = next(events)
-        timers = [(period * 1_000_000, period * 1_000_000, key, what) for key, period, what in PERIODIC]
+        timers = [(period * 1_000_000, period * 1_000_000, key, what) for key, period, what in self._periodic]
         heapq.heapify(timers)
         late_run = 0
         while True:
@@ -149,8 +195,10 @@ class MarketDriver:
                     self._snapshot(key, what, due)
                 else:
                     self._depth_prev.pop(key, None)  # a later subscriber starts a fresh chain
-                    if self._depth_live and what.startswith("depth"):
-                        self._depth_maybe_idle()
+                    if what.startswith("depth"):
+                        d = self._depth_keys[key]
+                        if d.live:
+                            self._depth_maybe_idle(d)
                 continue
             if isinstance(ev, BinanceQuote):
                 self._binance(ev)
@@ -177,14 +225,16 @@ class MarketDriver:
             self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
             self.lateness.record("binance", time.time_ns() - self.epoch_ns - q.t_ns)
         self.published += 1
+        d = self._depths.get(k)
+        if d is not None:
+            if d.live:
+                d.book.apply(q)
+            for key, what in d.zero_ms:
+                if self.topics.has(key):
+                    self._snapshot(key, what, q.t_ns)
         if k != self._btc:
             return
         prev, self.last_quote = self.last_quote, q
-        if self._depth_live:
-            self.depth.apply(q)
-        for key, what in DEPTH_0MS:
-            if self.topics.has(key):
-                self._snapshot(key, what, q.t_ns)
         if prev is not None:
             trade = self.binance_tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid,
                                              q.ask)
@@ -247,10 +297,11 @@ class MarketDriver:
     def format_of(self, index: int) -> frames.InstrumentFormat:
         return self.formats[index]
 
-    # -- the Binance book, kept while read -----------------------------------------------------------------------
+    # -- the Binance books, kept while read ----------------------------------------------------------------------
     def _on_subscribe(self, key: str, sub: object) -> None:
-        if key.startswith(DEPTH_PREFIX):
-            book = self.book()
+        d = self._depth_keys.get(key)
+        if d is not None:
+            book = self._read(d)
             # A new chain starts at the book as it is now, so its first event carries every update since the
             # subscription (``pu`` = the id here). Starting at the next event's newest update alone would skip
             # the updates in between, and a client that took its REST snapshot meanwhile (ccxt does, as the
@@ -258,18 +309,26 @@ class MarketDriver:
             if book.log:
                 self._depth_prev.setdefault(key, book.update_id)
 
-    def book(self) -> DepthBook:
-        """The Binance book, brought up to the newest quote (rebuilt there if it was not kept while unread)."""
-        self._depth_asked = time.monotonic()
-        if not self._depth_live:
-            self._depth_live = True
-            if self.last_quote is not None:
-                self.depth.apply(self.last_quote, rebuild=True)
-        return self.depth
+    def book(self, binance_symbol: str = frames.SYMBOL) -> DepthBook:
+        """An emulated symbol's Binance book, brought up to its newest quote (rebuilt there if it was not kept while
+        unread). KeyError when the symbol is not emulated."""
+        k = self._bn_index.get(binance_symbol.upper())
+        if k is None:
+            raise KeyError(f"{binance_symbol} is not emulated in this session")
+        return self._read(self._depths[k])
 
-    def _depth_maybe_idle(self) -> None:
-        if time.monotonic() - self._depth_asked > DEPTH_IDLE_S and not self.topics.keys_with_prefix(DEPTH_PREFIX):
-            self._depth_live = False
+    def _read(self, d: _SymbolDepth) -> DepthBook:
+        d.asked = time.monotonic()
+        if not d.live:
+            d.live = True
+            q = self.quotes.get(d.index)
+            if q is not None:
+                d.book.apply(q, rebuild=True)
+        return d.book
+
+    def _depth_maybe_idle(self, d: _SymbolDepth) -> None:
+        if time.monotonic() - d.asked > DEPTH_IDLE_S and not self.topics.keys_with_prefix(d.prefix):
+            d.live = False
 
     def current(self, key: str) -> str | None:
         """The current Hyperliquid bbo / l2Book frame for ``key`` (what the venue sends right after subscribing)."""
@@ -308,7 +367,8 @@ class MarketDriver:
     def _depth(self, key: str, levels: str, t_ns: int) -> None:
         """One event on depth stream ``key``: the merged diff since its last event (``levels`` empty), or the top
         ``levels`` of the book; nothing when the book has not changed since. ``pu`` chains to the last event."""
-        book = self.book()
+        d = self._depth_keys[key]
+        book = self._read(d)
         last = self._depth_prev.get(key)
         if not book.log or last == book.update_id:
             return
@@ -321,4 +381,4 @@ class MarketDriver:
         if ev is None:
             return
         self._depth_prev[key] = ev.last_id
-        self.topics.publish(key, frames.binance_depth(ev, t_ns, self.epoch_ns))
+        self.topics.publish(key, frames.binance_depth(ev, t_ns, self.epoch_ns, self.formats[d.index]))

@@ -64,25 +64,29 @@ def binance_book_ticker(q: BinanceQuote, epoch_ns: int, fmt: InstrumentFormat = 
     )
 
 
-def _levels(levels: tuple[Level, ...] | list[Level]) -> str:
-    return ",".join(f'["{p:.1f}","{s:.3f}"]' for p, s in levels)
+def _levels(levels: tuple[Level, ...] | list[Level], f: InstrumentFormat = BTC_FORMAT) -> str:
+    pd, qd = f.price_decimals, f.qty_decimals
+    return ",".join(f'["{p:.{pd}f}","{s:.{qd}f}"]' for p, s in levels)
 
 
-def binance_depth(ev: DepthEvent, t_ns: int, epoch_ns: int) -> str:
-    """A ``depthUpdate`` event: a diff (changed levels, size 0 = removed) or a partial-book snapshot (top N)."""
+def binance_depth(ev: DepthEvent, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
+    """A ``depthUpdate`` event of ``f``'s symbol: a diff (changed levels, size 0 = removed) or a partial-book
+    snapshot (top N)."""
     e = ms(epoch_ns, t_ns)
     return (
-        f'{{"e":"depthUpdate","E":{e},"T":{e - 1},"s":"{SYMBOL}","U":{ev.first_id},"u":{ev.last_id},'
-        f'"pu":{ev.prev_id},"b":[{_levels(ev.bids)}],"a":[{_levels(ev.asks)}]}}'
+        f'{{"e":"depthUpdate","E":{e},"T":{e - 1},"s":"{f.symbol}","U":{ev.first_id},"u":{ev.last_id},'
+        f'"pu":{ev.prev_id},"b":[{_levels(ev.bids, f)}],"a":[{_levels(ev.asks, f)}]}}'
     )
 
 
-def binance_depth_snapshot(bids: list[Level], asks: list[Level], update_id: int, t_ns: int, epoch_ns: int
-                           ) -> dict[str, Any]:
-    """``GET /fapi/v1/depth`` body."""
+def binance_depth_snapshot(bids: list[Level], asks: list[Level], update_id: int, t_ns: int, epoch_ns: int,
+                           f: InstrumentFormat = BTC_FORMAT) -> dict[str, Any]:
+    """``GET /fapi/v1/depth`` body (numbers on ``f``'s grid)."""
     e = ms(epoch_ns, t_ns)
+    pd, qd = f.price_decimals, f.qty_decimals
     return {"lastUpdateId": update_id, "E": e, "T": e - 1,
-            "bids": [[f"{p:.1f}", f"{s:.3f}"] for p, s in bids], "asks": [[f"{p:.1f}", f"{s:.3f}"] for p, s in asks]}
+            "bids": [[f"{p:.{pd}f}", f"{s:.{qd}f}"] for p, s in bids],
+            "asks": [[f"{p:.{pd}f}", f"{s:.{qd}f}"] for p, s in asks]}
 
 
 def binance_agg_trade(t: Trade, epoch_ns: int) -> str:

@@ -340,6 +340,40 @@ def test_ccxt_binanceusdm_markets_and_watch_streams(sim: VenueSim) -> None:
     assert [lvl[:2] for lvl in out["book"]["asks"][:n]] == ours[1]
 
 
+def test_ccxt_binanceusdm_watch_order_book_for_eth_equals_its_rest_snapshot(
+        venue_sim_factory: Callable[..., VenueSim], monkeypatch: pytest.MonkeyPatch) -> None:
+    """ETH has its own book: ccxt's ETH/USDT:USDT book, built from GET /fapi/v1/depth?symbol=ETHUSDT plus the
+    ethusdt diff stream, equals the REST snapshot at the same update id, on ETH's grid, while BTC's book (read at
+    the same time) is another one."""
+    started = venue_sim_factory(args=("--symbols", "BTC,ETH"))
+    monkeypatch.setenv("SSL_CERT_FILE", started["ca_file"])
+
+    async def body() -> dict[str, Any]:
+        ex = _ccxt_binance(started, keys=False)
+        try:
+            await ex.load_markets()
+            out: dict[str, Any] = {"btc": await ex.watch_order_book("BTC/USDT:USDT")}
+            for _ in range(200):
+                book = await ex.watch_order_book("ETH/USDT:USDT")
+                snap = await ex.fapiPublicGetDepth({"symbol": "ETHUSDT", "limit": 50})
+                if int(snap["lastUpdateId"]) == book["nonce"]:
+                    out["book"], out["snap"] = book, snap
+                    break
+            return out
+        finally:
+            await ex.close()
+
+    out = _run(body)
+    assert "book" in out, "ccxt's ETH book never reached the same update id as a REST snapshot in 200 updates"
+    snap = out["snap"]
+    ours = ([[float(p), float(q)] for p, q in snap["bids"]], [[float(p), float(q)] for p, q in snap["asks"]])
+    assert len(ours[0]) == len(ours[1]) == 50
+    assert [lvl[:2] for lvl in out["book"]["bids"][:50]] == ours[0]
+    assert [lvl[:2] for lvl in out["book"]["asks"][:50]] == ours[1]
+    assert all(len(p.partition(".")[2]) == 2 for p, _ in snap["bids"])  # ETHUSDT's tick is 0.01
+    assert ours[0][0][0] < 10_000 < out["btc"]["asks"][0][0]  # ETH's book, not BTC's
+
+
 def test_ccxt_binanceusdm_create_order_ws(sim: VenueSim) -> None:
     async def body() -> Any:
         ex = _ccxt_binance(sim, keys=True)

@@ -79,7 +79,7 @@ def test_listed_but_not_emulated_instruments_are_refused_by_name(tmp_path: Path)
         async with open_ws(emu, "binance", "/public/ws", ctx) as ws:
             await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["dogeusdt@bookTicker"], "id": 1}))
             bn = await recv_json(ws)
-            await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["ethusdt@depth5"], "id": 2}))
+            await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["ethusdt@trade"], "id": 2}))
             depth = await recv_json(ws)
         async with open_ws(emu, "hyperliquid", "/ws", ctx) as ws:
             await ws.send(json.dumps({"method": "subscribe", "subscription": {"type": "bbo", "coin": "DOGE"}}))

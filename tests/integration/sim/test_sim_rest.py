@@ -51,6 +51,7 @@ def test_binance_rest_shapes_and_errors(tmp_path: Path) -> None:
             "info": get("/fapi/v1/exchangeInfo"),
             "depth": get("/fapi/v1/depth?symbol=BTCUSDT&limit=10"),
             "depth_eth": get("/fapi/v1/depth?symbol=FOOUSDT"),  # not listed
+            "depth_unemulated": get("/fapi/v1/depth?symbol=ETHUSDT"),  # listed, not emulated in this session
             "depth_nosym": get("/fapi/v1/depth"),
             "depth_limit": get("/fapi/v1/depth?symbol=BTCUSDT&limit=7"),
             "book": get("/fapi/v1/ticker/bookTicker?symbol=BTCUSDT"),
@@ -80,6 +81,8 @@ def test_binance_rest_shapes_and_errors(tmp_path: Path) -> None:
     assert status == 200 and len(depth["bids"]) == len(depth["asks"]) == 10 and depth["lastUpdateId"] > 0
     assert float(depth["bids"][0][0]) < float(depth["asks"][0][0])
     assert out["depth_eth"] == (400, {"code": -1121, "msg": "Invalid symbol."})
+    assert out["depth_unemulated"][0] == 400 and out["depth_unemulated"][1]["code"] == -1121
+    assert "ETHUSDT is listed but not emulated" in out["depth_unemulated"][1]["msg"]
     assert out["depth_nosym"][0] == 400 and out["depth_nosym"][1]["code"] == -1102
     assert out["depth_limit"][0] == 400 and out["depth_limit"][1]["code"] == -1100
     assert out["book"][0] == 200 and out["book"][1]["symbol"] == "BTCUSDT"

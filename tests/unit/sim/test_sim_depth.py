@@ -118,3 +118,74 @@ def test_a_new_depth_subscriber_chains_from_the_book_at_subscription() -> None:
     assert isinstance(data, dict)
     assert data["pu"] == at_subscribe and data["U"] == at_subscribe + 1 and data["u"] == qs[19].update_id
     assert data["U"] <= snapshot_id + 1 <= data["u"] + 1
+
+
+def _two_symbol_driver() -> tuple[object, list[dict[str, object]], list[BinanceQuote], list[BinanceQuote]]:
+    """A driver emulating BTC and ETH, its published frames, and each symbol's first quotes from the model."""
+    import json
+
+    from caerus.sim.driver import MarketDriver
+    from caerus.sim.hub import Topics
+
+    model = MarketModel(MarketConfig(seed=5, symbols=("BTC", "ETH")))
+    topics = Topics()
+    drv = MarketDriver(model, topics)
+    sent: list[dict[str, object]] = []
+    topics.publish = lambda key, raw: sent.append(json.loads(raw))  # type: ignore[method-assign]
+    qs = list(itertools.islice((e for e in MarketModel(MarketConfig(seed=5, symbols=("BTC", "ETH"))).events()
+                                if isinstance(e, BinanceQuote)), 400))
+    btc = [q for q in qs if q.symbol == 0]
+    eth = [q for q in qs if q.symbol == 1]
+    return drv, sent, btc, eth
+
+
+def test_each_emulated_symbol_has_its_own_book_moving_on_its_own_quotes() -> None:
+    drv, _, btc, eth = _two_symbol_driver()
+    from caerus.sim.driver import MarketDriver
+    assert isinstance(drv, MarketDriver) and len(btc) > 60 and len(eth) > 60
+    drv._binance(btc[0])
+    drv._binance(eth[0])
+    b_book, e_book = drv.book("BTCUSDT"), drv.book("ethusdt")
+    assert b_book is not e_book and b_book is drv.depth
+    assert (b_book.update_id, e_book.update_id) == (btc[0].update_id, eth[0].update_id)
+    # ETH quotes move ETH's book only, on ETH's grid; BTC's stays where its last quote left it.
+    for q in eth[1:30]:
+        drv._binance(q)
+    assert b_book.update_id == btc[0].update_id and max(b_book.bids) == btc[0].bid
+    assert e_book.update_id == eth[29].update_id and max(e_book.bids) == eth[29].bid
+    assert min(e_book.asks) == eth[29].ask and max(e_book.bids) < 10_000 < min(b_book.asks)
+    assert all(round(p / 0.01) * 0.01 == pytest.approx(p) for p in e_book.bids)
+    for q in btc[1:30]:
+        drv._binance(q)
+    assert e_book.update_id == eth[29].update_id and b_book.update_id == btc[29].update_id
+    assert max(b_book.bids) == btc[29].bid
+    with pytest.raises(KeyError):
+        drv.book("SOLUSDT")  # listed, not emulated in this session
+
+
+def test_an_eth_depth_subscriber_chains_from_eths_book_at_subscription() -> None:
+    """The 5e59c62 chain rule per symbol: ETH's first diff event after subscribing carries every ETH update since
+    (``pu`` = ETH's id at subscription), names ETHUSDT, and a BTC subscription made at the same time chains on
+    BTC's own ids."""
+    drv, sent, btc, eth = _two_symbol_driver()
+    from caerus.sim.driver import MarketDriver
+    assert isinstance(drv, MarketDriver)
+    for q in btc[:10] + eth[:10]:
+        drv._binance(q)
+    eth_key, btc_key = "binance:ethusdt@depth@100ms", "binance:btcusdt@depth@100ms"
+    drv.topics.add(eth_key, object())  # type: ignore[arg-type]  # only the subscription is needed
+    drv.topics.add(btc_key, object())  # type: ignore[arg-type]
+    eth_at, btc_at = drv.book("ETHUSDT").update_id, drv.book("BTCUSDT").update_id
+    assert (eth_at, btc_at) == (eth[9].update_id, btc[9].update_id)
+    for q in eth[10:20] + btc[10:13]:
+        drv._binance(q)
+    snapshot_id = eth[14].update_id  # an ETH REST snapshot taken between the subscription and the event
+    drv._depth(eth_key, "", eth[19].t_ns)
+    drv._depth(btc_key, "", btc[12].t_ns)
+    ev_eth, ev_btc = sent
+    assert ev_eth["s"] == "ETHUSDT" and ev_eth["pu"] == eth_at and ev_eth["U"] == eth_at + 1
+    assert ev_eth["u"] == eth[19].update_id and ev_eth["U"] <= snapshot_id + 1 <= ev_eth["u"] + 1  # type: ignore[operator]
+    assert ev_btc["s"] == "BTCUSDT" and ev_btc["pu"] == btc_at and ev_btc["u"] == btc[12].update_id
+    # ETH's levels print on ETH's grid (2 price decimals), from ETH's book
+    px, _qty = ev_eth["b"][0]  # type: ignore[index]
+    assert len(px.partition(".")[2]) == 2 and float(px) < 10_000
