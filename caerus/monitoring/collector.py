@@ -155,7 +155,11 @@ class FleetCollector(Collector):
     def _rss(self, fam: Callable[..., Family]) -> None:
         for proc, pid in read_pids(self.session_dir).items():
             try:
-                rss = psutil.Process(pid).memory_info().rss
+                p = psutil.Process(pid)
+                # an exited process not yet reaped by the session has no memory: no sample, rather than a 0
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                rss = p.memory_info().rss
             except (psutil.Error, OSError):
                 continue
             fam("caerus_process_resident_memory_bytes").add_metric(

@@ -49,17 +49,18 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     cfg = base / "strategy.toml"
     cfg.write_text('mode = "bench"\n')  # fires on every Binance book: tick-to-decision gets samples in seconds
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CAERUS_SHM_DIR": str(shm)}
+    # Prometheus first, scraping the exporter's port before the session opens it: its scrapes then cover the
+    # fleet's whole life however slow the machine is to start either of them.
+    port, prom_port = free_port(), free_port()
+    prom = prometheus.start(base / "prom", [f"127.0.0.1:{port}"], prom_port, scrape_interval_s=1.0)
     proc = subprocess.Popen([sys.executable, "-m", "caerus", "session", "--duration", "8", "--out", str(out),
                              "--progress", "none", "--no-report", "--no-capture", "--strategy-config", str(cfg),
-                             "--exporter-port", "0"],
+                             "--exporter-port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    prom: subprocess.Popen[bytes] | None = None
     try:
         ready = _wait_for(out, "*/exporter.ready.json", proc, 120)
         time.sleep(0.2)  # the ready file is written whole (os.replace), it may just have appeared
-        port = json.loads(ready.read_text())["port"]
-        prom_port = free_port()
-        prom = prometheus.start(base / "prom", [f"127.0.0.1:{port}"], prom_port, scrape_interval_s=1.0)
+        assert json.loads(ready.read_text())["port"] == port
         try:
             stdout, _ = proc.communicate(timeout=SESSION_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -74,8 +75,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
-        if prom is not None:
-            prometheus.stop(prom)
+        prometheus.stop(prom)
         shutil.rmtree(shm, ignore_errors=True)
 
 

@@ -26,6 +26,7 @@ from caerus.execution.engine import Engine
 from caerus.execution.reconcile import PositionWatch
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
+from caerus.execution.unwind import FlattenOnHalt
 from caerus.instruments import DEFAULT
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
@@ -179,7 +180,8 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
         log=log, consumer=consumer, exec_writer=exec_w, wait_policy="spin",
         clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("execution"),
         watch=PositionWatch(transport, engine, sup, interval_s=cfg.reconcile_interval_s, timeout_s=5.0,
-                            process="execution"))
+                            process="execution"),
+        flattener=FlattenOnHalt(False, engine, transport, sup, 5.0))
     t0 = time.time_ns()
     orders = [(i + 1, 1, HL, 1 if i % 2 else -1, int(Tif.IOC), int(OrderReason.BENCH), BN, 0,
                95_001.0 if i % 2 else 95_000.0, 0.001, i, t0, t0, t0) for i in range(64)]

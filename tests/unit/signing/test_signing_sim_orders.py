@@ -82,7 +82,10 @@ def test_binance_bad_signature_and_unknown_key() -> None:
     msg["params"]["apiKey"] = "someone-else"
     r = orders.binance_ws_api_response(msg)
     assert r["status"] == 401 and r["error"]["code"] == -2015
-    assert orders.binance_ws_api_response({"id": 1, "method": "order.cancel"})["error"]["code"] == -1000
+    # a known method without its params names what is missing; an unknown method is -1000
+    r = orders.binance_ws_api_response({"id": 1, "method": "order.cancel"})
+    assert r["error"]["code"] == -1102 and "'params'" in r["error"]["msg"]
+    assert orders.binance_ws_api_response({"id": 1, "method": "order.teleport"})["error"]["code"] == -1000
 
 
 def _hl(signer: HyperliquidSigner, px: float = 100_000, sz: float = 0.001, tif: str = "Ioc", nonce: int | None = None,
