@@ -10,12 +10,17 @@ process first touches them (a 4096-slot book ring is ~330 KB, touched over the m
 wrap it). So each sample also reads the kernel's split of RSS (``/proc/<pid>/status``: RssAnon = heap, RssFile =
 mapped files and libraries, RssShmem = the rings) and the summary gives the slope of each part, plus the slope
 over the second half of the post-warm-up samples: a filling structure flattens there, a leak does not.
+
+The samples themselves go to ``<session>/rss.csv`` (``write_series``; ``read_series`` for the report's chart), so a
+run of any length can be drawn as RSS over time, not only summarised.
 """
 
 from __future__ import annotations
 
+import csv
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +28,8 @@ import psutil
 
 MB = 1024 * 1024
 PARTS = ("anon", "file", "shmem")  # the kernel's split of RSS (RssAnon, RssFile, RssShmem), in this order
+SERIES_FILE = "rss.csv"
+SERIES_COLUMNS = ("process", "t_s", "rss_bytes", *(f"{p}_bytes" for p in PARTS))
 _STATUS_KEYS = {b"RssAnon:": 0, b"RssFile:": 1, b"RssShmem:": 2}
 
 
@@ -81,6 +88,43 @@ class RssSampler:
 
     def summary(self) -> dict[str, dict[str, Any]]:
         return {name: summarise(series, self.warmup_s) for name, series in self.samples.items() if series}
+
+    def write_series(self, path: Path) -> int:
+        """Every sample as one CSV row (``SERIES_COLUMNS``; the split columns empty where /proc gave none), written
+        whole (a temporary file renamed); returns the number of rows."""
+        tmp = path.with_name(path.name + ".tmp")
+        rows = 0
+        with open(tmp, "w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(SERIES_COLUMNS)
+            for name, series in self.samples.items():
+                for sample in series:
+                    parts = [str(v) for v in sample[2:]] or [""] * len(PARTS)
+                    out.writerow([name, f"{sample[0]:.3f}", str(sample[1]), *parts])
+                    rows += 1
+        tmp.replace(path)
+        return rows
+
+
+def read_series(path: Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """process -> (seconds since the first sample, RSS in MB) from a ``write_series`` file, in file order.
+
+    Raises ValueError naming the file and line for a row that is not ``SERIES_COLUMNS``-shaped."""
+    points: dict[str, tuple[list[float], list[float]]] = {}
+    with open(path, newline="") as f:
+        rows = csv.reader(f)
+        header = next(rows, None)
+        if header is None or tuple(header) != SERIES_COLUMNS:
+            raise ValueError(f"{path}: header is {header!r}, expected {','.join(SERIES_COLUMNS)}")
+        for line, row in enumerate(rows, start=2):
+            try:
+                name, t_s, rss = row[0], float(row[1]), int(row[2])
+            except (IndexError, ValueError) as exc:
+                raise ValueError(f"{path}:{line}: not a process,t_s,rss_bytes row: {row!r}") from exc
+            ts, mbs = points.setdefault(name, ([], []))
+            ts.append(t_s)
+            mbs.append(rss / MB)
+    return {name: (np.array(ts), np.array(mbs)) for name, (ts, mbs) in points.items()}
 
 
 def summarise(series: Sequence[tuple[float, ...]], warmup_s: float) -> dict[str, Any]:

@@ -5,7 +5,7 @@ information-age histograms. Inputs are merged HdrHistograms and per-interval ser
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -149,6 +149,25 @@ def histogram_chart(series: Sequence[tuple[str, HdrHistogram]], title: str, bins
         ax.set_title(f"{name} (n={h.total_count:,})", fontsize=9)
         ax.grid(True, alpha=0.3)
     fig.suptitle(title)
+    return _png(fig)
+
+
+def rss_chart(series: Mapping[str, tuple[np.ndarray, np.ndarray]], title: str) -> bytes:
+    """Resident memory per process (MB) against time since the first sample; minutes on the axis past 10 min, so
+    a four-hour run reads as well as a one-minute one."""
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    span = max((float(t[-1]) for t, _ in series.values() if t.size), default=0.0)
+    scale, unit = (60.0, "minutes") if span > 600 else (1.0, "seconds")
+    for name, (t, mb) in series.items():
+        ax.plot(t / scale, mb, label=name, linewidth=1.2)
+    if not series:
+        ax.text(0.5, 0.5, "no samples", transform=ax.transAxes, ha="center")
+    else:
+        ax.legend(loc="upper left", fontsize=8, ncol=3)
+    ax.set_xlabel(f"{unit} since the first sample")
+    ax.set_ylabel("RSS (MB)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
     return _png(fig)
 
 

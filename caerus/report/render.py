@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from caerus import instruments
+from caerus.metrics import rss
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
 from caerus.report import charts, path, tables
@@ -134,6 +135,13 @@ def _session_charts(s: Session) -> dict[str, tuple[str, bytes]]:
     if fires:
         out["fire_rate"] = ("Fire rate: orders per second (from the exec ring)",
                             charts.rate_chart([(float(t), float(n)) for t, n in fires], "Fire rate", "orders/s"))
+    rss_file = s.path / rss.SERIES_FILE
+    if rss_file.is_file():
+        try:
+            out["rss"] = ("Resident memory (RSS) per process over the session (sampled from outside every 5 s)",
+                          charts.rss_chart(rss.read_series(rss_file), "Resident memory"))
+        except ValueError as exc:  # a damaged file costs its chart, named, not the report
+            out["rss"] = (f"Resident memory: {exc}", charts.rss_chart({}, "Resident memory"))
     if not ms:
         out["nines_latency"] = ("No metrics", charts.nines_chart([], "no .hlog data in this session"))
     return out
@@ -259,10 +267,10 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         if continuity:
             md.append(continuity + "\n")
         md.append(tables.markdown_table(tables.DEATH_HEADERS, deaths))
-    rss = tables.rss_rows(s.summary)
-    if rss:
+    rss_rows = tables.rss_rows(s.summary)
+    if rss_rows:
         md.append("## Memory (RSS)\n")
-        md.append(tables.markdown_table(tables.RSS_HEADERS, rss))
+        md.append(tables.markdown_table(tables.RSS_HEADERS, rss_rows))
     md.append("## Counts\n")
     md.append(tables.markdown_table(["count", "value"], tables.count_rows(s.summary)))
     crow = tables.counter_rows(s.summary)
@@ -319,9 +327,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
         parts += ["<h3>Deaths and restarts</h3>", *([f"<p>{html.escape(chaos)}</p>"] if chaos else []),
                   *([f"<p>{html.escape(continuity)}</p>"] if continuity else []),
                   tables.html_table(tables.DEATH_HEADERS, deaths)]
-    rss = tables.rss_rows(s.summary)
-    if rss:
-        parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss)]
+    rss_rows = tables.rss_rows(s.summary)
+    if rss_rows:
+        parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss_rows)]
     parts.append("<h2>Counts</h2>")
     parts.append(tables.html_table(["count", "value"], tables.count_rows(s.summary)))
     crow = tables.counter_rows(s.summary)

@@ -37,7 +37,7 @@ from caerus.instruments import InstrumentError, parse_symbols
 from caerus.ipc.segment import shm_dir
 from caerus.ipc.wait import POLICIES
 from caerus.metrics.env import chrony_tracking, collect_env
-from caerus.metrics.rss import RssSampler
+from caerus.metrics.rss import SERIES_FILE, RssSampler
 from caerus.plan import HOT_PROCESSES, FleetPlan, plan_fleet
 from caerus.report import tables
 from caerus.session import launch
@@ -398,6 +398,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         "live_errors": live.errors if live else [],
         "rss": rss.summary(),
     })
+    rss.write_series(session_dir / SERIES_FILE)  # every sample, for the report's RSS-over-time chart
     summary = collect(session_dir, run, env)
     if exporter is not None:
         stop_exporter(exporter)

@@ -19,7 +19,7 @@ import tomli_w
 
 from caerus.metrics import hdr
 from caerus.metrics.env import collect_env
-from caerus.metrics.rss import MB, summarise
+from caerus.metrics.rss import MB, SERIES_FILE, RssSampler, summarise
 from caerus.plan import plan_fleet
 from caerus.session.collect import collect
 
@@ -123,6 +123,9 @@ def make_session(
     env = collect_env(plan=plan.to_dict())
     env["chrony"]["end"] = env["chrony"]["start"]
     (d / "env.json").write_text(json.dumps(env, indent=1))
+    rss = RssSampler()
+    rss.samples = {p: [(float(t), (30 + i) * MB + (t % 2) * 4096) for t in range(0, max(intervals, 60), 5)]
+                   for i, p in enumerate(processes)}
     run = {
         "session": name, "session_id": f"syn{seed}", "synthetic": True,
         "started_ns": int(start_s * 1e9), "ended_ns": int((start_s + intervals) * 1e9),
@@ -132,8 +135,8 @@ def make_session(
                  "by_risk": {"NONE": intervals * 2}, "ring_lost": 0,
                  "fires_per_s": [[float(i), 2] for i in range(intervals)]},
         # flat resident memory per process, sampled every 5 s (what a process whose loops keep nothing shows)
-        "rss": {p: summarise([(t, (30 + i) * MB + (t % 2) * 4096) for t in range(0, max(intervals, 60), 5)], 30.0)
-                for i, p in enumerate(processes)},
+        "rss": {p: summarise(rss.samples[p], 30.0) for p in processes},
     }
+    rss.write_series(d / SERIES_FILE)
     collect(d, run, env)
     return d

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from caerus.metrics import hdr
+from caerus.metrics.rss import SERIES_FILE, read_series
 from caerus.report import tables
 from tests.fixtures.common import require_binary
 
@@ -142,6 +143,10 @@ def test_report_contains_every_metric(session: tuple[Path, Path, Path, subproces
         assert tables.label(tag) in page, tag
     assert "data:image/png;base64," in page
     assert "tick-to-decision" in res.stdout  # the headline table was printed
+    # every process's resident memory, sample by sample, drawn over time
+    series = read_series(d / SERIES_FILE)
+    assert set(ALL_PROCESSES) <= set(series) and all(mb.size >= 1 and mb.min() > 1 for _, mb in series.values())
+    assert "Resident memory (RSS) per process over the session" in md and (d / "charts" / "rss.png").is_file()
 
 
 def test_killed_process_is_reported_and_restarted(tmp_path: Path) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import psutil
+import pytest
 
-from caerus.metrics.rss import MB, RssSampler, rss_parts, summarise
+from caerus.metrics.rss import MB, SERIES_FILE, RssSampler, read_series, rss_parts, summarise
 
 
 def test_summary_slope_ignores_warmup_and_finds_growth() -> None:
@@ -56,3 +58,18 @@ def test_rss_parts_of_this_process_add_up_to_its_rss() -> None:
     rss = psutil.Process().memory_info().rss
     assert abs(sum(parts) - rss) < 0.1 * rss  # the kernel's split of the same number (read a moment apart)
     assert rss_parts(2**22 + 12345) is None
+
+
+def test_series_file_keeps_every_sample_per_process(tmp_path: Path) -> None:
+    rss = RssSampler()
+    rss.samples = {"strategy": [(0.0, 40 * MB, 30 * MB, 9 * MB, MB), (5.0, 41 * MB, 31 * MB, 9 * MB, MB)],
+                   "venue-sim": [(0.0, 60 * MB), (5.0, 62 * MB), (10.0, 61 * MB)]}  # no /proc split
+    path = tmp_path / SERIES_FILE
+    assert rss.write_series(path) == 5
+    series = read_series(path)
+    assert list(series) == ["strategy", "venue-sim"]
+    assert series["strategy"][0].tolist() == [0.0, 5.0] and series["strategy"][1].tolist() == [40.0, 41.0]
+    assert series["venue-sim"][1].tolist() == [60.0, 62.0, 61.0]
+    path.write_text(path.read_text() + "strategy,later\n")
+    with pytest.raises(ValueError, match=f"{path}:7: not a process,t_s,rss_bytes row"):
+        read_series(path)

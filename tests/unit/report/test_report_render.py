@@ -140,3 +140,18 @@ def test_headline_leaves_out_optional_metrics_without_samples_but_never_a_fleet_
     labels = [r[0] for r in rows]
     assert label("wire_to_wire") in labels and label("tick_to_decision_warmed") not in labels
     assert label("tick_to_decision") in labels and label("queue_transit") in labels  # fleet tags always shown
+
+
+def test_rss_over_time_is_drawn_from_the_sessions_samples(two_sessions: tuple[Path, Path, Path],
+                                                          tmp_path: Path) -> None:
+    _, a, b = two_sessions
+    assert (a / "rss.csv").is_file()  # the synthetic session writes its samples as a real one does
+    render_sessions([a], tmp_path / "reports")
+    md = (a / "report.md").read_text()
+    assert "Resident memory (RSS) per process over the session" in md
+    assert (a / "charts" / "rss.png").stat().st_size > 1000
+    # a damaged file costs its chart, named, not the report
+    (b / "rss.csv").write_text("process,t_s\nfeed-binance,zero\n")
+    render_sessions([b], tmp_path / "reports-b")
+    md_b = (b / "report.md").read_text()
+    assert "Resident memory: " in md_b and "rss.csv" in md_b and "expected process,t_s,rss_bytes" in md_b
