@@ -203,6 +203,11 @@ class RiskChecker:
             sym = order[O_SYMBOL]
             self._move(sym, self.positions[sym] - order[O_SIDE] * unfilled, order[O_PX])
 
+    def on_unwind(self, sym: int, signed_qty: float, px: float) -> None:
+        """A fill of an order sent outside the order ring (flatten_on_halt's reduce-only order, caerus.execution
+        .unwind): the projected position moves by it, so it keeps agreeing with the venue's."""
+        self._move(sym, self.positions[sym] + signed_qty, px)
+
     def _move(self, sym: int, position: float, px: float) -> None:
         self.positions[sym] = position
         notional = (position if position > 0.0 else -position) * px

@@ -88,6 +88,8 @@ def flatten(engine: Any, transport: object, timeout_s: float, process: str = "ex
         except RuntimeError as exc:
             failed(str(exc))
             continue
+        # the engine's projected position follows the venue's (the reconciliation watch compares the two)
+        engine.risk.on_unwind(k, -filled if size > 0 else filled, px)
         if filled < abs(size) - 1e-9:
             failed(f"instrument {k}: the reduce-only order filled {filled:g} of {abs(size):g}")
     return report

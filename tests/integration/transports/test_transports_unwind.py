@@ -155,5 +155,8 @@ def test_a_halt_with_flatten_on_brings_the_venue_position_to_zero(rig: Any) -> N
     assert report["filled"][0] == pytest.approx(held)
     state = transport.venue_state(10.0)
     assert state.position == 0.0 and rig["open_orders"]() == []
+    # the engine's projected position follows: the cancelled order's CANCELED settles it, the flatten's fill moves it
+    _until("the stream's CANCELED", lambda: not engine.pending, tick)
+    assert rig["risk"].positions[0] == pytest.approx(0.0, abs=1e-12)
     on.tick()  # once: a second tick sends nothing
     assert on.report is report and transport.venue_state(10.0).position == 0.0
