@@ -18,11 +18,10 @@ a stream is ignored, as the venue ignores it (ccxt puts a connection number ther
 sends protocol pings every ``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s``
 (24 h) with 1001 and disconnects (1008) a client sending more than 10 messages per second.
 
-Instruments: ``<symbol>@bookTicker`` is served for every emulated symbol (``MarketConfig.symbols``); the other
-market streams for BTCUSDT only. A symbol the emulated venue lists but this session does not emulate, or one it
-does not list, is refused naming it. A connection holds at most ``binance_max_streams`` (1024) streams, as on the
-venue: a ``SUBSCRIBE`` past it is refused (code 2, naming the limit), a URL naming more is refused at the
-handshake (HTTP 400).
+Instruments: every market stream is served for every emulated symbol (``MarketConfig.symbols``). A symbol the
+emulated venue lists but this session does not emulate, or one it does not list, is refused naming it. A
+connection holds at most ``binance_max_streams`` (1024) streams, as on the venue: a ``SUBSCRIBE`` past it is
+refused (code 2, naming the limit), a URL naming more is refused at the handshake (HTTP 400).
 """
 
 from __future__ import annotations
@@ -95,20 +94,14 @@ def parse_path(path: str) -> tuple[str, bool, list[str]] | None:
 
 
 def symbol_refusal(stream: str, emulated: frozenset[str]) -> str | None:
-    """Why a known stream's symbol is refused (``emulated``: lower-case Binance symbols of this session), or None.
-
-    bookTicker and depth (partial and diff) are served for every emulated symbol; every other stream for BTCUSDT
-    only."""
-    sym, _, kind = stream.partition("@")
-    sym = sym.lower()
+    """Why a known stream's symbol is refused (``emulated``: lower-case Binance symbols of this session), or None:
+    every stream is served for every emulated symbol."""
+    sym = stream.partition("@")[0].lower()
     if sym.upper() not in catalogue.BINANCE:
         return f"Invalid request: stream `{stream}`: symbol {sym.upper()} is not listed by this emulator"
     if sym not in emulated:
         return (f"Invalid request: stream `{stream}`: {sym.upper()} is listed but not emulated in this session "
                 "(caerus venue-sim --symbols)")
-    if kind.lower() != "bookticker" and not kind.lower().startswith("depth") and sym != "btcusdt":
-        return (f"Invalid request: stream `{stream}`: only bookTicker and depth are served for {sym.upper()} (the "
-                "other streams for BTCUSDT only; see the fidelity table in docs/emulator.md)")
     return None
 
 

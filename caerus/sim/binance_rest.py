@@ -1,16 +1,18 @@
 """Binance USD-M REST endpoints the emulator serves on its stream port (public market data and listen keys).
 
 ``GET /fapi/v1/ping | time | exchangeInfo | depth | ticker/bookTicker | ticker/price | ticker/24hr |
-premiumIndex`` in the documented shapes, from the same book and tape the streams publish; ``POST | PUT | DELETE
-/fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the configured key: -2015 otherwise).
+premiumIndex | klines | trades | aggTrades`` in the documented shapes, from the same book and tape the streams
+publish; ``POST | PUT | DELETE /fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the
+configured key: -2015 otherwise).
 Errors carry Binance's ``{"code":..,"msg":..}`` body: unknown symbol -1121, bad parameter -1100 / -1102, unknown
 path 404. Everything else in the REST API is refused with 404 (see the fidelity table in docs/emulator.md).
 
 ``exchangeInfo`` lists every Binance symbol of caerus.sim.catalogue. The tickers (bookTicker, price, 24hr,
-premiumIndex) answer for every symbol this session emulates (a listed symbol it does not emulate: -1121 when asked
-for, left out of the all-symbols answers); the 24 h statistics come from BTC's trade tape (the other symbols show
-their mid and no trades). The depth snapshot is cut from the emulated symbol's own book (the one its depth
-streams chain on).
+premiumIndex), klines and trades answer for every symbol this session emulates (a listed symbol it does not
+emulate: -1121 when asked for, left out of the all-symbols answers). Klines, trades and the 24 h statistics come
+from the symbol's own trade tape (caerus.sim.instrument_feeds; a query naming the symbol keeps it, so a symbol
+other than BTC shows its mid and no trades until it was first read). The depth snapshot is cut from the emulated
+symbol's own book (the one its depth streams chain on).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.market import BinanceQuote
 from caerus.sim.orders import BINANCE_SYMBOLS, RATE_LIMITS
 from caerus.sim.tape import INTERVAL_MINUTES, Tape, TickerStats
+
+NOT_EMULATED = "Invalid symbol. ({} is listed but not emulated in this session)"
 
 if TYPE_CHECKING:
     from caerus.sim.driver import MarketDriver
@@ -101,6 +105,7 @@ class BinanceRest:
             ("GET", "/premiumIndex"): self._premium_index,
             ("GET", "/klines"): self._klines,
             ("GET", "/trades"): self._trades,
+            ("GET", "/aggTrades"): self._agg_trades,
             ("POST", "/listenKey"): self._listen_key,
             ("PUT", "/listenKey"): self._listen_key,
             ("DELETE", "/listenKey"): self._listen_key,
@@ -151,7 +156,7 @@ class BinanceRest:
             return bad or _err(503, -1001, "Internal error; unable to process your request. Please try again.")
         q = drv.quote_of(sym)
         if q is None:
-            return _err(400, -1121, f"Invalid symbol. ({sym} is listed but not emulated in this session)")
+            return _err(400, -1121, NOT_EMULATED.format(sym))
         book = drv.book(sym)
         bids, asks = book.top(limit)
         return HttpReply(200, frames.binance_depth_snapshot(bids, asks, book.update_id, book.t_ns, drv.epoch_ns,
@@ -169,7 +174,7 @@ class BinanceRest:
         if sym is not None:
             q = drv.quote_of(sym)
             if q is None:
-                return _err(400, -1121, f"Invalid symbol. ({sym} is listed but not emulated in this session)")
+                return _err(400, -1121, NOT_EMULATED.format(sym))
             return HttpReply(200, one(drv, sym, q, drv.format_of(q.symbol)))
         out = []
         for s in BINANCE_SYMBOLS:
@@ -187,23 +192,25 @@ class BinanceRest:
         return self._each(req, one)
 
     @staticmethod
-    def _stats(drv: MarketDriver, sym: str, q: BinanceQuote) -> TickerStats:
-        """BTC's session statistics from its trade tape; another symbol shows its mid and no trades."""
-        if sym == frames.SYMBOL:
-            return drv.binance_tape.stats
+    def _stats(drv: MarketDriver, sym: str, q: BinanceQuote, req: HttpRequest) -> TickerStats:
+        """The symbol's session statistics from its trade tape (kept from now on when the query names the symbol);
+        its mid and no trades while the tape has none."""
+        tape = drv.binance_tape_of(sym, read="symbol" in req.query)
+        if tape is not None and tape.stats.count:
+            return tape.stats
         mid = (q.bid + q.ask) / 2
         return TickerStats(open=mid, high=mid, low=mid, last=mid)
 
     def _price(self, req: HttpRequest) -> HttpReply:
         def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
-            st = self._stats(drv, sym, q)
+            st = self._stats(drv, sym, q, req)
             px = st.last if st.count else (q.bid + q.ask) / 2
             return {"symbol": sym, "price": f"{px:.{f.price_decimals}f}", "time": frames.ms(drv.epoch_ns, q.t_ns)}
         return self._each(req, one)
 
     def _ticker_24hr(self, req: HttpRequest) -> HttpReply:
         def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
-            fields = frames.binance_ticker_fields(self._stats(drv, sym, q), q.t_ns, drv.epoch_ns, f)
+            fields = frames.binance_ticker_fields(self._stats(drv, sym, q, req), q.t_ns, drv.epoch_ns, f)
             names = {"s": "symbol", "p": "priceChange", "P": "priceChangePercent", "w": "weightedAvgPrice",
                      "c": "lastPrice", "Q": "lastQty", "o": "openPrice", "h": "highPrice", "l": "lowPrice",
                      "v": "volume", "q": "quoteVolume", "O": "openTime", "C": "closeTime", "F": "firstId",
@@ -220,13 +227,19 @@ class BinanceRest:
         return self._each(req, one)
 
     # -- user data stream -------------------------------------------------------------------------------------
-    def _tape_of(self, req: HttpRequest) -> tuple[Tape | None, HttpReply | None]:
-        """BTCUSDT's trade tape (another listed symbol has no trades in this emulator: None)."""
+    def _tape_of(self, req: HttpRequest) -> tuple[Tape, frames.InstrumentFormat, int] | HttpReply:
+        """(the asked symbol's trade tape, kept from now on; its format; the session epoch), or the refusal."""
         sym, bad = self._symbol(req, required=True)
-        if bad is not None:
-            return None, bad
-        drv = self._market()
-        return (drv.binance_tape if drv is not None and sym == frames.SYMBOL else None), None
+        if bad is not None or sym is None:
+            return bad or _err(400, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
+        drv, bad = self._driver()
+        if bad is not None or drv is None:
+            return bad or _err(503, -1001, "no market")
+        q = drv.quote_of(sym)
+        tape = drv.binance_tape_of(sym)
+        if q is None or tape is None:
+            return _err(400, -1121, NOT_EMULATED.format(sym))
+        return tape, drv.format_of(q.symbol), drv.epoch_ns
 
     def _limit(self, req: HttpRequest, default: int, most: int) -> int | HttpReply:
         text = req.query.get("limit", str(default))
@@ -236,9 +249,10 @@ class BinanceRest:
 
     def _klines(self, req: HttpRequest) -> HttpReply:
         """``GET /fapi/v1/klines``: bars from the trade tape, oldest first (the venue's 12-field rows)."""
-        tape, bad = self._tape_of(req)
-        if bad is not None:
-            return bad
+        got = self._tape_of(req)
+        if isinstance(got, HttpReply):
+            return got
+        tape, fmt, _ = got
         minutes = INTERVAL_MINUTES.get(req.query.get("interval", ""))
         if minutes is None:
             return _err(400, -1120, "Invalid interval.")
@@ -247,28 +261,54 @@ class BinanceRest:
             return limit
         start, end = (int(req.query[k]) * 1_000_000 if req.query.get(k, "").isdigit() else None
                       for k in ("startTime", "endTime"))
-        bars = tape.bars_of(minutes, start, end) if tape is not None else []
+        bars = tape.bars_of(minutes, start, end)
         bars = bars[:limit] if start is not None else bars[-limit:]
-        width_ms = minutes * 60_000
-        return HttpReply(200, [[b.start_ns // 1_000_000, f"{b.open:.1f}", f"{b.high:.1f}", f"{b.low:.1f}",
-                                f"{b.close:.1f}", f"{b.volume:.3f}", b.start_ns // 1_000_000 + width_ms - 1,
-                                f"{b.quote_volume:.5f}", b.count, f"{b.taker_buy_volume:.3f}",
-                                f"{b.taker_buy_quote:.5f}", "0"] for b in bars])
+        return HttpReply(200, [frames.binance_kline_row(b, minutes, fmt) for b in bars])
 
     def _trades(self, req: HttpRequest) -> HttpReply:
         """``GET /fapi/v1/trades``: the most recent trades, oldest first."""
-        tape, bad = self._tape_of(req)
-        if bad is not None:
-            return bad
+        got = self._tape_of(req)
+        if isinstance(got, HttpReply):
+            return got
+        tape, fmt, epoch = got
         limit = self._limit(req, 500, 1000)
         if isinstance(limit, HttpReply):
             return limit
-        drv = self._market()
-        epoch = drv.epoch_ns if drv is not None else 0
-        recent = list(tape.recent)[-limit:] if tape is not None else []
-        return HttpReply(200, [{"id": t.trade_id, "price": f"{t.px:.1f}", "qty": f"{t.qty:.3f}",
+        recent = list(tape.recent)[-limit:]
+        pd, qd = fmt.price_decimals, fmt.qty_decimals
+        return HttpReply(200, [{"id": t.trade_id, "price": f"{t.px:.{pd}f}", "qty": f"{t.qty:.{qd}f}",
                                 "quoteQty": f"{t.px * t.qty:.5f}", "time": frames.ms(epoch, t.t_ns),
                                 "isBuyerMaker": t.buyer_is_maker} for t in recent])
+
+    def _agg_trades(self, req: HttpRequest) -> HttpReply:
+        """``GET /fapi/v1/aggTrades``: the recent trades as the aggTrade stream shows them (each trade is its own
+        aggregate, ids as the stream's), oldest first; ``fromId`` / ``startTime`` / ``endTime`` narrow them."""
+        got = self._tape_of(req)
+        if isinstance(got, HttpReply):
+            return got
+        tape, fmt, epoch = got
+        limit = self._limit(req, 500, 1000)
+        if isinstance(limit, HttpReply):
+            return limit
+        bounds = {}
+        for k in ("fromId", "startTime", "endTime"):
+            text = req.query.get(k)
+            if text is not None and not text.isdigit():
+                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
+            bounds[k] = int(text) if text is not None else None
+        rows = []
+        for t in tape.recent:
+            when = frames.ms(epoch, t.t_ns)
+            if (bounds["fromId"] is not None and t.trade_id < bounds["fromId"]) or (
+                    bounds["startTime"] is not None and when < bounds["startTime"]) or (
+                    bounds["endTime"] is not None and when > bounds["endTime"]):
+                continue
+            rows.append(t)
+        rows = rows[:limit] if bounds["fromId"] is not None or bounds["startTime"] is not None else rows[-limit:]
+        pd, qd = fmt.price_decimals, fmt.qty_decimals
+        return HttpReply(200, [{"a": t.trade_id, "p": f"{t.px:.{pd}f}", "q": f"{t.qty:.{qd}f}", "f": t.trade_id * 3,
+                                "l": t.trade_id * 3 + 2, "T": frames.ms(epoch, t.t_ns) - 1, "m": t.buyer_is_maker}
+                               for t in rows])
 
     def _listen_key(self, req: HttpRequest) -> HttpReply:
         key = orders.listen_key(req.headers.get("X-MBX-APIKEY"))

@@ -1,11 +1,11 @@
 """Plays the market model in real time: each event is sent at its scheduled time and stamped with it.
 
-Every emulated instrument (``MarketConfig.symbols``) has its top-of-book topics: Binance
-``binance:<symbol lower>@bookTicker`` and Hyperliquid ``hyperliquid:bbo:<COIN>`` (:func:`book_ticker_topic`,
-:func:`bbo_topic`), each frame naming its instrument and printing its numbers on its own grid. Every emulated
-Binance symbol also has its own depth book (``<symbol lower>@depth*`` streams and the REST snapshot, each chained on
-its own update ids). The other streams (trades, tickers, mark price, l2Book, allMids, activeAssetCtx) stay BTC's:
-they are fed only when BTC is emulated.
+Every emulated instrument (``MarketConfig.symbols``) has the market data BTC has, each frame naming its instrument
+and printing its numbers on its own grid: Binance ``<symbol>@bookTicker``, depth (its own book, streams and REST
+snapshot chained on its own update ids), ``trade`` / ``aggTrade`` / ``kline_<i>`` / ``miniTicker`` / ``ticker``
+(from its own trade tape, caerus.sim.instrument_feeds) and ``markPrice[@1s]``; Hyperliquid ``bbo``, ``l2Book``,
+``trades``, ``candle`` and ``activeAssetCtx`` per coin, and ``allMids`` carrying every emulated coin's mid (one
+frame per block in which a top changed). A depth book or a tape other than BTC's is kept only while read.
 
 The driver sleeps until an event's scheduled time and then publishes it (the last ~1.5 ms with the kernel's
 nanosecond timer, not the event loop's millisecond one: caerus.sim.lateness measures what is left); when it wakes
@@ -25,22 +25,16 @@ from dataclasses import dataclass
 from caerus.sim import frames
 from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.hub import Topics
+from caerus.sim.instrument_feeds import TapeFeed, binance_feed, hl_feed
 from caerus.sim.lateness import Lateness
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
 from caerus.sim.order_entry import BookSink
-from caerus.sim.tape import INTERVAL_MINUTES, Tape
+from caerus.sim.tape import Tape
 
 BOOK_TICKER = "binance:btcusdt@bookTicker"
-AGG_TRADE = "binance:btcusdt@aggTrade"
-TRADE = "binance:btcusdt@trade"
 HL_BBO = "hyperliquid:bbo:BTC"
-HL_L2 = "hyperliquid:l2Book:BTC"
-#: (topic, interval, minutes) of BTCUSDT's kline streams: an event after each trade, as the venue sends updates
-KLINES = tuple((f"binance:btcusdt@kline_{i}", i, m) for i, m in INTERVAL_MINUTES.items())
-HL_L2_FAST = "hyperliquid:l2Book:BTC:fast"
-HL_TRADES = "hyperliquid:trades:BTC"
 HL_ALL_MIDS = "hyperliquid:allMids"
-HL_ASSET_CTX = "hyperliquid:activeAssetCtx:BTC"
+KEEP_MS = 1000  # how often the tapes that nobody reads any more are dropped
 
 def depth_periodic(binance_symbol: str) -> tuple[tuple[str, int, str], ...]:
     """A symbol's periodic depth streams: (topic key, period ms, "depthN" partial book or "depth" diff)."""
@@ -60,22 +54,21 @@ def depth_0ms(binance_symbol: str) -> tuple[tuple[str, str], ...]:
     return tuple((f"binance:{sym}@depth{n}@0ms", f"depth{n}") for n in ("5", "10", "20", ""))
 
 
-# (topic key, period ms, what) for periodic streams: "depthN" partial book, "depth" diff, tickers, marks, l2Book.
-# BTCUSDT's; every other emulated symbol adds its own depth_periodic() in the driver.
-PERIODIC: tuple[tuple[str, int, str], ...] = (
-    *depth_periodic("BTCUSDT"),
-    ("binance:btcusdt@markPrice", 3000, "mark"),
-    ("binance:btcusdt@markPrice@1s", 1000, "mark"),
-    ("binance:btcusdt@miniTicker", 500, "miniTicker"),
-    ("binance:btcusdt@ticker", 500, "ticker"),
-    (HL_L2_FAST, 500, "l2fast"),
-    (HL_L2, 5000, "l2"),
-)
-DEPTH_PREFIX = depth_prefix("BTCUSDT")
+def binance_periodic(binance_symbol: str) -> tuple[tuple[str, int, str], ...]:
+    """A symbol's periodic streams other than depth: (topic key, period ms, what): mark price, tickers."""
+    sym = binance_symbol.lower()
+    return ((f"binance:{sym}@markPrice", 3000, "mark"), (f"binance:{sym}@markPrice@1s", 1000, "mark"),
+            (f"binance:{sym}@miniTicker", 500, "miniTicker"), (f"binance:{sym}@ticker", 500, "ticker"))
+
+
+def hl_periodic(coin: str) -> tuple[tuple[str, int, str], ...]:
+    """A coin's periodic channels: (topic key, period ms, what): ``l2Book`` (20 levels / 5 s, fast 5 / 0.5 s)."""
+    return ((f"hyperliquid:l2Book:{coin}:fast", 500, "l2fast"), (f"hyperliquid:l2Book:{coin}", 5000, "l2"))
+
+
 DEPTH_IDLE_S = 10.0  # keep a book this long after its last REST snapshot with no depth subscriber
 #: how early the event loop is asked to wake before an event (its timer's resolution is one millisecond)
 PRECISE_S = 0.0015
-DEPTH_0MS = depth_0ms("BTCUSDT")
 
 
 def book_ticker_topic(binance_symbol: str) -> str:
@@ -132,11 +125,27 @@ class MarketDriver:
         # symbol reads it. BTC's keeps the session seed; another symbol's is seeded apart, so books move on their own.
         self._depths: dict[int, _SymbolDepth] = {}
         self._depth_keys: dict[str, _SymbolDepth] = {}  # every depth topic key -> its symbol's book
-        self._periodic: list[tuple[str, int, str]] = [p for p in PERIODIC if not p[2].startswith("depth")]
+        self._periodic: list[tuple[str, int, str]] = [("keep", KEEP_MS, "keep")]
+        self._periodic_of: dict[str, int] = {}  # periodic topic key (not depth) -> its instrument's index
+        # Each instrument's trade tapes (index -> feed), BTC's kept for the session, the others while read.
+        self._bn_feeds: dict[int, TapeFeed] = {}
+        self._hl_feeds: dict[int, TapeFeed] = {}
+        self._feed_keys: dict[str, TapeFeed] = {}  # every tape-fed topic key -> its feed
         for k, inst in enumerate(self.instruments):
+            if inst.hl_asset is not None:
+                f = self._hl_feeds[k] = hl_feed(k, inst.name, always=k == self._btc)
+                self._feed_keys.update(dict.fromkeys(f.topics.values(), f))
+                for p in hl_periodic(inst.name):
+                    self._periodic.append(p)
+                    self._periodic_of[p[0]] = k
             if not inst.binance_symbol:
                 continue
             sym = inst.binance_symbol
+            f = self._bn_feeds[k] = binance_feed(k, sym, always=k == self._btc)
+            self._feed_keys.update(dict.fromkeys(f.topics.values(), f))
+            for p in binance_periodic(sym):
+                self._periodic.append(p)
+                self._periodic_of[p[0]] = k
             seed = model.cfg.seed if k == self._btc else model.cfg.seed * 1_000_003 + k + 1
             d = _SymbolDepth(k, DepthBook(seed, tick=float(inst.tick), step=float(inst.step)), depth_prefix(sym),
                              depth_0ms(sym))
@@ -147,8 +156,13 @@ class MarketDriver:
         # BTC's book (or a fresh unread one when BTC is not emulated): what the single-book callers read
         btc = self._depths.get(self._btc) if self._btc is not None else None
         self.depth = btc.book if btc is not None else DepthBook(model.cfg.seed)
-        self.binance_tape = Tape(first_id=1_000_001)
-        self.hl_tape = Tape(first_id=500_000_001)
+        # BTC's tapes (fresh unread ones when BTC is not emulated)
+        self.binance_tape = self._bn_feeds[self._btc].tape if self._btc in self._bn_feeds else binance_feed(
+            -1, "BTCUSDT", True).tape
+        self.hl_tape = self._hl_feeds[self._btc].tape if self._btc in self._hl_feeds else hl_feed(-1, "BTC", True).tape
+        # allMids goes out once per block (after its last coin), when some coin's top changed in it
+        self._hl_last = max((k for k, i in enumerate(self.instruments) if i.hl_asset is not None), default=-1)
+        self._mids_changed = False
         self._depth_prev: dict[str, int] = {}  # depth topic -> ``u`` of its last event (only while subscribed)
         # A book costs ~100 us a quote to keep, so each is kept only while read: one of its symbol's depth streams
         # is subscribed or its REST snapshot was asked for in the last DEPTH_IDLE_S (the fleet's bookTicker path
@@ -162,7 +176,8 @@ class MarketDriver:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         self.epoch_ns = time.time_ns()
-        self.binance_tape.offset_ns = self.hl_tape.offset_ns = self.epoch_ns  # klines / candles on wall minutes
+        for f in (*self._bn_feeds.values(), *self._hl_feeds.values()):
+            f.tape.offset_ns = self.epoch_ns  # klines / candles on wall minutes
         t0 = loop.time()
         events = self.model.events()
         ev = next(events)
@@ -191,7 +206,9 @@ class MarketDriver:
             if periodic:
                 due, period, key, what = heapq.heappop(timers)
                 heapq.heappush(timers, (due + period, period, key, what))
-                if self.topics.has(key):
+                if what == "keep":
+                    self._keep_tapes()
+                elif self.topics.has(key):
                     self._snapshot(key, what, due)
                 else:
                     self._depth_prev.pop(key, None)  # a later subscriber starts a fresh chain
@@ -212,6 +229,7 @@ class MarketDriver:
 
     def _binance(self, q: BinanceQuote) -> None:
         k = q.symbol
+        prev = self.quotes.get(k)
         self.quotes[k] = q
         if self._unquoted:
             self._unquoted.discard(k)
@@ -232,30 +250,35 @@ class MarketDriver:
             for key, what in d.zero_ms:
                 if self.topics.has(key):
                     self._snapshot(key, what, q.t_ns)
-        if k != self._btc:
+        if k == self._btc:
+            self.last_quote = q
+        f = self._bn_feeds.get(k)
+        if f is None or not f.live or prev is None:
             return
-        prev, self.last_quote = self.last_quote, q
-        if prev is not None:
-            trade = self.binance_tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid,
-                                             q.ask)
-            if trade is not None:
-                if self.topics.has(AGG_TRADE):
-                    self.topics.publish(AGG_TRADE, frames.binance_agg_trade(trade, self.epoch_ns))
-                if self.topics.has(TRADE):
-                    self.topics.publish(TRADE, frames.binance_trade(trade, self.epoch_ns))
-                for key, interval, minutes in KLINES:
-                    if self.topics.has(key):
-                        bar = self.binance_tape.current_bar(minutes)
-                        if bar is not None:
-                            self.topics.publish(key, frames.binance_kline(bar, interval, minutes,
-                                                                          frames.ms(self.epoch_ns, trade.t_ns)))
+        trade = f.tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid, q.ask)
+        if trade is None:
+            return
+        fmt, topics = self.formats[k], f.topics
+        if self.topics.has(topics["aggTrade"]):
+            self.topics.publish(topics["aggTrade"], frames.binance_agg_trade(trade, self.epoch_ns, fmt))
+        if self.topics.has(topics["trade"]):
+            self.topics.publish(topics["trade"], frames.binance_trade(trade, self.epoch_ns, fmt))
+        for key, interval, minutes in f.intervals:
+            if self.topics.has(key):
+                bar = f.tape.current_bar(minutes)
+                if bar is not None:
+                    self.topics.publish(key, frames.binance_kline(bar, interval, minutes,
+                                                                  frames.ms(self.epoch_ns, trade.t_ns), fmt))
 
     def _hyperliquid(self, b: HlBlock) -> None:
         k = b.symbol
+        prev = self.blocks.get(k)
         self.blocks[k] = b
         if self._blockless:
             self._blockless = False
             self._prime()
+        if k == self._btc:
+            self.last_block = b
         if b.changed:
             if self.book_sink is not None and b.bid is not None and b.ask is not None:
                 self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
@@ -267,22 +290,66 @@ class MarketDriver:
                 self.topics.publish(topic, frames.hl_bbo(b, self.epoch_ns, self.formats[k]))
                 self.lateness.record("hyperliquid", time.time_ns() - self.epoch_ns - b.t_ns)
             self.published += 1
-        if k != self._btc:
-            return
-        prev, self.last_block = self.last_block, b
-        if b.changed:
-            if prev is not None and None not in (prev.bid, prev.ask, b.bid, b.ask):
-                assert prev.bid is not None and prev.ask is not None and b.bid is not None and b.ask is not None
-                trade = self.hl_tape.on_top(b.t_ns, (prev.bid.px, prev.bid.sz), (prev.ask.px, prev.ask.sz),
-                                            b.bid.px, b.ask.px)
-                if trade is not None and self.topics.has(HL_TRADES):
-                    self.topics.publish(HL_TRADES, frames.hl_trades([trade], self.epoch_ns))
+            self._mids_changed = True
+            f = self._hl_feeds[k]
+            if f.live:
+                self._hl_tape(f, prev, b)
+        if k == self._hl_last and self._mids_changed:
+            self._mids_changed = False
             if self.topics.has(HL_ALL_MIDS):
-                mids = frames.hl_all_mids(b)
+                mids = frames.hl_all_mids(self.all_mids())
                 if mids is not None:
                     self.topics.publish(HL_ALL_MIDS, mids)
-            if self.topics.has(HL_ASSET_CTX):
-                self.topics.publish(HL_ASSET_CTX, frames.hl_active_asset_ctx(b, self.hl_tape.stats))
+
+    def _hl_tape(self, f: TapeFeed, prev: HlBlock | None, b: HlBlock) -> None:
+        """A coin's block top changed: its trade (if the top moved through a level), candles and asset context."""
+        fmt, topics = self.formats[f.index], f.topics
+        if prev is not None and prev.bid is not None and prev.ask is not None and b.bid is not None \
+                and b.ask is not None:
+            trade = f.tape.on_top(b.t_ns, (prev.bid.px, prev.bid.sz), (prev.ask.px, prev.ask.sz), b.bid.px, b.ask.px)
+            if trade is not None:
+                if self.topics.has(topics["trades"]):
+                    self.topics.publish(topics["trades"], frames.hl_trades([trade], self.epoch_ns, fmt))
+                for key, interval, minutes in f.intervals:
+                    if self.topics.has(key):
+                        bar = f.tape.current_bar(minutes)
+                        if bar is not None:
+                            self.topics.publish(key, frames.hl_candle(bar, interval, minutes, fmt))
+        if self.topics.has(topics["activeAssetCtx"]):
+            self.topics.publish(topics["activeAssetCtx"], frames.hl_active_asset_ctx(b, f.tape.stats, fmt))
+
+    def all_mids(self) -> dict[str, str]:
+        """Every emulated coin's mid (coin -> its text), in ``meta`` order; a coin with a side missing is left out."""
+        out: dict[str, str] = {}
+        for k, block in sorted(self.blocks.items()):
+            mid = frames.hl_mid(block, self.formats[k])
+            if mid is not None:
+                out[self.instruments[k].name] = mid
+        return out
+
+    # -- the tapes, kept while read -----------------------------------------------------------------------------
+    def binance_tape_of(self, binance_symbol: str, read: bool = True) -> Tape | None:
+        """An emulated symbol's Binance trade tape (None: not emulated). ``read``: keep it from now on (a REST query
+        of this symbol's trades, klines or tickers); False peeks (an all-symbols ticker query)."""
+        k = self._bn_index.get(binance_symbol.upper())
+        f = self._bn_feeds.get(k) if k is not None else None
+        if f is None:
+            return None
+        return f.read(time.monotonic()) if read else f.tape
+
+    def hl_tape_of(self, coin: str, read: bool = True) -> Tape | None:
+        """An emulated coin's Hyperliquid trade tape (None: not emulated); ``read`` as for binance_tape_of."""
+        k = self._hl_index.get(coin)
+        f = self._hl_feeds.get(k) if k is not None else None
+        if f is None:
+            return None
+        return f.read(time.monotonic()) if read else f.tape
+
+    def _keep_tapes(self) -> None:
+        now = time.monotonic()
+        for f in (*self._bn_feeds.values(), *self._hl_feeds.values()):
+            if f.live and not f.always:
+                f.maybe_idle(now, any(self.topics.has(t) for t in f.topics.values()))
 
     def quote_of(self, binance_symbol: str) -> BinanceQuote | None:
         """The newest quote of an emulated Binance symbol (None: not emulated, or no quote yet)."""
@@ -294,11 +361,18 @@ class MarketDriver:
         k = self._hl_index.get(coin)
         return self.blocks.get(k) if k is not None else None
 
+    def hl_index_of(self, coin: str) -> int:
+        """An emulated coin's instrument index (KeyError when it is not emulated)."""
+        return self._hl_index[coin]
+
     def format_of(self, index: int) -> frames.InstrumentFormat:
         return self.formats[index]
 
     # -- the Binance books, kept while read ----------------------------------------------------------------------
     def _on_subscribe(self, key: str, sub: object) -> None:
+        f = self._feed_keys.get(key)
+        if f is not None:
+            f.read(time.monotonic())
         d = self._depth_keys.get(key)
         if d is not None:
             book = self._read(d)
@@ -331,38 +405,48 @@ class MarketDriver:
             d.live = False
 
     def current(self, key: str) -> str | None:
-        """The current Hyperliquid bbo / l2Book frame for ``key`` (what the venue sends right after subscribing)."""
-        if key.startswith("hyperliquid:bbo:"):
-            block = self.block_of(key[len("hyperliquid:bbo:"):])
-            return frames.hl_bbo(block, self.epoch_ns, self.formats[block.symbol]) if block is not None else None
-        b = self.last_block
-        if b is None:
-            return None
-        if key in (HL_L2, HL_L2_FAST):
-            return frames.hl_l2_book(b, b.t_ns, self.epoch_ns, 5 if key == HL_L2_FAST else 20)
+        """The current Hyperliquid frame for ``key`` (what the venue sends right after subscribing): a coin's bbo,
+        l2Book, activeAssetCtx or latest trade, or allMids."""
         if key == HL_ALL_MIDS:
-            return frames.hl_all_mids(b)
-        if key == HL_ASSET_CTX:
-            return frames.hl_active_asset_ctx(b, self.hl_tape.stats)
-        if key == HL_TRADES and self.hl_tape.last is not None:  # the venue answers with the latest trades
-            return frames.hl_trades([self.hl_tape.last], self.epoch_ns)
+            return frames.hl_all_mids(self.all_mids())
+        _, _, rest = key.partition(":")
+        kind, _, coin_part = rest.partition(":")
+        k = self._hl_index.get(coin_part.split(":")[0])
+        block = self.blocks.get(k) if k is not None else None
+        if k is None or block is None:
+            return None
+        fmt = self.formats[k]
+        if kind == "bbo":
+            return frames.hl_bbo(block, self.epoch_ns, fmt)
+        if kind == "l2Book":
+            return frames.hl_l2_book(block, block.t_ns, self.epoch_ns, 5 if key.endswith(":fast") else 20, fmt)
+        f = self._hl_feeds[k]
+        if kind == "activeAssetCtx":
+            return frames.hl_active_asset_ctx(block, f.tape.stats, fmt)
+        if kind == "trades" and f.tape.last is not None:  # the venue answers with the latest trades
+            return frames.hl_trades([f.tape.last], self.epoch_ns, fmt)
         return None
 
     def _snapshot(self, key: str, what: str, t_ns: int) -> None:
         if what.startswith("depth"):
             self._depth(key, what[5:], t_ns)
-        elif what == "mark":
-            if self.last_quote is not None:
-                self.topics.publish(key, frames.binance_mark_price(self.last_quote, t_ns, self.epoch_ns))
-        elif what == "miniTicker":
-            if self.binance_tape.stats.count:
-                self.topics.publish(key, frames.binance_mini_ticker(self.binance_tape.stats, t_ns, self.epoch_ns))
-        elif what == "ticker":
-            if self.binance_tape.stats.count:
-                self.topics.publish(key, frames.binance_ticker(self.binance_tape.stats, t_ns, self.epoch_ns))
-        elif self.last_block is not None:
-            depth = 5 if what == "l2fast" else 20
-            self.topics.publish(key, frames.hl_l2_book(self.last_block, t_ns, self.epoch_ns, depth))
+            return
+        k = self._periodic_of[key]
+        fmt = self.formats[k]
+        if what == "mark":
+            q = self.quotes.get(k)
+            if q is not None:
+                self.topics.publish(key, frames.binance_mark_price(q, t_ns, self.epoch_ns, fmt))
+        elif what in ("miniTicker", "ticker"):
+            st = self._bn_feeds[k].tape.stats
+            if st.count:
+                build = frames.binance_mini_ticker if what == "miniTicker" else frames.binance_ticker
+                self.topics.publish(key, build(st, t_ns, self.epoch_ns, fmt))
+        else:
+            block = self.blocks.get(k)
+            if block is not None:
+                self.topics.publish(key, frames.hl_l2_book(block, t_ns, self.epoch_ns, 5 if what == "l2fast" else 20,
+                                                           fmt))
 
     def _depth(self, key: str, levels: str, t_ns: int) -> None:
         """One event on depth stream ``key``: the merged diff since its last event (``levels`` empty), or the top

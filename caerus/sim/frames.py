@@ -17,7 +17,7 @@ from caerus.sim.depth import DepthEvent, Level
 from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
 from caerus.sim.tape import Bar, TickerStats, Trade
 
-SYMBOL = "BTCUSDT"  # the instrument of the single-instrument streams (depth, trades, tickers, l2Book...)
+SYMBOL = "BTCUSDT"  # the default instrument of the frame builders (each takes an InstrumentFormat)
 COIN = "BTC"
 
 
@@ -89,38 +89,53 @@ def binance_depth_snapshot(bids: list[Level], asks: list[Level], update_id: int,
             "asks": [[f"{p:.{pd}f}", f"{s:.{qd}f}"] for p, s in asks]}
 
 
-def binance_agg_trade(t: Trade, epoch_ns: int) -> str:
+def binance_agg_trade(t: Trade, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
     e = ms(epoch_ns, t.t_ns)
+    pd, qd = f.price_decimals, f.qty_decimals
     return (
-        f'{{"e":"aggTrade","E":{e},"a":{t.trade_id},"s":"{SYMBOL}","p":"{t.px:.1f}","q":"{t.qty:.3f}",'
+        f'{{"e":"aggTrade","E":{e},"a":{t.trade_id},"s":"{f.symbol}","p":"{t.px:.{pd}f}","q":"{t.qty:.{qd}f}",'
         f'"f":{t.trade_id * 3},"l":{t.trade_id * 3 + 2},"T":{e - 1},"m":{"true" if t.buyer_is_maker else "false"}}}'
     )
 
 
-def binance_trade(t: Trade, epoch_ns: int) -> str:
+def binance_trade(t: Trade, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
     e = ms(epoch_ns, t.t_ns)
+    pd, qd = f.price_decimals, f.qty_decimals
     return (
-        f'{{"e":"trade","E":{e},"T":{e - 1},"s":"{SYMBOL}","t":{t.trade_id},"p":"{t.px:.1f}","q":"{t.qty:.3f}",'
-        f'"X":"MARKET","m":{"true" if t.buyer_is_maker else "false"}}}'
+        f'{{"e":"trade","E":{e},"T":{e - 1},"s":"{f.symbol}","t":{t.trade_id},"p":"{t.px:.{pd}f}",'
+        f'"q":"{t.qty:.{qd}f}","X":"MARKET","m":{"true" if t.buyer_is_maker else "false"}}}'
     )
 
 
-def binance_kline(bar: Bar, interval: str, minutes: int, now_ms: int) -> str:
+def binance_kline_row(bar: Bar, minutes: int, f: InstrumentFormat = BTC_FORMAT) -> list[Any]:
+    """``GET /fapi/v1/klines``' 12-field row for a bar (numbers on ``f``'s grid)."""
+    pd, qd = f.price_decimals, f.qty_decimals
+    t = bar.start_ns // 1_000_000
+    return [t, f"{bar.open:.{pd}f}", f"{bar.high:.{pd}f}", f"{bar.low:.{pd}f}", f"{bar.close:.{pd}f}",
+            f"{bar.volume:.{qd}f}", t + minutes * 60_000 - 1, f"{bar.quote_volume:.5f}", bar.count,
+            f"{bar.taker_buy_volume:.{qd}f}", f"{bar.taker_buy_quote:.5f}", "0"]
+
+
+def binance_kline(bar: Bar, interval: str, minutes: int, now_ms: int, f: InstrumentFormat = BTC_FORMAT) -> str:
     """One ``kline`` stream event for the bar as it stands (``x``: closed, false while its interval runs)."""
     t = bar.start_ns // 1_000_000
     close = t + minutes * 60_000 - 1
+    pd, qd = f.price_decimals, f.qty_decimals
     return (
-        f'{{"e":"kline","E":{now_ms},"s":"{SYMBOL}","k":{{"t":{t},"T":{close},"s":"{SYMBOL}","i":"{interval}",'
-        f'"f":{bar.first_id},"L":{bar.last_id},"o":"{bar.open:.1f}","c":"{bar.close:.1f}","h":"{bar.high:.1f}",'
-        f'"l":"{bar.low:.1f}","v":"{bar.volume:.3f}","n":{bar.count},"x":{"true" if now_ms > close else "false"},'
-        f'"q":"{bar.quote_volume:.5f}","V":"{bar.taker_buy_volume:.3f}","Q":"{bar.taker_buy_quote:.5f}","B":"0"}}}}'
+        f'{{"e":"kline","E":{now_ms},"s":"{f.symbol}","k":{{"t":{t},"T":{close},"s":"{f.symbol}","i":"{interval}",'
+        f'"f":{bar.first_id},"L":{bar.last_id},"o":"{bar.open:.{pd}f}","c":"{bar.close:.{pd}f}",'
+        f'"h":"{bar.high:.{pd}f}","l":"{bar.low:.{pd}f}","v":"{bar.volume:.{qd}f}","n":{bar.count},'
+        f'"x":{"true" if now_ms > close else "false"},"q":"{bar.quote_volume:.5f}","V":"{bar.taker_buy_volume:.{qd}f}",'
+        f'"Q":"{bar.taker_buy_quote:.5f}","B":"0"}}}}'
     )
 
 
-def binance_mini_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
+def binance_mini_ticker(st: TickerStats, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
+    pd, qd = f.price_decimals, f.qty_decimals
     return (
-        f'{{"e":"24hrMiniTicker","E":{ms(epoch_ns, t_ns)},"s":"{SYMBOL}","c":"{st.last:.1f}","o":"{st.open:.1f}",'
-        f'"h":"{st.high:.1f}","l":"{st.low:.1f}","v":"{st.volume:.3f}","q":"{st.quote_volume:.2f}"}}'
+        f'{{"e":"24hrMiniTicker","E":{ms(epoch_ns, t_ns)},"s":"{f.symbol}","c":"{st.last:.{pd}f}",'
+        f'"o":"{st.open:.{pd}f}","h":"{st.high:.{pd}f}","l":"{st.low:.{pd}f}","v":"{st.volume:.{qd}f}",'
+        f'"q":"{st.quote_volume:.2f}"}}'
     )
 
 
@@ -137,8 +152,8 @@ def binance_ticker_fields(st: TickerStats, t_ns: int, epoch_ns: int, fmt: Instru
             "n": st.count}
 
 
-def binance_ticker(st: TickerStats, t_ns: int, epoch_ns: int) -> str:
-    body = {"e": "24hrTicker", "E": ms(epoch_ns, t_ns), **binance_ticker_fields(st, t_ns, epoch_ns)}
+def binance_ticker(st: TickerStats, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
+    body = {"e": "24hrTicker", "E": ms(epoch_ns, t_ns), **binance_ticker_fields(st, t_ns, epoch_ns, f)}
     return json.dumps(body, separators=(",", ":"))
 
 
@@ -152,8 +167,8 @@ def binance_mark_fields(q: BinanceQuote, t_ns: int, epoch_ns: int, fmt: Instrume
             "P": f"{mid:.8f}", "i": f"{index:.8f}", "r": "0.00010000", "T": (e // 28_800_000 + 1) * 28_800_000}
 
 
-def binance_mark_price(q: BinanceQuote, t_ns: int, epoch_ns: int) -> str:
-    return json.dumps(binance_mark_fields(q, t_ns, epoch_ns), separators=(",", ":"))
+def binance_mark_price(q: BinanceQuote, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
+    return json.dumps(binance_mark_fields(q, t_ns, epoch_ns, f), separators=(",", ":"))
 
 
 def binance_combined(stream: str, raw: str) -> str:
@@ -184,10 +199,12 @@ def hl_bbo(block: HlBlock, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT) ->
     )
 
 
-def hl_l2_book(block: HlBlock, t_ns: int, epoch_ns: int, depth: int) -> str:
-    """Full ``depth``-level snapshot as of ``block`` (``time`` is the block time, as on the venue)."""
+def hl_l2_book(block: HlBlock, t_ns: int, epoch_ns: int, depth: int, fmt: InstrumentFormat = BTC_FORMAT) -> str:
+    """Full ``depth``-level snapshot of ``fmt``'s coin as of ``block`` (``time`` is the block time, as on the
+    venue); the levels behind the top are synthetic, seeded by the block, on the coin's price grid."""
     bid_px = block.bid.px if block.bid else block.ask.px - 1  # type: ignore[union-attr]
-    tick = hl_tick(bid_px)
+    tick = hl_tick(bid_px, fmt.hl_sz_decimals)
+    least = 10.0 ** -fmt.hl_sz_decimals  # the smallest size the coin shows (a level is never 0)
     sides = []
     for side, best, lvl0 in ((-1, block.bid, block.bid), (+1, block.ask, block.ask)):
         base = best.px if best else bid_px + (tick if side > 0 else 0)
@@ -195,22 +212,38 @@ def hl_l2_book(block: HlBlock, t_ns: int, epoch_ns: int, depth: int) -> str:
         parts = []
         for i, (px, sz) in enumerate(levels):
             if i == 0 and lvl0 is not None:
-                parts.append(_hl_level(lvl0, tick))
+                parts.append(_hl_level(lvl0, tick, fmt))
             else:
-                parts.append(f'{{"px":"{hl_num(px, 1)}","sz":"{hl_num(sz, 5)}","n":{1 + (i * 7 + 3) % 11}}}')
+                parts.append(f'{{"px":"{hl_num(px, fmt.hl_px_decimals)}",'
+                             f'"sz":"{hl_num(max(sz, least), fmt.hl_sz_decimals)}","n":{1 + (i * 7 + 3) % 11}}}')
         sides.append("[" + ",".join(parts) + "]")
     return (
-        f'{{"channel":"l2Book","data":{{"coin":"{COIN}","time":{ms(epoch_ns, block.t_ns)},'
+        f'{{"channel":"l2Book","data":{{"coin":"{fmt.coin}","time":{ms(epoch_ns, block.t_ns)},'
         f'"levels":[{sides[0]},{sides[1]}]}}}}'
     )
 
 
-def hl_trades(trades: list[Trade], epoch_ns: int) -> str:
+def hl_trades(trades: list[Trade], epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT) -> str:
     """A ``trades`` frame: side ``A`` when the seller was the taker (the bid was hit), ``B`` when the buyer was."""
-    items = [{"coin": COIN, "side": "A" if t.buyer_is_maker else "B", "px": hl_num(t.px, 1),
-              "sz": hl_num(t.qty, 5), "time": ms(epoch_ns, t.t_ns), "hash": f"0x{t.trade_id:064x}",
+    items = [{"coin": fmt.coin, "side": "A" if t.buyer_is_maker else "B", "px": hl_num(t.px, fmt.hl_px_decimals),
+              "sz": hl_num(t.qty, fmt.hl_sz_decimals), "time": ms(epoch_ns, t.t_ns), "hash": f"0x{t.trade_id:064x}",
               "tid": t.trade_id, "users": [HL_MAKER, HL_TAKER]} for t in trades]
     return json.dumps({"channel": "trades", "data": items}, separators=(",", ":"))
+
+
+def hl_candle_fields(bar: Bar, interval: str, minutes: int, fmt: InstrumentFormat = BTC_FORMAT) -> dict[str, Any]:
+    """One candle (``candleSnapshot`` element and the ``candle`` channel's data), numbers as the coin shows them."""
+    t = bar.start_ns // 1_000_000
+    pd = fmt.hl_px_decimals
+    return {"t": t, "T": t + minutes * 60_000 - 1, "s": fmt.coin, "i": interval, "o": hl_num(bar.open, pd),
+            "c": hl_num(bar.close, pd), "h": hl_num(bar.high, pd), "l": hl_num(bar.low, pd),
+            "v": hl_num(bar.volume, fmt.hl_sz_decimals), "n": bar.count}
+
+
+def hl_candle(bar: Bar, interval: str, minutes: int, fmt: InstrumentFormat = BTC_FORMAT) -> str:
+    """A ``candle`` channel frame: the coin's current candle of that interval, sent after each trade."""
+    return json.dumps({"channel": "candle", "data": hl_candle_fields(bar, interval, minutes, fmt)},
+                      separators=(",", ":"))
 
 
 def hl_mid(block: HlBlock, fmt: InstrumentFormat = BTC_FORMAT) -> str | None:
@@ -219,11 +252,11 @@ def hl_mid(block: HlBlock, fmt: InstrumentFormat = BTC_FORMAT) -> str | None:
     return hl_num((block.bid.px + block.ask.px) / 2, fmt.hl_px_decimals)
 
 
-def hl_all_mids(block: HlBlock) -> str | None:
-    mid = hl_mid(block)
-    if mid is None:
+def hl_all_mids(mids: dict[str, str]) -> str | None:
+    """An ``allMids`` frame carrying every coin's mid (``mids``: coin -> mid text); None when there is none."""
+    if not mids:
         return None
-    return f'{{"channel":"allMids","data":{{"mids":{{"{COIN}":"{mid}"}}}}}}'
+    return json.dumps({"channel": "allMids", "data": {"mids": mids}}, separators=(",", ":"))
 
 
 def hl_asset_ctx(block: HlBlock, day: TickerStats, fmt: InstrumentFormat = BTC_FORMAT) -> dict[str, Any]:
@@ -243,8 +276,8 @@ HL_EMPTY_ASSET_CTX: dict[str, Any] = {
     "oraclePx": "0.0", "markPx": "0.0", "midPx": None, "impactPxs": None, "dayBaseVlm": "0.0"}
 
 
-def hl_active_asset_ctx(block: HlBlock, day: TickerStats) -> str:
-    return json.dumps({"channel": "activeAssetCtx", "data": {"coin": COIN, "ctx": hl_asset_ctx(block, day)}},
+def hl_active_asset_ctx(block: HlBlock, day: TickerStats, fmt: InstrumentFormat = BTC_FORMAT) -> str:
+    return json.dumps({"channel": "activeAssetCtx", "data": {"coin": fmt.coin, "ctx": hl_asset_ctx(block, day, fmt)}},
                       separators=(",", ":"))
 
 

@@ -3,10 +3,11 @@
 * ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo, the
   current bbo, then a ``bbo`` frame per block whose top changed; ``l2Book`` (current book first) every 5 s
   (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels); ``trades`` (the latest trade first, then each
-  trade as the top moves through a level), ``allMids`` and ``activeAssetCtx`` (per block whose top changed).
-  User channels (``orderUpdates``, ``userFills``, ``userEvents``, ``notification``, ``webData2``...) are
-  acknowledged: they carry account events only. Market channels this emulator does not model (``candle``,
-  ``activeAssetData``) and other coins are refused with an ``error`` frame naming the subscription, never
+  trade as the top moves through a level), ``candle`` (the coin's current candle of the interval after each
+  trade), ``allMids`` (every emulated coin's mid, per block in which a top changed) and ``activeAssetCtx`` (per
+  block whose top changed). User channels (``orderUpdates``, ``userFills``, ``userEvents``, ``notification``,
+  ``webData2``...) are acknowledged: they carry account events only. A market channel this emulator does not model
+  (``activeAssetData``) and coins not emulated are refused with an ``error`` frame naming the subscription, never
   acknowledged and left silent.
 * ``{"method":"ping"}`` -> ``{"channel":"pong"}``; bad requests -> ``{"channel":"error","data":"..."}``.
 * ``{"method":"post","id":N,"request":{...}}`` -> ``caerus.sim.orders.hyperliquid_post_response``.
@@ -14,10 +15,10 @@
   (caerus.sim.hyperliquid_rest).
 * A connection with no client message for ``hl_idle_timeout_s`` (60 s) is closed; the optional non-JSON greeting
   "Websocket connection established." is sent on connect when configured.
-* Coins: ``bbo`` is served for every emulated coin (``MarketConfig.symbols``), ``l2Book``, ``trades`` and
-  ``activeAssetCtx`` for BTC only; a coin listed but not emulated in this session, or not listed, is refused naming
-  it. Limits as on the venue: at most ``hl_max_subscriptions_per_ip`` (1000) subscriptions per client IP across
-  its connections (an ``error`` frame naming the limit) and ``hl_max_connections_per_ip`` (10) open connections
+* Coins: every market channel is served for every emulated coin (``MarketConfig.symbols``); a coin listed but not
+  emulated in this session, or not listed, is refused naming it. Limits as on the venue: at most
+  ``hl_max_subscriptions_per_ip`` (1000) subscriptions per client IP across its connections (an ``error`` frame
+  naming the limit) and ``hl_max_connections_per_ip`` (10) open connections
   per IP (the next handshake gets HTTP 429).
 """
 
@@ -39,15 +40,18 @@ from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
 from caerus.sim.hyperliquid_rest import HyperliquidRest
+from caerus.sim.instrument_feeds import candle_topic
 from caerus.sim.order_entry import hyperliquid_post_reply
+from caerus.sim.tape import INTERVAL_MINUTES
 
 log = logging.getLogger("caerus.sim")
 
 PATH = "/ws"
-MARKET_TYPES = frozenset({"bbo", "l2Book", "trades", "allMids", "activeAssetCtx"})  # from the market model
+MARKET_TYPES = frozenset({"bbo", "l2Book", "trades", "candle", "allMids", "activeAssetCtx"})  # the market model's
+COIN_TYPES = MARKET_TYPES - {"allMids"}  # market channels of one coin
 USER_TYPES = frozenset({"notification", "webData2", "orderUpdates", "userEvents", "userFills", "userFundings",
                         "userNonFundingLedgerUpdates"})  # account events only: acknowledged
-UNMODELLED_TYPES = frozenset({"candle", "activeAssetData"})  # refused, never left silent
+UNMODELLED_TYPES = frozenset({"activeAssetData"})  # refused, never left silent
 KNOWN_TYPES = MARKET_TYPES | USER_TYPES | UNMODELLED_TYPES
 ACCOUNT_TYPES = frozenset({"orderUpdates", "userFills", "userEvents"})  # user channels fed from the desk's events
 #: the channel an event arrives on -> the subscription type that receives it (userEvents arrive on "user")
@@ -67,6 +71,8 @@ def topic_for(subscription: dict) -> str | None:
         return f"hyperliquid:trades:{coin}"
     if kind == "activeAssetCtx":
         return f"hyperliquid:activeAssetCtx:{coin}"
+    if kind == "candle":
+        return candle_topic(str(coin), str(subscription.get("interval")))
     if kind in ACCOUNT_TYPES and isinstance(subscription.get("user"), str):
         return f"hyperliquid:{kind}:{subscription['user'].lower()}"
     return None
@@ -74,19 +80,19 @@ def topic_for(subscription: dict) -> str | None:
 
 def refusal(subscription: dict, coins: frozenset[str] = frozenset({frames.COIN})) -> str | None:
     """Why a known subscription is refused here (a market channel not modelled, a coin not emulated), else None.
-    ``coins``: the coins this session emulates (bbo is served for each; the other market channels for BTC)."""
+    ``coins``: the coins this session emulates (every market channel is served for each)."""
     kind = subscription.get("type")
     if kind in UNMODELLED_TYPES:
         return f"{kind} is not served by this emulator (see the fidelity table in docs/emulator.md)"
-    if kind in ("bbo", "l2Book", "trades", "activeAssetCtx"):
+    if kind in COIN_TYPES:
         coin = subscription.get("coin")
         listed = catalogue.BY_NAME.get(coin) if isinstance(coin, str) else None
         if listed is None or listed.hl_asset is None:
             return f"coin {coin!r} is not listed by this emulator"
         if coin not in coins:
             return f"coin {coin!r} is listed but not emulated in this session (caerus venue-sim --symbols)"
-        if kind != "bbo" and coin != frames.COIN:
-            return f"coin {coin!r}: {kind} is served for {frames.COIN} only (bbo for every emulated coin)"
+        if kind == "candle" and subscription.get("interval") not in INTERVAL_MINUTES:
+            return f"candle interval {subscription.get('interval')!r} is not one of {', '.join(INTERVAL_MINUTES)}"
     return None
 
 
@@ -220,8 +226,7 @@ class HyperliquidServer:
             subscription = req.get("subscription")
             if not isinstance(subscription, dict) or subscription.get("type") not in KNOWN_TYPES:
                 return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}")
-            if subscription.get("type") in ("bbo", "l2Book", "trades", "activeAssetCtx") \
-                    and not isinstance(subscription.get("coin"), str):
+            if subscription.get("type") in COIN_TYPES and not isinstance(subscription.get("coin"), str):
                 return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: missing coin")
             sid = _sub_id(subscription)
             if method == "subscribe":

@@ -139,8 +139,9 @@ class HyperliquidRest:
         drv, block = self._coin_block(coin)
         if block is None:  # no book (yet): the venue shows a null mid and no impact prices
             return dict(frames.HL_EMPTY_ASSET_CTX)
-        day = drv.hl_tape.stats if coin == frames.COIN else TickerStats()
-        return frames.hl_asset_ctx(block, day, drv.format_of(block.symbol))
+        tape = drv.hl_tape_of(coin, read=False)  # every coin's context is in metaAndAssetCtxs: a peek keeps nothing
+        return frames.hl_asset_ctx(block, tape.stats if tape is not None else TickerStats(),
+                                   drv.format_of(block.symbol))
 
     def _l2_book(self, req: dict[str, Any]) -> Any:
         coin = req.get("coin")
@@ -149,27 +150,24 @@ class HyperliquidRest:
         drv, block = self._coin_block(str(coin))
         if block is None:
             return {"coin": coin, "time": time.time_ns() // 1_000_000, "levels": [[], []]}
-        data = json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20))["data"]
-        return data | {"coin": coin}
+        return json.loads(frames.hl_l2_book(block, block.t_ns, drv.epoch_ns, 20, drv.format_of(block.symbol)))["data"]
 
     def _candles(self, req: dict[str, Any]) -> Any:
         """``candleSnapshot`` ``{"req": {coin, interval, startTime, endTime}}``: bars from the coin's trade tape
-        (BTC's; another coin has no trades in this emulator), oldest first, at most 5000."""
+        (kept from now on; a coin not emulated has none: ``[]``), oldest first, at most 5000."""
         raw = req.get("req")
         spec: dict[str, Any] = raw if isinstance(raw, dict) else {}
         coin, minutes = spec.get("coin"), INTERVAL_MINUTES.get(str(spec.get("interval")))
         if minutes is None or not isinstance(spec.get("startTime"), int):
             return _unprocessable("candleSnapshot needs req.coin, req.interval and req.startTime")
         drv = self._market()
-        if drv is None or coin != frames.COIN:
+        tape = drv.hl_tape_of(coin) if drv is not None and isinstance(coin, str) else None
+        if drv is None or tape is None:
             return []
-        end = spec.get("endTime") if isinstance(spec.get("endTime"), int) else None
-        bars = drv.hl_tape.bars_of(minutes, spec["startTime"] * 1_000_000,
-                                   end * 1_000_000 if end is not None else None)[-5000:]
-        width_ms = minutes * 60_000
-        return [{"t": b.start_ns // 1_000_000, "T": b.start_ns // 1_000_000 + width_ms - 1, "s": coin,
-                 "i": spec["interval"], "o": f"{b.open:g}", "c": f"{b.close:g}", "h": f"{b.high:g}",
-                 "l": f"{b.low:g}", "v": f"{b.volume:.5f}", "n": b.count} for b in bars]
+        end = spec["endTime"] * 1_000_000 if isinstance(spec.get("endTime"), int) else None
+        bars = tape.bars_of(minutes, spec["startTime"] * 1_000_000, end)[-5000:]
+        fmt = drv.format_of(drv.hl_index_of(str(coin)))
+        return [frames.hl_candle_fields(b, spec["interval"], minutes, fmt) for b in bars]
 
     def _funding_history(self, req: dict[str, Any]) -> list[dict[str, Any]]:
         """One entry per funding hour in [startTime, endTime] at the coin's current funding rate and premium."""

@@ -181,7 +181,7 @@ def test_hyperliquid_subscriptions_are_served_or_refused_never_silent(tmp_path: 
     async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> dict[str, Any]:
         out: dict[str, Any] = {}
         async with open_ws(emu, "hyperliquid", "/ws", ctx) as ws:
-            for sub in ({"type": "candle", "coin": "BTC", "interval": "1m"}, {"type": "allMids"},
+            for sub in ({"type": "activeAssetData", "coin": "BTC", "user": "0x" + "00" * 20}, {"type": "allMids"},
                         {"type": "orderUpdates", "user": "0x" + "00" * 20}):
                 await ws.send(json.dumps({"method": "subscribe", "subscription": sub}))
             out["frames"] = [json.loads(t) for _, t in await recv_for(ws, 1.0)]
@@ -189,7 +189,7 @@ def test_hyperliquid_subscriptions_are_served_or_refused_never_silent(tmp_path: 
 
     frames = run_with(config(tmp_path), body)["frames"]
     errors = [f for f in frames if f["channel"] == "error"]
-    assert len(errors) == 1 and "candle" in errors[0]["data"]
+    assert len(errors) == 1 and "activeAssetData" in errors[0]["data"]
     acks = [f["data"]["subscription"]["type"] for f in frames if f["channel"] == "subscriptionResponse"]
     assert sorted(acks) == ["allMids", "orderUpdates"]
     mids = [f for f in frames if f["channel"] == "allMids"]
