@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Goal, add_common_args, at_most, emit, run_session, summarize_histogram
+from caerus.plan import feed_venue
 
 COUNTS = (1, 4, 16, 64)
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
 # every order is refused after pickup by the rate limit past 100/s: the decision path is what is measured
 EXECUTION_TOML = ("[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\n"
                   "price_band_bps = 500.0\n")
-FEEDS = ("feed-binance", "feed-hyperliquid")
 
 
 def instrument_names(n: int) -> list[str]:
@@ -67,8 +67,9 @@ def measure(session: Path) -> dict[str, Any]:
 
     summary = json.loads((session / "summary.json").read_text())
     counters = summary.get("counters") or {}
-    feed_cpu = sum(float((counters.get(f) or {}).get("cpu_ns", 0)) for f in FEEDS)
-    feed_msgs = sum(float((counters.get(f) or {}).get("cpu_msgs", 0)) for f in FEEDS)
+    feeds = [f for f in counters if feed_venue(f) is not None]  # every feed process (each share of a split venue)
+    feed_cpu = sum(float((counters.get(f) or {}).get("cpu_ns", 0)) for f in feeds)
+    feed_msgs = sum(float((counters.get(f) or {}).get("cpu_msgs", 0)) for f in feeds)
     strat = counters.get("strategy") or {}
     strat_books = float(strat.get("cpu_books", 0))
     out: dict[str, Any] = {
@@ -77,7 +78,7 @@ def measure(session: Path) -> dict[str, Any]:
         "strategy_cpu_ns_per_book": float(strat.get("cpu_ns", 0)) / strat_books if strat_books else float("nan"),
         "strategy_books": strat_books,
         "ring_lost": int(strat.get("books.lost", 0)),
-        "instrument_stale": sum(int((counters.get(f) or {}).get("instrument_stale", 0)) for f in FEEDS),
+        "instrument_stale": sum(int((counters.get(f) or {}).get("instrument_stale", 0)) for f in feeds),
     }
     metrics = load_metrics(session).metrics
     for tag in ("tick_to_decision", "feed_internal.binance", "feed_internal.hyperliquid"):

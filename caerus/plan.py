@@ -1,15 +1,22 @@
-"""The fleet plan: which CPU each fleet process runs on and which wait policy it uses.
+"""The fleet plan: which CPU each fleet process runs on, which wait policy it uses, and how many feed processes
+carry each venue.
 
 One plan serves the local session (``invoke bench``) and the tuned host (``invoke configure`` derives
 isolcpus/nohz_full/irqaffinity from it, ``invoke deploy`` derives systemd CPUAffinity from it), so the cores a
 host was tuned for are the cores the fleet is pinned to. Measured on 2 cores (see DESIGN.md): spinners sharing a
 core cost milliseconds, so a process spins only when it has a core to itself; otherwise it uses the hybrid policy.
+
+A venue whose estimated book rate is above what one feed process takes (:data:`MAX_FEED_BOOKS_PER_S`) is split
+across feed processes (:func:`feed_shares`): each share is a contiguous run of instrument ids with its own process
+(``feed-binance-1`` ... ``-K``), ring and placement. Unsplit, a venue's feed keeps its one name (``feed-binance``).
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from caerus.ipc.wait import POLICIES, WaitPolicy
@@ -18,6 +25,52 @@ FEEDS = ("feed-binance", "feed-hyperliquid")
 HOT_PROCESSES = (*FEEDS, "strategy", "execution")
 COLD_PROCESSES = ("capture", "venue-sim", "session")
 WAIT_POLICIES = POLICIES  # the names of caerus.ipc.wait.WaitPolicy (kept for the session CLI's choices)
+
+
+#: Books per second one feed process is planned to carry. Measured by benchmarks/symbols_scaling (docs/instruments.md,
+#: "The cost curve"): a feed spends 89 us of CPU per message at N = 64 (20 Hz each) and 119 us at N = 64 with the
+#: same total rate (320 Hz), so one process saturates its core near 8,400-11,200 messages/s; half of the worse
+#: figure leaves the headroom that bursts (the emulator's x burst_multiplier) and the p99 need. Above it the plan
+#: splits the venue (benchmarks/feed_split: processes scale onto free cores, 1.93x with two; threads do not).
+MAX_FEED_BOOKS_PER_S = 4000.0
+#: Books per second per instrument when nothing better is known (live venues): a Binance bookTicker outside bursts
+#: (the emulator's default market, caerus/sim/markets/default.toml) and one Hyperliquid bbo per ~70 ms block.
+BOOK_RATE_HZ: dict[str, float] = {"binance": 75.0, "hyperliquid": 1000.0 / 70.0}
+_SHARE_NAME = re.compile(r"^feed-([a-z0-9_]+?)(?:-(\d+))?$")
+
+
+def feed_shares(instruments: int, rate_hz: float, max_books_per_s: float = MAX_FEED_BOOKS_PER_S
+                ) -> tuple[tuple[int, int], ...]:
+    """The plan's split of one venue: ``(first id, end id)`` of each share, contiguous, in id order, covering
+    ``0 .. instruments - 1`` once; one share while ``instruments * rate_hz`` (the venue's estimated books/s) is at
+    most ``max_books_per_s``, else K = ceil(rate / max) shares (at most one per instrument), sizes within one."""
+    if instruments < 1:
+        raise ValueError(f"feed_shares needs at least one instrument, got {instruments}")
+    if not (rate_hz >= 0 and math.isfinite(rate_hz)):
+        raise ValueError(f"feed_shares: book rate per instrument must be a finite number >= 0 Hz, got {rate_hz}")
+    if not max_books_per_s > 0:
+        raise ValueError(f"feed_shares: books per feed process must be > 0, got {max_books_per_s}")
+    k = min(instruments, max(1, math.ceil(instruments * rate_hz / max_books_per_s)))
+    size, extra = divmod(instruments, k)
+    out: list[tuple[int, int]] = []
+    start = 0
+    for i in range(k):
+        end = start + size + (1 if i < extra else 0)
+        out.append((start, end))
+        start = end
+    return tuple(out)
+
+
+def feed_process(venue: str, share: int = 1, shares: int = 1) -> str:
+    """A feed process's name: ``feed-<venue>`` for an unsplit venue, ``feed-<venue>-<share>`` (1-based) in a split."""
+    return f"feed-{venue}" if shares == 1 else f"feed-{venue}-{share}"
+
+
+def feed_venue(process: str) -> str | None:
+    """The venue a feed process reads (``feed-binance`` and ``feed-binance-2`` -> ``binance``); None for another
+    process."""
+    m = _SHARE_NAME.match(process)
+    return m.group(1) if m else None
 
 
 #: the WebSocket clients a feed can read with (caerus.net.ws.WsSession, caerus.net.busy.BusyWsSession)
@@ -47,6 +100,19 @@ class FleetPlan:
     placements: dict[str, Placement] = field(default_factory=dict)
     isolated: bool = False  # the hot CPUs are isolated by the kernel (isolcpus/nohz_full)
     notes: tuple[str, ...] = ()
+    # venue -> its shares' (first id, end id), for split venues only (an unsplit venue has one feed-<venue>)
+    feed_split: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def feeds(self, venue: str) -> tuple[str, ...]:
+        """The feed processes of ``venue`` in share order (one, ``feed-<venue>``, unless the plan split it)."""
+        shares = self.feed_split.get(venue, ((0, 0),))
+        return tuple(feed_process(venue, i, len(shares)) for i in range(1, len(shares) + 1))
+
+    @property
+    def hot_processes(self) -> tuple[str, ...]:
+        """HOT_PROCESSES with each split venue's feed replaced by its shares."""
+        feeds = [f for venue in (feed_venue(p) for p in FEEDS) if venue is not None for f in self.feeds(venue)]
+        return (*feeds, *HOT_PROCESSES[len(FEEDS):])
 
     def placement(self, process: str) -> Placement:
         try:
@@ -66,10 +132,12 @@ class FleetPlan:
             },
             isolated=bool(data.get("isolated", False)),
             notes=tuple(data.get("notes", ())),
+            feed_split={venue: tuple((int(a), int(b)) for a, b in shares)
+                        for venue, shares in data.get("feed_split", {}).items()},
         )
 
     def to_dict(self) -> dict:
-        return {
+        out: dict = {
             "housekeeping": list(self.housekeeping),
             "hot": list(self.hot),
             "isolated": self.isolated,
@@ -79,6 +147,9 @@ class FleetPlan:
                 for name, p in self.placements.items()
             },
         }
+        if self.feed_split:  # absent unless a venue is split: an unsplit plan's document (and hash) is unchanged
+            out["feed_split"] = {venue: [list(s) for s in shares] for venue, shares in self.feed_split.items()}
+        return out
 
 
 def available_cpus() -> tuple[int, ...]:
@@ -153,6 +224,9 @@ def plan_fleet(
     isolated: Sequence[int] | None = None,
     wait_policy: str | None = None,
     siblings: Mapping[int, Sequence[int]] | None = None,
+    instruments: int = 1,
+    book_rate_hz: Mapping[str, float] | None = None,
+    max_feed_books_per_s: float = MAX_FEED_BOOKS_PER_S,
 ) -> FleetPlan:
     """Assign every fleet process a CPU set and a wait policy.
 
@@ -161,6 +235,11 @@ def plan_fleet(
     ``wait_policy`` forces one policy on every hot process (still recorded per process). ``siblings`` maps each
     CPU to its SMT thread siblings (default: read from sysfs when ``cpus`` is not given); hot processes get one
     thread per physical core and the spare siblings stay idle.
+
+    ``instruments`` (how many the session trades) and ``book_rate_hz`` (venue -> estimated books/s per instrument;
+    a venue not in it is never split) decide the feed split (:func:`feed_shares` against ``max_feed_books_per_s``).
+    A split venue's first share takes the place its one feed would have had; every further share gets a hot core
+    nobody else uses when there is one, else shares the first one's CPUs (then none of them spins).
     """
     if wait_policy is not None:
         WaitPolicy.parse(wait_policy)  # ValueError naming the allowed policies
@@ -221,6 +300,14 @@ def plan_fleet(
             f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU, strategy+execution share CPU "
             f"{format_cpu_list(cores)}; hybrid wait policy, numbers are not comparable to an isolated host"
         )
+    split: dict[str, tuple[tuple[int, int], ...]] = {}
+    for venue, rate in sorted((book_rate_hz or {}).items()):
+        shares = feed_shares(instruments, rate, max_feed_books_per_s)
+        if len(shares) > 1 and feed_process(venue) in placements:
+            split[venue] = shares
+            _place_shares(placements, venue, len(shares), cores, wait_policy, put)
+            notes.append(f"{venue} split across {len(shares)} feed processes: {instruments} instruments x "
+                         f"{rate:g} books/s estimated > {max_feed_books_per_s:g} books/s per feed process")
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
     return FleetPlan(
@@ -229,7 +316,23 @@ def plan_fleet(
         placements=placements,
         isolated=bool(iso) and len(iso) < len(cpus),
         notes=tuple(notes),
+        feed_split=split,
     )
+
+
+def _place_shares(placements: dict[str, Placement], venue: str, k: int, cores: tuple[int, ...],
+                  wait_policy: str | None, put: Callable[..., None]) -> None:
+    """Replace ``feed-<venue>`` by its ``k`` shares (see plan_fleet)."""
+    base = placements.pop(feed_process(venue))
+    used = {c for p in placements.values() for c in p.cpus}
+    spare = [c for c in cores if c not in used and c not in base.cpus]
+    own = [(spare.pop(0),) if spare else None for _ in range(k - 1)]
+    crowded = any(cpus is None for cpus in own)  # some share shares the first one's CPUs
+    sleep = base.wait_policy == WaitPolicy.SLEEP.value and not base.dedicated  # on the housekeeping CPU: never poll
+    first_policy = WaitPolicy.SLEEP.value if sleep else None
+    put(feed_process(venue, 1, k), base.cpus, base.dedicated and not crowded, first_policy)
+    for i, cpus in enumerate(own, 2):
+        put(feed_process(venue, i, k), cpus or base.cpus, cpus is not None, None if cpus else first_policy)
 
 
 def pin_current_process(cpus: Sequence[int]) -> None:

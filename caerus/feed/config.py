@@ -34,6 +34,8 @@ class FeedConfig(ConfigBase, frozen=True):
     base_url: str
     symbols: tuple[str, ...]  # the venue's names of the instruments, in instrument-id order of ``ids``
     ids: tuple[int, ...]  # each symbol's instrument id (BOOK.symbol)
+    process: str  # this process's name (feed-<venue>, or feed-<venue>-<share> in a split): its .hlog and log lines
+    split: bool  # a share of a venue split across feed processes (--share): per-instrument counters even for one
     connections: int  # the pool: instruments split into this many connections, each with its own supervisor
     instrument_stale_after_s: float  # the per-instrument watchdog
     channel: str
@@ -104,6 +106,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--symbols", help="several instruments by the venue's names, comma-separated (ids 0, 1, ...)")
     p.add_argument("--instruments", type=Path, metavar="FILE",
                    help="the session's instruments.json (caerus.instruments): every instrument, with its id")
+    p.add_argument("--share", metavar="FIRST:END",
+                   help="with --instruments: carry ids FIRST..END-1 only, this process's share of a venue the plan "
+                        "split across feed processes (caerus.plan.feed_shares)")
+    p.add_argument("--process-name", metavar="NAME",
+                   help="this feed process's name, for its <metrics-dir>/<NAME>.hlog and log lines (default "
+                        "feed-<venue>; a share's is feed-<venue>-<share>)")
     p.add_argument("--connections", type=int,
                    help="connections in the pool (instruments split evenly; default: as few as the venue's "
                         "per-connection limit allows)")
@@ -114,7 +122,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--route", help="stream route (binance: public (default) | market)")
     p.add_argument("--allow-silent-route", action="store_true",
                    help="accept a channel on a route known to be acknowledged and then silent (watchdog demos)")
-    p.add_argument("--metrics-dir", type=Path, help="write <dir>/feed-<venue>.hlog")
+    p.add_argument("--metrics-dir", type=Path, help="write <dir>/<process name>.hlog (default feed-<venue>.hlog)")
     p.add_argument("--stats-interval", type=float, default=0.1, help=argparse.SUPPRESS)
     p.add_argument("--wait-policy", default="sleep", choices=POLICIES,
                    help="spin/hybrid: busy-polling event loop; sleep: normal asyncio (default)")
@@ -155,13 +163,31 @@ def _instruments(a: argparse.Namespace, venue: str, spec: VenueSpec) -> tuple[tu
         name_of = spec.feed.instrument_symbol
         if name_of is None:
             raise ConfigError(f"--instruments: {venue} has no column in an instrument list; use --symbols")
-        return tuple(name_of(i) for i in insts), tuple(i.id for i in insts)
+        mine = tuple(insts)[_share(getattr(a, "share", None), len(insts))]
+        return tuple(name_of(i) for i in mine), tuple(i.id for i in mine)
+    if getattr(a, "share", None):
+        raise ConfigError("--share picks ids of --instruments; it needs --instruments")
     if a.symbols:
         symbols = tuple(s.strip() for s in a.symbols.split(","))
         if any(not s for s in symbols) or len(set(symbols)) != len(symbols):
             raise ConfigError(f"--symbols {a.symbols!r}: distinct, non-empty names separated by commas")
         return symbols, tuple(range(len(symbols)))
     return (a.symbol or spec.feed.default_symbol,), (0,)
+
+
+def _share(text: str | None, n: int) -> slice:
+    """``FIRST:END`` -> the slice of the instrument list it names (ids are positions in it); the whole list for None."""
+    if not text:
+        return slice(0, n)
+    first, sep, end = text.partition(":")
+    try:
+        lo, hi = int(first), int(end)
+    except ValueError:
+        lo = hi = -1
+    if not sep or not 0 <= lo < hi <= n:
+        raise ConfigError(f"--share {text!r} must be FIRST:END with 0 <= FIRST < END <= {n} (the instruments file "
+                          f"lists {n})")
+    return slice(lo, hi)
 
 
 def from_args(a: argparse.Namespace) -> FeedConfig:
@@ -237,6 +263,9 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     inst_stale = a.instrument_stale_after if a.instrument_stale_after is not None else sup.stale_after_s
     if a.instrument_stale_after is not None and not inst_stale > 0:
         raise ConfigError(f"--instrument-stale-after must be > 0, got {inst_stale}")
+    process = getattr(a, "process_name", None) or f"feed-{venue}"
+    if not process or any(c in process for c in "/ \0"):
+        raise ConfigError(f"--process-name {process!r} is not a usable name (it names a file)")
     cfg = FeedConfig(
         venue=venue,
         segment=a.segment,
@@ -245,6 +274,8 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         base_url=base,
         symbols=symbols,
         ids=ids,
+        process=process,
+        split=bool(getattr(a, "share", None)),
         connections=connections,
         instrument_stale_after_s=inst_stale,
         channel=channel,

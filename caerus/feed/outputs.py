@@ -94,12 +94,16 @@ class FeedOutputs:
         comment: str | None = None,
         venue_code: int,
         instrument_ids: tuple[int, ...] = (),
+        per_instrument: bool = False,
+        process: str | None = None,
     ) -> None:
         self.venue_name = venue_name
+        self.process = process or f"feed-{venue_name}"  # a share of a split venue has its own name (caerus.plan)
         self.books = SwmrWriter.create(books_segment, BOOK, capacity)
         self.events = SwmrWriter.create(events_segment, EVENT, events_capacity)
-        # many instruments: per-instrument counters for the session's report (inst.<ID>.<what>)
-        self.instrument_ids = instrument_ids if len(instrument_ids) > 1 else ()
+        # many instruments (or a share of them, ``per_instrument``): per-instrument counters for the session's report
+        # (inst.<ID>.<what>)
+        self.instrument_ids = instrument_ids if per_instrument or len(instrument_ids) > 1 else ()
         inst_ints = tuple(f"inst.{i}.{w}" for i in self.instrument_ids for w in INSTRUMENT_INTS)
         self.counters = CounterBlock.create(stats_segment, ints=INT_COUNTERS + inst_ints, floats=FLOAT_COUNTERS)
         self.feed_internal = SampleBuffer(sample_capacity)
@@ -111,7 +115,7 @@ class FeedOutputs:
         self.hlog: IntervalLog | None = None
         if metrics_dir is not None:
             self.hlog = IntervalLog(
-                Path(metrics_dir) / f"feed-{venue_name}.hlog", [self.tag_internal, self.tag_age, self.tag_stack],
+                Path(metrics_dir) / f"{self.process}.hlog", [self.tag_internal, self.tag_age, self.tag_stack],
                 comment=comment,
             )
         self._log = log_stream or sys.stderr
@@ -133,7 +137,7 @@ class FeedOutputs:
             self.log(kind.name.lower(), conn=conn, value=value, aux=aux)
 
     def log(self, what: str, **fields: object) -> None:
-        line = {"t_ns": time.time_ns(), "proc": f"feed-{self.venue_name}", "event": what, **fields}
+        line = {"t_ns": time.time_ns(), "proc": self.process, "event": what, **fields}
         self._log.write(json.dumps(line, default=str) + "\n")
         self._log.flush()
 

@@ -21,6 +21,7 @@ from caerus.ipc.segment import SegmentError
 from caerus.monitoring import names
 from caerus.monitoring.latency import HlogFollower
 from caerus.monitoring.session_files import FleetProcess, read_pids
+from caerus.plan import feed_venue
 from caerus.runtime.supervisor import HaltCause
 
 BASE = ("session", "process", "venue", "instrument")
@@ -29,9 +30,10 @@ Family = CounterMetricFamily | GaugeMetricFamily  # the instrument label of a pr
 
 
 def venue_of(process: str, tag: str = "") -> str:
-    """The venue a series belongs to: a feed's venue, a tag's ``.venue`` suffix, else "all"."""
+    """The venue a series belongs to: a feed's venue (every share of a split venue's), a tag's ``.venue`` suffix,
+    else "all"."""
     if process.startswith("feed-"):
-        return process[len("feed-"):]
+        return feed_venue(process) or process[len("feed-"):]
     if "." in tag:
         return tag.rsplit(".", 1)[1]
     return ALL

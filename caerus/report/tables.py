@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from caerus.metrics.hdr import FLEET_TAGS
+from caerus.plan import feed_venue
 
 LABELS: dict[str, str] = {
     "tick_to_decision": "tick-to-decision (t_decision - t_recv), fires only",
@@ -174,6 +175,8 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
         return []
 
     def get(process: str, i: int, what: str, missing: float = 0.0) -> float:
+        if process.startswith("feed-"):
+            return _feed_counter(counters, process, i, what)
         v = (counters.get(process) or {}).get(f"inst.{i}.{what}")
         return float(v) if isinstance(v, int | float) else missing
 
@@ -223,8 +226,21 @@ def instrument_series(summary: dict[str, Any], names: dict[int, str]
         v = (counters.get(process) or {}).get(f"inst.{i}.{what}")
         return float(v) if isinstance(v, int | float) else 0.0
 
-    return ([names.get(i, str(i)) for i in ids], [get("feed-binance", i, "books") for i in ids],
-            [get("feed-hyperliquid", i, "books") for i in ids], [get("strategy", i, "orders") for i in ids])
+    return ([names.get(i, str(i)) for i in ids], [_feed_counter(counters, "feed-binance", i, "books") for i in ids],
+            [_feed_counter(counters, "feed-hyperliquid", i, "books") for i in ids],
+            [get("strategy", i, "orders") for i in ids])
+
+
+def _feed_counter(counters: dict[str, Any], feed: str, i: int, what: str) -> float:
+    """Instrument ``i``'s ``what`` from ``feed``'s venue: summed over every feed process of that venue (one
+    share carries the instrument when the plan split the venue; the others have no counter for it)."""
+    venue = feed_venue(feed)
+    total = 0.0
+    for process, block in counters.items():
+        if feed_venue(process) == venue:
+            v = (block or {}).get(f"inst.{i}.{what}")
+            total += float(v) if isinstance(v, int | float) else 0.0
+    return total
 
 
 def process_rows(summary: dict[str, Any]) -> list[list[str]]:

@@ -59,6 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "venue's per-connection limit allows, one for 64 instruments)")
     parser.add_argument("--symbol-rate", type=float, default=None, metavar="HZ",
                         help="emulated Binance bookTicker rate per instrument (default: the emulator's)")
+    parser.add_argument("--max-books-per-feed-process", type=float, default=None, metavar="R",
+                        help="books/s one feed process is planned to carry; a venue whose estimated rate (instruments "
+                             "x rate per instrument) is above it is split across feed processes, each with its own "
+                             "ring (default: caerus.plan.MAX_FEED_BOOKS_PER_S, from benchmarks/symbols_scaling)")
     parser.add_argument("--exporter-port", type=int, default=None, metavar="PORT",
                         help="run caerus exporter for this session on 127.0.0.1:PORT (0: any free port)")
     parser.add_argument("--no-report", action="store_true", help="skip rendering the report")
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         execution_config=args.execution_config, live=args.live,
         market=args.market, jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
-        exporter_port=args.exporter_port,
+        exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,
     )
     try:
         session_dir = run_local_session(opts)

@@ -16,6 +16,7 @@ from typing import Any
 
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics, write_hgrms
+from caerus.plan import feed_venue
 
 SUMMARY_SCHEMA = 1
 
@@ -106,10 +107,13 @@ def headline_counts(counters: dict[str, dict[str, Any]], exec_summary: dict[str,
             out["orders_by_outcome"] = {k[8:]: v for k, v in ex.items() if k.startswith("outcome.") and v}
             out["orders_by_risk"] = {k[5:]: v for k, v in ex.items() if k.startswith("risk.") and v}
     # Time each venue's newest book record was not tradeable (before the first VALID record, after a STALE or a
-    # REJECTED one): the feed's untradeable_ns gauge, per feed process ("feed-binance" -> "binance").
-    untradeable = {process.removeprefix("feed-"): round(block["untradeable_ns"] / 1e9, 3)
-                   for process, block in counters.items()
-                   if process.startswith("feed") and isinstance(block.get("untradeable_ns"), int)}
+    # REJECTED one): the feed's untradeable_ns gauge, per venue ("feed-binance" -> "binance"); a venue split across
+    # feed processes shows its worst share.
+    untradeable: dict[str, float] = {}
+    for process, block in counters.items():
+        venue = feed_venue(process)
+        if venue is not None and isinstance(block.get("untradeable_ns"), int):
+            untradeable[venue] = max(untradeable.get(venue, 0.0), round(block["untradeable_ns"] / 1e9, 3))
     if untradeable:
         out["untradeable_s_by"] = untradeable
     pnl = paper_pnl(counters)

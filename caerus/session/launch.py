@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from caerus.plan import FleetPlan, format_cpu_list
+from caerus.plan import FEEDS, FleetPlan, feed_venue, format_cpu_list
 from caerus.session.environment import child_env
 
 
@@ -66,6 +66,29 @@ def _common(name: str, seg: Segments, session_dir: Path, plan: FleetPlan) -> lis
     p = plan.placement(name)
     return ["--stats-segment", seg.stats(name), "--metrics-dir", str(session_dir), "--wait-policy", p.wait_policy,
             "--cpus", format_cpu_list(p.cpus)]
+
+
+@dataclass(frozen=True)
+class FeedRing:
+    """One feed process of the plan and its rings: ``key`` names them (``S.book.<key>``, ``S.events.<key>``)."""
+
+    process: str  # feed-binance, or feed-binance-2 in a split
+    venue: str
+    key: str  # the venue, or <venue>-<share> in a split
+    share: tuple[int, int] | None  # (first id, end id) in a split; None: every instrument
+
+
+def feed_rings(plan: FleetPlan) -> list[FeedRing]:
+    """Every feed process of the plan, venue by venue (Binance first), shares in order."""
+    out = []
+    for venue in (v for v in map(feed_venue, FEEDS) if v is not None):
+        shares = plan.feed_split.get(venue)
+        if not shares:
+            out.append(FeedRing(plan.feeds(venue)[0], venue, venue, None))
+            continue
+        for i, (name, share) in enumerate(zip(plan.feeds(venue), shares, strict=True), 1):
+            out.append(FeedRing(name, venue, f"{venue}-{i}", share))
+    return out
 
 
 def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
@@ -131,32 +154,37 @@ def fleet_specs(
         specs.append(ProcessSpec(name, caerus_argv(sub, *args, *_common(name, seg, session_dir, plan)), p.cpus,
                                  p.wait_policy))
 
+    rings = feed_rings(plan)
+    if instruments is None and any(r.share is not None for r in rings):
+        raise ValueError("the plan splits a venue across feed processes: that needs the instruments file")
+    books = [a for r in rings for a in ("--segment", seg.book(r.key))]
     if capture:
         add("capture", "capture", [
-            "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"),
-            "--segment", seg.events("binance"), "--segment", seg.events("hyperliquid"),
+            *books, *(a for r in rings for a in ("--segment", seg.events(r.key))),
             "--segment", seg.exec, "--store", str(session_dir / "capture"),
         ])
     add("execution", "execution", [
-        "--segment", seg.orders, *(transport_args or ["--transport", transport]), "--book-segment", seg.book("binance"),
-        "--book-segment", seg.book("hyperliquid"), "--exec-segment", seg.exec, "--kill-file", kill, *inst,
-        *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
+        "--segment", seg.orders, *(transport_args or ["--transport", transport]),
+        *(a for r in rings for a in ("--book-segment", seg.book(r.key))), "--exec-segment", seg.exec,
+        "--kill-file", kill, *inst, *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
     ])
     add("strategy", "strategy", [
-        "--segment", seg.book("binance"), "--segment", seg.book("hyperliquid"), "--order-segment", seg.orders,
-        "--exec-segment", seg.exec, "--kill-file", kill, *inst,
+        *books, "--order-segment", seg.orders, "--exec-segment", seg.exec, "--kill-file", kill, *inst,
         *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
     ])
-    add("feed-binance", "feed", [
-        "--venue", "binance", "--segment", seg.book("binance"), "--events-segment", seg.events("binance"),
-        *venue("binance"), *(inst or ["--symbol", "BTCUSDT"]), *pool,
-        "--client", feed_client or plan.placement("feed-binance").feed_client,
-    ])
-    add("feed-hyperliquid", "feed", [
-        "--venue", "hyperliquid", "--segment", seg.book("hyperliquid"),
-        "--events-segment", seg.events("hyperliquid"), *venue("hyperliquid"), *(inst or ["--symbol", "BTC"]), *pool,
-        "--client", feed_client or plan.placement("feed-hyperliquid").feed_client,
-    ])
+    default_symbol = {"binance": "BTCUSDT", "hyperliquid": "BTC"}
+    for r in rings:
+        share: list[str] = []
+        conns = pool
+        if r.share is not None:
+            share = ["--share", f"{r.share[0]}:{r.share[1]}", "--process-name", r.process]
+            if feed_connections:  # a share carries fewer instruments than the session: at most one per connection
+                conns = ["--connections", str(min(feed_connections, r.share[1] - r.share[0]))]
+        add(r.process, "feed", [
+            "--venue", r.venue, "--segment", seg.book(r.key), "--events-segment", seg.events(r.key),
+            *venue(r.venue), *(inst or ["--symbol", default_symbol[r.venue]]), *share, *conns,
+            "--client", feed_client or plan.placement(r.process).feed_client,
+        ])
     return specs
 
 

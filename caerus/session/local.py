@@ -5,11 +5,13 @@
 1. validates the options (nothing starts on bad input), plans the fleet's cores (``caerus.plan.plan_fleet``),
    names the session folder ``<UTC start>-<hash of the resolved config>`` and writes ``config.toml`` + ``env.json``;
 2. starts the venue emulator (unless ``live``) and waits for its ready file, then capture, execution, strategy
-   and both feeds (each retry-attaches to the segments it reads, so order only decides how much early data is seen);
+   and the feeds, one per venue or one per share of a venue the plan split (each retry-attaches to the segments
+   it reads, so order only decides how much early data is seen);
 3. shows live progress for ``duration_s`` (rich when on a terminal, a line every few seconds otherwise), noting
    any process that dies -- the session carries on and reports it;
-4. stops every process it started (SIGTERM, SIGKILL after the grace period), removes the session's segments,
-   collects (``summary.json``, ``.hgrm`` per metric), prints the headline table and returns the folder.
+4. stops every process it started (SIGTERM, SIGKILL after the grace period; the feeds first, then strategy and
+   execution, then capture and the emulator), removes the session's segments, collects (``summary.json``,
+   ``.hgrm`` per metric), prints the headline table and returns the folder.
 
 The caller renders the report (tasks.py / ``caerus session`` do).
 """
@@ -38,7 +40,7 @@ from caerus.ipc.segment import shm_dir
 from caerus.ipc.wait import POLICIES
 from caerus.metrics.env import chrony_tracking, collect_env
 from caerus.metrics.rss import SERIES_FILE, RssSampler
-from caerus.plan import HOT_PROCESSES, FleetPlan, plan_fleet
+from caerus.plan import BOOK_RATE_HZ, FEEDS, HOT_PROCESSES, MAX_FEED_BOOKS_PER_S, FleetPlan, plan_fleet
 from caerus.report import tables
 from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
@@ -89,6 +91,9 @@ class SessionOptions:
     feed_connections: int | None = None  # connections per feed (the pool); None: as few as the venue's limits allow
     # serve the session to Prometheus (caerus exporter) on this loopback port (0: any); None: no exporter
     exporter_port: int | None = None
+    # books/s one feed process is planned to carry (None: caerus.plan.MAX_FEED_BOOKS_PER_S); a venue whose estimated
+    # rate is above it is split across feed processes (caerus.plan.feed_shares)
+    max_feed_books_per_s: float | None = None
 
     def validate(self) -> None:
         problems = []
@@ -139,6 +144,8 @@ class SessionOptions:
             problems.append(problem)
         if self.symbol_rate_hz is not None and not self.symbol_rate_hz > 0:
             problems.append(f"symbol rate must be > 0 Hz, got {self.symbol_rate_hz}")
+        if self.max_feed_books_per_s is not None and not 0 < self.max_feed_books_per_s < float("inf"):
+            problems.append(f"books per feed process must be a number > 0, got {self.max_feed_books_per_s}")
         if self.progress not in ("auto", "rich", "lines", "none"):
             problems.append(f"progress {self.progress!r} is not one of auto, rich, lines, none")
         if problems:
@@ -187,6 +194,8 @@ def _scenario_problem(name: str) -> str | None:
 def config_hash(opts: SessionOptions, plan: FleetPlan) -> str:
     """Hash of what determines the run (not where its output goes, not how progress is shown)."""
     doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress", "exporter_port")}
+    if doc.get("max_feed_books_per_s") is None:  # the default: sessions hash as they did before the option existed
+        doc.pop("max_feed_books_per_s", None)
     doc["plan"] = plan.to_dict()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:8]
 
@@ -248,7 +257,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
         console = Console()
         if not console.is_terminal:  # CI logs: do not wrap the headline table at 80 columns
             console = Console(width=160)
-    plan = plan_fleet(wait_policy=opts.wait_policy)
+    plan = session_plan(opts)
     start_ns = time.time_ns()
     chash = config_hash(opts, plan)
     name = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start_ns / 1e9)) + f"-{chash}"
@@ -346,7 +355,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             rss.watch({r.spec.name: r.pid for r in procs})
             # the timed part starts once the whole fleet is launched (the emulator's start-up is not counted)
             if opts.chaos_every_s:
-                chaos = ChaosMonkey(opts.chaos_every_s, HOT_PROCESSES, opts.seed, time.monotonic(),
+                chaos = ChaosMonkey(opts.chaos_every_s, plan.hot_processes, opts.seed, time.monotonic(),
                                     on_event=lambda m: print(m, file=sys.stderr, flush=True))
             _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter,
                    chaos, recovery)
@@ -364,10 +373,14 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
             live.poll()
             recovery.tick(restarter.tracks, live.snapshots, live.writer_pids, time.monotonic())
         rss.sample(force=True)  # the last reading before the fleet is stopped
-        order = [*HOT_PROCESSES, "capture", "venue-sim"]
+        # the feeds first, so the strategy and execution read every book they published (a ring's last records are
+        # not lost to a reader stopped at the same moment); then those two; capture (the rings' other reader) and
+        # the emulator last
+        traders = HOT_PROCESSES[len(FEEDS):]  # strategy, execution
         by_name = {r.spec.name: r for r in procs}
-        for group in ([by_name[p] for p in order[:4] if p in by_name],
-                      [by_name[p] for p in order[4:] if p in by_name]):
+        for group in ([by_name[p] for p in plan.hot_processes if p in by_name and p not in traders],
+                      [by_name[p] for p in traders if p in by_name],
+                      [by_name[p] for p in ("capture", "venue-sim") if p in by_name]):
             launch.stop(group, opts.stop_grace_s, start_mono)
             if live is not None:
                 live.poll()
@@ -435,6 +448,33 @@ def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restart
                           "rings": {r: {"records": int(cap.get(f"records.{r}", 0)),
                                         "lost": int(cap.get(f"lost.{r}", 0))} for r in roles}}
     return out
+
+
+def session_plan(opts: SessionOptions) -> FleetPlan:
+    """The fleet plan for ``opts``: CPUs and wait policies, and each venue split across as many feed processes as
+    its estimated book rate needs (caerus.plan.feed_shares; :func:`book_rates`)."""
+    return plan_fleet(wait_policy=opts.wait_policy, instruments=len(parse_symbols(opts.symbols)),
+                      book_rate_hz=book_rates(opts),
+                      max_feed_books_per_s=opts.max_feed_books_per_s or MAX_FEED_BOOKS_PER_S)
+
+
+def book_rates(opts: SessionOptions) -> dict[str, float]:
+    """Estimated books/s per instrument per venue: the emulated market's Binance rate (``--symbol-rate`` or the
+    market's ``binance_rate_hz``) and block interval; the plan's documented estimates for live venues."""
+    rates = dict(BOOK_RATE_HZ)
+    if opts.live:
+        return rates
+    if opts.symbol_rate_hz is not None:
+        rates["binance"] = float(opts.symbol_rate_hz)
+    try:
+        from caerus.sim.market_config import load_market
+    except ImportError:  # emulator not importable here: the plan's estimates
+        return rates
+    market = load_market(opts.market)
+    if opts.symbol_rate_hz is None:
+        rates["binance"] = float(market.binance_rate_hz)
+    rates["hyperliquid"] = 1000.0 / float(market.hl_block_ms)
+    return rates
 
 
 def _emulated(opts: SessionOptions) -> tuple[str, ...]:

@@ -1,4 +1,7 @@
-"""`caerus strategy`: the strategy process -- two book rings -> decisions per instrument -> MPSC order ring.
+"""`caerus strategy`: the strategy process -- the book rings -> decisions per instrument -> MPSC order ring.
+
+One ring per venue, or one per feed process when the plan splits a venue's instruments across several
+(caerus.plan.feed_shares): every ring is read the same way, each record's venue and instrument are its own fields.
 
 One instrument (the default) reads each ring in latest-value mode: a burst is skipped to its newest book. Many
 instruments share each venue's ring, so it is read in every-record mode (the newest record of the ring is not the
@@ -117,7 +120,8 @@ _NEVER = 1 << 62  # a next-shadow time no clock reaches (shadows off)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--segment", action="append", required=True, metavar="NAME",
-                        help="book ring to read (give it twice: Binance and Hyperliquid, any order)")
+                        help="book ring to read (at least twice: Binance and Hyperliquid, any order; one per feed "
+                             "process when the plan splits a venue)")
     parser.add_argument("--order-segment", required=True, metavar="NAME", help="MPSC order ring (S.orders)")
     parser.add_argument("--exec-segment", metavar="NAME",
                         help="EXEC ring the execution engine writes (S.exec): order results, the confirmed "
@@ -179,9 +183,12 @@ class _Ctx:
 
 def run(args: argparse.Namespace) -> int:
     # -- validate everything before attaching anything ----------------------------------------------------
-    if len(args.segment) != 2:
-        return fail_config(f"--segment must be given exactly twice (Binance and Hyperliquid books), "
+    if len(args.segment) < 2:
+        return fail_config(f"--segment must be given at least twice (Binance and Hyperliquid books), "
                            f"got {len(args.segment)}")
+    if len(set(args.segment)) != len(args.segment):
+        return fail_config(f"--segment given twice: {sorted({s for s in args.segment if args.segment.count(s) > 1})} "
+                           f"(each ring would be read twice)")
     try:
         cfg = load_config(StrategyConfig, args.config, "strategy")
         cpus = parse_cpus(args.cpus)

@@ -216,7 +216,9 @@ def test_bad_config_exits_2_naming_the_field_before_attaching(shm_dir: Path, tmp
     r = _run(["execution", "--segment", "o", "--transport", "hyperliquid"], tmp_path)
     assert r.returncode == 2 and "--enable-live" in r.stderr, r.stderr
     r = _run(["strategy", "--segment", "a", "--order-segment", "o"], tmp_path)
-    assert r.returncode == 2 and "exactly twice" in r.stderr
+    assert r.returncode == 2 and "at least twice" in r.stderr
+    r = _run(["strategy", "--segment", "a", "--segment", "b", "--segment", "a", "--order-segment", "o"], tmp_path)
+    assert r.returncode == 2 and "--segment given twice: ['a']" in r.stderr, r.stderr
     r = _run(["strategy", "--segment", "a", "--segment", "b", "--order-segment", "o"], tmp_path)
     assert r.returncode == 2 and "--exec-segment is required" in r.stderr, r.stderr
     assert list(shm_dir.iterdir()) == []  # nothing was created or attached

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -322,3 +323,59 @@ def test_an_unlisted_symbol_stops_the_session_before_the_fleet_starts(tmp_path: 
     assert "NOPE: Binance lists no trading perpetual NOPEUSDT" in text and "NOPE: Hyperliquid" in text
     processes = json.loads((_only_session(out) / "summary.json").read_text())["processes"]
     assert set(processes) == {"venue-sim"}, processes  # no fleet process was started
+
+
+def test_a_session_whose_plan_splits_binance_trades_every_instrument_and_loses_no_book(tmp_path: Path) -> None:
+    """The plan splits a venue when its estimated book rate is above one feed process's: 3 instruments x 40 Hz of
+    Binance books over a 60 books/s limit are two Binance feed processes (ids 0-1 and 2), each with its own ring and
+    placement, while Hyperliquid (3 x ~14 books/s) stays one. The strategy and execution read all three rings,
+    capture stores all of them, every instrument gets orders, and no book is lost: no reader was lapped, and the
+    strategy read every record capture stored from the rings and every book the feeds counted per instrument."""
+    shm = Path("/dev/shm") / f"caerus-test-split-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    out, reports = tmp_path / "sessions", tmp_path / "reports"
+    strategy_cfg = tmp_path / "strategy.toml"
+    strategy_cfg.write_text('mode = "bench"\n')
+    execution_cfg = tmp_path / "execution.toml"
+    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
+    res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "40",
+                                      "--max-books-per-feed-process", "60", "--strategy-config", str(strategy_cfg),
+                                      "--execution-config", str(execution_cfg)),
+                         capture_output=True, text=True, env=_env(shm), timeout=300, check=False)
+    shutil.rmtree(shm, ignore_errors=True)
+    assert res.returncode == 0, f"session failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
+    d = _only_session(out)
+    summary = json.loads((d / "summary.json").read_text())
+    assert summary["plan"]["feed_split"] == {"binance": [[0, 2], [2, 3]]}
+    processes = summary["processes"]
+    feeds = sorted(p for p in processes if p.startswith("feed-"))
+    assert feeds == ["feed-binance-1", "feed-binance-2", "feed-hyperliquid"], feeds
+    assert all(p["status"] == "ok" for p in processes.values()), processes
+    config = tomllib.loads((d / "config.toml").read_text())["processes"]
+    sid = summary["session_id"]
+    for name, share, ring in (("feed-binance-1", "0:2", "binance-1"), ("feed-binance-2", "2:3", "binance-2")):
+        argv = config[name]["argv"]
+        assert argv[argv.index("--share") + 1] == share and argv[argv.index("--segment") + 1] == f"{sid}.book.{ring}"
+        assert (d / f"{name}.hlog").is_file()
+    rings = [f"{sid}.book.binance-1", f"{sid}.book.binance-2", f"{sid}.book.hyperliquid"]
+    strategy_argv = config["strategy"]["argv"]
+    assert [strategy_argv[i + 1] for i, a in enumerate(strategy_argv) if a == "--segment"] == rings
+    execution_argv = config["execution"]["argv"]
+    assert [execution_argv[i + 1] for i, a in enumerate(execution_argv) if a == "--book-segment"] == rings
+    counters = summary["counters"]
+    assert counters["feed-binance-1"]["instruments"] == 2 and counters["feed-binance-2"]["instruments"] == 1
+    share_of = {0: "feed-binance-1", 1: "feed-binance-1", 2: "feed-binance-2"}
+    strategy, capture = counters["strategy"], counters["capture"]
+    for i in range(3):
+        other = "feed-binance-2" if share_of[i] == "feed-binance-1" else "feed-binance-1"
+        assert counters[share_of[i]][f"inst.{i}.books"] > 0 and f"inst.{i}.books" not in counters[other], i
+        assert strategy[f"inst.{i}.orders"] > 0, i
+        published = sum(int(counters[f].get(f"inst.{i}.books", 0)) for f in feeds)
+        assert strategy[f"inst.{i}.books"] >= published, (i, strategy[f"inst.{i}.books"], published)
+    # no reader was lapped, and the strategy read every record of every ring (capture, stopped last, read them all)
+    assert strategy["books.lost"] == 0
+    assert [k for k, v in capture.items() if k.startswith("lost.") and v] == []
+    assert strategy["books.binance"] == capture["records.book.binance-1"] + capture["records.book.binance-2"] > 0
+    assert strategy["books.hyperliquid"] == capture["records.book.hyperliquid"] > 0
+    md = (d / "report.md").read_text()
+    assert "| all 3 |" in md and "| SOL |" in md

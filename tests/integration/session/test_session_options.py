@@ -11,7 +11,7 @@ import pytest
 
 from caerus.plan import plan_fleet
 from caerus.session import launch
-from caerus.session.local import SessionConfigError, SessionOptions, config_hash
+from caerus.session.local import SessionConfigError, SessionOptions, book_rates, config_hash, session_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -32,6 +32,8 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(symbols="BTC,ETH,BTC"), "lists BTC twice"),
         (SessionOptions(symbol_rate_hz=0), "symbol rate must be > 0"),
         (SessionOptions(symbols="BTC,ETH", feed_connections=3), "feed connections must be 1..2"),
+        (SessionOptions(max_feed_books_per_s=0), "books per feed process must be a number > 0, got 0"),
+        (SessionOptions(max_feed_books_per_s=float("nan")), "books per feed process must be a number > 0, got nan"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -113,3 +115,18 @@ def test_invoke_bench_is_caerus_session_bad_input_exits_2_before_starting_anythi
     add_arguments(parser)
     for text, seconds in (("30", 30.0), ("90s", 90.0), ("15m", 900.0), ("4h", 14_400.0), ("1h30m", 5_400.0)):
         assert parser.parse_args(["--duration", text]).duration == seconds  # one grammar, local and --host
+
+
+def test_the_session_plan_splits_a_venue_by_its_estimated_rate() -> None:
+    """3 instruments x 40 Hz of Binance books over 60 books/s per feed process: two Binance processes; Hyperliquid
+    (one bbo per coin per 70 ms block of the default market) stays one; the default session is not split; the
+    option is part of the session's hash."""
+    opts = SessionOptions(symbols="BTC,ETH,SOL", symbol_rate_hz=40.0, max_feed_books_per_s=60.0)
+    assert book_rates(opts) == {"binance": 40.0, "hyperliquid": pytest.approx(1000.0 / 70.0)}
+    plan = session_plan(opts)
+    assert plan.feed_split == {"binance": ((0, 2), (2, 3))}
+    assert plan.feeds("binance") == ("feed-binance-1", "feed-binance-2") and "feed-binance" not in plan.placements
+    assert session_plan(SessionOptions(symbols="BTC,ETH,SOL")).feed_split == {}  # 225 books/s: one process
+    assert book_rates(SessionOptions(live=True))["binance"] == 75.0  # the plan's estimate for a live venue
+    plan0 = plan_fleet(cpus=[0, 1], isolated=[])
+    assert config_hash(SessionOptions(), plan0) != config_hash(SessionOptions(max_feed_books_per_s=60.0), plan0)

@@ -52,3 +52,8 @@ def test_untradeable_time_per_venue_reaches_the_headline_and_the_report() -> Non
     rows = {r[0]: r[1] for r in count_rows({"headline_counts": hc, "elapsed_s": 30.0})}
     assert rows["untradeable time: binance"] == "1.500 s (5.0% of the session)"
     assert rows["untradeable time: hyperliquid"].startswith("0.000 s")
+    # a venue the plan split across feed processes: its worst share, under the venue's name
+    split = headline_counts({"feed-binance-1": {"untradeable_ns": 500_000_000},
+                             "feed-binance-2": {"untradeable_ns": 2_000_000_000},
+                             "feed-hyperliquid": {"untradeable_ns": 0}}, None)
+    assert split["untradeable_s_by"] == {"binance": 2.0, "hyperliquid": 0.0}

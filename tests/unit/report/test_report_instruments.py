@@ -86,3 +86,19 @@ def test_each_instrument_has_its_tick_to_decision_p50_p99_and_the_total_row_the_
     # the headline keeps to the fleet's metrics: per-instrument ones are this table's
     assert not any(t.startswith("inst.") for t in tables.shown_tags(
         {"inst.BTC.tick_to_decision": {"n": 7}, "tick_to_decision": {"n": 7}}))
+
+
+def test_a_split_venue_is_one_column_summed_over_its_feed_processes() -> None:
+    """The plan split Binance (caerus.plan.feed_shares): each share counts its own instruments; the table adds
+    them up per venue, and an untradeable time is the worst share's."""
+    counters = {
+        "feed-binance-1": {"inst.0.books": 900, "inst.0.untradeable_ns": 2_000_000_000},
+        "feed-binance-2": {"inst.1.books": 400, "inst.1.untradeable_ns": 1_000_000_000},
+        "feed-hyperliquid": {"inst.0.books": 80, "inst.1.books": 60},
+        "strategy": {"inst.0.books": 980, "inst.1.books": 460, "inst.0.orders": 7, "inst.1.orders": 3},
+    }
+    rows = tables.instrument_rows({"counters": counters}, {0: "BTC", 1: "ETH"})
+    assert [r[:3] for r in rows] == [["BTC", "900", "80"], ["ETH", "400", "60"], ["all 2", "1,300", "140"]]
+    assert [r[5] for r in rows] == ["2.0", "1.0", "2.0"]
+    series = tables.instrument_series({"counters": counters}, {0: "BTC", 1: "ETH"})
+    assert series is not None and series[1] == [900.0, 400.0] and series[2] == [80.0, 60.0]
