@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from caerus.sim import catalogue, frames, orders
+from caerus.sim import catalogue, frames, orders, price_band
 from caerus.sim.binance_trading import BinanceTradingRest
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.market import BinanceQuote
@@ -68,8 +68,7 @@ def _symbol_info(inst: catalogue.ListedInstrument) -> dict[str, Any]:
             {"filterType": "MAX_NUM_ORDERS", "limit": 200},
             {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
             {"filterType": "MIN_NOTIONAL", "notional": str(inst.min_notional)},
-            {"filterType": "PERCENT_PRICE", "multiplierUp": "1.0500", "multiplierDown": "0.9500",
-             "multiplierDecimal": "4"},
+            dict(price_band.BINANCE_PERCENT_PRICE),
         ],
         "orderTypes": ["LIMIT", "MARKET", "STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET",
                        "TRAILING_STOP_MARKET"],

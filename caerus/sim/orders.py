@@ -19,7 +19,9 @@ MARKET orders (at the touch; a price is -1106), ``v2/account.status | balance``;
 duplicate open clientOrderId -4116, recvWindow > 60000 -1131, crossing GTX -5022, reduce-only beyond the
 position -2022. Hyperliquid ``cancel``, ``cancelByCloid``, ``modify``, ``batchModify``, ``scheduleCancel`` (at
 least 5 s ahead; the orders end ``scheduledCancel``) and ``updateLeverage``; reduce-only beyond the position is
-refused. Resting orders fill at their price when the market's top of book (``update_book``) reaches them. Money
+refused. Price bands (caerus.sim.price_band, from the desk's mid as the mark): Binance PERCENT_PRICE -4016 / -4024
+on a LIMIT place or modify, Hyperliquid's 80% from the reference price on every order and modify. Resting orders
+fill at their price when the market's top of book (``update_book``) reaches them. Money
 and positions live in one ledger (caerus.sim.ledger) both venues' views read.
 
 Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
@@ -47,7 +49,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 from eth_account import Account
 
-from caerus.sim import catalogue
+from caerus.sim import catalogue, price_band
 from caerus.sim.ledger import Fill, Ledger, hl_direction, start_balance_from_env
 from caerus.sim.verify import binance_signature_ok, hyperliquid_signer
 
@@ -540,6 +542,9 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if qty > spec["max_qty"]:
         return _b_error(req_id, -1013, "Filter failure: LOT_SIZE")
     is_buy, name = side == "BUY", spec["name"]
+    band = price_band.binance_refusal(price, mark("binance", name), spec["tick"]) if otype == "LIMIT" else None
+    if band is not None:
+        return _b_error(req_id, *band)
     reduce_only = params.get("reduceOnly") in (True, "true")
     book = DESK.books.get(book_key("binance", name))
     # a market order is priced at the touch it would take; before the first book it finds no liquidity (EXPIRED)
@@ -648,6 +653,9 @@ def _binance_modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         return _b_error(req_id, -4014, "Price not increased by tick size.")
     if qty % spec["step"] != 0 or qty <= Decimal(result["executedQty"]):
         return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
+    band = price_band.binance_refusal(price, mark("binance", spec["name"]), spec["tick"])
+    if band is not None:
+        return _b_error(req_id, *band)
     if str(price) == result["price"] and str(qty) == result["origQty"]:
         return _b_error(req_id, -5027, "No need to modify the order.")
     result.update(price=str(price), origQty=str(qty), updateTime=now_ms)
@@ -833,6 +841,9 @@ def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
         return {"error": "Order has invalid size."}
     is_buy = bool(o["b"])
     coin = str(spec["coin"])
+    band = price_band.hyperliquid_refusal(px, mark("hyperliquid", coin))
+    if band is not None:
+        return {"error": band}
     if o["r"] is True:  # reduce only: against the position, and no larger than it
         szi, _ = position("hyperliquid", coin)
         if szi == 0.0 or (szi > 0) == is_buy or float(sz) > abs(szi) + 1e-12:

@@ -53,6 +53,10 @@ def https(url: str) -> str:
     return "https" + url.removeprefix("wss")
 
 
+def _resting_buy(sim: VenueSim) -> float:
+    return round(sim.mid() * 0.97, 1)
+
+
 class Inbox:
     """Thread-safe collector of client callbacks with a bounded wait for a condition."""
 
@@ -250,6 +254,7 @@ def test_binance_sdk_rest_market_data(sim: VenueSim) -> None:
 def test_binance_sdk_ws_api_order_with_recv_window(sim: VenueSim) -> None:
     import asyncio
 
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
     client = _binance_client(sim)
 
     async def body() -> Any:
@@ -257,7 +262,7 @@ def test_binance_sdk_ws_api_order_with_recv_window(sim: VenueSim) -> None:
         try:
             # The SDK sends recvWindow as a JSON string; the venue accepts it (issue 13 item 1).
             return await asyncio.wait_for(conn.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
-                                                         time_in_force="GTC", quantity=0.003, price=50_000.0,
+                                                         time_in_force="GTC", quantity=0.003, price=buy_px,
                                                          recv_window=5000), WAIT_S)
         finally:
             await asyncio.wait_for(conn.close_connection(close_session=True), WAIT_S)
@@ -375,17 +380,19 @@ def test_ccxt_binanceusdm_watch_order_book_for_eth_equals_its_rest_snapshot(
 
 
 def test_ccxt_binanceusdm_create_order_ws(sim: VenueSim) -> None:
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
+
     async def body() -> Any:
         ex = _ccxt_binance(sim, keys=True)
         try:
             await ex.load_markets()
-            return await ex.create_order_ws("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0,
+            return await ex.create_order_ws("BTC/USDT:USDT", "limit", "buy", 0.003, buy_px,
                                             {"timeInForce": "GTC"})
         finally:
             await ex.close()
 
     order = _run(body)
-    assert order["status"] == "open" and order["amount"] == 0.003 and order["price"] == 50_000.0
+    assert order["status"] == "open" and order["amount"] == 0.003 and order["price"] == buy_px
 
 
 def test_ccxt_hyperliquid_markets_watch_and_orders(sim: VenueSim, wallet: Any) -> None:
@@ -446,6 +453,7 @@ def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: V
 
     client = _binance_client(sim)
     listen_key = client.rest_api.start_user_data_stream().data().listen_key
+    through = round(sim.mid() * 1.02, 1)  # through the ask, inside PERCENT_PRICE (1.05 of the mark)
 
     async def body() -> tuple[list[Any], Any]:
         events: list[Any] = []
@@ -455,7 +463,7 @@ def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: V
             (await streams.user_data(listen_key)).on("message", events.append)
             await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
             reply = await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
-                                                         time_in_force="IOC", quantity=0.001, price=10_000_000.0,
+                                                         time_in_force="IOC", quantity=0.002, price=through,
                                                          recv_window=5000), WAIT_S)
             deadline = asyncio.get_running_loop().time() + WAIT_S
             while len(events) < 2 and asyncio.get_running_loop().time() < deadline:
@@ -541,6 +549,8 @@ def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close
 def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(sim: VenueSim) -> None:
     import asyncio
 
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
+    moved_px = round(buy_px + 100.0, 1)
     client = _binance_client(sim)
     listen_key = client.rest_api.start_user_data_stream().data().listen_key
 
@@ -552,10 +562,10 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
             (await streams.user_data(listen_key)).on("message", events.append)
             await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
             placed = (await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
-                                                           time_in_force="GTC", quantity=0.003, price=50_000.0),
+                                                           time_in_force="GTC", quantity=0.003, price=buy_px),
                                              WAIT_S)).data()
             moved = (await asyncio.wait_for(api.modify_order(symbol="BTCUSDT", side="BUY", quantity=0.004,
-                                                             price=51_000.0, order_id=placed.result.order_id),
+                                                             price=moved_px, order_id=placed.result.order_id),
                                             WAIT_S)).data()
             cancelled = (await asyncio.wait_for(api.cancel_order(symbol="BTCUSDT", order_id=placed.result.order_id),
                                                 WAIT_S)).data()
@@ -568,7 +578,7 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
             await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
 
     events, placed, moved, cancelled = asyncio.run(body())
-    assert moved.result.order_id == placed.result.order_id and float(moved.result.price) == 51_000.0
+    assert moved.result.order_id == placed.result.order_id and float(moved.result.price) == moved_px
     assert cancelled.result.status == "CANCELED"
     raw = [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
     kinds = [e["o"]["x"] for e in raw if isinstance(e, dict) and isinstance(e.get("o"), dict)]
@@ -580,10 +590,11 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
 
 
 def test_binance_sdk_rest_trading_account_and_balance(sim: VenueSim) -> None:
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
     client = _binance_client(sim)
     rest = client.rest_api
     placed = rest.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT", time_in_force="GTC", quantity=0.003,
-                            price=50_000.0).data()
+                            price=buy_px).data()
     assert placed.status == "NEW"
     assert rest.cancel_order(symbol="BTCUSDT", order_id=placed.order_id).data().status == "CANCELED"
     market = rest.new_order(symbol="BTCUSDT", side="BUY", type="MARKET", quantity=0.003).data()
@@ -599,18 +610,21 @@ def test_binance_sdk_rest_trading_account_and_balance(sim: VenueSim) -> None:
 
     with pytest.raises(BadRequestError, match="notional"):
         rest.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT", time_in_force="GTC", quantity=0.001,
-                       price=50_000.0)
+                       price=buy_px)
 
 
 def test_ccxt_binanceusdm_rest_order_life_cycle_positions_and_balance(sim: VenueSim) -> None:
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
+    moved_px = round(buy_px + 100.0, 1)
+
     async def body() -> dict[str, Any]:
         ex = _ccxt_binance(sim, keys=True)
         try:
             await ex.load_markets()
             out: dict[str, Any] = {}
-            order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0)
+            order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, buy_px)
             out["fetched"] = await ex.fetch_order(order["id"], "BTC/USDT:USDT")
-            out["edited"] = await ex.edit_order(order["id"], "BTC/USDT:USDT", "limit", "buy", 0.003, 51_000.0)
+            out["edited"] = await ex.edit_order(order["id"], "BTC/USDT:USDT", "limit", "buy", 0.003, moved_px)
             out["cancelled"] = await ex.cancel_order(order["id"], "BTC/USDT:USDT")
             out["open"] = await ex.fetch_open_orders("BTC/USDT:USDT")
             out["market"] = await ex.create_order("BTC/USDT:USDT", "market", "buy", 0.003)
@@ -622,7 +636,7 @@ def test_ccxt_binanceusdm_rest_order_life_cycle_positions_and_balance(sim: Venue
             await ex.close()
 
     out = _run(body)
-    assert out["fetched"]["status"] == "open" and out["edited"]["price"] == 51_000.0
+    assert out["fetched"]["status"] == "open" and out["edited"]["price"] == moved_px
     assert out["cancelled"]["status"] == "canceled" and out["open"] == []
     assert out["market"]["status"] == "closed" and out["market"]["filled"] == 0.003
     (pos,) = [p for p in out["positions"] if p["contracts"]]
@@ -681,6 +695,8 @@ def test_ccxt_binanceusdm_watch_ohlcv_agrees_with_fetch_ohlcv(sim: VenueSim) -> 
 def test_ccxt_binanceusdm_watch_orders_sees_the_rest_cancel(sim: VenueSim) -> None:
     import asyncio
 
+    buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
+
     async def body() -> tuple[set[str], list[Any]]:
         ex = _ccxt_binance(sim, keys=True)
         ours: set[str] = set()
@@ -693,7 +709,7 @@ def test_ccxt_binanceusdm_watch_orders_sees_the_rest_cancel(sim: VenueSim) -> No
             # subscription is live is never streamed, so place and cancel until one round is seen
             while loop.time() < deadline and not any(o["id"] in ours and o["status"] == "canceled" for o in seen):
                 watcher = asyncio.ensure_future(ex.watch_orders("BTC/USDT:USDT"))
-                order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, 50_000.0)
+                order = await ex.create_order("BTC/USDT:USDT", "limit", "buy", 0.003, buy_px)
                 ours.add(order["id"])
                 await ex.cancel_order(order["id"], "BTC/USDT:USDT")
                 round_end = min(deadline, loop.time() + 2.0)

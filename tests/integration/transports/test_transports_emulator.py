@@ -34,11 +34,12 @@ def _reply(transport) -> VenueReply:  # the emulator answers through its market 
     return next_reply(transport, timeout=15.0)
 
 
-def _until_filled(t, venue: int, first_id: int) -> VenueReply:
+def _until_filled(t, venue: int, first_id: int, px: float) -> VenueReply:
+    """IOC buys at ``px`` (through the ask, inside the venues' price bands) until one fills."""
     deadline = time.monotonic() + 20
     oid = first_id
     while time.monotonic() < deadline:
-        assert t.send_msg(_order(oid, venue, 10_000_000.0, 0.002)).outcome == wire.Outcome.SENT
+        assert t.send_msg(_order(oid, venue, px, 0.002)).outcome == wire.Outcome.SENT
         r = _reply(t)
         assert r.order_id == oid
         if r.outcome != wire.Outcome.NOT_FILLED:
@@ -74,10 +75,12 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
             t.start()
         # A buy limit far above any emulated price crosses the ask: fills at the emulator's best ask once the
         # emulated market has published a book (before that there is no liquidity: NOT_FILLED, then retry).
-        rb, rh = _until_filled(b, wire.Venue.BINANCE, 100), _until_filled(h, wire.Venue.HYPERLIQUID, 200)
+        through = float(round(sim.mid() * 1.02))  # through the ask, inside both venues' price bands
+        rb, rh = _until_filled(b, wire.Venue.BINANCE, 100, through), _until_filled(h, wire.Venue.HYPERLIQUID, 200,
+                                                                                    through)
         assert rb.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rb
         assert rh.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL), rh
-        assert 0 < rb.fill_px < 10_000_000.0 and 0 < rh.fill_px < 10_000_000.0  # the emulated ask, not our limit
+        assert 0 < rb.fill_px < through and 0 < rh.fill_px < through  # the emulated ask, not our limit
         # Shadow orders: built, signed and encoded like these, then dropped. Had any left the host, its reply
         # would come before the next real order's (which _until_filled checks by order id).
         for i in range(3):
@@ -85,7 +88,7 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
             h.rehearse(_order(300 + i, wire.Venue.HYPERLIQUID, 10_000_000.0, 0.002))
         assert (b.stats()["rehearsed"], h.stats()["rehearsed"]) == (3, 3)
         sent = (b.stats()["sent"], h.stats()["sent"])
-        _until_filled(b, wire.Venue.BINANCE, 400), _until_filled(h, wire.Venue.HYPERLIQUID, 500)
+        _until_filled(b, wire.Venue.BINANCE, 400, through), _until_filled(h, wire.Venue.HYPERLIQUID, 500, through)
         assert b.stats()["sent"] > sent[0] and h.stats()["sent"] > sent[1]  # real orders still go, nonces still ok
         assert b.stats()["in_flight"] == 0 == h.stats()["in_flight"]
         # Every order frame sent has its kernel transmit stamp (t_wire_out), keyed by order id; rehearsals none.

@@ -46,15 +46,17 @@ def _transport(sim: Any, creds: Path, venue: str, **options: Any) -> Any:
 
 def _order(oid: int, venue: int, side: int, px: float, tif: int = int(wire.Tif.IOC)) -> tuple:
     now = time.time_ns()
-    return records.order(oid, venue=venue, side=side, px=px, qty=0.001, tif=tif, t_decision=now, seq=oid)
+    # 0.002: above Binance's 100 USDT minimum notional at a price inside its band (about 95,000)
+    return records.order(oid, venue=venue, side=side, px=px, qty=0.002, tif=tif, t_decision=now, seq=oid)
 
 
-def _fill(t: Any, venue: int, side: int, first_id: int) -> float:
-    """Send IOCs through the book until one fills; the signed quantity filled."""
+def _fill(t: Any, venue: int, side: int, first_id: int, mid: float) -> float:
+    """Send IOCs through the book (2% past ``mid``, inside the venues' price bands) until one fills; the signed
+    quantity filled."""
     deadline = time.monotonic() + 30
     oid = first_id
+    px = float(round(mid * (1.02 if side > 0 else 0.98)))
     while time.monotonic() < deadline:
-        px = 10_000_000.0 if side > 0 else 1.0
         assert t.send_msg(_order(oid, venue, side, px)).outcome == wire.Outcome.SENT
         r = next_reply(t, timeout=15.0)
         if r.outcome in (wire.Outcome.FILLED, wire.Outcome.PARTIAL):
@@ -71,7 +73,7 @@ def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tupl
     first = _transport(sim, creds, venue)
     first.start()
     try:
-        held = _fill(first, wire_venue, +1, 100) + _fill(first, wire_venue, +1, 200)
+        held = _fill(first, wire_venue, +1, 100, sim.mid()) + _fill(first, wire_venue, +1, 200, sim.mid())
         if venue == "hyperliquid":  # a resting buy far below the market: an open order the restart must count
             assert first.send_msg(_order(300, wire_venue, +1, 50_000.0, int(wire.Tif.GTC))).outcome \
                 == wire.Outcome.SENT
@@ -93,7 +95,7 @@ def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tupl
     finally:
         second.close()
     assert state.position == pytest.approx(held) and held > 0
-    assert state.resting == pytest.approx(0.001 if venue == "hyperliquid" else 0.0)
+    assert state.resting == pytest.approx(0.002 if venue == "hyperliquid" else 0.0)
 
 
 def test_a_venue_that_refuses_the_position_query_is_named(desk: tuple, tmp_path: Path) -> None:
@@ -119,7 +121,7 @@ def test_the_execution_process_trades_from_the_venue_state_or_refuses_to_start(d
     first = _transport(sim, creds, "hyperliquid")
     first.start()
     try:
-        held = _fill(first, wire.Venue.HYPERLIQUID, +1, 100)
+        held = _fill(first, wire.Venue.HYPERLIQUID, +1, 100, sim.mid())
     finally:
         first.close()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -47,7 +47,7 @@ def _b(method: str, **params: Any) -> dict[str, Any]:
 
 
 def _place(**overrides: Any) -> dict[str, Any]:
-    params = {"side": "BUY", "type": "LIMIT", "timeInForce": "GTC", "price": "90000.0", "quantity": "0.010",
+    params = {"side": "BUY", "type": "LIMIT", "timeInForce": "GTC", "price": "97000.0", "quantity": "0.010",
               **overrides}
     return _b("order.place", **{k: v for k, v in params.items() if v is not None})
 
@@ -85,11 +85,11 @@ def test_binance_cancel_by_client_id_and_unknown_order() -> None:
 
 def test_binance_modify_keeps_the_order_id_and_a_crossing_modify_fills() -> None:
     placed = _place()["result"]
-    moved = _b("order.modify", orderId=placed["orderId"], side="BUY", quantity="0.010", price="91000.0")
-    assert moved["result"]["orderId"] == placed["orderId"] and moved["result"]["price"] == "91000.0"
+    moved = _b("order.modify", orderId=placed["orderId"], side="BUY", quantity="0.010", price="98000.0")
+    assert moved["result"]["orderId"] == placed["orderId"] and moved["result"]["price"] == "98000.0"
     assert moved["result"]["status"] == "NEW"
     assert _b("order.modify", orderId=placed["orderId"], side="BUY", quantity="0.010",
-              price="91000.0")["error"]["code"] == -5027
+              price="98000.0")["error"]["code"] == -5027
     crossed = _b("order.modify", orderId=placed["orderId"], side="BUY", quantity="0.010", price="100000.0")
     assert crossed["result"]["status"] == "FILLED"
     assert orders.position("binance") == (0.01, 100_000.0)
@@ -103,7 +103,7 @@ def test_binance_market_order_fills_at_the_touch_and_refuses_a_price() -> None:
 
 
 @pytest.mark.parametrize(("overrides", "code"), [
-    ({"quantity": "0.001", "price": "50000.0"}, -4164),  # 50 USDT < 100 minimum notional
+    ({"quantity": "0.001", "price": "97000.0"}, -4164),  # 97 USDT < 100 minimum notional
     ({"recvWindow": 60001}, -1131),
     ({"timeInForce": "GTX", "price": "100000.0"}, -5022),  # post-only that would take liquidity
     ({"reduceOnly": "true"}, -2022),  # nothing to reduce
@@ -111,6 +111,29 @@ def test_binance_market_order_fills_at_the_touch_and_refuses_a_price() -> None:
 def test_binance_refuses_what_the_venue_refuses(overrides: dict[str, Any], code: int) -> None:
     reply = _place(**overrides)
     assert reply["status"] == 400 and reply["error"]["code"] == code, reply
+
+
+@pytest.mark.parametrize(("side", "price", "code", "msg"), [
+    ("BUY", "104994.8", -4016, "Limit price can't be higher than 104994.7."),  # mark 99995 x 1.05 = 104994.75
+    ("SELL", "104994.8", -4016, "Limit price can't be higher than 104994.7."),
+    ("BUY", "94995.2", -4024, "Limit price can't be lower than 94995.3."),  # mark 99995 x 0.95 = 94995.25
+    ("SELL", "94995.2", -4024, "Limit price can't be lower than 94995.3."),
+])
+def test_binance_percent_price_band_around_the_mark(side: str, price: str, code: int, msg: str) -> None:
+    """PERCENT_PRICE from exchangeInfo (1.05 / 0.95 of the mark, the desk's mid 99995): a LIMIT price past either
+    bound is refused with the venue's code, the message naming the bound on the tick; at the bound it is taken."""
+    reply = _place(side=side, price=price, timeInForce="GTC")
+    assert reply["status"] == 400 and reply["error"] == {"code": code, "msg": msg}, reply
+    inside = msg.rsplit(" ", 1)[1].rstrip(".")
+    assert "result" in _place(side=side, price=inside, timeInForce="GTC")
+
+
+def test_binance_percent_price_band_on_modify_and_not_on_market_orders() -> None:
+    placed = _place()["result"]
+    moved = _b("order.modify", orderId=placed["orderId"], side="BUY", quantity="0.010", price="90000.0")
+    assert moved["error"]["code"] == -4024 and moved["error"]["msg"] == "Limit price can't be lower than 94995.3."
+    assert _b("order.status", orderId=placed["orderId"])["result"]["price"] == "97000.0"  # unchanged
+    assert _place(type="MARKET", timeInForce=None, price=None)["result"]["status"] == "FILLED"  # no price: no band
 
 
 def test_binance_duplicate_client_order_id_is_refused_while_the_first_is_open() -> None:
@@ -146,6 +169,21 @@ def test_binance_account_reports_equity_from_positions_and_marks() -> None:
 
 
 # -- Hyperliquid -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("is_buy", "px", "refused"), [
+    (True, 180_100.0, True), (False, 180_100.0, True), (True, 19_900.0, True), (False, 19_900.0, True),
+    (False, 179_900.0, False), (True, 20_100.0, False),
+])
+def test_hyperliquid_price_more_than_80_percent_from_the_reference_is_refused(is_buy: bool, px: float,
+                                                                             refused: bool) -> None:
+    """The reference is the mark (the desk's mid, 99995): more than 80% away either way is the venue's error; a
+    price inside the band rests (it crosses nothing)."""
+    (status,) = _hl_order(is_buy, px, 0.001)["response"]["data"]["statuses"]
+    if refused:
+        assert status == {"error": "Order price cannot be more than 80% away from the reference price"}
+    else:
+        assert "resting" in status, status
+
+
 def test_hyperliquid_cancel_and_cancel_by_cloid() -> None:
     oid = _hl_order(True, 90_000.0, 0.001)["response"]["data"]["statuses"][0]["resting"]["oid"]
     ok = _hl({"type": "cancel", "cancels": [{"a": 0, "o": oid}]})
