@@ -325,10 +325,13 @@ def test_an_unlisted_symbol_stops_the_session_before_the_fleet_starts(tmp_path: 
     assert set(processes) == {"venue-sim"}, processes  # no fleet process was started
 
 
-def test_a_session_whose_plan_splits_binance_trades_every_instrument_and_loses_no_book(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", ["paper", "emulator"])
+def test_a_session_whose_plan_splits_binance_trades_every_instrument_and_loses_no_book(tmp_path: Path,
+                                                                                      transport: str) -> None:
     """The plan splits a venue when its estimated book rate is above one feed process's: 3 instruments x 40 Hz of
     Binance books over a 60 books/s limit are two Binance feed processes (ids 0-1 and 2), each with its own ring and
-    placement, while Hyperliquid (3 x ~14 books/s) stays one. The strategy and execution read all three rings,
+    placement, while Hyperliquid (3 x ~14 books/s) stays one; paper fills, or signed orders to the emulator's order
+    endpoints. The strategy and execution read all three rings,
     capture stores all of them, every instrument gets orders, and no book is lost: no reader was lapped, and the
     strategy read every record capture stored from the rings and every book the feeds counted per instrument."""
     shm = Path("/dev/shm") / f"caerus-test-split-{os.getpid()}"
@@ -340,7 +343,7 @@ def test_a_session_whose_plan_splits_binance_trades_every_instrument_and_loses_n
     execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "40",
                                       "--max-books-per-feed-process", "60", "--strategy-config", str(strategy_cfg),
-                                      "--execution-config", str(execution_cfg)),
+                                      "--execution-config", str(execution_cfg), "--transport", transport),
                          capture_output=True, text=True, env=_env(shm), timeout=300, check=False)
     shutil.rmtree(shm, ignore_errors=True)
     assert res.returncode == 0, f"session failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}"
