@@ -80,17 +80,17 @@ def test_listed_but_not_emulated_instruments_are_refused_by_name(tmp_path: Path)
             await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["dogeusdt@bookTicker"], "id": 1}))
             bn = await recv_json(ws)
             await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["ethusdt@trade"], "id": 2}))
-            depth = await _until(ws, lambda fs: any(f.get("id") == 2 for f in fs))
-            depth = next(f for f in depth if f.get("id") == 2)
+            got = await _until(ws, lambda fs: any(f.get("id") == 2 for f in fs))
+            eth_trade = next(f for f in got if f.get("id") == 2)
         async with open_ws(emu, "hyperliquid", "/ws", ctx) as ws:
             await ws.send(json.dumps({"method": "subscribe", "subscription": {"type": "bbo", "coin": "DOGE"}}))
             hl = await recv_json(ws)
-        return bn, depth, hl
+        return bn, eth_trade, hl
 
-    bn, depth, hl = run_with(_cfg(tmp_path), body)
+    bn, eth_trade, hl = run_with(_cfg(tmp_path), body)
     assert bn["id"] == 1 and bn["error"]["code"] == 2 and "DOGEUSDT" in bn["error"]["msg"]
     assert "not emulated" in bn["error"]["msg"]
-    assert depth == {"result": None, "id": 2}  # every stream is served for an emulated symbol, not BTC's only
+    assert eth_trade == {"result": None, "id": 2}  # every stream is served for an emulated symbol, not BTC's only
     assert hl["channel"] == "error" and "'DOGE'" in hl["data"] and "not emulated" in hl["data"]
 
 
