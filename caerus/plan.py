@@ -27,12 +27,13 @@ COLD_PROCESSES = ("capture", "venue-sim", "session")
 WAIT_POLICIES = POLICIES  # the names of caerus.ipc.wait.WaitPolicy (kept for the session CLI's choices)
 
 
-#: Books per second one feed process is planned to carry. Measured by benchmarks/symbols_scaling (docs/instruments.md,
-#: "The cost curve"): a feed spends 89 us of CPU per message at N = 64 (20 Hz each) and 119 us at N = 64 with the
-#: same total rate (320 Hz), so one process saturates its core near 8,400-11,200 messages/s; half of the worse
-#: figure leaves the headroom that bursts (the emulator's x burst_multiplier) and the p99 need. Above it the plan
-#: splits the venue (benchmarks/feed_split: processes scale onto free cores, 1.93x with two; threads do not).
-MAX_FEED_BOOKS_PER_S = 4000.0
+#: Books per second one feed process is planned to carry: the highest Binance rate one feed process was measured to
+#: carry cleanly in a whole-fleet session on the 2-vCPU VM (docs/instruments.md, "Feed processes per venue": 16
+#: instruments at 1,000 Hz each, 10,135-11,636 books/s delivered, no ring loss, feed_internal p99 6-8 us, 18-26 us
+#: of feed CPU per message). The emulator, not the feed, capped that rate, and the CPU per message puts one core's
+#: saturation above 38,000 books/s, so the limit is what was shown to work, not an extrapolation. Above it the
+#: plan splits the venue (benchmarks/feed_split: processes scale onto free cores, 1.93x with two; threads do not).
+MAX_FEED_BOOKS_PER_S = 10000.0
 #: Books per second per instrument when nothing better is known (live venues): a Binance bookTicker outside bursts
 #: (the emulator's default market, caerus/sim/markets/default.toml) and one Hyperliquid bbo per ~70 ms block.
 BOOK_RATE_HZ: dict[str, float] = {"binance": 75.0, "hyperliquid": 1000.0 / 70.0}

@@ -18,8 +18,8 @@ from caerus.plan import (
 
 
 def test_a_venue_within_one_process_rate_is_not_split() -> None:
-    assert feed_shares(64, 60.0) == ((0, 64),)  # 3,840 books/s: under the measured 4,000
-    assert feed_shares(64, 75.0) == ((0, 32), (32, 64))  # the default market's 75 Hz at N = 64: 4,800 books/s
+    assert feed_shares(64, 75.0) == ((0, 64),)  # the default market's 75 Hz at N = 64: 4,800 books/s
+    assert feed_shares(64, 160.0) == ((0, 32), (32, 64))  # 10,240 books/s: over the measured 10,000
     assert feed_shares(10, 100.0, max_books_per_s=1000.0) == ((0, 10),)  # exactly the limit: one process
 
 
@@ -93,4 +93,4 @@ def test_shares_take_spare_cores_first_then_share_the_first_ones() -> None:
 
 
 def test_the_threshold_is_the_measured_one() -> None:
-    assert MAX_FEED_BOOKS_PER_S == 4000.0  # docs/instruments.md, "Feed processes per venue"
+    assert MAX_FEED_BOOKS_PER_S == 10000.0  # docs/instruments.md, "Feed processes per venue"
