@@ -46,6 +46,8 @@ ROOT = Path(__file__).resolve().parent
         "symbols": "instruments to trade, comma-separated (default BTC), e.g. BTC,ETH,SOL (with --host too)",
         "symbol_rate": "local: emulated Binance bookTicker rate per instrument, Hz (default: the emulator's)",
         "feed_connections": "local: connections per feed, the instruments split among them (default: the fewest)",
+        "max_books_per_feed_process": "local: books/s one feed process carries; a venue above it is split across "
+                                      "feed processes (default: caerus.plan.MAX_FEED_BOOKS_PER_S)",
         "host_key": "with --host, first contact: verified (default for an EC2 instance) | tofu",
         "monitor": "local: a real Prometheus scrapes the session's exporter; its data stays in the session folder",
     }
@@ -72,6 +74,7 @@ def bench(
     symbols: str = "BTC",
     symbol_rate: float = 0.0,
     feed_connections: int = 0,
+    max_books_per_feed_process: float = 0.0,
     host_key: str = "",
     monitor: bool = False,
 ) -> None:
@@ -104,6 +107,8 @@ def bench(
         argv += ["--symbol-rate", str(symbol_rate)]
     if feed_connections:
         argv += ["--feed-connections", str(feed_connections)]
+    if max_books_per_feed_process:
+        argv += ["--max-books-per-feed-process", str(max_books_per_feed_process)]
     for flag, value in (("--scenario", scenario), ("--wait-policy", wait_policy),
                         ("--strategy-config", strategy_config), ("--execution-config", execution_config),
                         ("--feed-client", feed_client)):

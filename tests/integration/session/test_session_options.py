@@ -106,7 +106,8 @@ def test_invoke_bench_is_caerus_session_bad_input_exits_2_before_starting_anythi
     import tasks
     from caerus.session.app import add_arguments
 
-    for bad in ({"duration": "soon"}, {"duration": "-5"}, {"transport": "binance"}, {"chaos": 0.5}):
+    for bad in ({"duration": "soon"}, {"duration": "-5"}, {"transport": "binance"}, {"chaos": 0.5},
+                {"max_books_per_feed_process": -1.0}):
         with pytest.raises(SystemExit) as exc:
             tasks.bench(Context(), out=str(tmp_path / "sessions"), no_report=True, **bad)
         assert exc.value.code == 2, bad
