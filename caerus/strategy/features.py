@@ -72,6 +72,8 @@ _HYPERLIQUID = int(Venue.HYPERLIQUID)
 _LN2 = math.log(2.0)
 _UNWRITTEN = 1 << 62
 _exp = math.exp  # one global load per call instead of a global and an attribute
+_NK_OFI = -_LN2 / (OFI_HALF_LIFE_MS * 1e6)  # -(the OFI decay rate per ns): exp(_NK_OFI * dt) is the decay over dt ns
+_NEG_CATCH_UP = -CATCH_UP_MIN_BPS
 _H50, _H200, _H1000 = (int(h * 1e6) for h in HORIZONS_MS)  # ns
 
 # FeatureState.update unpacks a BOOK record in one operation (cheaper than an index per field), so it names every
@@ -129,12 +131,11 @@ class FeatureState:
         "_hl_m",
         "_hl_n",
         "_hl_t",
-        "_k_basis",
-        "_k_ofi",
         "_m50",
         "_m200",
         "_m1000",
         "_mh",
+        "_nk_basis",
         "_ofi",
         "_p50",
         "_p200",
@@ -169,17 +170,20 @@ class FeatureState:
 
     def __init__(self, ewma_half_life_s: float = 3.0) -> None:
         self.x = [0.0] * N_FEATURES
-        self._k_basis = _LN2 / (ewma_half_life_s * 1e9)  # as LatencyArb: weight of an update dt ns later
-        self._k_ofi = _LN2 / (OFI_HALF_LIFE_MS * 1e6)
+        # as LatencyArb's k (the weight of an update dt ns later is 1 - exp(-k dt)), stored negated: -k * dt is
+        # (-k) * dt, bit for bit, one operation fewer per book
+        self._nk_basis = -(_LN2 / (ewma_half_life_s * 1e9))
         self._bn_t = [_UNWRITTEN] * RING  # later than any now: a walk never passes a slot not yet written
         self._bn_m = [0.0] * RING
         self._hl_t = [0] * RING
         self._hl_m = [0.0] * RING
         self._bn_n = self._hl_n = 0  # mids written so far (ring index = n & mask)
-        # Per horizon: the newest index at or before now - h (the oldest kept while none is), its mid (the return's
-        # base) and when to walk next (the next slot's time + h; earlier is harmless): a book before then reads no
-        # ring.
-        self._p50 = self._p200 = self._p1000 = self._ph = 0
+        # Per Binance horizon: the newest index at or before now - h (-1 before the first mid, whose mid is then the
+        # base: the oldest kept), its mid (the return's base) and when to walk next: exactly the next slot's time +
+        # h, so a book before then reads no ring and a walk from then on takes its first step untested. Hyperliquid's
+        # (_ph, _mh, _dh): the same, but its due time may be early (harmless: its walk tests every step).
+        self._p50 = self._p200 = self._p1000 = -1
+        self._ph = 0
         self._m50 = self._m200 = self._m1000 = self._mh = 0.0
         self._d50 = self._d200 = self._d1000 = self._dh = _UNWRITTEN
         self.bn_bid = self.bn_ask = self.bn_mid = self.bn_bid_qty = self.bn_ask_qty = 0.0
@@ -213,17 +217,30 @@ class FeatureState:
                 depth = bq + aq
                 n = self._bn_n
                 ts = self._bn_t
+                bm = self._bn_m
                 ts[n & _MASK] = now
-                self._bn_m[n & _MASK] = mid
+                bm[n & _MASK] = mid
                 self._bn_n = n + 1
                 # order-flow imbalance of this touch change (Cont, Kukanov & Stoikov 2014, eq. 2), decayed sum
                 if self.bn_seen:
+                    # e = [bid >= pb] bq - [bid <= pb] pbq - [ask <= pa] aq + [ask >= pa] paq, summed left to right
+                    # as written (the branches drop the zero terms: the same floats, up to the sign of a zero)
                     pb = self.bn_bid
+                    if bid > pb:
+                        e = bq
+                    elif bid == pb:
+                        e = bq - self.bn_bid_qty
+                    else:
+                        e = -self.bn_bid_qty
                     pa = self.bn_ask
-                    e = ((bq if bid >= pb else 0.0) - (self.bn_bid_qty if bid <= pb else 0.0)
-                         - (aq if ask <= pa else 0.0) + (self.bn_ask_qty if ask >= pa else 0.0))
+                    if ask < pa:
+                        e -= aq
+                    elif ask == pa:
+                        e = e - aq + self.bn_ask_qty
+                    else:
+                        e += self.bn_ask_qty
                     dt = now - self._t_ofi
-                    decay = _exp(-self._k_ofi * dt) if dt > 0 else 1.0
+                    decay = _exp(_NK_OFI * dt) if dt > 0 else 1.0
                     ofi = self._ofi * decay + e
                     d = self._depth * decay + (1.0 - decay) * depth * 0.5
                     # the ring overwrote the oldest horizon's pointer (> RING mids in 1 s): every pointer to the
@@ -234,7 +251,7 @@ class FeatureState:
                     ofi = self._ofi
                     d = depth * 0.5
                     self.bn_seen = True
-                    self._m50 = self._m200 = self._m1000 = mid  # the oldest kept; walk again h later
+                    self._m50 = self._m200 = self._m1000 = mid  # the oldest kept; due when this slot is h old
                     self._d50 = now + _H50
                     self._d200 = now + _H200
                     self._d1000 = now + _H1000
@@ -246,37 +263,44 @@ class FeatureState:
                 self.bn_bid_qty = bq
                 self.bn_ask_qty = aq
                 self.bn_mid = mid
-                # each pointer walks to the newest mid at or before now - h (the newest, at now, is never passed)
+                # each pointer walks to the newest mid at or before now - h (the newest, at now, is never passed); its
+                # due time is exact, so the first step is known to be taken
                 if now >= self._d50:
-                    p = self._p50
+                    p = self._p50 + 1
                     limit = now - _H50
-                    while ts[(p + 1) & _MASK] <= limit:
+                    t = ts[(p + 1) & _MASK]
+                    while t <= limit:
                         p += 1
+                        t = ts[(p + 1) & _MASK]
                     self._p50 = p
-                    self._m50 = m = self._bn_m[p & _MASK]
-                    self._d50 = ts[(p + 1) & _MASK] + _H50
+                    self._m50 = m = bm[p & _MASK]
+                    self._d50 = t + _H50
                     x[F_BN_RET_50] = (mid - m) / mid * 1e4
                 else:
                     x[F_BN_RET_50] = (mid - self._m50) / mid * 1e4
                 if now >= self._d200:
-                    p = self._p200
+                    p = self._p200 + 1
                     limit = now - _H200
-                    while ts[(p + 1) & _MASK] <= limit:
+                    t = ts[(p + 1) & _MASK]
+                    while t <= limit:
                         p += 1
+                        t = ts[(p + 1) & _MASK]
                     self._p200 = p
-                    self._m200 = m = self._bn_m[p & _MASK]
-                    self._d200 = ts[(p + 1) & _MASK] + _H200
+                    self._m200 = m = bm[p & _MASK]
+                    self._d200 = t + _H200
                     x[F_BN_RET_200] = (mid - m) / mid * 1e4
                 else:
                     x[F_BN_RET_200] = (mid - self._m200) / mid * 1e4
                 if now >= self._d1000:
-                    p = self._p1000
+                    p = self._p1000 + 1
                     limit = now - _H1000
-                    while ts[(p + 1) & _MASK] <= limit:
+                    t = ts[(p + 1) & _MASK]
+                    while t <= limit:
                         p += 1
+                        t = ts[(p + 1) & _MASK]
                     self._p1000 = p
-                    self._m1000 = m = self._bn_m[p & _MASK]
-                    self._d1000 = ts[(p + 1) & _MASK] + _H1000
+                    self._m1000 = m = bm[p & _MASK]
+                    self._d1000 = t + _H1000
                     bn_ret = (mid - m) / mid * 1e4
                 else:
                     bn_ret = (mid - self._m1000) / mid * 1e4
@@ -291,7 +315,7 @@ class FeatureState:
             else:
                 mid = self.bn_mid
                 bn_ret = x[F_BN_RET_1000]
-            if not (self.hl_seen and self.bn_seen):
+            if not self.start_t and not self._start(now):
                 return False
             hl_mid = self.hl_mid
             hl_tx = self.hl_t_exchange
@@ -340,7 +364,7 @@ class FeatureState:
                     self._prev_hl_tx = tx
             else:
                 hl_mid = self.hl_mid
-            if not (self.bn_seen and self.hl_seen):
+            if not self.start_t and not self._start(now):
                 return False
             mid = self.bn_mid
             bn_ret = x[F_BN_RET_1000]
@@ -354,15 +378,11 @@ class FeatureState:
         basis = (mid - hl_mid) / hl_mid * 1e4
         self.basis = basis
         ewma = self.ewma
-        if self.start_t == 0:
-            self.start_t = now
-            ewma = basis
-            self.ewma_t = now
         x[F_BASIS_DEV] = basis - ewma
         if ok:
             dt = now - self.ewma_t
             if dt > 0:
-                ewma += (1.0 - _exp(-self._k_basis * dt)) * (basis - ewma)
+                ewma += (1.0 - _exp(self._nk_basis * dt)) * (basis - ewma)
                 self.ewma_t = now
         self.ewma = ewma
         x[F_HL_AGE] = (now - hl_recv) * 1e-6
@@ -386,11 +406,20 @@ class FeatureState:
             self._dh = ts[(p + 1) & _MASK] + _H1000 if p < last else _UNWRITTEN
         hl_ret = (hl_mid - self._mh) / hl_mid * 1e4
         x[F_HL_RET_1000] = hl_ret
-        if bn_ret >= CATCH_UP_MIN_BPS or bn_ret <= -CATCH_UP_MIN_BPS:
+        if bn_ret >= CATCH_UP_MIN_BPS or bn_ret <= _NEG_CATCH_UP:
             c = hl_ret / bn_ret
             x[F_CATCH_UP] = 2.0 if c > 2.0 else (-1.0 if c < -1.0 else c)
         else:
             x[F_CATCH_UP] = 1.0
+        return True
+
+    def _start(self, now: int) -> bool:
+        """Both venues seen for the first time (else False): the basis EWMA starts here at the basis, as LatencyArb's
+        does (once per session: off the per-book path; this book's own update then finds dt = 0)."""
+        if not (self.bn_seen and self.hl_seen):
+            return False
+        self.start_t = self.ewma_t = now
+        self.ewma = (self.bn_mid - self.hl_mid) / self.hl_mid * 1e4
         return True
 
     def _clamp(self, lo: int) -> None:

@@ -254,8 +254,8 @@ def scorer(m: Model, form: str | None = None) -> Callable[[list[float]], float]:
 class ModelArb(LatencyArb):
     """LatencyArb deciding on a trained model's predicted Hyperliquid move (see the module docstring)."""
 
-    __slots__ = ("_m_entry", "_m_exit", "_m_reversal", "_n_entry", "_n_exit", "_n_reversal", "feat", "model",
-                 "score", "score_fn", "use_model")
+    __slots__ = ("_entry", "_exit", "_live_t", "_m_entry", "_m_exit", "_m_reversal", "_n_entry", "_n_exit",
+                 "_n_reversal", "_reversal", "_use", "feat", "model", "score_fn")
 
     def __init__(self, cfg: StrategyConfig, model: Model, instrument: Instrument | None = None,
                  form: str | None = None) -> None:
@@ -266,12 +266,29 @@ class ModelArb(LatencyArb):
                                  else cfg.ewma_half_life_s)
         self._m_entry, self._m_exit, self._m_reversal = model.entry_bps, model.exit_bps, model.reversal_bps
         self._n_entry, self._n_exit, self._n_reversal = self._entry_bps, self._exit_bps, self._reversal_bps
+        self._live_t = 0  # start_t + warm-up: entries from then on (set with start_t)
         self.use_model = True
-        self.score = 0.0
         self.tracked = self.feat  # the guards, the price and shadows read the books the features track
+
+    @property
+    def use_model(self) -> bool:
+        """Decide on the model (True) or the naive rule (False); switching sets the thresholds in effect, so the
+        per-book path reads one set."""
+        return self._use
+
+    @use_model.setter
+    def use_model(self, on: bool) -> None:
+        self._use = on
+        if on:
+            self._entry, self._exit, self._reversal = self._m_entry, self._m_exit, self._m_reversal
+        else:
+            self._entry, self._exit, self._reversal = self._n_entry, self._n_exit, self._n_reversal
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
+        # Hot path (benchmarks/decision_cost.py): the rules are LatencyArb.on_book's in the same order -- flatten
+        # when halted, else the exits, then (nothing to exit) an entry on a Binance book -- laid out so that a flat
+        # position reads only what the entry test needs.
         feat = self.feat
         if not feat.update(book, now):
             if feat.hl_seen and not self.hl_seen:
@@ -284,56 +301,53 @@ class ModelArb(LatencyArb):
                 self._first_hl_book()
             self.bn_seen = True
             self.start_t = feat.start_t  # when the basis was first measured, as LatencyArb's warm-up counts
+            self._live_t = feat.start_t + self._warmup
         self.basis = feat.basis
         self.ewma = feat.ewma
-        if self.use_model:
+        if self._use:
             score = self.score_fn(feat.x)
             half = feat.hl_half_spread_bps
+            # the predicted move net of the half spread; exits compare the score itself (the move still to come)
             signal = score - half if score > half else (score + half if score < -half else 0.0)
-            entry, exit_, reversal = self._m_entry, self._m_exit, self._m_reversal
         else:
             score = signal = feat.x[F_BASIS_DEV]  # the naive rule's signal, computed the naive rule's way
-            entry, exit_, reversal = self._n_entry, self._n_exit, self._n_reversal
-        self.score = score
         self.signal = signal
 
         orders = self.orders
         position = orders.position
-        reason = 0
-        side = 0
-        qty = 0.0
-        if self.halted and self._flatten and (position > _QTY_EPS or position < -_QTY_EPS):
-            reason = _FLATTEN
-            side = _SELL if position > 0.0 else _BUY
-            qty = _exit_qty(position, orders)
-        elif position > _QTY_EPS or position < -_QTY_EPS:
-            pos_side = _BUY if position > 0.0 else _SELL
-            s = score if pos_side == _BUY else -score  # the predicted move still to come, in our direction
-            if s <= -reversal:
-                reason = _EXIT_REVERSAL
-            elif s <= exit_:
-                reason = _EXIT_THRESHOLD
-            elif now - self.entry_t >= self._max_hold:
-                reason = _EXIT_MAX_HOLD
-            if reason:
+        if position > _QTY_EPS or position < -_QTY_EPS:
+            reason = 0
+            if self.halted and self._flatten:
+                reason = _FLATTEN
+                side = _SELL if position > 0.0 else _BUY
+            else:
+                pos_side = _BUY if position > 0.0 else _SELL
+                s = score if pos_side == _BUY else -score  # the predicted move still to come, in our direction
+                if s <= -self._reversal:
+                    reason = _EXIT_REVERSAL
+                elif s <= self._exit:
+                    reason = _EXIT_THRESHOLD
+                elif now - self.entry_t >= self._max_hold:
+                    reason = _EXIT_MAX_HOLD
                 side = -pos_side
-                qty = _exit_qty(position, orders)
-        if not reason and book[_VENUE] == _BINANCE and now - self.start_t >= self._warmup:
-            if signal >= entry:
-                side = _BUY
-            elif signal <= -entry:
-                side = _SELL
-            if side:
-                if now - self.last_fire_t < self._cooldown:
-                    self.guards[G_COOLDOWN] += 1
-                    return None
-                new_pos = (position + orders.unknown_long + self._qty if side == _BUY
-                           else position - orders.unknown_short - self._qty)
-                if new_pos > self._max_pos + _QTY_EPS or new_pos < -self._max_pos - _QTY_EPS:
-                    self.guards[G_POSITION] += 1
-                    return None
-                reason = _ENTRY
-                qty = self._qty
-        if not reason:
+            if reason:
+                return self._propose(feat, side, reason, _exit_qty(position, orders), now)
+        if book[_VENUE] != _BINANCE or now < self._live_t:
             return None
-        return self._propose(feat, side, reason, qty, now)  # LatencyArb's guards and IOC price, on the features' books
+        entry = self._entry
+        if signal >= entry:
+            side = _BUY
+        elif signal <= -entry:
+            side = _SELL
+        else:
+            return None
+        if now - self.last_fire_t < self._cooldown:
+            self.guards[G_COOLDOWN] += 1
+            return None
+        new_pos = (position + orders.unknown_long + self._qty if side == _BUY
+                   else position - orders.unknown_short - self._qty)
+        if new_pos > self._max_pos + _QTY_EPS or new_pos < -self._max_pos - _QTY_EPS:
+            self.guards[G_POSITION] += 1
+            return None
+        # LatencyArb's guards and IOC price, on the books the features track
+        return self._propose(feat, side, _ENTRY, self._qty, now)
