@@ -3,8 +3,8 @@
 Every source (a session's capture store, ClickHouse, the emulator's market model run offline) yields a
 :class:`BookEvents`: per book, venue, flags, instrument id, seq, t_exchange, t_recv, the top of book and, when the
 source measured it, t_publish (0 when not: the latency model then draws the feed's internal time). Rows are in
-t_recv order. The engine turns the table into BOOK record tuples (caerus.wire.BOOK field order) once, before its
-loop, so the decision code reads exactly the records the live strategy reads.
+t_recv order. The engine turns the table into BOOK record tuples (caerus.wire.BOOK field order) before its loop
+reads them (batch by batch), so the decision code reads exactly the records the live strategy reads.
 """
 
 from __future__ import annotations
@@ -93,15 +93,15 @@ class BookEvents:
         """Books per venue name."""
         return {Venue(v).name.lower(): int((self.venue == v).sum()) for v in Venue}
 
-    def records(self, t_publish: np.ndarray, order: np.ndarray | None = None) -> list[tuple]:
+    def records(self, t_publish: np.ndarray, order: np.ndarray | slice | None = None) -> list[tuple]:
         """BOOK record tuples (caerus.wire.BOOK field order: conn, reason, pad and t_wire 0) with the given
-        t_publish column, rows in ``order`` (an index array; None: as stored). Built once, before the replay loop:
-        the loop allocates nothing per book. Each column is reordered in numpy and turned into Python objects
-        once (``tolist``), and ``zip`` makes the tuples in C: no Python code runs per row."""
-        n = len(self) if order is None else len(order)
+        t_publish column, rows in ``order`` (an index array or a slice; None: as stored). Built before the replay
+        loop reads them: the loop allocates nothing per book. Each column is reordered in numpy and turned into
+        Python objects once (``tolist``), and ``zip`` makes the tuples in C: no Python code runs per row."""
         cols = [self.venue, self.flags, self.symbol, self.seq, self.t_exchange, self.t_recv, t_publish, self.bid_px,
                 self.bid_qty, self.ask_px, self.ask_qty]
         v, f, s, seq, tx, tr, tp, bp, bq, ap, aq = (c.tolist() if order is None else c[order].tolist() for c in cols)
+        n = len(v)
         return list(zip(v, f, s, repeat(0, n), repeat(0, n), repeat(0, n), seq, tx, tr, tp, bp, bq, ap, aq,
                         repeat(0, n), strict=False))
 
