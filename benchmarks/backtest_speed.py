@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import glob
 import json
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,19 +51,39 @@ def peer_requirements() -> list[str]:
     return list(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["peers"])
 
 
+PEERS_LOCK = ROOT / "locks" / "peers.txt"
+
+
+def python313() -> str | None:
+    """A Python 3.13 interpreter (cryptofeed 3, in the same [peers] extra, requires it): python3.13 on PATH when it
+    runs (a pyenv shim may not), else a pyenv-installed 3.13."""
+    pyenv = sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.13*/bin/python3.13")))
+    for cand in [shutil.which("python3.13"), *pyenv]:
+        if cand and subprocess.run([cand, "--version"], capture_output=True, timeout=30).returncode == 0:
+            return cand
+    return None
+
+
 def ensure_peers() -> Path | None:
+    """.venv-peers as benchmarks.peers builds it (Python 3.13, locks/peers.txt with hashes); None, said, when it
+    cannot be built."""
     py = PEERS / "bin" / "python"
     if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(PEERS)], check=True, timeout=300)
+        base = python313()
+        if base is None:
+            print("peer: no Python 3.13 to build .venv-peers with (cryptofeed 3 in the [peers] extra needs it)",
+                  file=sys.stderr)
+            return None
+        subprocess.run([base, "-m", "venv", str(PEERS)], check=True, timeout=300)
     reqs = peer_requirements()
     ok = subprocess.run([str(py), "-c", "import sys, importlib.metadata as m; from packaging.requirements import "
                          "Requirement as R; sys.exit(any(not R(r).specifier.contains(m.version(R(r).name), True) "
                          "for r in sys.argv[1:]))", *reqs], capture_output=True, timeout=120)
     if ok.returncode != 0:
-        res = subprocess.run([str(py), "-m", "pip", "install", "-q", *reqs], capture_output=True, text=True,
-                             timeout=900)
+        res = subprocess.run([str(py), "-m", "pip", "install", "-q", "--require-hashes", "-r", str(PEERS_LOCK)],
+                             capture_output=True, text=True, timeout=1800)
         if res.returncode != 0:
-            print(f"peer: cannot install {' '.join(reqs)}: {res.stderr[-500:]}", file=sys.stderr)
+            print(f"peer: cannot install {PEERS_LOCK}: {res.stderr[-500:]}", file=sys.stderr)
             return None
     return py
 
