@@ -16,14 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
 from caerus.metrics.env import chrony_tracking
 from caerus.monitoring.collector import FleetCollector, HostCollector
+from caerus.monitoring.http_server import serve
 from caerus.monitoring.session_files import SessionFolderError, read_fleet
 
 DEFAULT_PORT = 9465
 POLL_S = 0.5
+REFRESH_S = 1.0  # the latency families are rebuilt at the processes' .hlog interval, not faster
 CHRONY_EVERY_S = 10.0
 LINGER_S = 3.0
 NICE = 10
@@ -105,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
     registry.register(HostCollector(clock_offset=chrony, host_expiry=args.host_expiry_file))
     collector: FleetCollector | None = None
     current: Path | None = None
-    started = time.monotonic()
+    started = refreshed = time.monotonic()
     deadline = started + args.wait
     try:
-        server, thread = start_http_server(args.port, addr=args.bind, registry=registry)
+        server, thread, responses = serve(registry, args.bind, args.port)
     except OSError as exc:
         print(f"caerus exporter: cannot listen on {args.bind}:{args.port}: {exc}", file=sys.stderr)
         return 1
@@ -135,16 +137,24 @@ def run(args: argparse.Namespace) -> int:
                     if collector is not None:
                         registry.unregister(collector)
                     collector = FleetCollector(target.name, target, fleet)
+                    collector.refresh()
+                    refreshed = time.monotonic()
                     registry.register(collector)
                     current = target
+            if collector is not None and time.monotonic() - refreshed >= REFRESH_S:
+                collector.refresh()
+                refreshed = time.monotonic()
             time.sleep(POLL_S)
         if collector is not None:  # the fleet has stopped: let a scrape read its final counts first
-            served = collector.scrapes
+            served = collector.refresh()
             linger_until = time.monotonic() + args.linger
-            while collector.scrapes == served and time.monotonic() < linger_until:
+            # a scrape collected after the final refresh, and written out (a collected response is only in
+            # Prometheus once the last byte is written)
+            while ((collector.scrapes == served or responses.open) and time.monotonic() < linger_until):
                 time.sleep(0.05)
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(timeout=5.0)
         if collector is not None:  # its own cost, beside the on/off benchmark (logs/exporter.log in a session)
             t = os.times()

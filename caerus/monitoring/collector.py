@@ -1,8 +1,13 @@
-"""The Prometheus collector: on each scrape, the fleet's counter blocks, RSS and .hlog latencies as metric families.
+"""The Prometheus collector: the fleet's counter blocks, RSS and .hlog latencies as metric families.
 
-Everything is read at scrape time from what the processes already publish (their shared counter blocks and 1 s
-interval logs), so the hot processes do nothing new per message. Counter blocks are attached lazily and
-re-attached when a process restarts (the block's path then names another file).
+Everything is read from what the processes already publish (their shared counter blocks and 1 s interval logs),
+so the hot processes do nothing new per message. Counter blocks are attached lazily and re-attached when a process
+restarts (the block's path then names another file).
+
+Counters and RSS are read at scrape time (a copy of a few shared words and a /proc read each). The latency
+families, which cost histogram arithmetic, are built by ``refresh()`` on the exporter's own loop and served
+as built: a scrape then costs only its serialisation, so a niced exporter on a machine whose cores the fleet
+busy-polls still answers within Prometheus' scrape timeout.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class FleetCollector(Collector):
         self.hlogs = {p.name: HlogFollower(p.hlog) for p in fleet}
         self.lock = threading.Lock()  # prometheus_client serves scrapes from threads
         self.scrapes = 0  # collections served: the exporter lingers on stop until one more has been
+        self.latency: list[Metric] = []  # the latency families as the last refresh() built them
 
     # -- reading ------------------------------------------------------------------------------------------------
     def _snapshots(self) -> dict[str, dict[str, Any]]:
@@ -103,7 +109,15 @@ class FleetCollector(Collector):
             self._named(proc, snap, labels, fam)
         self._rss(fam)
         yield from fams.values()
-        yield from self._latency()
+        yield from self.latency
+
+    def refresh(self) -> int:
+        """Read the processes' new .hlog intervals and rebuild the latency families that scrapes serve; returns
+        the number of scrapes served before the rebuilt families were in place (a later scrape sees them)."""
+        families = list(self._latency())
+        with self.lock:
+            self.latency = families
+            return self.scrapes
 
     def _named(self, proc: str, snap: dict[str, Any], labels: list[str],
                fam: Callable[..., Family]) -> None:

@@ -32,8 +32,15 @@ class TagLatency:
     first_in: dict[int, int] = field(default_factory=lambda: dict.fromkeys(WINDOWS_S, 0))  # deque offset per window
     dropped: int = 0  # intervals popped off the deque's left
     newest_end_s: float = 0.0
+    # bumped whenever a count changes (an interval with samples comes in or leaves a window): what buckets() and
+    # window_quantiles() computed stays valid until then, so idle tags cost nothing per refresh
+    changes: int = 0
+    _buckets: tuple[int, tuple[list[tuple[str, int]], float]] | None = field(default=None, repr=False)
+    _quantiles: tuple[int, dict[int, dict[float, float] | None]] | None = field(default=None, repr=False)
 
     def add(self, iv: hdr.Interval) -> None:
+        if iv.hist.total_count:
+            self.changes += 1
         hdr.add_into(self.total, iv.hist)
         self.intervals.append(iv)
         for h in self.windows.values():
@@ -46,6 +53,7 @@ class TagLatency:
                 if old.start_s + old.length_s > horizon:
                     break
                 _add_counts(h, old.hist, -1)
+                self.changes += old.hist.total_count > 0
                 self.first_in[w] += 1
         while self.dropped < min(self.first_in.values()):
             self.intervals.popleft()
@@ -56,6 +64,8 @@ class TagLatency:
 
     def window_quantiles(self) -> dict[int, dict[float, float] | None]:
         """window seconds -> quantile -> seconds (None: no sample in that window)."""
+        if self._quantiles is not None and self._quantiles[0] == self.changes:
+            return self._quantiles[1]
         out: dict[int, dict[float, float] | None] = {}
         for w in WINDOWS_S:
             h = self.window(w)
@@ -64,10 +74,13 @@ class TagLatency:
                 continue
             vals = hdr.percentiles(h, [q * 100 for q in QUANTILES])
             out[w] = {q: vals[q * 100] / NS_PER_S for q in QUANTILES}
+        self._quantiles = (self.changes, out)
         return out
 
     def buckets(self) -> tuple[list[tuple[str, int]], float]:
         """Cumulative (le, count) pairs ending with +Inf, and the sum in seconds (HDR median-equivalent values)."""
+        if self._buckets is not None and self._buckets[0] == self.changes:
+            return self._buckets[1]
         counts = hdr.counts_view(self.total)
         _, highest, median = hdr.index_values(self.total)
         cum = np.cumsum(counts)
@@ -78,7 +91,8 @@ class TagLatency:
             out.append((_le(us), int(cum[i - 1]) if i > 0 else 0))
         out.append(("+Inf", int(self.total.total_count)))
         total_ns = float((counts.astype(np.float64) * median).sum())
-        return out, total_ns / NS_PER_S
+        self._buckets = (self.changes, (out, total_ns / NS_PER_S))
+        return self._buckets[1]
 
 
 def _add_counts(dst: HdrHistogram, src: HdrHistogram, sign: int) -> None:

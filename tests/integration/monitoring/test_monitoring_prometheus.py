@@ -1,8 +1,9 @@
 """A real Prometheus (Debian's) on loopback scrapes the caerus exporter of a real short emulator session, and its
 HTTP API gives the session's counts and latency percentile as summary.json has them.
 
-The session starts its exporter (``--exporter-port 0``); Prometheus scrapes it every second and the exporter
-lingers on stop for one more scrape, so the last stored samples are the fleet's final counts.
+The session starts its exporter (``--exporter-port``); Prometheus scrapes it every 2 s (the scrape timeout is the
+interval: 2 s leaves a niced exporter room on a loaded 2-core machine whose cores the fleet busy-polls) and the
+exporter lingers on stop for one more scrape, so the last stored samples are the fleet's final counts.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, di
     # Prometheus first, scraping the exporter's port before the session opens it: its scrapes then cover the
     # fleet's whole life however slow the machine is to start either of them.
     port, prom_port = free_port(), free_port()
-    prom = prometheus.start(base / "prom", [f"127.0.0.1:{port}"], prom_port, scrape_interval_s=1.0)
+    prom = prometheus.start(base / "prom", [f"127.0.0.1:{port}"], prom_port, scrape_interval_s=2.0)
     proc = subprocess.Popen([sys.executable, "-m", "caerus", "session", "--duration", "8", "--out", str(out),
                              "--progress", "none", "--no-report", "--no-capture", "--strategy-config", str(cfg),
                              "--exporter-port", str(port)],

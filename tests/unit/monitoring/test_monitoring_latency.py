@@ -69,3 +69,24 @@ def test_running_windows_equal_a_fresh_merge_of_their_intervals() -> None:
             assert np.array_equal(hdr.counts_view(lat.window(w)), hdr.counts_view(fresh))
             assert lat.window(w).total_count == fresh.total_count
     assert len(lat.intervals) == 60
+
+
+def test_memoised_buckets_and_quantiles_follow_every_change() -> None:
+    """What a refresh serves from the per-tag memo equals a recomputation after every interval: with samples, empty
+    (no change), and when a window lets an old interval go (a change without a new sample)."""
+    rng = np.random.default_rng(11)
+    lat = TagLatency()
+    for t in range(150):
+        n = int(rng.integers(0, 3)) * int(rng.integers(1, 40))  # a third of the intervals are empty
+        lat.add(interval(float(t), list(rng.integers(1_000, 5_000_000, size=n))))
+        served = (lat.buckets(), lat.window_quantiles())
+        lat._buckets = lat._quantiles = None  # forget the memo: recompute from the histograms
+        assert served == (lat.buckets(), lat.window_quantiles()), t
+
+
+def test_an_empty_interval_leaves_the_memo_valid() -> None:
+    lat = TagLatency()
+    lat.add(interval(0.0, [5_000] * 3))
+    first = lat.buckets()
+    lat.add(interval(1.0, []))
+    assert lat.buckets() is first
