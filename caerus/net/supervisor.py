@@ -265,7 +265,12 @@ class Supervisor:
         task = self._tasks.pop(session)
         self._reported.pop(session, None)
         self._last_ping.pop(session, None)
-        failure = task.result() if not task.cancelled() else Failure(FailureClass.SHUTDOWN, 0, "cancelled")
+        if task.cancelled():
+            failure = Failure(FailureClass.SHUTDOWN, 0, "cancelled")
+        elif not task.done():  # only from _shutdown: it did not end even when cancelled; the process is leaving
+            failure = Failure(FailureClass.SHUTDOWN, 0, "did not end within the close timeout")
+        else:
+            failure = task.result()
         role = "primary" if session is self.primary else "candidate" if session is self.candidate else "retired"
         self.reporter.failure(failure, session, role)
         if session.data_count:
@@ -306,7 +311,8 @@ class Supervisor:
             if pending:
                 await asyncio.wait(pending, timeout=1.0)
         now = time.monotonic()
-        for session in [s for s, t in self._tasks.items() if t.done()]:
+        # every session is reported once, a task still running after its cancel too: connects == sum(fail.*)
+        for session in list(self._tasks):
             self._finish(session, now)
         for ping in list(self._pings):
             ping.cancel()

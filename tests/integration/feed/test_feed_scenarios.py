@@ -156,7 +156,9 @@ def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, exp
     assert rc == 0, feed.proc.output()[-4000:]
     c = feed.counters()
     assert c["fail.other"] == 0, feed.nonzero()
-    assert c["fail.shutdown"] >= 1  # the SIGTERM close was classified too
+    # every connection attempt ended once and was classified, the one the SIGTERM closed (SHUTDOWN) too; a feed
+    # stopped between two connections (in back-off, on a loaded machine) has none open to close
+    assert sum(v for k, v in c.items() if k.startswith("fail.")) == c["connects"], feed.nonzero()
     check_no_invalid_book(feed)
     if expect is not None:
         assert expect in feed.disconnect_classes(), feed.disconnect_classes()

@@ -11,8 +11,9 @@ from websockets.asyncio.server import ServerConnection
 
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
+from caerus.net.failures import FailureClass
 from caerus.net.supervisor import Endpoint, Supervisor, SupervisorConfig
-from caerus.net.ws import client_ssl_context
+from caerus.net.ws import WsSession, client_ssl_context
 from caerus.venues.binance import data as binance
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid import data as hyperliquid
@@ -140,6 +141,57 @@ def test_reconnect_storm_is_bounded_by_the_token_bucket(tls_ws_server, shm_dir: 
                                                              connects_per_min=60.0, connect_burst=2), 1.5)
     assert 2 <= c["connects"] <= 4
     assert c["fail.handshake_http"] == c["connects"]
+
+
+class OutlivesItsCancel(WsSession):
+    """A connection that ignores the supervisor's stop and its first cancel (a close stuck in a slow TLS shutdown
+    on a loaded machine): it ends 3 s after the cancel, past the supervisor's shutdown waits."""
+
+    def end(self, failure: FailureClass, detail: str = "", value: int = 0) -> None:
+        if failure is not FailureClass.SHUTDOWN:
+            super().end(failure, detail, value)
+
+    async def serve(self):  # type: ignore[no-untyped-def]
+        serving = asyncio.ensure_future(super().serve())
+        try:
+            return await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            await asyncio.sleep(3.0)
+            WsSession.end(self, FailureClass.SHUTDOWN, "late")
+            return await serving
+
+
+def test_a_connection_that_outlives_its_cancel_is_still_reported_as_shutdown(tls_ws_server, shm_dir: Path) -> None:
+    market = Market("binance", rate_hz=100)
+    srv = tls_ws_server(market.serve)
+    out = FeedOutputs("binance", "u.book.binance", "u.events.binance", "u.stats.binance", capacity=1 << 12,
+                      log_stream=io.StringIO(), venue_code=int(Venue.BINANCE))
+    sink = BinanceSink(out)
+    out.sink = sink
+    ep = Endpoint(binance.url(srv.url), (binance.subscribe_frame([binance.stream()]),))
+    delivered = 0
+
+    async def main() -> None:
+        nonlocal delivered
+        sup = Supervisor(ep, fast(close_timeout_s=0.1), sink, out, ssl_context=client_ssl_context(srv.ca_file),
+                         session_factory=OutlivesItsCancel)
+        task = asyncio.create_task(sup.run())
+        for _ in range(500):  # until messages flow (bounded: 10 s)
+            await asyncio.sleep(0.02)
+            delivered = sum(s.msg_count for s in sup.sessions())
+            if delivered >= 5:
+                break
+        sup.stop()
+        await asyncio.wait_for(task, 10)
+        out.housekeeping(0)
+
+    try:
+        asyncio.run(main())
+        c = out.counters.snapshot()
+    finally:
+        out.close()
+    assert delivered >= 5 and c["connects"] == 1
+    assert c["fail.shutdown"] == 1  # reported, though its task had not ended when the supervisor stopped
 
 
 def test_bad_supervisor_settings_are_refused() -> None:
