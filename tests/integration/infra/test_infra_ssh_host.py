@@ -245,6 +245,9 @@ def _locked_pins() -> dict[str, str]:
     return {p.name: p.version for p in parse_lock(FLEET_LOCK.read_text()) if p.applies()}
 
 
+# Two deploys, each building a venv from the pinned wheelhouse over the loopback sshd: about 2 min on a calm
+# machine, over the suite's 300 s default at load 9-12 (seen in a fresh-clone run beside other suites).
+@pytest.mark.timeout(900)
 def test_infra_deploy_installs_wheel_and_pinned_units_idempotently(infra_test_host: InfraHost, caerus_wheel: Path,
                                                                    wheelhouse_cache: Path) -> None:
     h = infra_test_host
