@@ -225,7 +225,7 @@ class BinanceRest:
                     "nextFundingTime": mark["T"], "time": mark["E"]}
         return self._each(req, one)
 
-    # -- user data stream -------------------------------------------------------------------------------------
+    # -- the trade tape ---------------------------------------------------------------------------------------
     def _tape_of(self, req: HttpRequest) -> tuple[Tape, frames.InstrumentFormat, int] | HttpReply:
         """(the asked symbol's trade tape, kept from now on; its format; the session epoch), or the refusal."""
         sym, bad = self._symbol(req, required=True)
@@ -240,39 +240,45 @@ class BinanceRest:
             return _err(400, -1121, NOT_EMULATED.format(sym))
         return tape, drv.format_of(q.symbol), drv.epoch_ns
 
-    def _limit(self, req: HttpRequest, default: int, most: int) -> int | HttpReply:
-        text = req.query.get("limit", str(default))
-        if not text.isdigit() or not 1 <= int(text) <= most:
-            return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal range is 1..{most}.")
-        return int(text)
-
-    def _klines(self, req: HttpRequest) -> HttpReply:
-        """``GET /fapi/v1/klines``: bars from the trade tape, oldest first (the venue's 12-field rows)."""
+    def _tape_query(self, req: HttpRequest, most: int, bounds: tuple[str, ...]
+                    ) -> tuple[Tape, frames.InstrumentFormat, int, int, dict[str, int | None]] | HttpReply:
+        """The prologue of every tape query (klines, trades, aggTrades): (the asked symbol's tape, its format, the
+        session epoch, ``limit`` (default 500, 1..``most``), each of ``bounds`` (``startTime``, ``fromId``...) as an
+        integer or None), or the refusal. A bound that is not digits is the venue's -1100 naming the parameter."""
         got = self._tape_of(req)
         if isinstance(got, HttpReply):
             return got
-        tape, fmt, _ = got
+        text = req.query.get("limit", "500")
+        if not text.isdigit() or not 1 <= int(text) <= most:
+            return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal range is 1..{most}.")
+        values: dict[str, int | None] = {}
+        for k in bounds:
+            v = req.query.get(k)
+            if v is not None and not v.isdigit():
+                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
+            values[k] = int(v) if v is not None else None
+        return (*got, int(text), values)
+
+    def _klines(self, req: HttpRequest) -> HttpReply:
+        """``GET /fapi/v1/klines``: bars from the trade tape, oldest first (the venue's 12-field rows)."""
         minutes = INTERVAL_MINUTES.get(req.query.get("interval", ""))
+        got = self._tape_query(req, 1500, ("startTime", "endTime"))
+        if isinstance(got, HttpReply):
+            return got
         if minutes is None:
             return _err(400, -1120, "Invalid interval.")
-        limit = self._limit(req, 500, 1500)
-        if isinstance(limit, HttpReply):
-            return limit
-        start, end = (int(req.query[k]) * 1_000_000 if req.query.get(k, "").isdigit() else None
-                      for k in ("startTime", "endTime"))
+        tape, fmt, _, limit, bounds = got
+        start, end = (None if (ms := bounds[k]) is None else ms * 1_000_000 for k in ("startTime", "endTime"))
         bars = tape.bars_of(minutes, start, end)
         bars = bars[:limit] if start is not None else bars[-limit:]
         return HttpReply(200, [frames.binance_kline_row(b, minutes, fmt) for b in bars])
 
     def _trades(self, req: HttpRequest) -> HttpReply:
         """``GET /fapi/v1/trades``: the most recent trades, oldest first."""
-        got = self._tape_of(req)
+        got = self._tape_query(req, 1000, ())
         if isinstance(got, HttpReply):
             return got
-        tape, fmt, epoch = got
-        limit = self._limit(req, 500, 1000)
-        if isinstance(limit, HttpReply):
-            return limit
+        tape, fmt, epoch, limit, _ = got
         recent = list(tape.recent)[-limit:]
         pd, qd = fmt.price_decimals, fmt.qty_decimals
         return HttpReply(200, [{"id": t.trade_id, "price": f"{t.px:.{pd}f}", "qty": f"{t.qty:.{qd}f}",
@@ -282,33 +288,25 @@ class BinanceRest:
     def _agg_trades(self, req: HttpRequest) -> HttpReply:
         """``GET /fapi/v1/aggTrades``: the recent trades as the aggTrade stream shows them (each trade is its own
         aggregate, ids as the stream's), oldest first; ``fromId`` / ``startTime`` / ``endTime`` narrow them."""
-        got = self._tape_of(req)
+        got = self._tape_query(req, 1000, ("fromId", "startTime", "endTime"))
         if isinstance(got, HttpReply):
             return got
-        tape, fmt, epoch = got
-        limit = self._limit(req, 500, 1000)
-        if isinstance(limit, HttpReply):
-            return limit
-        bounds = {}
-        for k in ("fromId", "startTime", "endTime"):
-            text = req.query.get(k)
-            if text is not None and not text.isdigit():
-                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
-            bounds[k] = int(text) if text is not None else None
+        tape, fmt, epoch, limit, bounds = got
+        lo_id, lo_t, hi_t = bounds["fromId"], bounds["startTime"], bounds["endTime"]
         rows = []
         for t in tape.recent:
             when = frames.ms(epoch, t.t_ns)
-            if (bounds["fromId"] is not None and t.trade_id < bounds["fromId"]) or (
-                    bounds["startTime"] is not None and when < bounds["startTime"]) or (
-                    bounds["endTime"] is not None and when > bounds["endTime"]):
+            if (lo_id is not None and t.trade_id < lo_id) or (lo_t is not None and when < lo_t) or (
+                    hi_t is not None and when > hi_t):
                 continue
             rows.append(t)
-        rows = rows[:limit] if bounds["fromId"] is not None or bounds["startTime"] is not None else rows[-limit:]
+        rows = rows[:limit] if lo_id is not None or lo_t is not None else rows[-limit:]
         pd, qd = fmt.price_decimals, fmt.qty_decimals
         return HttpReply(200, [{"a": t.trade_id, "p": f"{t.px:.{pd}f}", "q": f"{t.qty:.{qd}f}", "f": t.trade_id * 3,
                                 "l": t.trade_id * 3 + 2, "T": frames.ms(epoch, t.t_ns) - 1, "m": t.buyer_is_maker}
                                for t in rows])
 
+    # -- user data stream -------------------------------------------------------------------------------------
     def _listen_key(self, req: HttpRequest) -> HttpReply:
         key = orders.listen_key(req.headers.get("X-MBX-APIKEY"))
         if key is None:
