@@ -9,8 +9,10 @@ after a run of empty polls), pinned to the last CPU with the server on the first
 machine has for a feed).
 
 Not measured: picows' frame parser driven by our own ``recvmsg`` (keeping the kernel receive stamp): its parser is
-its asyncio protocol (``picows.picows.WSProtocol``, fed through ``get_buffer``/``buffer_updated``); feeding it from
-the busy client's recvmsg + TLS MemoryBIO path is not built yet (the row says so).
+its asyncio protocol (``picows.picows.WSProtocol``, fed through ``get_buffer``/``buffer_updated``), bound to its
+transport, so no Python entry parses our plaintext. The busy client instead has its own frame splitter for the
+frames venues send (``caerus.net.wsframes``; ``benchmarks/ws_parse``: 6.4x less per read than ``websockets``'
+sans-I/O protocol), so its row is the busy client's own.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from benchmarks.peers.table import Row, rows_for
 from caerus.plan import available_cpus
 
 POLICY = "hybrid"
-NOT_BUILT = ("not built yet: picows' parser is its asyncio protocol (WSProtocol); feeding it from the busy client's "
-             "recvmsg + TLS MemoryBIO path is the next step")
+NOT_BUILT = ("picows' parser is its asyncio protocol (WSProtocol), bound to its transport; the busy "
+             "client reads its recvmsg plaintext with its own frame splitter instead (caerus.net.wsframes; "
+             "benchmarks/ws_parse), so the caerus busy client row is that path")
 SPACINGS_US = (100, 1000)
 
 

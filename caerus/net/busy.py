@@ -8,9 +8,11 @@ layer: the loop calls ``_on_readable`` when the socket has bytes (on a busy-poll
    is the stamp of the read that completed the message, 0 when the platform gives none;
 2. decrypts them through an ``ssl.SSLObject`` over memory BIOs (the same verifying ``SSLContext``: certificate and
    host name checked as before);
-3. feeds the plaintext to the ``websockets`` sans-I/O client protocol (framing, masking, ping answers, close
-   handshake, ``max_size``) and hands every complete text/binary message to ``on_message`` with
-   ``t_recv = time.time_ns()`` taken at that moment.
+3. splits the plaintext into frames (:mod:`caerus.net.wsframes`): a complete unfragmented text (ASCII) or binary
+   frame's payload goes straight to ``on_message`` with ``t_recv = time.time_ns()`` taken at that moment; every
+   other frame, whole and in order, to the ``websockets`` sans-I/O client protocol (ping answers, fragments, the
+   close handshake, UTF-8 and ``max_size`` errors), whose data frames are delivered the same way. The protocol
+   also reads the upgrade response, and only it: the splitter starts at the first byte after the response head.
 
 Opening (TCP connect, TLS handshake, HTTP upgrade) is bounded by ``open_timeout_s`` as a whole. Every end goes
 through the same :func:`~caerus.net.failures.classify`: the sans-I/O layer raises the same exceptions as the
@@ -45,9 +47,11 @@ from websockets.uri import parse_uri
 from caerus.net.failures import Failure, SessionEnded, classify
 from caerus.net.stamps import RX_ANCILLARY_SIZE, enable_rx_timestamps, rx_stamp
 from caerus.net.ws import FrameErrorHandler, MessageHandler, WsSession
+from caerus.net.wsframes import FrameSplitter
 from caerus.wire import FailureClass
 
 READ_SIZE = 1 << 18
+_MAX_HEAD = 1 << 16  # an upgrade response head longer than this is not waited for (the protocol refuses it)
 _DATA = (Opcode.TEXT, Opcode.BINARY)
 
 
@@ -88,6 +92,10 @@ class BusyWsSession(WsSession):
         self._fragments: list[bytes] = []
         self._pending_events: list[Any] = []  # frames that arrived with the upgrade response
         self._eof = False  # the peer's end of stream was given to the protocol
+        self._head = bytearray()  # the upgrade response until its head is complete
+        self._splitter: FrameSplitter | None = None  # frames, from the first byte after the response head
+        self._events: list[Any] = []  # messages (bytes) and protocol events, in arrival order, not yet delivered
+        self._plain: Any = self._plain_handshake  # where decrypted bytes go: the response head, then the splitter
 
     # -- opening ---------------------------------------------------------------------------------------------
     async def serve(self) -> Failure:
@@ -176,7 +184,7 @@ class BusyWsSession(WsSession):
         assert proto is not None
         tls = self._tls
         if tls is None:
-            proto.receive_data(data)
+            self._plain(data)
             return
         self._in.write(data)
         while True:
@@ -189,7 +197,49 @@ class BusyWsSession(WsSession):
                 return
             if not plain:
                 return
-            proto.receive_data(plain)
+            self._plain(plain)
+
+    def _plain_handshake(self, plain: bytes) -> None:
+        """Plaintext before the upgrade response's head is complete: the protocol gets the head (and, when the
+        upgrade is refused, the body it reads for the error); the frames after a 101 go to the splitter."""
+        proto = self._proto
+        assert proto is not None
+        head = self._head
+        head += plain
+        end = head.find(b"\r\n\r\n")
+        if end < 0:
+            if len(head) > _MAX_HEAD:  # the protocol refuses an oversized head with its own error
+                proto.receive_data(bytes(head))
+                del head[:]
+                self._plain = proto.receive_data
+            return
+        rest = bytes(head[end + 4:])
+        proto.receive_data(bytes(head[:end + 4]))
+        del head[:]
+        if proto.state is State.OPEN:
+            self._splitter = splitter = FrameSplitter(self.max_size, self._to_protocol)
+            self._plain = self._plain_frames
+            if rest:
+                splitter.feed(rest, self._events)
+        else:
+            self._plain = proto.receive_data
+            if rest:
+                proto.receive_data(rest)
+
+    def _plain_frames(self, plain: bytes) -> None:
+        splitter = self._splitter
+        assert splitter is not None
+        splitter.feed(plain, self._events)
+
+    def _to_protocol(self, frame: bytes) -> list[Any]:
+        """Whole frames the splitter does not deliver itself, into the protocol; its events back."""
+        proto = self._proto
+        assert proto is not None
+        proto.receive_data(frame)
+        events = proto.events_received()
+        if proto.state is not State.OPEN and self._splitter is not None:
+            self._splitter.passthrough = True
+        return events
 
     def _push(self, chunks: list[bytes]) -> None:
         """Protocol output through TLS into the outgoing buffer."""
@@ -271,28 +321,46 @@ class BusyWsSession(WsSession):
         proto = self._proto
         if proto is not None and not self._eof:
             self._eof = True
+            # what was held back as incomplete is the protocol's to judge at the end of the stream
+            if self._head:
+                proto.receive_data(bytes(self._head))
+                del self._head[:]
+            if self._splitter is not None:
+                rest = self._splitter.take_partial()
+                if rest:
+                    self._events.extend(self._to_protocol(rest))
             proto.receive_eof()
 
     def _deliver(self, t_wire: int) -> None:
         proto = self._proto
         assert proto is not None
-        events = proto.events_received()
+        events = self._events  # reused: cleared once delivered, never reallocated per read
+        late = proto.events_received()  # the end of the stream's (the rest came through the splitter, in order)
+        if late:
+            events += late
         if self._pending_events:
-            events = [*self._pending_events, *events]
+            events[:0] = self._pending_events
             self._pending_events = []
+        try:
+            self._deliver_events(events, t_wire)
+        finally:
+            events.clear()
+
+    def _deliver_events(self, events: list[Any], t_wire: int) -> None:
         on_message = self.on_message
         tns = time.time_ns
         stack = self.stack
         for frame in events:
-            if not isinstance(frame, Frame):
+            if type(frame) is bytes:
+                raw = frame  # a whole message the splitter took out itself
+            elif not isinstance(frame, Frame):
                 continue  # only the opening yields requests / responses
-            opcode = frame.opcode
-            if opcode in _DATA:
+            elif frame.opcode in _DATA:
                 if not frame.fin:
                     self._fragments = [bytes(frame.data)]
                     continue
                 raw = bytes(frame.data)
-            elif opcode is Opcode.CONT:
+            elif frame.opcode is Opcode.CONT:
                 self._fragments.append(bytes(frame.data))
                 if not frame.fin:
                     continue
