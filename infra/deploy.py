@@ -40,10 +40,11 @@ from typing import Any
 
 from caerus.instruments import InstrumentError, parse_symbols
 from caerus.metrics.deps import DEPLOYED_LOCK_NAME
-from caerus.plan import FleetPlan, format_cpu_list
+from caerus.plan import MAX_FEED_BOOKS_PER_S, FleetPlan, feed_venue, format_cpu_list
+from caerus.session.launch import feed_rings
 from infra.configure import decide_live
 from infra.facts import HostFacts, gather
-from infra.fleetplan import host_plan
+from infra.fleetplan import host_plan, unit_plan
 from infra.hosts import HostRecord, HostStore
 from infra.locks import FLEET_LOCK
 from infra.remote import RemoteHost, open_host
@@ -60,7 +61,6 @@ ENV_FILE = "/etc/caerus/fleet.env"
 UNIT_DIR = "/etc/systemd/system"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Processes that run as units (the emulator and the session runner are started by `caerus session` instead).
-UNIT_PROCESSES = ("feed-binance", "feed-hyperliquid", "strategy", "execution", "capture")
 INSTRUMENTS_UNIT = "caerus-instruments.service"
 INSTRUMENTS_FILE = f"{METRICS_DIR}/instruments.json"
 _SYMBOLS = re.compile(r"^[A-Za-z0-9=/,]+$")
@@ -78,6 +78,8 @@ class DeployOptions:
     mode: str = "auto"
     session: str = "live"  # CAERUS_SESSION in the units' environment file: a safe name (infra.safenames)
     symbols: str = "BTC"  # CAERUS_SYMBOLS: the instruments the units trade (caerus.instruments.parse_symbols)
+    # books/s one feed process carries (caerus.plan): a venue whose estimate is above it gets a unit per share
+    max_books_per_feed_process: float = MAX_FEED_BOOKS_PER_S
     host_key: str = ""  # first-contact host key policy: verified | tofu ("" = verified for an EC2 instance)
 
 
@@ -123,26 +125,34 @@ def _template(name: str, **values: str) -> str:
     return Template(resources.files("infra").joinpath(f"templates/{name}").read_text()).substitute(**values)
 
 
+def unit_processes(plan: FleetPlan) -> tuple[str, ...]:
+    """The fleet processes that get a unit: every hot process of the plan (each share of a split venue) and
+    capture."""
+    return (*plan.hot_processes, "capture")
+
+
 def process_command(process: str, caerus: str, plan: FleetPlan) -> str:
-    """ExecStart for one fleet process, per the process CLI contract (segments named from $CAERUS_SESSION)."""
+    """ExecStart for one fleet process, per the process CLI contract (segments named from $CAERUS_SESSION; a
+    split venue's share reads its run of instrument ids into its own rings, as a local session's does)."""
     p = plan.placement(process)
     s = "${CAERUS_SESSION}"
     common = (f"--stats-segment {s}.stats.{process} --metrics-dir ${{CAERUS_METRICS_DIR}} "
               f"--wait-policy {p.wait_policy} --cpus {format_cpu_list(p.cpus)}")
     inst = f"--instruments {INSTRUMENTS_FILE}"  # written by the caerus-instruments unit at every fleet start
-    if process.startswith("feed-"):
-        venue = process.removeprefix("feed-")
-        args = (f"feed --venue {venue} --segment {s}.book.{venue} --events-segment {s}.events.{venue} "
-                f"--client {p.feed_client} {inst}")
+    rings = feed_rings(plan)
+    books = " ".join(f"--segment {s}.book.{r.key}" for r in rings)
+    if feed_venue(process) is not None and process in plan.hot_processes:
+        r = next(r for r in rings if r.process == process)
+        share = f" --share {r.share[0]}:{r.share[1]} --process-name {process}" if r.share is not None else ""
+        args = (f"feed --venue {r.venue} --segment {s}.book.{r.key} --events-segment {s}.events.{r.key} "
+                f"--client {p.feed_client} {inst}{share}")
     elif process == "strategy":
-        args = (f"strategy --segment {s}.book.binance --segment {s}.book.hyperliquid --order-segment {s}.orders "
-                f"{inst}")
+        args = f"strategy {books} --order-segment {s}.orders {inst}"
     elif process == "execution":
         args = (f"execution --segment {s}.orders --transport paper --exec-segment {s}.exec "
-                f"--book-segment {s}.book.binance --book-segment {s}.book.hyperliquid {inst}")
+                f"{' '.join(f'--book-segment {s}.book.{r.key}' for r in rings)} {inst}")
     elif process == "capture":
-        args = (f"capture --segment {s}.book.binance --segment {s}.book.hyperliquid --segment {s}.exec "
-                f"--store {METRICS_DIR}/capture")
+        args = f"capture {books} --segment {s}.exec --store {METRICS_DIR}/capture"
     else:
         raise DeployError(f"no unit command for process {process!r}")
     return f"{caerus} {args} {common}"
@@ -186,7 +196,7 @@ def units_step(plan: FleetPlan, user: str, session: str, symbols: str = "BTC") -
         exec_start=f"{caerus} instruments --symbols ${{CAERUS_SYMBOLS}} --out-dir {METRICS_DIR}"),
         notify=("reload",)))
     names = [INSTRUMENTS_UNIT]
-    for process in UNIT_PROCESSES:
+    for process in unit_processes(plan):
         p = plan.placement(process)
         unit = f"caerus-{process}.service"
         names.append(unit)
@@ -375,7 +385,9 @@ def deploy(record: HostRecord, store: HostStore, opts: DeployOptions,
     try:
         facts = gather(host)
         live = decide_live(opts.mode, facts, record)
-        plan = host_plan(store, record.name, facts)
+        # the units' instruments may need a venue split across feed processes (one unit per share)
+        plan = unit_plan(host_plan(store, record.name, facts), facts, len(parse_symbols(opts.symbols)),
+                         opts.max_books_per_feed_process)
         say(f"deploy {record.name}: {'live' if live else 'plan-only'} units; wheel {wheel.name}")
         facts = ensure_python(host, facts, live, say)
         try:

@@ -150,11 +150,14 @@ def extend(c: Context, host: str = "tokyo", hours: float = 2.0, mode: str = "aut
         "state_dir": "local state folder (default ./.state)",
         "symbols": "instruments the units trade, comma-separated (default BTC); resolved against both venues' "
                    "listings at every fleet start by the caerus-instruments unit",
+        "max_books_per_feed_process": "books/s one feed process carries (default: caerus.plan's measured 10000); a "
+                                      "venue whose estimate (instruments x its rate) is above it gets one feed unit "
+                                      "per share",
     }
 )
 def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
            mode: str = "auto", session: str = "live", host_key: str = "", state_dir: str = "",
-           symbols: str = "BTC") -> None:
+           symbols: str = "BTC", max_books_per_feed_process: float = 0.0) -> None:
     """Build + upload the wheel and the lock's wheelhouse, install both into the host venv with no index and every
     hash checked, verify the venv against the lock, install pinned systemd units for every fleet process (trading
     --symbols, resolved against the venues' listings at every fleet start)."""
@@ -173,9 +176,15 @@ def deploy(c: Context, host: str = "tokyo", wheel: str = "", lock: str = "",
     if lock and not Path(lock).is_file():
         print(f"error: --lock {lock}: no such file", file=sys.stderr)
         sys.exit(2)
+    if max_books_per_feed_process < 0:
+        print(f"error: --max-books-per-feed-process {max_books_per_feed_process:g}: must be > 0 books/s",
+              file=sys.stderr)
+        sys.exit(2)
     opts = DeployOptions(wheel=Path(wheel) if wheel else None, mode=mode, session=session, host_key=host_key,
                          symbols=symbols,
-                         **({"lock": Path(lock)} if lock else {}))
+                         **({"lock": Path(lock)} if lock else {}),
+                         **({"max_books_per_feed_process": max_books_per_feed_process}
+                            if max_books_per_feed_process else {}))
     try:
         run(store.load(host), store, opts)
     except (DeployError, StateError, HostKeyMismatch, RemoteError, ValueError) as exc:

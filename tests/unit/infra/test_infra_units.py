@@ -24,7 +24,7 @@ from infra.aws.userdata import render_ttl_user_data
 from infra.configure import build_steps, decide_live
 from infra.deploy import process_command, units_step
 from infra.facts import parse_facts
-from infra.fleetplan import plan_from_dict
+from infra.fleetplan import plan_from_dict, unit_plan
 from infra.hosts import HostRecord, HostStore, StateError
 from infra.remote_bench import session_command
 
@@ -349,3 +349,35 @@ def test_infra_exporter_unit_follows_sessions_on_loopback_off_the_hot_cpus() -> 
     assert f"CPUAffinity={' '.join(map(str, plan.housekeeping))}" in unit and "Nice=10" in unit
     assert not set(plan.placement("strategy").cpus) & set(plan.housekeeping)
     assert "caerus-exporter.service" in by_path["/etc/systemd/system/caerus-fleet.target"]
+
+
+def test_infra_units_split_a_venue_when_the_instruments_need_it() -> None:
+    facts = parse_facts(EC2_PROBE)
+    stored = kernel.target_plan(facts)
+    assert unit_plan(stored, facts, 3) is stored  # 3 instruments fit one feed process per venue
+    # 64 instruments x 75 books/s (Binance, live estimate) = 4,800/s: two shares at 3,000 per process; Hyperliquid's
+    # 64 x 14.3 = 914/s stays whole
+    plan = unit_plan(stored, facts, 64, max_books_per_s=3000)
+    assert (plan.housekeeping, plan.hot) == (stored.housekeeping, stored.hot)
+    assert plan.feed_split == {"binance": ((0, 32), (32, 64))}
+    by_path = {f.path: f.content for f in units_step(plan, "ec2-user", "live", "BTC,ETH").files}
+    target = by_path["/etc/systemd/system/caerus-fleet.target"]
+    for share, ids in (("feed-binance-1", "0:32"), ("feed-binance-2", "32:64")):
+        unit = by_path[f"/etc/systemd/system/caerus-{share}.service"]
+        assert f"--segment ${{CAERUS_SESSION}}.book.binance-{share[-1]}" in unit
+        assert f"--share {ids} --process-name {share}" in unit
+        assert f"--stats-segment ${{CAERUS_SESSION}}.stats.{share}" in unit
+        assert f"caerus-{share}.service" in target
+    assert "/etc/systemd/system/caerus-feed-binance.service" not in by_path and "caerus-feed-binance.service" \
+        not in target
+    # every reader of the books reads every share's ring
+    for reader, flag in (("strategy", "--segment"), ("execution", "--book-segment"), ("capture", "--segment")):
+        unit = by_path[f"/etc/systemd/system/caerus-{reader}.service"]
+        for key in ("binance-1", "binance-2", "hyperliquid"):
+            assert f"{flag} ${{CAERUS_SESSION}}.book.{key}" in unit, (reader, key)
+    # a c7i.2xlarge's three hot cores are taken (Binance feed, strategy, execution): the second share shares the
+    # first's core, so neither spins (the plan's rule for shares without a core of their own), and the units say so
+    one, two = plan.placement("feed-binance-1"), plan.placement("feed-binance-2")
+    assert one.cpus == two.cpus and not set(one.cpus) & set(plan.placement("strategy").cpus)
+    assert not one.dedicated and not two.dedicated and one.wait_policy == two.wait_policy == "hybrid"
+    assert "--wait-policy hybrid" in by_path["/etc/systemd/system/caerus-feed-binance-2.service"]
