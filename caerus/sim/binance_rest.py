@@ -1,8 +1,8 @@
 """Binance USD-M REST endpoints the emulator serves on its stream port (public market data and listen keys).
 
 ``GET /fapi/v1/ping | time | exchangeInfo | depth | ticker/bookTicker | ticker/price | ticker/24hr |
-premiumIndex | klines | trades | aggTrades`` in the documented shapes, from the same book and tape the streams
-publish; ``POST | PUT | DELETE /fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the
+premiumIndex | fundingRate | klines | trades | aggTrades`` in the documented shapes, from the same book and tape
+the streams publish; ``POST | PUT | DELETE /fapi/v1/listenKey`` for the user-data stream (``X-MBX-APIKEY`` must be the
 configured key: -2015 otherwise).
 Errors carry Binance's ``{"code":..,"msg":..}`` body: unknown symbol -1121, bad parameter -1100 / -1102, unknown
 path 404. Everything else in the REST API is refused with 404 (see the fidelity table in docs/emulator.md).
@@ -102,6 +102,7 @@ class BinanceRest:
             ("GET", "/ticker/price"): self._price,
             ("GET", "/ticker/24hr"): self._ticker_24hr,
             ("GET", "/premiumIndex"): self._premium_index,
+            ("GET", "/fundingRate"): self._funding_rate,
             ("GET", "/klines"): self._klines,
             ("GET", "/trades"): self._trades,
             ("GET", "/aggTrades"): self._agg_trades,
@@ -219,11 +220,46 @@ class BinanceRest:
 
     def _premium_index(self, req: HttpRequest) -> HttpReply:
         def one(drv: MarketDriver, sym: str, q: BinanceQuote, f: frames.InstrumentFormat) -> dict[str, Any]:
-            mark = frames.binance_mark_fields(q, q.t_ns, drv.epoch_ns, f)
+            marks = drv.binance_marks_of(sym)
+            assert marks is not None  # an emulated symbol (it has a quote)
+            mark = frames.binance_mark_fields(marks, q.t_ns, drv.epoch_ns, f)
             return {"symbol": sym, "markPrice": mark["p"], "indexPrice": mark["i"],
                     "estimatedSettlePrice": mark["P"], "lastFundingRate": mark["r"], "interestRate": "0.00010000",
                     "nextFundingTime": mark["T"], "time": mark["E"]}
         return self._each(req, one)
+
+    def _funding_rate(self, req: HttpRequest) -> HttpReply:
+        """``GET /fapi/v1/fundingRate``: the settled 8-hour fundings of the session (caerus.sim.marks), oldest first,
+        for the asked symbol or every emulated one; ``startTime`` / ``endTime`` / ``limit`` (100, at most 1000)."""
+        sym, bad = self._symbol(req, required=False)
+        if bad is not None:
+            return bad
+        drv, bad = self._driver()
+        if bad is not None or drv is None:
+            return bad or _err(503, -1001, "no market")
+        text = req.query.get("limit", "100")
+        if not text.isdigit() or not 1 <= int(text) <= 1000:
+            return _err(400, -1100, "Illegal characters found in parameter 'limit'; legal range is 1..1000.")
+        bounds = {}
+        for k in ("startTime", "endTime"):
+            v = req.query.get(k)
+            if v is not None and not v.isdigit():
+                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
+            bounds[k] = int(v) if v is not None else None
+        rows = []
+        for s in ([sym] if sym is not None else BINANCE_SYMBOLS):
+            marks, q = drv.binance_marks_of(s), drv.quote_of(s)
+            if marks is None or q is None:
+                if sym is not None:
+                    return _err(400, -1121, NOT_EMULATED.format(sym))
+                continue
+            pd = drv.format_of(q.symbol).price_decimals
+            rows += [{"symbol": s, "fundingTime": h.time_ms, "fundingRate": f"{h.rate:.8f}",
+                      "markPrice": f"{h.mark:.{pd}f}"} for h in marks.history
+                     if (bounds["startTime"] is None or h.time_ms >= bounds["startTime"])
+                     and (bounds["endTime"] is None or h.time_ms <= bounds["endTime"])]
+        rows.sort(key=lambda r: (r["fundingTime"], r["symbol"]))
+        return HttpReply(200, rows[:int(text)] if bounds["startTime"] is not None else rows[-int(text):])
 
     # -- the trade tape ---------------------------------------------------------------------------------------
     def _tape_of(self, req: HttpRequest) -> tuple[Tape, frames.InstrumentFormat, int] | HttpReply:

@@ -28,6 +28,7 @@ from caerus.sim.hub import Topics
 from caerus.sim.instrument_feeds import TapeFeed, binance_feed, hl_feed
 from caerus.sim.lateness import Lateness
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
+from caerus.sim.marks import BINANCE_FUNDING, HL_FUNDING, PREMIUM_SAMPLE_NS, Marks
 from caerus.sim.order_entry import BookSink
 from caerus.sim.tape import Tape
 
@@ -35,6 +36,10 @@ BOOK_TICKER = "binance:btcusdt@bookTicker"
 HL_BBO = "hyperliquid:bbo:BTC"
 HL_ALL_MIDS = "hyperliquid:allMids"
 KEEP_MS = 1000  # how often the tapes that nobody reads any more are dropped
+#: Binance USD-M ``<symbol>@kline_<interval>``: "Update Speed: 250ms" (Kline/Candlestick Streams, USDS-M futures
+#: WebSocket market streams, developers.binance.com): a symbol's klines are pushed on this grid of model time,
+#: each carrying every trade up to its push (the trades in between are coalesced)
+KLINE_PUSH_MS = 250
 
 def depth_periodic(binance_symbol: str) -> tuple[tuple[str, int, str], ...]:
     """A symbol's periodic depth streams: (topic key, period ms, "depthN" partial book or "depth" diff)."""
@@ -59,6 +64,11 @@ def binance_periodic(binance_symbol: str) -> tuple[tuple[str, int, str], ...]:
     sym = binance_symbol.lower()
     return ((f"binance:{sym}@markPrice", 3000, "mark"), (f"binance:{sym}@markPrice@1s", 1000, "mark"),
             (f"binance:{sym}@miniTicker", 500, "miniTicker"), (f"binance:{sym}@ticker", 500, "ticker"))
+
+
+def kline_timer(binance_symbol: str) -> str:
+    """The key of a symbol's kline push timer (not a topic: the tick pushes each subscribed ``kline_<i>``)."""
+    return f"binance:{binance_symbol.lower()}@kline"
 
 
 def hl_periodic(coin: str) -> tuple[tuple[str, int, str], ...]:
@@ -131,9 +141,15 @@ class MarketDriver:
         self._bn_feeds: dict[int, TapeFeed] = {}
         self._hl_feeds: dict[int, TapeFeed] = {}
         self._feed_keys: dict[str, TapeFeed] = {}  # every tape-fed topic key -> its feed
+        # Each instrument's mark, index, premium and funding per venue (caerus.sim.marks): the markPrice streams,
+        # premiumIndex / fundingRate, the asset contexts, fundingHistory and the desk's bands and PnL all read them
+        self.bn_marks: dict[int, Marks] = {}
+        self.hl_marks: dict[int, Marks] = {}
+        self._periodic.append(("premium", PREMIUM_SAMPLE_NS // 1_000_000, "premium"))
         for k, inst in enumerate(self.instruments):
             if inst.hl_asset is not None:
                 f = self._hl_feeds[k] = hl_feed(k, inst.name, always=k == self._btc)
+                self.hl_marks[k] = Marks(HL_FUNDING)
                 self._feed_keys.update(dict.fromkeys(f.topics.values(), f))
                 for p in hl_periodic(inst.name):
                     self._periodic.append(p)
@@ -142,7 +158,10 @@ class MarketDriver:
                 continue
             sym = inst.binance_symbol
             f = self._bn_feeds[k] = binance_feed(k, sym, always=k == self._btc)
+            self.bn_marks[k] = Marks(BINANCE_FUNDING)
             self._feed_keys.update(dict.fromkeys(f.topics.values(), f))
+            self._periodic.append((kline_timer(sym), KLINE_PUSH_MS, "klines"))
+            self._periodic_of[kline_timer(sym)] = k
             for p in binance_periodic(sym):
                 self._periodic.append(p)
                 self._periodic_of[p[0]] = k
@@ -208,6 +227,12 @@ class MarketDriver:
                 heapq.heappush(timers, (due + period, period, key, what))
                 if what == "keep":
                     self._keep_tapes()
+                elif what == "premium":
+                    wall_ms = frames.ms(self.epoch_ns, due)
+                    for m in (*self.bn_marks.values(), *self.hl_marks.values()):
+                        m.sample(wall_ms)
+                elif what == "klines":
+                    self._push_klines(self._bn_feeds[self._periodic_of[key]], due)
                 elif self.topics.has(key):
                     self._snapshot(key, what, due)
                 else:
@@ -234,8 +259,11 @@ class MarketDriver:
         if self._unquoted:
             self._unquoted.discard(k)
             self._prime()
+        f = self._bn_feeds.get(k)
+        last = f.tape.last if f is not None else None
+        mark = self.bn_marks[k].on_top(q.t_ns, q.bid, q.ask, last.px if last is not None else None)
         if self.book_sink is not None:
-            self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty, symbol=self.instruments[k].name)
+            self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty, symbol=self.instruments[k].name, mark=mark)
         topic = self.bn_topics[k]
         if k == self._silent and q.t_ns >= self._silent_from:
             topic = None
@@ -252,7 +280,6 @@ class MarketDriver:
                     self._snapshot(key, what, q.t_ns)
         if k == self._btc:
             self.last_quote = q
-        f = self._bn_feeds.get(k)
         if f is None or not f.live or prev is None:
             return
         trade = f.tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid, q.ask)
@@ -263,12 +290,30 @@ class MarketDriver:
             self.topics.publish(topics["aggTrade"], frames.binance_agg_trade(trade, self.epoch_ns, fmt))
         if self.topics.has(topics["trade"]):
             self.topics.publish(topics["trade"], frames.binance_trade(trade, self.epoch_ns, fmt))
+        f.unpushed = True  # its klines go out at the next KLINE_PUSH_MS tick
+
+    def _push_klines(self, f: TapeFeed, t_ns: int) -> None:
+        """A KLINE_PUSH_MS tick of a symbol: when it traded since the last tick, each subscribed kline topic gets
+        its current bar as it stands (stamped with the tick), preceded by the final state of the bar it last
+        pushed when that bar has ended since (``x`` true), so every trade reaches a pushed kline."""
+        if not f.unpushed:
+            return
+        f.unpushed = False
+        now_ms = frames.ms(self.epoch_ns, t_ns)
+        fmt = self.formats[f.index]
         for key, interval, minutes in f.intervals:
-            if self.topics.has(key):
-                bar = f.tape.current_bar(minutes)
-                if bar is not None:
-                    self.topics.publish(key, frames.binance_kline(bar, interval, minutes,
-                                                                  frames.ms(self.epoch_ns, trade.t_ns), fmt))
+            if not self.topics.has(key):
+                f.pushed_start.pop(key, None)
+                continue
+            bar = f.tape.current_bar(minutes)
+            if bar is None:
+                continue
+            before = f.pushed_start.get(key)
+            if before is not None and before != bar.start_ns:
+                for done in f.tape.bars_of(minutes, before, before):
+                    self.topics.publish(key, frames.binance_kline(done, interval, minutes, now_ms, fmt))
+            f.pushed_start[key] = bar.start_ns
+            self.topics.publish(key, frames.binance_kline(bar, interval, minutes, now_ms, fmt))
 
     def _hyperliquid(self, b: HlBlock) -> None:
         k = b.symbol
@@ -280,9 +325,12 @@ class MarketDriver:
         if k == self._btc:
             self.last_block = b
         if b.changed:
-            if self.book_sink is not None and b.bid is not None and b.ask is not None:
-                self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
-                               symbol=self.instruments[k].name)
+            if b.bid is not None and b.ask is not None:
+                last = self._hl_feeds[k].tape.last
+                mark = self.hl_marks[k].on_top(b.t_ns, b.bid.px, b.ask.px, last.px if last is not None else None)
+                if self.book_sink is not None:
+                    self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
+                                   symbol=self.instruments[k].name, mark=mark)
             topic = self.hl_topics[k]
             if k == self._silent and b.t_ns >= self._silent_from:
                 topic = None
@@ -316,7 +364,8 @@ class MarketDriver:
                         if bar is not None:
                             self.topics.publish(key, frames.hl_candle(bar, interval, minutes, fmt))
         if self.topics.has(topics["activeAssetCtx"]):
-            self.topics.publish(topics["activeAssetCtx"], frames.hl_active_asset_ctx(b, f.tape.stats, fmt))
+            self.topics.publish(topics["activeAssetCtx"], frames.hl_active_asset_ctx(b, f.tape.stats,
+                                                                                      self.hl_marks[f.index], fmt))
 
     def all_mids(self) -> dict[str, str]:
         """Every emulated coin's mid (coin -> its text), in ``meta`` order; a coin with a side missing is left out."""
@@ -355,6 +404,16 @@ class MarketDriver:
         """The newest quote of an emulated Binance symbol (None: not emulated, or no quote yet)."""
         k = self._bn_index.get(binance_symbol.upper())
         return self.quotes.get(k) if k is not None else None
+
+    def binance_marks_of(self, binance_symbol: str) -> Marks | None:
+        """An emulated symbol's Binance marks (None: not emulated)."""
+        k = self._bn_index.get(binance_symbol.upper())
+        return self.bn_marks.get(k) if k is not None else None
+
+    def hl_marks_of(self, coin: str) -> Marks | None:
+        """An emulated coin's Hyperliquid marks (None: not emulated)."""
+        k = self._hl_index.get(coin)
+        return self.hl_marks.get(k) if k is not None else None
 
     def block_of(self, coin: str) -> HlBlock | None:
         """The newest block top of an emulated Hyperliquid coin (None: not emulated, or no block yet)."""
@@ -422,7 +481,7 @@ class MarketDriver:
             return frames.hl_l2_book(block, block.t_ns, self.epoch_ns, 5 if key.endswith(":fast") else 20, fmt)
         f = self._hl_feeds[k]
         if kind == "activeAssetCtx":
-            return frames.hl_active_asset_ctx(block, f.tape.stats, fmt)
+            return frames.hl_active_asset_ctx(block, f.tape.stats, self.hl_marks[k], fmt)
         if kind == "trades" and f.tape.last is not None:  # the venue answers with the latest trades
             return frames.hl_trades([f.tape.last], self.epoch_ns, fmt)
         return None
@@ -434,9 +493,9 @@ class MarketDriver:
         k = self._periodic_of[key]
         fmt = self.formats[k]
         if what == "mark":
-            q = self.quotes.get(k)
-            if q is not None:
-                self.topics.publish(key, frames.binance_mark_price(q, t_ns, self.epoch_ns, fmt))
+            marks = self.bn_marks[k]
+            if marks.mark is not None:
+                self.topics.publish(key, frames.binance_mark_price(marks, t_ns, self.epoch_ns, fmt))
         elif what in ("miniTicker", "ticker"):
             st = self._bn_feeds[k].tape.stats
             if st.count:

@@ -15,6 +15,7 @@ from typing import Any
 from caerus.sim.catalogue import ListedInstrument
 from caerus.sim.depth import DepthEvent, Level
 from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, depth_levels, hl_tick
+from caerus.sim.marks import Marks
 from caerus.sim.tape import Bar, TickerStats, Trade
 
 SYMBOL = "BTCUSDT"  # the default instrument of the frame builders (each takes an InstrumentFormat)
@@ -157,18 +158,19 @@ def binance_ticker(st: TickerStats, t_ns: int, epoch_ns: int, f: InstrumentForma
     return json.dumps(body, separators=(",", ":"))
 
 
-def binance_mark_fields(q: BinanceQuote, t_ns: int, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT
+def binance_mark_fields(marks: Marks, t_ns: int, epoch_ns: int, fmt: InstrumentFormat = BTC_FORMAT
                         ) -> dict[str, Any]:
-    """Mark price event fields (the ``@markPrice`` stream and ``GET /fapi/v1/premiumIndex``)."""
+    """Mark price event fields (the ``@markPrice`` stream and ``GET /fapi/v1/premiumIndex``) from the symbol's
+    marks (caerus.sim.marks): mark, index, the interval's predicted funding rate and the next funding time."""
     e = ms(epoch_ns, t_ns)
-    mid = (q.bid + q.ask) / 2
-    index = mid - 15 if fmt.symbol == SYMBOL else mid * (1 - 15 / 95_000)  # the index a little under the mark
-    return {"e": "markPriceUpdate", "E": e, "s": fmt.symbol, "p": f"{mid:.8f}", "ap": f"{mid:.8f}",
-            "P": f"{mid:.8f}", "i": f"{index:.8f}", "r": "0.00010000", "T": (e // 28_800_000 + 1) * 28_800_000}
+    mark = marks.mark or 0.0
+    return {"e": "markPriceUpdate", "E": e, "s": fmt.symbol, "p": f"{mark:.8f}", "ap": f"{mark:.8f}",
+            "P": f"{mark:.8f}", "i": f"{marks.index or 0.0:.8f}", "r": f"{marks.rate:.8f}",
+            "T": marks.next_funding_ms(e)}
 
 
-def binance_mark_price(q: BinanceQuote, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
-    return json.dumps(binance_mark_fields(q, t_ns, epoch_ns, f), separators=(",", ":"))
+def binance_mark_price(marks: Marks, t_ns: int, epoch_ns: int, f: InstrumentFormat = BTC_FORMAT) -> str:
+    return json.dumps(binance_mark_fields(marks, t_ns, epoch_ns, f), separators=(",", ":"))
 
 
 def binance_combined(stream: str, raw: str) -> str:
@@ -259,15 +261,25 @@ def hl_all_mids(mids: dict[str, str]) -> str | None:
     return json.dumps({"channel": "allMids", "data": {"mids": mids}}, separators=(",", ":"))
 
 
-def hl_asset_ctx(block: HlBlock, day: TickerStats, fmt: InstrumentFormat = BTC_FORMAT) -> dict[str, Any]:
-    """The perp's asset context (``metaAndAssetCtxs`` and the ``activeAssetCtx`` channel), session as the day."""
+def hl_asset_ctx(block: HlBlock, day: TickerStats, marks: Marks, fmt: InstrumentFormat = BTC_FORMAT
+                 ) -> dict[str, Any]:
+    """The perp's asset context (``metaAndAssetCtxs`` and the ``activeAssetCtx`` channel), session as the day: the
+    hour's predicted funding, the last premium sample, the index as ``oraclePx`` and the mark (caerus.sim.marks)."""
     pd = fmt.hl_px_decimals
     mid = hl_mid(block, fmt) or "0"
     bid = hl_num(block.bid.px, pd) if block.bid else mid
     ask = hl_num(block.ask.px, pd) if block.ask else mid
-    return {"funding": "0.0000125", "openInterest": "10000.0", "prevDayPx": hl_num(day.open, pd) if day.count else mid,
-            "dayNtlVlm": hl_num(day.quote_volume, 2), "premium": "0.0", "oraclePx": mid, "markPx": mid,
-            "midPx": mid, "impactPxs": [bid, ask], "dayBaseVlm": hl_num(day.volume, fmt.hl_sz_decimals)}
+    mark = hl_num(marks.mark, pd) if marks.mark is not None else mid
+    oracle = hl_num(marks.index, pd) if marks.index is not None else mid
+    return {"funding": hl_rate(marks.rate), "openInterest": "10000.0",
+            "prevDayPx": hl_num(day.open, pd) if day.count else mid, "dayNtlVlm": hl_num(day.quote_volume, 2),
+            "premium": hl_rate(marks.premium), "oraclePx": oracle, "markPx": mark, "midPx": mid,
+            "impactPxs": [bid, ask], "dayBaseVlm": hl_num(day.volume, fmt.hl_sz_decimals)}
+
+
+def hl_rate(x: float) -> str:
+    """A funding rate or premium as Hyperliquid prints it (``"0.0000125"``: fixed point, trailing zeros dropped)."""
+    return hl_num(x, 10)
 
 
 #: the asset context of a coin with no book (listed, not emulated): the venue shows a null mid, no impact prices
@@ -276,8 +288,9 @@ HL_EMPTY_ASSET_CTX: dict[str, Any] = {
     "oraclePx": "0.0", "markPx": "0.0", "midPx": None, "impactPxs": None, "dayBaseVlm": "0.0"}
 
 
-def hl_active_asset_ctx(block: HlBlock, day: TickerStats, fmt: InstrumentFormat = BTC_FORMAT) -> str:
-    return json.dumps({"channel": "activeAssetCtx", "data": {"coin": fmt.coin, "ctx": hl_asset_ctx(block, day, fmt)}},
+def hl_active_asset_ctx(block: HlBlock, day: TickerStats, marks: Marks, fmt: InstrumentFormat = BTC_FORMAT) -> str:
+    return json.dumps({"channel": "activeAssetCtx", "data": {"coin": fmt.coin,
+                                                             "ctx": hl_asset_ctx(block, day, marks, fmt)}},
                       separators=(",", ":"))
 
 

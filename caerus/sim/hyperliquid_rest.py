@@ -140,7 +140,7 @@ class HyperliquidRest:
         if block is None:  # no book (yet): the venue shows a null mid and no impact prices
             return dict(frames.HL_EMPTY_ASSET_CTX)
         tape = drv.hl_tape_of(coin, read=False)  # every coin's context is in metaAndAssetCtxs: a peek keeps nothing
-        return frames.hl_asset_ctx(block, tape.stats if tape is not None else TickerStats(),
+        return frames.hl_asset_ctx(block, tape.stats if tape is not None else TickerStats(), drv.hl_marks_of(coin),
                                    drv.format_of(block.symbol))
 
     def _l2_book(self, req: dict[str, Any]) -> Any:
@@ -170,17 +170,19 @@ class HyperliquidRest:
         return [frames.hl_candle_fields(b, spec["interval"], minutes, fmt) for b in bars]
 
     def _funding_history(self, req: dict[str, Any]) -> list[dict[str, Any]]:
-        """One entry per funding hour in [startTime, endTime] at the coin's current funding rate and premium."""
+        """The coin's settled funding hours in [startTime, endTime] (caerus.sim.marks: the session's own history; an
+        hour settles at its end, with the rate its ``funding`` showed and the hour's average premium)."""
         coin = req.get("coin")
         if coin not in {a["coin"] for a in HL_ASSETS.values()}:
             return []
-        now = time.time_ns() // 1_000_000
-        start, end = int(req.get("startTime") or 0), min(int(req.get("endTime") or now), now)
-        ctx = self._asset_ctx(str(coin))
-        first = max(start, end - FUNDING_HISTORY_MAX * FUNDING_INTERVAL_MS)
-        hour = -(-first // FUNDING_INTERVAL_MS) * FUNDING_INTERVAL_MS
-        return [{"coin": coin, "fundingRate": ctx["funding"], "premium": ctx["premium"] or "0.0", "time": t}
-                for t in range(hour, end + 1, FUNDING_INTERVAL_MS)]
+        drv = self._market()
+        marks = drv.hl_marks_of(str(coin)) if drv is not None else None
+        if marks is None:
+            return []
+        start, end = int(req.get("startTime") or 0), int(req.get("endTime") or time.time_ns() // 1_000_000)
+        rows = [h for h in marks.history if start <= h.time_ms <= end][:FUNDING_HISTORY_MAX]
+        return [{"coin": coin, "fundingRate": frames.hl_rate(h.rate), "premium": frames.hl_rate(h.premium),
+                 "time": h.time_ms} for h in rows]
 
     def _order_status(self, req: dict[str, Any]) -> dict[str, Any]:
         answer = orders.hyperliquid_info_order(req)

@@ -54,6 +54,10 @@ class TapeFeed:
     live: bool = False
     asked: float = 0.0  # clock of the last read (a subscription or a REST query)
     intervals: tuple[tuple[str, str, int], ...] = field(init=False)  # (topic, interval, minutes) of bar streams
+    # Binance's klines go out on the venue's cadence, not per trade: a trade since the last push (``unpushed``),
+    # and each kline topic's bar start as last pushed (a bar that ended since gets its final, closed push)
+    unpushed: bool = False
+    pushed_start: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.live = self.live or self.always

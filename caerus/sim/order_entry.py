@@ -85,7 +85,7 @@ class BookSink(Protocol):
     """``orders.update_book``: one instrument's top of book on one venue (``symbol``: catalogue name)."""
 
     def __call__(self, venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, *,
-                 symbol: str = "BTC") -> None: ...
+                 symbol: str = "BTC", mark: float | None = None) -> None: ...
 
 
 def book_sink() -> BookSink | None:

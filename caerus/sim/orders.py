@@ -19,10 +19,10 @@ MARKET orders (at the touch; a price is -1106), ``v2/account.status | balance``;
 duplicate open clientOrderId -4116, recvWindow > 60000 -1131, crossing GTX -5022, reduce-only beyond the
 position -2022. Hyperliquid ``cancel``, ``cancelByCloid``, ``modify``, ``batchModify``, ``scheduleCancel`` (at
 least 5 s ahead; the orders end ``scheduledCancel``) and ``updateLeverage``; reduce-only beyond the position is
-refused. Price bands (caerus.sim.price_band, from the desk's mid as the mark): Binance PERCENT_PRICE -4016 / -4024
-on a LIMIT place or modify, Hyperliquid's 80% from the reference price on every order and modify. Resting orders
-fill at their price when the market's top of book (``update_book``) reaches them. Money
-and positions live in one ledger (caerus.sim.ledger) both venues' views read.
+refused. Price bands (caerus.sim.price_band, from the market's mark, caerus.sim.marks): Binance PERCENT_PRICE
+-4016 / -4024 on a LIMIT place or modify, Hyperliquid's 80% from the reference price on every order and modify.
+Resting orders fill at their price when the market's top of book (``update_book``) reaches them. Money and
+positions live in one ledger (caerus.sim.ledger) both venues' views read.
 
 Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
 variables, for the emulator as a separate process), or :func:`configure_from_credentials_file` (the same 0600
@@ -89,6 +89,7 @@ class Book:
     bid_qty: float
     ask_px: float
     ask_qty: float
+    mark: float | None = None  # the market's mark (caerus.sim.marks); None: the mid stands in
 
 
 @dataclass
@@ -209,12 +210,13 @@ def book_key(venue: str, name: str = "BTC") -> str:
     return venue if name == "BTC" else f"{venue}:{name}"
 
 
-def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, symbol: str = "BTC"
-                ) -> None:
+def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, symbol: str = "BTC",
+                mark: float | None = None) -> None:
     """Top of book of instrument ``symbol`` (catalogue name) the fill check uses (venue 'binance' |
-    'hyperliquid'); the market driver calls this for every emulated instrument's top."""
+    'hyperliquid') and its mark (price bands, positions' mark and unrealised PnL); the market driver calls this
+    for every emulated instrument's top."""
     key = book_key(venue, symbol)
-    book = DESK.books[key] = Book(bid_px, bid_qty, ask_px, ask_qty)
+    book = DESK.books[key] = Book(bid_px, bid_qty, ask_px, ask_qty, mark)
     resting = DESK.hl_open if venue == "hyperliquid" else DESK.binance_open
     if resting.get(key) or (venue == "hyperliquid" and DESK.hl_dead_man_ms is not None):
         now_ms = time.time_ns() // 1_000_000
@@ -236,9 +238,12 @@ def _fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") ->
 
 
 def mark(venue: str, name: str = "BTC") -> float | None:
-    """The instrument's mark: the mid of the desk's top of book (None before the first book)."""
+    """The instrument's mark as the market driver computed it (caerus.sim.marks), the mid of the desk's top of book
+    when it gave none (a test feeding books by hand); None before the first book."""
     book = DESK.books.get(book_key(venue, name))
-    return (book.bid_px + book.ask_px) / 2 if book is not None else None
+    if book is None:
+        return None
+    return book.mark if book.mark is not None else (book.bid_px + book.ask_px) / 2
 
 
 MAX_ORDERS_KEPT = 100_000  # per venue: status queries reach this far back; older records are forgotten
@@ -735,12 +740,12 @@ def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
 
 def _binance_position(symbol: str, spec: dict[str, Any], now_ms: int) -> dict[str, Any]:
     amt, entry = position("binance", spec["name"])
-    book = DESK.books.get(book_key("binance", spec["name"]))
-    mark = (book.bid_px + book.ask_px) / 2 if book else entry
+    m = mark("binance", spec["name"])
+    px = m if m is not None else entry
     return {"symbol": symbol, "positionSide": "BOTH", "positionAmt": f"{amt:.{spec['qty_decimals']}f}",
-            "entryPrice": _px(entry, spec), "breakEvenPrice": _px(entry, spec), "markPrice": _px(mark, spec),
-            "unRealizedProfit": f"{(mark - entry) * amt:.8f}", "liquidationPrice": "0", "isolatedMargin": "0",
-            "notional": f"{mark * amt:.8f}", "marginAsset": "USDT", "isolatedWallet": "0",
+            "entryPrice": _px(entry, spec), "breakEvenPrice": _px(entry, spec), "markPrice": _px(px, spec),
+            "unRealizedProfit": f"{(px - entry) * amt:.8f}", "liquidationPrice": "0", "isolatedMargin": "0",
+            "notional": f"{px * amt:.8f}", "marginAsset": "USDT", "isolatedWallet": "0",
             "initialMargin": "0", "maintMargin": "0", "positionInitialMargin": "0", "openOrderInitialMargin": "0",
             "adl": 0, "bidNotional": "0", "askNotional": "0", "updateTime": now_ms}
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from caerus.sim import catalogue, frames
-from caerus.sim.driver import MarketDriver
+from caerus.sim.driver import KLINE_PUSH_MS, MarketDriver
 from caerus.sim.hub import Topics
 from caerus.sim.instrument_feeds import IDLE_S, binance_tape_topics, hl_tape_topics
 from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
@@ -62,9 +62,9 @@ def test_a_tape_other_than_btcs_is_kept_only_while_read(monkeypatch: pytest.Monk
     assert drv.binance_tape_of("XRPUSDT") is None and drv.hl_tape_of("XRP") is None  # not emulated
 
 
-def test_a_kline_event_closes_at_the_trade_it_follows_on_the_symbols_grid() -> None:
-    """ETH's trade and kline streams: each kline event follows its trade and closes at that trade's price, printed
-    on ETH's tick (2 decimals), with ETH's symbol."""
+def test_klines_go_out_every_250ms_closing_at_the_last_trade_on_the_symbols_grid() -> None:
+    """ETH's trade and kline streams: klines go out on the KLINE_PUSH_MS grid (not per trade), each closing at the
+    last trade of its bar before it, printed on ETH's tick (2 decimals), with ETH's symbol."""
     model = MarketModel(MarketConfig(seed=7, symbols=("BTC", "ETH")))
     topics = Topics()
     sent: list[tuple[str, dict[str, Any]]] = []
@@ -72,19 +72,31 @@ def test_a_kline_event_closes_at_the_trade_it_follows_on_the_symbols_grid() -> N
     topics.publish = lambda key, raw: sent.append((key, json.loads(raw)))  # type: ignore[method-assign]
     drv = MarketDriver(model, topics)
     drv.binance_tape_of("ETHUSDT")
-    _play(drv, model.events(), 4000)
+    feed = drv._bn_feeds[drv._bn_index["ETHUSDT"]]
+    events = model.events()
+    tick_ns = KLINE_PUSH_MS * 1_000_000
+    due = tick_ns
+    for _ in range(4000):  # the run loop's order: an event at a tick's time goes out before the tick
+        ev = next(events)
+        while due < ev.t_ns:
+            drv._push_klines(feed, due)
+            due += tick_ns
+        drv._binance(ev) if isinstance(ev, BinanceQuote) else drv._hyperliquid(ev)
     trades = [d for k, d in sent if k == "binance:ethusdt@trade"]
     assert len(trades) > 10 and {t["s"] for t in trades} == {"ETHUSDT"}
     assert all(len(t["p"].partition(".")[2]) == 2 and 1_000 < float(t["p"]) < 10_000 for t in trades)
     last_trade: dict[str, Any] | None = None
-    checked = 0
+    klines = []
     for key, data in sent:
         if key == "binance:ethusdt@trade":
             last_trade = data
         elif key == "binance:ethusdt@kline_1m":
-            assert last_trade is not None and data["k"]["c"] == last_trade["p"] and data["s"] == "ETHUSDT"
-            checked += 1
-    assert checked == len(trades)
+            assert last_trade is not None and data["s"] == "ETHUSDT" and data["E"] % KLINE_PUSH_MS == 0
+            if data["k"]["t"] <= last_trade["E"] <= data["k"]["T"]:
+                assert data["k"]["c"] == last_trade["p"] and data["k"]["L"] == last_trade["t"]
+            klines.append(data)
+    assert 0 < len(klines) < len(trades)  # coalesced
+    assert len(klines) <= due // tick_ns + 1  # at most one a tick (plus a bar's final state at the minute)
 
 
 def test_hl_frames_name_the_coin_and_print_on_its_grid() -> None:

@@ -67,8 +67,9 @@ def test_driver_publishes_each_instrument_on_its_topic_and_feeds_its_book() -> N
             topics.add(key, sinks[key])  # type: ignore[arg-type]
     books: list[tuple[str, str]] = []
 
-    def sink(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, *, symbol: str = "BTC"
-             ) -> None:
+    def sink(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, *, symbol: str = "BTC",
+             mark: float | None = None) -> None:
+        assert mark is not None and bid_px <= mark <= ask_px  # the instrument's mark (caerus.sim.marks) comes along
         books.append((venue, symbol))
 
     drv = MarketDriver(model, topics, sink)

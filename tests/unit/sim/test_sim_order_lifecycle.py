@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from eth_account import Account
 
-from caerus.sim import orders
+from caerus.sim import orders, price_band
 from caerus.sim.ledger import Ledger, hl_direction
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
@@ -168,6 +168,22 @@ def test_binance_account_reports_equity_from_positions_and_marks() -> None:
     assert float(acct["totalInitialMargin"]) == pytest.approx(101_000 * 0.01 / 20)
 
 
+def test_bands_positions_and_pnl_measure_from_the_markets_mark_not_the_mid() -> None:
+    """The driver passes each top's mark (caerus.sim.marks); the desk's band, position mark and unrealised PnL use it
+    (here 101000 while the mid is 99995)."""
+    _place(type="MARKET", timeInForce=None, price=None)  # long 0.01 at 100000
+    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0, mark=101_000.0)
+    assert orders.mark("binance") == 101_000.0
+    # 0.95 x 101000 = 95950: refused below it (from the mid it would have been 94995.3)
+    assert _place(price="95000.0")["error"] == {"code": -4024, "msg": "Limit price can't be lower than 95950.0."}
+    (pos,) = _b("v2/account.position")["result"]
+    assert float(pos["markPrice"]) == 101_000.0 and float(pos["unRealizedProfit"]) == pytest.approx(10.0)
+    assert float(_b("v2/account.status")["result"]["totalUnrealizedProfit"]) == pytest.approx(10.0)
+    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0, mark=30_000.0)
+    (status,) = _hl_order(True, 55_000.0, 0.001)["response"]["data"]["statuses"]
+    assert status == {"error": price_band.HL_BAND_ERROR}  # more than 80% above the mark 30000 (not from the mid)
+
+
 # -- Hyperliquid -------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("is_buy", "px", "refused"), [
     (True, 180_100.0, True), (False, 180_100.0, True), (True, 19_900.0, True), (False, 19_900.0, True),
@@ -175,8 +191,8 @@ def test_binance_account_reports_equity_from_positions_and_marks() -> None:
 ])
 def test_hyperliquid_price_more_than_80_percent_from_the_reference_is_refused(is_buy: bool, px: float,
                                                                              refused: bool) -> None:
-    """The reference is the mark (the desk's mid, 99995): more than 80% away either way is the venue's error; a
-    price inside the band rests (it crosses nothing)."""
+    """The reference is the mark (here the desk's mid, 99995, as no mark was passed): more than 80% away either
+    way is the venue's error; a price inside the band rests (it crosses nothing)."""
     (status,) = _hl_order(is_buy, px, 0.001)["response"]["data"]["statuses"]
     if refused:
         assert status == {"error": "Order price cannot be more than 80% away from the reference price"}
