@@ -15,17 +15,20 @@ order (bps are of the venue's own mid):
 * ``basis_dev``: the naive rule's signal, ``basis - EWMA(basis)`` before this book updates the EWMA (bps), exactly
   as caerus.strategy.latency_arb computes it (same half-life, same rules for invalid books);
 * ``bn_imbalance``, ``hl_imbalance``: top-of-book size imbalance ``(bid_qty - ask_qty) / (bid_qty + ask_qty)``;
-* ``bn_ofi``: order-flow imbalance (Cont, Kukanov & Stoikov 2014) of the Binance touch, summed with an exponential
-  decay (half-life ``OFI_HALF_LIFE_MS``) and divided by the decayed mean touch size;
 * ``bn_micro_dev``, ``hl_micro_dev``: microprice (Stoikov 2018; here the size-weighted mid
   ``(bid * ask_qty + ask * bid_qty) / (bid_qty + ask_qty)``) minus the mid (bps);
 * ``bn_spread``, ``hl_spread``: the venue's spread (bps);
 * ``hl_book_age_ms``: now - the newest Hyperliquid book's t_recv (ms);
-* ``hl_block_phase``: Binance's event time since Hyperliquid's last block time, as a fraction of the block interval
-  (estimated from Hyperliquid's block-time gaps): in [0, 1);
 * ``hl_ret_1000ms``: Hyperliquid mid return over 1 s (bps);
 * ``catch_up``: how much of Binance's last 1 s move Hyperliquid has already made (``hl_ret_1000ms /
   bn_ret_1000ms`` clipped to [-1, 2]; 1 when Binance moved less than ``CATCH_UP_MIN_BPS``: nothing to catch up).
+
+Schema 2 (``SCHEMA_VERSION``) is schema 1 without ``bn_ofi`` (the Binance touch's decayed order-flow imbalance)
+and ``hl_block_phase`` (Binance's event time into Hyperliquid's block interval): dropped because they (and the
+state only they read) cost ~110 bytecode operations a book and the model nothing on validation folds
+(docs/research.md, Decision cost: benchmarks/feature_ablation.py). ``REMOVED`` names them, so a schema-1 model
+file is refused naming them. Every other feature is schema 1's, bit for bit
+(tests/unit/strategy/test_strategy_features_reference.py).
 
 Time is the caller's ``now`` (the strategy's t_seen, the backtest's simulated t_seen): the same books at the same
 times give the same vector, in the live loop and in a replay.
@@ -38,7 +41,7 @@ import math
 from caerus.wire import BOOK, TRADEABLE, TRADEABLE_MASK, Venue
 
 #: bump when a feature's definition changes: a model trained on another version is refused at start-up
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 NAMES = (
     "bn_ret_50ms",
     "bn_ret_200ms",
@@ -46,33 +49,31 @@ NAMES = (
     "basis_dev",
     "bn_imbalance",
     "hl_imbalance",
-    "bn_ofi",
     "bn_micro_dev",
     "hl_micro_dev",
     "bn_spread",
     "hl_spread",
     "hl_book_age_ms",
-    "hl_block_phase",
     "hl_ret_1000ms",
     "catch_up",
 )
 N_FEATURES = len(NAMES)
-(F_BN_RET_50, F_BN_RET_200, F_BN_RET_1000, F_BASIS_DEV, F_BN_IMB, F_HL_IMB, F_BN_OFI, F_BN_MICRO, F_HL_MICRO,
- F_BN_SPREAD, F_HL_SPREAD, F_HL_AGE, F_HL_PHASE, F_HL_RET_1000, F_CATCH_UP) = range(N_FEATURES)
+(F_BN_RET_50, F_BN_RET_200, F_BN_RET_1000, F_BASIS_DEV, F_BN_IMB, F_HL_IMB, F_BN_MICRO, F_HL_MICRO, F_BN_SPREAD,
+ F_HL_SPREAD, F_HL_AGE, F_HL_RET_1000, F_CATCH_UP) = range(N_FEATURES)
+#: features an earlier schema version computed and this one does not, by the version that dropped them: named when
+#: a model file of that version is refused
+REMOVED = {2: ("bn_ofi", "hl_block_phase")}
 
 RING = 4096  # mids kept per venue (a power of two): > 1 s of Binance books at 4 kHz
 _MASK = RING - 1
 HORIZONS_MS = (50.0, 200.0, 1000.0)
-OFI_HALF_LIFE_MS = 200.0
 CATCH_UP_MIN_BPS = 0.5
-_BLOCK_MS_START = 70.0  # Hyperliquid's block interval before any gap is measured (FACTS: ~70 ms)
 
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
 _LN2 = math.log(2.0)
 _UNWRITTEN = 1 << 62
 _exp = math.exp  # one global load per call instead of a global and an attribute
-_NK_OFI = -_LN2 / (OFI_HALF_LIFE_MS * 1e6)  # -(the OFI decay rate per ns): exp(_NK_OFI * dt) is the decay over dt ns
 _NEG_CATCH_UP = -CATCH_UP_MIN_BPS
 _H50, _H200, _H1000 = (int(h * 1e6) for h in HORIZONS_MS)  # ns
 
@@ -93,26 +94,36 @@ def schema(horizon_ms: float | None = None) -> dict[str, object]:
 
 
 def schema_difference(other: dict[str, object]) -> str | None:
-    """None when ``other`` (a model file's schema) is this code's, else what differs, in a few words."""
+    """None when ``other`` (a model file's schema) is this code's, else what differs, in a few words: the version
+    and the features it has or lacks (those a later version removed named as such)."""
     version = other.get("version")
     names = other.get("names")
     if not isinstance(names, list):
         return "its schema has no feature names"
-    if version != SCHEMA_VERSION:
-        return f"feature schema version {version}, this strategy computes version {SCHEMA_VERSION}"
-    if names != list(NAMES):
-        missing = [n for n in NAMES if n not in names]
-        extra = [n for n in names if n not in NAMES]
-        if missing or extra:
-            parts = []
-            if missing:
-                parts.append(f"lacks {', '.join(missing)}")
-            if extra:
-                parts.append(f"has {', '.join(map(str, extra))} this strategy does not compute")
-            return "its features " + "; ".join(parts)
+    if version == SCHEMA_VERSION and names == list(NAMES):
+        return None
+    missing = [n for n in NAMES if n not in names]
+    extra = [str(n) for n in names if n not in NAMES]
+    removed = {n: v for v, dropped in REMOVED.items() for n in dropped}
+    parts = []
+    if missing:
+        parts.append(f"lacks {', '.join(missing)}")
+    gone = [n for n in extra if n in removed]
+    if gone:
+        parts.append(f"has {', '.join(gone)}, removed in schema version {max(removed[n] for n in gone)}")
+    other_extra = [n for n in extra if n not in removed]
+    if other_extra:
+        parts.append(f"has {', '.join(other_extra)} this strategy does not compute")
+    features = "it " + "; it ".join(parts) if parts else None
+    if features is None and len(names) != N_FEATURES:
+        features = f"its features list {len(names)} names (one repeated), this strategy's {N_FEATURES}"
+    elif features is None and names != list(NAMES):
         k = next(i for i, (a, b) in enumerate(zip(names, NAMES, strict=True)) if a != b)
-        return f"its features are in another order (position {k}: {names[k]!r}, this strategy's: {NAMES[k]!r})"
-    return None
+        features = f"its features are in another order (position {k}: {names[k]!r}, this strategy's: {NAMES[k]!r})"
+    if version != SCHEMA_VERSION:
+        head = f"feature schema version {version}, this strategy computes version {SCHEMA_VERSION}"
+        return f"{head} ({features})" if features else head
+    return features
 
 
 class FeatureState:
@@ -126,7 +137,6 @@ class FeatureState:
         "_d50",
         "_d200",
         "_d1000",
-        "_depth",
         "_dh",
         "_hl_m",
         "_hl_n",
@@ -136,23 +146,16 @@ class FeatureState:
         "_m1000",
         "_mh",
         "_nk_basis",
-        "_ofi",
         "_p50",
         "_p200",
         "_p1000",
         "_ph",
-        "_prev_hl_tx",
-        "_t_ofi",
         "basis",
-        "block_ms",
         "bn_ask",
-        "bn_ask_qty",
         "bn_bid",
-        "bn_bid_qty",
         "bn_mid",
         "bn_ok",
         "bn_seen",
-        "bn_t_exchange",
         "bn_t_recv",
         "ewma",
         "ewma_t",
@@ -186,15 +189,10 @@ class FeatureState:
         self._ph = 0
         self._m50 = self._m200 = self._m1000 = self._mh = 0.0
         self._d50 = self._d200 = self._d1000 = self._dh = _UNWRITTEN
-        self.bn_bid = self.bn_ask = self.bn_mid = self.bn_bid_qty = self.bn_ask_qty = 0.0
+        self.bn_bid = self.bn_ask = self.bn_mid = 0.0
         self.hl_bid = self.hl_ask = self.hl_mid = self.hl_half_spread_bps = 0.0
         self.bn_ok = self.hl_ok = self.bn_seen = self.hl_seen = False
-        self.bn_t_recv = self.bn_t_exchange = self.hl_t_recv = self.hl_t_exchange = 0
-        self._prev_hl_tx = 0
-        self.block_ms = _BLOCK_MS_START
-        self._ofi = 0.0
-        self._depth = 0.0
-        self._t_ofi = 0
+        self.bn_t_recv = self.hl_t_recv = self.hl_t_exchange = 0
         self.basis = self.ewma = 0.0
         self.ewma_t = self.start_t = 0
 
@@ -211,7 +209,6 @@ class FeatureState:
         if venue == _BINANCE:
             self.bn_ok = ok
             self.bn_t_recv = t_recv
-            self.bn_t_exchange = tx
             if ok:
                 mid = (bid + ask) * 0.5
                 depth = bq + aq
@@ -221,47 +218,19 @@ class FeatureState:
                 ts[n & _MASK] = now
                 bm[n & _MASK] = mid
                 self._bn_n = n + 1
-                # order-flow imbalance of this touch change (Cont, Kukanov & Stoikov 2014, eq. 2), decayed sum
                 if self.bn_seen:
-                    # e = [bid >= pb] bq - [bid <= pb] pbq - [ask <= pa] aq + [ask >= pa] paq, summed left to right
-                    # as written (the branches drop the zero terms: the same floats, up to the sign of a zero)
-                    pb = self.bn_bid
-                    if bid > pb:
-                        e = bq
-                    elif bid == pb:
-                        e = bq - self.bn_bid_qty
-                    else:
-                        e = -self.bn_bid_qty
-                    pa = self.bn_ask
-                    if ask < pa:
-                        e -= aq
-                    elif ask == pa:
-                        e = e - aq + self.bn_ask_qty
-                    else:
-                        e += self.bn_ask_qty
-                    dt = now - self._t_ofi
-                    decay = _exp(_NK_OFI * dt) if dt > 0 else 1.0
-                    ofi = self._ofi * decay + e
-                    d = self._depth * decay + (1.0 - decay) * depth * 0.5
                     # the ring overwrote the oldest horizon's pointer (> RING mids in 1 s): every pointer to the
                     # oldest mid kept, as a walk from there would
                     if n - self._p1000 >= RING:
                         self._clamp(n + 1 - RING)
                 else:
-                    ofi = self._ofi
-                    d = depth * 0.5
                     self.bn_seen = True
                     self._m50 = self._m200 = self._m1000 = mid  # the oldest kept; due when this slot is h old
                     self._d50 = now + _H50
                     self._d200 = now + _H200
                     self._d1000 = now + _H1000
-                self._ofi = ofi
-                self._depth = d
-                self._t_ofi = now
                 self.bn_bid = bid
                 self.bn_ask = ask
-                self.bn_bid_qty = bq
-                self.bn_ask_qty = aq
                 self.bn_mid = mid
                 # each pointer walks to the newest mid at or before now - h (the newest, at now, is never passed); its
                 # due time is exact, so the first step is known to be taken
@@ -310,7 +279,6 @@ class FeatureState:
                     x[F_BN_MICRO] = ((bid * aq + ask * bq) / depth - mid) / mid * 1e4
                 else:
                     x[F_BN_IMB] = x[F_BN_MICRO] = 0.0
-                x[F_BN_OFI] = ofi / d if d > 0.0 else 0.0
                 x[F_BN_SPREAD] = (ask - bid) / mid * 1e4
             else:
                 mid = self.bn_mid
@@ -318,8 +286,6 @@ class FeatureState:
             if not self.start_t and not self._start(now):
                 return False
             hl_mid = self.hl_mid
-            hl_tx = self.hl_t_exchange
-            bn_tx = tx
             hl_recv = self.hl_t_recv
         elif venue == _HYPERLIQUID:
             self.hl_ok = ok
@@ -353,23 +319,12 @@ class FeatureState:
                     self._dh = self._hl_t[(p + 1) & _MASK] + _H1000
                 elif n == 0:
                     self._mh = hl_mid
-                # block interval: gaps between distinct block times, ignoring gaps that span silent blocks
-                prev = self._prev_hl_tx
-                if tx != prev:
-                    if prev:
-                        gap = (tx - prev) * 1e-6
-                        block = self.block_ms
-                        if gap < 1.5 * block:
-                            self.block_ms = block + 0.05 * (gap - block)
-                    self._prev_hl_tx = tx
             else:
                 hl_mid = self.hl_mid
             if not self.start_t and not self._start(now):
                 return False
             mid = self.bn_mid
             bn_ret = x[F_BN_RET_1000]
-            hl_tx = tx
-            bn_tx = self.bn_t_exchange
             hl_recv = t_recv
         else:
             return False
@@ -386,12 +341,6 @@ class FeatureState:
                 self.ewma_t = now
         self.ewma = ewma
         x[F_HL_AGE] = (now - hl_recv) * 1e-6
-        age = (bn_tx - hl_tx) * 1e-6
-        if age > 0.0:
-            block = self.block_ms
-            x[F_HL_PHASE] = (age % block) / block
-        else:
-            x[F_HL_PHASE] = 0.0
         # Hyperliquid's 1 s move, and the share of Binance's it has made (its newest mid may be older than 1 s:
         # the walk stops at it)
         if now >= self._dh:

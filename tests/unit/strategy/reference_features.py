@@ -1,39 +1,34 @@
 """The oracle for caerus.strategy.features.FeatureState's hot-path rewrites: the feature update in its earlier,
 plainer form (every ring pointer walked on every book, fields read by index), frozen here. A faster FeatureState must
 give the same vector and state, bit for bit (test_strategy_features_reference.py); a change of a feature's
-*definition* is a new SCHEMA_VERSION and a new reference, not an edit of this one."""
+*definition* is a new SCHEMA_VERSION and a new reference, not an edit of this one.
+
+It computes feature schema 1 (``NAMES_V1``, its indices and constants kept here, as they were in
+caerus.strategy.features then). Schema 2 only removed two features (``bn_ofi``, ``hl_block_phase``) and defined no
+other anew, so this oracle still checks it: FeatureState's vector is this one's without those two columns."""
 
 from __future__ import annotations
 
 from caerus.strategy.features import (
     _BINANCE,
-    _BLOCK_MS_START,
     _HYPERLIQUID,
     _LN2,
     _MASK,
     _UNWRITTEN,
     CATCH_UP_MIN_BPS,
-    F_BASIS_DEV,
-    F_BN_IMB,
-    F_BN_MICRO,
-    F_BN_OFI,
-    F_BN_RET_50,
-    F_BN_RET_200,
-    F_BN_RET_1000,
-    F_BN_SPREAD,
-    F_CATCH_UP,
-    F_HL_AGE,
-    F_HL_IMB,
-    F_HL_MICRO,
-    F_HL_PHASE,
-    F_HL_RET_1000,
-    F_HL_SPREAD,
-    N_FEATURES,
-    OFI_HALF_LIFE_MS,
     RING,
     _exp,
 )
 from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK
+
+NAMES_V1 = ("bn_ret_50ms", "bn_ret_200ms", "bn_ret_1000ms", "basis_dev", "bn_imbalance", "hl_imbalance", "bn_ofi",
+            "bn_micro_dev", "hl_micro_dev", "bn_spread", "hl_spread", "hl_book_age_ms", "hl_block_phase",
+            "hl_ret_1000ms", "catch_up")
+N_FEATURES = len(NAMES_V1)
+(F_BN_RET_50, F_BN_RET_200, F_BN_RET_1000, F_BASIS_DEV, F_BN_IMB, F_HL_IMB, F_BN_OFI, F_BN_MICRO, F_HL_MICRO,
+ F_BN_SPREAD, F_HL_SPREAD, F_HL_AGE, F_HL_PHASE, F_HL_RET_1000, F_CATCH_UP) = range(N_FEATURES)
+OFI_HALF_LIFE_MS = 200.0
+_BLOCK_MS_START = 70.0  # Hyperliquid's block interval before any gap is measured
 
 _VENUE = BOOK_I.VENUE
 _FLAGS = BOOK_I.FLAGS

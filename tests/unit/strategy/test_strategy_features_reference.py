@@ -1,6 +1,7 @@
 """FeatureState's hot-path form computes what its plainer reference form computes, bit for bit: the vector after
-every book and every piece of state the two share, over the default market's books, with invalid books mixed in,
-and through a burst of more Binance books within a horizon than the ring keeps (the pointers' clamp)."""
+every book (the reference's schema-1 vector without the features schema 2 removed) and every piece of state the two
+share, over the default market's books, with invalid books mixed in, and through a burst of more Binance books
+within a horizon than the ring keeps (the pointers' clamp)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,21 @@ from caerus.research.backtest import engine
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import RING, FeatureState
+from caerus.strategy.features import NAMES, REMOVED, RING, SCHEMA_VERSION, FeatureState
 from caerus.wire import BookFlags, Venue
 from tests.unit.research.models.conftest import line
-from tests.unit.strategy.reference_features import ReferenceFeatureState
+from tests.unit.strategy.reference_features import NAMES_V1, ReferenceFeatureState
 
 BN = int(Venue.BINANCE)
-_SHARED = [s for s in ReferenceFeatureState.__slots__ if s in FeatureState.__slots__]
+_SHARED = [s for s in ReferenceFeatureState.__slots__ if s in FeatureState.__slots__ and s != "x"]  # x: per book
+_V1_COLUMNS = [NAMES_V1.index(n) for n in NAMES]  # where each of this schema's features is in the reference's vector
+
+
+def test_this_schema_is_schema_1_without_the_removed_features() -> None:
+    # what lets the schema-1 reference check this schema: nothing added, nothing renamed, order kept
+    assert SCHEMA_VERSION == 2
+    assert REMOVED[2] == ("bn_ofi", "hl_block_phase")
+    assert tuple(n for n in NAMES_V1 if n not in REMOVED[2]) == NAMES
 
 
 def _books(seed: int) -> tuple[list[tuple], list[int]]:
@@ -50,7 +59,8 @@ def _compare(recs: list[tuple], seen: list[int]) -> int:
         b = fast.update(r, t)
         assert a == b, k
         if a:
-            assert fast.x == ref.x, (k, [i for i, (u, v) in enumerate(zip(ref.x, fast.x, strict=True)) if u != v])
+            want = [ref.x[i] for i in _V1_COLUMNS]
+            assert fast.x == want, (k, [NAMES[i] for i, (u, v) in enumerate(zip(want, fast.x, strict=True)) if u != v])
             full += 1
     for s in _SHARED:
         assert getattr(fast, s) == getattr(ref, s), s

@@ -19,9 +19,11 @@ from caerus.research.models.train import TrainOptions, train
 from caerus.strategy import app as strategy_app
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.desk import Desk
+from caerus.strategy.features import NAMES, schema, schema_difference
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.strategy.model_signal import ModelArb, ModelError, content_hash, load_model
 from tests.unit.research.models.conftest import line
+from tests.unit.strategy.reference_features import NAMES_V1
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,33 @@ def test_a_model_of_another_feature_schema_is_refused_at_start_up_in_one_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1
     assert "other features" in lines[0] and "lacks catch_up" in lines[0] and "bn_ret_5000ms" in lines[0]
+
+
+def test_a_schema_1_model_is_refused_at_start_up_naming_the_features_schema_2_removed(
+        model_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def as_schema_1(doc: dict) -> None:
+        doc["schema"].update(version=1, names=list(NAMES_V1))
+        doc["linear"]["weights"] = [0.0] * len(NAMES_V1)
+
+    old = _rewrite(model_file, tmp_path / "v1.json", as_schema_1)
+    rc, err = _run_strategy(tmp_path, old, capsys)
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert "version 1, this strategy computes version 2" in lines[0]
+    assert "has bn_ofi, hl_block_phase, removed in schema version 2" in lines[0]
+    assert "lacks" not in lines[0]  # schema 2 added nothing
+
+
+def test_schema_difference_names_what_differs() -> None:
+    assert schema_difference(schema()) is None
+    assert schema_difference({"version": 2, "names": list(NAMES[::-1])}) == (
+        f"its features are in another order (position 0: {NAMES[-1]!r}, this strategy's: {NAMES[0]!r})")
+    assert schema_difference({"version": 2, "names": [*NAMES, NAMES[0]]}) == (
+        f"its features list {len(NAMES) + 1} names (one repeated), this strategy's {len(NAMES)}")
+    assert schema_difference({"version": 3, "names": list(NAMES)}) == (
+        "feature schema version 3, this strategy computes version 2")
+    assert schema_difference({"version": 2}) == "its schema has no feature names"
 
 
 def test_model_file_checks(model_file: Path, tmp_path: Path) -> None:
