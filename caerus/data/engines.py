@@ -52,6 +52,18 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
+def _chunk_buffer(chunk: Any) -> pa.Buffer:
+    """A fetched chDB chunk's bytes as an Arrow buffer, without copying them.
+
+    The chunk owns its result buffer and ``get_memview()``'s wrapper shares that ownership (chDB's
+    memoryview_wrapper holds the same shared pointer), but the plain memoryview its ``view()`` gives does not: so
+    the Arrow buffer is made over the view's address with the wrapper as its base, and every batch read from it
+    keeps the wrapper, hence the chunk's memory, alive however many fetches and ``stream.close()`` come after."""
+    owner = chunk.get_memview()
+    view = pa.py_buffer(owner.view())
+    return pa.foreign_buffer(view.address, view.size, base=owner)
+
+
 class ChdbEngine:
     """An existing capture store (``<store>/chdb``) opened with chDB; never creates one."""
 
@@ -64,24 +76,27 @@ class ChdbEngine:
             raise DataError(f"no chDB capture store at {store} (expected {db})")
         try:
             self._session = chs.Session(str(db))
+            # Arrow results uncompressed: chDB's default (lz4_frame) has the engine compress every block and
+            # pyarrow decompress it into new buffers, and only an uncompressed chunk can be read without a copy
+            # (_chunk_buffer). A session setting, so both engines keep running the same SQL text.
+            self._session.query("SET output_format_arrow_compression_method = 'none'")
         except Exception as exc:  # chDB raises RuntimeError/ChdbError with the engine's text (e.g. the store in use)
             raise DataError(f"cannot open the chDB store at {db}: {exc}") from None
 
     def batches(self, sql: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         # Each fetched chunk is one Arrow IPC file of one engine block, read here as it is: chDB's own
         # record_batch() reader concatenates chunks into 1M-row batches (a copy of every row, ~1 CPU-s per 10^7
-        # book rows, measured); downstream takes batches of any size. bytes() copies the chunk out of chDB's
-        # buffer, so no batch points into memory chDB frees on the next fetch.
+        # book rows, measured); downstream takes batches of any size. The batches point into the chunk's own
+        # buffer: no copy out of chDB and, with the session's uncompressed Arrow, none by pyarrow either.
         try:
             stream = self._session.send_query(sql, "Arrow")
         except Exception as exc:
             raise DataError(f"chDB store {self.where}: {_first_line(exc)}") from None
         try:
             while (chunk := stream.fetch()) is not None:
-                data = chunk.bytes()
-                if not data:
+                if not chunk.size():
                     continue
-                reader = pa.ipc.open_file(pa.py_buffer(data))
+                reader = pa.ipc.open_file(_chunk_buffer(chunk))
                 for i in range(reader.num_record_batches):
                     batch = reader.get_batch(i)
                     if batch.num_rows:
