@@ -95,7 +95,7 @@ class Marks:
             self.index += (mid - self.index) * -math.expm1(-(t_ns - self.t_ns) / INDEX_TAU_NS)
         self.t_ns = t_ns
         ref = mid if last is None else last
-        self.mark = sorted((bid, ask, ref))[1]
+        self.mark = max(min(bid, ask), min(max(bid, ask), ref))  # the median of the three, allocation-free
         return self.mark
 
     def sample(self, wall_ms: int) -> None:
