@@ -9,7 +9,8 @@ weights and intercept, or gradient-boosted trees as node arrays. Nothing here im
 Evaluation forms (:func:`scorer`), measured by benchmarks/decision_cost.py:
 
 * ``linear``: the dot product generated as one Python expression over the features unpacked to locals (no loop);
-* ``trees_code``: every tree compiled to nested if/else in one generated function;
+* ``trees_code``: every tree compiled to one nested conditional expression, the trees summed in one expression
+  (in LightGBM's order) in a generated function;
 * ``trees_arrays``: the trees walked over flat per-tree lists (feature, threshold, left, right, leaf values).
 
 Generated code is built only from validated numbers (floats printed with ``repr``, integer indices), never from
@@ -195,22 +196,31 @@ def _linear_code(m: Model) -> str:
     return f"def score(x):\n{_UNPACK}\n    return {m.intercept!r}{' + ' + terms if terms else ''}\n"
 
 
-def _tree_code(tree: dict, node: int, depth: int) -> list[str]:
-    pad = "    " * depth
+# Python's parser refuses more than 200 nested parentheses; a tree nests one per level (the grid's are <= 7 deep).
+_MAX_CODE_DEPTH = 150
+# Trees per generated statement: one expression of hundreds of terms would nest the compiler's recursion as deep.
+_TREES_PER_SUM = 50
+
+
+def _tree_expr(tree: dict, node: int, depth: int = 0) -> str:
     if node < 0:
-        return [f"{pad}s += {tree['leaf'][~node]!r}"]
-    return ([f"{pad}if x{tree['feature'][node]} <= {tree['threshold'][node]!r}:"]
-            + _tree_code(tree, tree["left"][node], depth + 1) + [f"{pad}else:"]
-            + _tree_code(tree, tree["right"][node], depth + 1))
+        return repr(tree["leaf"][~node])
+    if depth >= _MAX_CODE_DEPTH:
+        raise ModelError(f"a tree deeper than {_MAX_CODE_DEPTH} levels (or with a cycle) cannot be compiled to code: "
+                         "use form trees_arrays")
+    return (f"({_tree_expr(tree, tree['left'][node], depth + 1)} if x{tree['feature'][node]} <= "
+            f"{tree['threshold'][node]!r} else {_tree_expr(tree, tree['right'][node], depth + 1)})")
 
 
 def _trees_code(m: Model) -> str:
-    lines = ["def score(x):", _UNPACK, f"    s = {m.intercept!r}"]
-    for tree in m.trees:
-        if not tree["feature"]:
-            lines.append(f"    s += {tree['leaf'][0]!r}")
-        else:
-            lines += _tree_code(tree, 0, 1)
+    # Each tree is one nested conditional expression (its leaves and thresholds literals), and the trees are added
+    # left to right in one expression per _TREES_PER_SUM: the same additions in the same order as LightGBM's
+    # (init, then tree 0, 1, ...), so the same bits, without a store and a load of the running sum per tree.
+    terms = [_tree_expr(t, 0) if t["feature"] else repr(t["leaf"][0]) for t in m.trees]
+    lines = ["def score(x):", _UNPACK]
+    for k in range(0, len(terms), _TREES_PER_SUM):
+        head = repr(m.intercept) if k == 0 else "s"
+        lines.append(f"    s = {head} + " + " + ".join(terms[k:k + _TREES_PER_SUM]))
     lines.append("    return s")
     return "\n".join(lines) + "\n"
 

@@ -10,9 +10,9 @@ import pytest
 
 from caerus import cli
 from caerus.research.models.data import training_rows
-from caerus.research.models.train import TrainOptions, _fit, export_linear, export_trees, train
+from caerus.research.models.train import TREES_GRID, TrainOptions, _fit, export_linear, export_trees, train
 from caerus.research.models.walkforward import folds
-from caerus.strategy.model_signal import FORMS, Model, load_model, scorer
+from caerus.strategy.model_signal import Model, load_model, scorer
 from tests.unit.research.models.conftest import line
 
 
@@ -38,21 +38,42 @@ def test_train_twice_gives_the_same_file_and_a_model_that_loads(tmp_path: Path) 
     assert set(doc["libraries"]) >= {"scikit-learn", "lightgbm", "numpy"}
 
 
-@pytest.mark.parametrize("kind", ["linear", "trees"])
-def test_exported_forms_equal_the_fitted_model(kind: str) -> None:
+def _as_model(kind: str, part: dict) -> Model:
+    return Model(path="-", kind=kind, hash="0" * 64, horizon_ms=1000.0, entry_bps=1.0, exit_bps=0.0,
+                 reversal_bps=3.0, intercept=part.get("intercept", part.get("init", 0.0)),
+                 weights=tuple(part.get("weights", ())), trees=tuple(part.get("trees", ())))
+
+
+def test_exported_linear_form_equals_the_fitted_model() -> None:
     ds, _ = training_rows([line(1)], 1000.0)
-    fitted = _fit(kind, {"alpha": 10.0} if kind == "linear" else
-                  {"num_leaves": 8, "n_estimators": 30, "learning_rate": 0.1}, ds.X, ds.y, 1)
-    part = export_linear(fitted) if kind == "linear" else export_trees(fitted)
-    m = Model(path="-", kind=kind, hash="0" * 64, horizon_ms=1000.0, entry_bps=1.0, exit_bps=0.0,
-              reversal_bps=3.0, intercept=part.get("intercept", part.get("init", 0.0)),  # type: ignore[arg-type]
-              weights=tuple(part.get("weights", ())), trees=tuple(part.get("trees", ())))  # type: ignore[arg-type]
-    want = fitted.predict(ds.X[:2000])
-    for form in FORMS:
-        if form.startswith(kind[:5]) or (kind == "linear" and form == "linear"):
+    fitted = _fit("linear", {"alpha": 10.0}, ds.X, ds.y, 1)
+    f = scorer(_as_model("linear", export_linear(fitted)), "linear")
+    got = np.array([f(list(x)) for x in ds.X[:2000]])
+    np.testing.assert_allclose(got, fitted.predict(ds.X[:2000]), rtol=1e-9, atol=1e-9)  # the scaling is folded in
+
+
+@pytest.mark.parametrize("params", TREES_GRID)
+def test_exported_tree_forms_give_lightgbm_predictions_bit_for_bit(params: dict) -> None:
+    """Both tree forms add the same leaves in LightGBM's order, so they equal its own predict to the last bit: on
+    real feature vectors, on random ones, and on ones whose every feature sits exactly on a split threshold (the
+    ``<=`` side taken)."""
+    ds, _ = training_rows([line(1)], 1000.0)
+    fitted = _fit("trees", params, ds.X, ds.y, 1)
+    m = _as_model("trees", export_trees(fitted))
+    rng = np.random.default_rng(7)
+    real = ds.X[rng.choice(len(ds.X), 5000, replace=False)]
+    noise = rng.normal(ds.X.mean(axis=0), 3.0 * ds.X.std(axis=0) + 1e-9, size=(5000, ds.X.shape[1]))
+    thresholds = [np.array(sorted({thr for t in m.trees for f, thr in zip(t["feature"], t["threshold"], strict=True)
+                                   if f == j}) or [0.0]) for j in range(ds.X.shape[1])]
+    on_split = np.column_stack([rng.choice(th, 5000) for th in thresholds])
+    on_split[:, 0] = np.nextafter(on_split[:, 0], np.inf)  # and just past one
+    for X in (real, noise, on_split):
+        want = fitted.predict(X)
+        for form in ("trees_code", "trees_arrays"):
             f = scorer(m, form)
-            got = np.array([f(list(x)) for x in ds.X[:2000]])
-            np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
+            got = np.array([f(list(map(float, x))) for x in X])
+            assert got.tobytes() == want.tobytes(), (form, int(np.flatnonzero(got != want)[0]))
+    assert len(m.trees) == params["n_estimators"]
 
 
 def test_look_ahead_shifted_target_leaves_no_validation_edge() -> None:
