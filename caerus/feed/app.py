@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             metrics_dir=cfg.metrics_dir,
             venue_code=cfg.spec.code,
             instrument_ids=cfg.ids,
+            instrument_names=cfg.names,
             per_instrument=cfg.split,
             process=cfg.process,
             comment=f"caerus feed {cfg.venue} wait_policy={cfg.wait_policy} url={cfg.url}",

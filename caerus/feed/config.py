@@ -34,6 +34,8 @@ class FeedConfig(ConfigBase, frozen=True):
     base_url: str
     symbols: tuple[str, ...]  # the venue's names of the instruments, in instrument-id order of ``ids``
     ids: tuple[int, ...]  # each symbol's instrument id (BOOK.symbol)
+    # each one's session name (--instruments; --symbols: the venue's names): its per-instrument latency tags
+    names: tuple[str, ...]
     process: str  # this process's name (feed-<venue>, or feed-<venue>-<share> in a split): its .hlog and log lines
     split: bool  # a share of a venue split across feed processes (--share): per-instrument counters even for one
     connections: int  # the pool: instruments split into this many connections, each with its own supervisor
@@ -149,8 +151,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="restart a connection after this many unparseable frames (when they are most of it)")
 
 
-def _instruments(a: argparse.Namespace, venue: str, spec: VenueSpec) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The venue symbols and instrument ids from --instruments, --symbols or --symbol (one of them)."""
+def _instruments(a: argparse.Namespace, venue: str, spec: VenueSpec
+                 ) -> tuple[tuple[str, ...], tuple[int, ...], tuple[str, ...]]:
+    """The venue symbols, instrument ids and instrument names from --instruments, --symbols or --symbol (one of
+    them; without a list the names are the venue's symbols)."""
     given = [name for name in ("symbol", "symbols", "instruments") if getattr(a, name, None)]
     if len(given) > 1:
         both = " and ".join("--" + g for g in given)
@@ -164,15 +168,18 @@ def _instruments(a: argparse.Namespace, venue: str, spec: VenueSpec) -> tuple[tu
         if name_of is None:
             raise ConfigError(f"--instruments: {venue} has no column in an instrument list; use --symbols")
         mine = tuple(insts)[_share(getattr(a, "share", None), len(insts))]
-        return tuple(name_of(i) for i in mine), tuple(i.id for i in mine)
+        return tuple(name_of(i) for i in mine), tuple(i.id for i in mine), tuple(i.name for i in mine)
     if getattr(a, "share", None):
         raise ConfigError("--share picks ids of --instruments; it needs --instruments")
     if a.symbols:
         symbols = tuple(s.strip() for s in a.symbols.split(","))
         if any(not s for s in symbols) or len(set(symbols)) != len(symbols):
             raise ConfigError(f"--symbols {a.symbols!r}: distinct, non-empty names separated by commas")
-        return symbols, tuple(range(len(symbols)))
-    return (a.symbol or spec.feed.default_symbol,), (0,)
+        # a symbol that is not letters and digits cannot name a latency tag: then the ids do
+        names = symbols if all(s.isalnum() for s in symbols) else tuple(map(str, range(len(symbols))))
+        return symbols, tuple(range(len(symbols))), names
+    symbol = a.symbol or spec.feed.default_symbol
+    return (symbol,), (0,), (symbol,)
 
 
 def _share(text: str | None, n: int) -> slice:
@@ -198,7 +205,7 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
     except registry.UnknownVenue as exc:
         raise ConfigError(f"--venue: {exc}") from None
     feed = spec.feed
-    symbols, ids = _instruments(a, venue, spec)
+    symbols, ids, names = _instruments(a, venue, spec)
     per_conn = feed.max_per_connection
     need = -(-len(symbols) // per_conn)
     connections = a.connections if a.connections is not None else need
@@ -274,6 +281,7 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         base_url=base,
         symbols=symbols,
         ids=ids,
+        names=names,
         process=process,
         split=bool(getattr(a, "share", None)),
         connections=connections,

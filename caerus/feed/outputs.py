@@ -5,6 +5,11 @@ Owns the feed's shared-memory outputs (the books ring, the events ring, the coun
 classified failures, connection lost) and :meth:`housekeeping`, which the feed runs every ~100 ms off the hot
 path: writer heartbeats, counter-block heartbeat and gauges, and draining the samples into the interval log.
 
+Many instruments (or a share of a split venue): the hot loop stores each sample's instrument slot (its position in
+this feed's list) beside it in :attr:`FeedOutputs.sample_keys`, one store into a preallocated array, and the drain
+also records every sample under ``inst.<NAME>.feed_internal.<venue>`` / ``inst.<NAME>.info_age.<venue>`` (tagged
+intervals of the same ``.hlog``; see docs/feeds.md, Per-instrument latency).
+
 Counter names are the contract with the session's progress display: see :data:`INT_COUNTERS` and docs/feeds.md.
 """
 
@@ -16,10 +21,12 @@ import time
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+import numpy as np
+
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrWriter
 from caerus.ipc.wait import WaitPolicy
-from caerus.metrics.hdr import IntervalLog, SampleBuffer
+from caerus.metrics.hdr import IntervalLog, SampleBuffer, instrument_tag
 from caerus.net.failures import Failure, counter_name
 from caerus.venues.book import reject_counter
 from caerus.wire import BOOK, EVENT, EventKind, FailureClass, RejectReason
@@ -94,6 +101,7 @@ class FeedOutputs:
         comment: str | None = None,
         venue_code: int,
         instrument_ids: tuple[int, ...] = (),
+        instrument_names: tuple[str, ...] = (),
         per_instrument: bool = False,
         process: str | None = None,
     ) -> None:
@@ -112,10 +120,18 @@ class FeedOutputs:
         self.tag_internal = f"feed_internal.{venue_name}"
         self.tag_age = f"info_age.{venue_name}"
         self.tag_stack = f"stack.{venue_name}"
+        # each sample's instrument slot (index into instrument_names), stored by the hot loop beside the sample
+        self.sample_keys = np.zeros(sample_capacity, dtype=np.uint16)
+        names = instrument_names if self.instrument_ids else ()
+        if names and len(names) != len(instrument_ids):
+            raise ValueError(f"{len(names)} instrument names for {len(instrument_ids)} instrument ids")
+        self.inst_tags_internal = tuple(instrument_tag(n, self.tag_internal) for n in names)
+        self.inst_tags_age = tuple(instrument_tag(n, self.tag_age) for n in names)
         self.hlog: IntervalLog | None = None
         if metrics_dir is not None:
             self.hlog = IntervalLog(
-                Path(metrics_dir) / f"{self.process}.hlog", [self.tag_internal, self.tag_age, self.tag_stack],
+                Path(metrics_dir) / f"{self.process}.hlog",
+                [self.tag_internal, self.tag_age, self.tag_stack, *self.inst_tags_internal, *self.inst_tags_age],
                 comment=comment,
             )
         self._log = log_stream or sys.stderr
@@ -196,14 +212,19 @@ class FeedOutputs:
             self._instrument_counters(sink, ints)
         sink.take_samples()
         if self.hlog is not None:
-            self.hlog.drain(self.tag_internal, self.feed_internal)
-            self.hlog.drain(self.tag_age, self.info_age)
+            self._drain_samples(self.hlog)
             self.hlog.drain(self.tag_stack, self.stack)
             self.hlog.maybe_flush()
         else:
             self.feed_internal.n = 0
             self.info_age.n = 0
             self.stack.n = 0
+
+    def _drain_samples(self, hlog: IntervalLog) -> None:
+        """feed_internal and info_age into the interval log, each sample also under its instrument's tag."""
+        keys = self.sample_keys
+        hlog.drain_keyed(self.tag_internal, self.feed_internal, keys, self.inst_tags_internal)
+        hlog.drain_keyed(self.tag_age, self.info_age, keys, self.inst_tags_age)
 
     def _instrument_counters(self, sink: FeedSink, ints: memoryview) -> None:
         base = len(INT_COUNTERS)
@@ -223,8 +244,7 @@ class FeedOutputs:
         if self.hlog is not None:
             if self.sink is not None:
                 self.sink.take_samples()
-                self.hlog.drain(self.tag_internal, self.feed_internal)
-                self.hlog.drain(self.tag_age, self.info_age)
+                self._drain_samples(self.hlog)
             self.hlog.drain(self.tag_stack, self.stack)
             self.hlog.close()
         self.books.beat()

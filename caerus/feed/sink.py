@@ -53,12 +53,13 @@ class BookState:
     """One instrument's state in its venue's feed (the hot path reads and writes these attributes)."""
 
     __slots__ = ("active", "catching_up", "extra_flags", "id", "lane", "last_key", "last_t_ex", "n_books",
-                 "pending", "rejects", "reset_pending", "seen", "seq", "silent", "stale_count", "symbol", "t_last",
-                 "untradeable_closed_ns", "untradeable_since")
+                 "pending", "rejects", "reset_pending", "seen", "seq", "silent", "slot", "stale_count", "symbol",
+                 "t_last", "untradeable_closed_ns", "untradeable_since")
 
     def __init__(self, symbol: str, instrument_id: int) -> None:
         self.symbol = symbol  # the venue's name (Binance BTCUSDT, Hyperliquid BTC)
         self.id = instrument_id  # BOOK.symbol
+        self.slot = 0  # position in this feed's instruments: the key stored beside each latency sample
         self.lane: Lane | None = None
         self.active: WsSession | None = None  # the lane's active session (kept in step by Lane.active)
         self.last_key = -1  # order key of the newest published update (Binance u / Hyperliquid time in ns)
@@ -175,6 +176,8 @@ class FeedSink:
         self.publish = out.books.publish
         self.books = {s: BookState(s, i) for s, i in zip(symbols, ids, strict=True)}
         states = list(self.books.values())
+        for k, st in enumerate(states):
+            st.slot = k
         # contiguous chunks, as even as possible: lane k carries instruments [k*n/K, (k+1)*n/K)
         n = len(states)
         self.lanes = tuple(Lane(self, k, states[k * n // lanes:(k + 1) * n // lanes]) for k in range(lanes))
@@ -184,6 +187,7 @@ class FeedSink:
         self.ia = out.info_age
         self.fi_mv = memoryview(self.fi.arr.data)
         self.ia_mv = memoryview(self.ia.arr.data)
+        self.key_mv = memoryview(out.sample_keys.data)  # each sample's instrument slot (FeedOutputs drains by it)
         self.n_samples = 0
         self.sample_cap = self.fi.capacity
         ints = out.counters.ints
@@ -276,6 +280,7 @@ class FeedSink:
         if n < self.sample_cap:
             self.fi_mv[n] = t_pub - t_recv
             self.ia_mv[n] = t_recv - t_ex
+            self.key_mv[n] = st.slot
             self.n_samples = n + 1
         else:
             self.samples_full()

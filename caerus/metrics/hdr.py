@@ -64,6 +64,22 @@ FLEET_TAGS: tuple[str, ...] = (
 )
 
 _TAG_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: one instrument's share of a metric: ``inst.<NAME>.<tag>`` (NAME: the session's instrument name, letters and
+#: digits), recorded beside ``<tag>`` (the fleet's total) by ``IntervalLog.drain_keyed``
+INSTRUMENT_PREFIX = "inst."
+
+
+def instrument_tag(name: str, tag: str) -> str:
+    """The tag of instrument ``name``'s share of ``tag`` (``inst.ETH.feed_internal.binance``)."""
+    return f"{INSTRUMENT_PREFIX}{name}.{tag}"
+
+
+def split_instrument_tag(tag: str) -> tuple[str | None, str]:
+    """(instrument name, the fleet's tag) of an instrument tag; (None, tag) for any other tag."""
+    if not tag.startswith(INSTRUMENT_PREFIX):
+        return None, tag
+    name, _, rest = tag[len(INSTRUMENT_PREFIX):].partition(".")
+    return (name, rest) if name and rest else (None, tag)
 
 
 def new_histogram(highest: int = HIGHEST_NS, digits: int = SIGNIFICANT_DIGITS) -> HdrHistogram:

@@ -1,8 +1,10 @@
 """The Prometheus collector: the fleet's counter blocks, RSS and .hlog latencies as metric families.
 
 Everything is read from what the processes already publish (their shared counter blocks and 1 s interval logs),
-so the hot processes do nothing new per message. Counter blocks are attached lazily and re-attached when a process
-restarts (the block's path then names another file).
+so the hot processes do nothing new per message. Every series has the labels session, process, venue and
+instrument; instrument is "all" except on a per-instrument latency (an ``inst.<NAME>.<tag>`` interval of a .hlog:
+``instrument="<NAME>"``, metric and venue those of ``<tag>``). Counter blocks are attached lazily and re-attached
+when a process restarts (the block's path then names another file).
 
 Counters and RSS are read at scrape time (a copy of a few shared words and a /proc read each). The latency
 families, which cost histogram arithmetic, are built by ``refresh()`` on the exporter's own loop and served
@@ -23,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.segment import SegmentError
+from caerus.metrics.hdr import split_instrument_tag
 from caerus.monitoring import names
 from caerus.monitoring.latency import HlogFollower
 from caerus.monitoring.session_files import FleetProcess, read_pids
@@ -192,8 +195,10 @@ class FleetCollector(Collector):
             follower.poll()
             bad.add_metric([self.session, proc], float(follower.bad_lines))
             for tag, lat in follower.tags.items():
-                metric = tag.rsplit(".", 1)[0] if "." in tag else tag
-                labels = [self.session, proc, venue_of(proc, tag), ALL, metric]
+                # inst.<NAME>.<tag>: one instrument's share of <tag>, labelled with that instrument
+                instrument, fleet_tag = split_instrument_tag(tag)
+                metric = fleet_tag.rsplit(".", 1)[0] if "." in fleet_tag else fleet_tag
+                labels = [self.session, proc, venue_of(proc, fleet_tag), instrument or ALL, metric]
                 buckets, total_s = lat.buckets()
                 hist.add_metric(labels, buckets, total_s)
                 for w, qs in lat.window_quantiles().items():

@@ -9,7 +9,7 @@ import html
 import math
 from typing import Any
 
-from caerus.metrics.hdr import FLEET_TAGS
+from caerus.metrics.hdr import FLEET_TAGS, instrument_tag, split_instrument_tag
 from caerus.plan import feed_venue
 
 LABELS: dict[str, str] = {
@@ -76,7 +76,7 @@ def ordered_tags(metrics: dict[str, Any]) -> list[str]:
 
 def is_instrument_tag(tag: str) -> bool:
     """``inst.<NAME>.<tag>``: one instrument's share of a metric (the Instruments table's, not the headline's)."""
-    return tag.startswith("inst.")
+    return split_instrument_tag(tag)[0] is not None
 
 
 def shown_tags(metrics: dict[str, Any]) -> list[str]:
@@ -160,13 +160,18 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
 INSTRUMENT_HEADERS = ["instrument", "Binance books", "Hyperliquid books", "rejects", "silent",
                       "untradeable s (worst venue)", "strategy books", "fires", "guarded", "position", "paper fills",
                       "paper PnL", "venue position", "tick-to-decision p50", "tick-to-decision p99",
-                      "tick-to-decision n"]
+                      "tick-to-decision n", "feed internal p50 / p99, Binance", "feed internal p50 / p99, Hyperliquid",
+                      "info age p50 / p99, Binance", "info age p50 / p99, Hyperliquid"]
+#: the per-venue latencies each instrument's row shows as "p50 / p99" (the feeds' inst.<NAME>.<tag> intervals)
+INSTRUMENT_VENUE_TAGS = ("feed_internal.binance", "feed_internal.hyperliquid", "info_age.binance",
+                         "info_age.hyperliquid")
 
 
 def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list[str]]:
-    """One row per instrument from the processes' ``inst.<ID>.*`` counters and the strategy's
-    ``inst.<NAME>.tick_to_decision`` histograms, then the fleet's totals (latency: the headline's histogram); empty
-    for a single-instrument session (its numbers are the headline's)."""
+    """One row per instrument from the processes' ``inst.<ID>.*`` counters, the strategy's
+    ``inst.<NAME>.tick_to_decision`` and the feeds' ``inst.<NAME>.feed_internal|info_age.<venue>`` histograms, then
+    the fleet's totals (latency: the headline's histograms); empty for a single-instrument session (its numbers are
+    the headline's)."""
     counters = summary.get("counters") or {}
     metrics = summary.get("metrics") or {}
     ids = sorted({int(k.split(".")[1]) for block in counters.values() for k in block
@@ -202,13 +207,23 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
             return ["-", "-", "-"]  # no histogram for it (an older session, or no metrics dir)
         return [fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), f"{m.get('n', 0):,}"]
 
-    out = [[names.get(i, str(i)), *fmt(r), *latency(metrics.get(f"inst.{names.get(i, i)}.tick_to_decision"))]
+    def venues(name: str | None) -> list[str]:
+        """p50 / p99 of each venue latency: the instrument's own (``name``), or the fleet's (None)."""
+        cells = []
+        for tag in INSTRUMENT_VENUE_TAGS:
+            m = metrics.get(tag if name is None else instrument_tag(name, tag))
+            cells.append(f"{fmt_ns(m.get('p50'))} / {fmt_ns(m.get('p99'))}" if m and m.get("n") else "-")
+        return cells
+
+    out = [[names.get(i, str(i)), *fmt(r), *latency(metrics.get(instrument_tag(names.get(i, str(i)),
+                                                                                "tick_to_decision"))),
+            *venues(names.get(i, str(i)))]
            for i, r in zip(ids, rows, strict=True)]
     total = [sum(col) for col in zip(*rows, strict=True)]
     total[4] = max(r[4] for r in rows)  # the worst instrument, not a sum of times
     cells = fmt(total)
     cells[8] = cells[11] = "-"  # positions in different units do not add up
-    out.append([f"all {len(ids)}", *cells, *latency(metrics.get("tick_to_decision"))])
+    out.append([f"all {len(ids)}", *cells, *latency(metrics.get("tick_to_decision")), *venues(None)])
     return out
 
 

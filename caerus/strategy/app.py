@@ -38,7 +38,7 @@ from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
 from caerus.ipc.wait import WaitPolicy, make_waiter
-from caerus.metrics.hdr import IntervalLog, SampleBuffer
+from caerus.metrics.hdr import IntervalLog, SampleBuffer, instrument_tag
 from caerus.runtime.args import add_process_args, fail_config, parse_cpus
 from caerus.runtime.attach import attach_until
 from caerus.runtime.clock import CHECK_MASK, HousekeepingClock
@@ -68,7 +68,7 @@ TTD_CAPACITY = 1 << 14
 def instrument_tags(names: tuple[str, ...]) -> tuple[str, ...]:
     """Many instruments: each one's tick_to_decision as its own tagged interval in the .hlog (the tag names it);
     ``inst.`` as for the per-instrument counters, so the report puts them in its Instruments table."""
-    return tuple(f"inst.{name}.tick_to_decision" for name in names) if len(names) > 1 else ()
+    return tuple(instrument_tag(name, "tick_to_decision") for name in names) if len(names) > 1 else ()
 INT_COUNTERS = (
     "state",
     "halt_cause",

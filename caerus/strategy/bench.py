@@ -4,13 +4,19 @@ Used by benchmarks/tick_to_decision.py (config ``mode = "bench"``) so the measur
 process loop (ring read, t_seen, decision, t_decision, order ring push) with a decision that always fires. Sides
 alternate so a risk engine's position stays bounded. Same interface as :class:`LatencyArb`, except that it keeps
 no per-order state (``orders`` is None): it does not read results, and its ``position`` assumes every order filled.
+
+Sized and priced so a venue can take the order: the size is the instrument's (its own ``order_qty``, else
+``order_notional`` at its first Hyperliquid book, as :class:`LatencyArb` sizes entries; 0.001 ETH or SOL is below
+Hyperliquid's $10 minimum or its ``szDecimals``), and the limit is the Hyperliquid touch on the crossing side (buy
+at the ask, sell at the bid): on Hyperliquid's grid, inside any price band, and an IOC there fills against the touch
+unless the book moved. Before the first Hyperliquid book it is the Binance mid.
 """
 
 from __future__ import annotations
 
 from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES
+from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES, notional_qty, sized_by_notional
 from caerus.strategy.orders import OrderTable
 from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Venue
 
@@ -24,13 +30,17 @@ _BENCH = int(OrderReason.BENCH)
 
 
 class BenchFireEveryBook:
-    __slots__ = ("_qty", "basis", "decisions", "ewma", "guards", "halted", "hl_mid", "orders", "position", "side",
-                 "signal")
+    __slots__ = ("_notional", "_qty", "_sz_decimals", "basis", "decisions", "ewma", "guards", "halted", "hl_ask",
+                 "hl_bid", "orders", "position", "side", "signal")
 
     def __init__(self, cfg: StrategyConfig, instrument: Instrument | None = None) -> None:
+        self._notional = sized_by_notional(cfg, instrument)  # > 0: size to it at the first Hyperliquid book
+        if instrument is not None:
+            cfg = cfg.for_instrument(instrument.name)
         self._qty = cfg.order_qty
+        self._sz_decimals = instrument.sz_decimals if instrument is not None else 5
         self.side = 1
-        self.hl_mid = 0.0
+        self.hl_bid = self.hl_ask = 0.0
         self.position = 0.0
         self.orders: OrderTable | None = None  # fires without reading results
         self.halted = False
@@ -49,7 +59,10 @@ class BenchFireEveryBook:
         venue = book[_VENUE]
         if venue == _HYPERLIQUID:
             if (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE:
-                self.hl_mid = (book[_BID] + book[_ASK]) * 0.5
+                self.hl_bid, self.hl_ask = book[_BID], book[_ASK]
+                if self._notional > 0.0:  # the instrument's first Hyperliquid book: its size, once
+                    self._qty = notional_qty(self._notional, (self.hl_bid + self.hl_ask) * 0.5, self._sz_decimals)
+                    self._notional = 0.0
             return None
         if venue != _BINANCE:
             return None
@@ -60,8 +73,8 @@ class BenchFireEveryBook:
         if (book[_FLAGS] & TRADEABLE_MASK) != TRADEABLE:
             self.guards[G_INVALID_BN] += 1
             return None
-        # Price the order at the Hyperliquid mid when known (keeps a price-band risk check happy), else Binance.
-        px = self.hl_mid or (book[_BID] + book[_ASK]) * 0.5
+        # The Hyperliquid touch on the crossing side when known (see the module docstring), else the Binance mid.
+        px = (self.hl_ask if self.side > 0 else self.hl_bid) if self.hl_ask else (book[_BID] + book[_ASK]) * 0.5
         return (self.side, _BENCH, px, self._qty)
 
     def shadow(self, now: int) -> None:

@@ -112,6 +112,21 @@ def round_to_grid(px: float, sig_figs: int, max_decimals: int, up: bool) -> floa
     return round(units * tick, decimals)
 
 
+def notional_qty(notional: float, mid: float, sz_decimals: int) -> float:
+    """The order size worth ``notional`` (USD) at ``mid``, rounded down to the instrument's ``szDecimals`` (never
+    below one step): the entry size of an instrument without an ``order_qty`` of its own."""
+    step = 10.0**-sz_decimals
+    return max(round(math.floor(notional / mid / step + 1e-9) * step, sz_decimals), step)
+
+
+def sized_by_notional(cfg: StrategyConfig, instrument: Instrument | None) -> float:
+    """``order_notional`` when it sizes ``instrument``'s entries (set, and the instrument has no ``order_qty`` of
+    its own), else 0."""
+    own = instrument is not None and instrument.name in cfg.instruments \
+        and cfg.instruments[instrument.name].order_qty is not None
+    return cfg.order_notional if cfg.order_notional is not None and not own else 0.0
+
+
 class LatencyArb:
     """Binance-leads-Hyperliquid latency arb over top-of-book records. One instance per strategy process."""
 
@@ -164,7 +179,7 @@ class LatencyArb:
     )  # fmt: skip
 
     def __init__(self, cfg: StrategyConfig, instrument: Instrument | None = None) -> None:
-        own = instrument is not None and instrument.name in cfg.instruments
+        notional = sized_by_notional(cfg, instrument)
         if instrument is not None:
             cfg = cfg.for_instrument(instrument.name)
         self.instrument = instrument
@@ -178,10 +193,8 @@ class LatencyArb:
         self._slip = cfg.slippage_bps * 1e-4
         self._qty = cfg.order_qty
         self._max_pos = cfg.max_position
-        self._notional = 0.0  # > 0: size entries to this notional at the first Hyperliquid book
+        self._notional = notional  # > 0: size entries to this notional at the first Hyperliquid book
         self._pos_ratio = cfg.max_position / cfg.order_qty
-        if cfg.order_notional is not None and not (own and cfg.instruments[instrument.name].order_qty):  # type: ignore[union-attr]
-            self._notional = cfg.order_notional
         self._age_bn = int(cfg.max_book_age_ms_binance * 1e6)
         self._age_hl = int(cfg.max_book_age_ms_hyperliquid * 1e6)
         self._info_hl = int(cfg.max_info_age_ms_hyperliquid * 1e6)
@@ -346,10 +359,8 @@ class LatencyArb:
         """The instrument's first valid Hyperliquid book: size entries to ``order_notional`` when asked to."""
         self.hl_seen = True
         if self._notional > 0.0:
-            decimals = self.instrument.sz_decimals if self.instrument is not None else 5
-            step = 10.0 ** -decimals
-            qty = round(math.floor(self._notional / self.hl_mid / step + 1e-9) * step, decimals)
-            self._qty = max(qty, step)
+            self._qty = notional_qty(self._notional, self.hl_mid,
+                                     self.instrument.sz_decimals if self.instrument is not None else 5)
             self._max_pos = self._qty * self._pos_ratio
             self._notional = 0.0
 

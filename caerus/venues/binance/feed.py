@@ -105,6 +105,7 @@ class BinanceSink(FeedSink):
         if n < self.sample_cap:
             self.fi_mv[n] = t_pub - t_recv
             self.ia_mv[n] = t_recv - t_ex
+            self.key_mv[n] = st.slot
             self.n_samples = n + 1
         else:
             self.samples_full()

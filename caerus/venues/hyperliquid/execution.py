@@ -25,7 +25,9 @@ subscription is the account's history (``isSnapshot``): skipped, its fills were 
 
 Many instruments: each order carries its instrument id (ORDER.symbol); the asset index, ``szDecimals`` and coin
 come from the session's instrument list (caerus.instruments, ``instruments.json``). An order whose id is not in
-the list is refused before it is signed (``unknown_instrument``, SEND_FAILED). ``venue_state`` reads every listed
+the list is refused before it is signed (``unknown_instrument``, SEND_FAILED), as is one the venue would refuse
+for its size (``below_minimum``): a size that is 0 on the coin's ``szDecimals``, or worth less than
+:data:`MIN_ORDER_VALUE` at its limit price. ``venue_state`` reads every listed
 coin's position and open orders in one pair of queries.
 """
 
@@ -78,6 +80,10 @@ _IOC = int(wire.Tif.IOC)
 CODE_ORDER_ERROR = -1
 CODE_ACTION_ERROR = -2
 CODE_REQUEST_ERROR = -3
+#: USD: Hyperliquid refuses an order worth less ("Order must have minimum value of $10"); reduce-only orders aside
+MIN_ORDER_VALUE = 10.0
+#: distinct rejection texts counted in ``rejects_by_reason``; any further text counts under "other"
+_MAX_REASONS = 16
 _NO_MATCH = "could not immediately match"
 _encode = msgspec.json.Encoder().encode
 log = logging.getLogger("caerus.execution.transports.hyperliquid")
@@ -303,6 +309,8 @@ class HyperliquidTransport(LiveTransportBase):
         self._coins = tuple(i.hl_coin for i in instruments)
         self._n = len(instruments)
         self.sent_by = [0] * self._n  # orders sent per instrument id
+        self._coin_id = {c: k for k, c in enumerate(self._coins)}
+        self.fills_by = [0] * self._n  # our fills per instrument id, as userFills tells them (reader thread)
         self._sink = ReplySink(on_reply)
         self._pending: dict[int, tuple[int, float]] = {}  # request id -> (order_id, size sent)
         self._queries: dict[int, int] = {}  # status-query request id -> order_id
@@ -328,7 +336,10 @@ class HyperliquidTransport(LiveTransportBase):
                                         "query_send_failed": 0, "stream_resolved": 0, "stream_confirmed": 0,
                                         "stream_mismatch": 0, "stream_unmatched": 0, "nonce_exhausted": 0,
                                         "fills": 0, "fills_resolved": 0, "fills_confirmed": 0, "fills_mismatch": 0,
-                                        "fills_unmatched": 0, "fills_snapshot": 0, "unknown_instrument": 0}
+                                        "fills_unmatched": 0, "fills_snapshot": 0, "unknown_instrument": 0,
+                                        "below_minimum": 0}
+        # the venue's rejections by its text (each names the asset), so a session says why, not only how many
+        self.rejects_by_reason: dict[str, int] = {}
 
     @property
     def address(self) -> str:
@@ -376,6 +387,11 @@ class HyperliquidTransport(LiveTransportBase):
             self.reply_counts["unknown_instrument"] += 1
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
+        size = round(order[O_QTY], self._rules[sym][1])
+        if size <= 0.0 or size * order[O_PX] < MIN_ORDER_VALUE:  # the venue would refuse it: no nonce, unsigned
+            self.reply_counts["below_minimum"] += 1
+            self.send_failed += 1
+            return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
         req_id = next(self._ids)
         now_ms = time.time_ns() // 1_000_000
         if self._nonces is not None and max(now_ms, self._signer.last_nonce + 1) > self._nonces.reserved:
@@ -387,7 +403,6 @@ class HyperliquidTransport(LiveTransportBase):
         except ValueError:  # price/size not representable on the wire: refuse, counted
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
-        size = round(order[O_QTY], self._rules[sym][1])
         self._pending[req_id] = (order[O_ORDER_ID], size)
         c = cloid(order[O_ORDER_ID])
         self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC, self.instruments[sym].name, size)
@@ -500,7 +515,9 @@ class HyperliquidTransport(LiveTransportBase):
         """Final JSON-able summary (the execution process writes it to <metrics-dir>/<name>.json); no secrets."""
         return {"transport": self.name, "network": self.network, "url": self.url, "address": self.address,
                 "counters": self.stats(), "sent_by_instrument": dict(zip(self.instruments.names, self.sent_by,
-                                                                         strict=True))}
+                                                                         strict=True)),
+                "fills_by_instrument": dict(zip(self.instruments.names, self.fills_by, strict=True)),
+                "rejects_by_reason": dict(self.rejects_by_reason)}
 
     # --- reader side -----------------------------------------------------------------------------------
     def _on_message(self, msg: Any, t_recv: int) -> None:
@@ -536,6 +553,10 @@ class HyperliquidTransport(LiveTransportBase):
         self._pending.pop(req_id, None)
         outcome, px, qty, code, text, key = parsed
         self.reply_counts[key] += 1
+        if key == "rejected":  # rare: counted off the fill path
+            reason = text if text in self.rejects_by_reason or len(self.rejects_by_reason) < _MAX_REASONS \
+                else "other"
+            self.rejects_by_reason[reason] = self.rejects_by_reason.get(reason, 0) + 1
         self.ledger.settled(cloid(order_id), order_id, outcome, qty)
         self._sink.deliver(VenueReply(order_id, outcome, px, qty, code, t_recv, text))
 
@@ -581,6 +602,9 @@ class HyperliquidTransport(LiveTransportBase):
                 continue
             c, sz, px = parsed
             self.reply_counts["fills"] += 1
+            k = self._coin_id.get(fill.get("coin"))
+            if k is not None:
+                self.fills_by[k] += 1
             verdict, order_id, outcome, total, avg = self.ledger.on_fill(c, sz, px, self._take_pending)
             if verdict is Verdict.SETTLE:
                 self.reply_counts["fills_resolved"] += 1

@@ -114,6 +114,7 @@ class HyperliquidSink(FeedSink):
         if n < self.sample_cap:
             self.fi_mv[n] = t_pub - t_recv
             self.ia_mv[n] = t_recv - t_ex
+            self.key_mv[n] = st.slot
             self.n_samples = n + 1
         else:
             self.samples_full()

@@ -1,8 +1,10 @@
 """`caerus session --transport emulator --symbols BTC,ETH,SOL` (issue 32): the strategy's orders for three
-instruments leave, signed, through the live Hyperliquid transport to the emulator's order endpoint; every fill is
-confirmed by the account stream and by ``userFills``, and the report's Instruments table sets each instrument's
-position as the venue reports it when trading stopped beside the engine's: equal; and each instrument's
-tick-to-decision p50/p99 from its own tagged intervals in the strategy's .hlog."""
+instruments leave, signed, through the live Hyperliquid transport to the emulator's order endpoint; each
+instrument's orders are sized to a notional the venue accepts and fill (bench orders of BTC's 0.001 for ETH and SOL
+were refused by the venue: $3 under its $10 minimum, and 0 on SOL's szDecimals); every fill is confirmed by the
+account stream and by ``userFills``, and the report's Instruments table sets each instrument's position as the
+venue reports it when trading stopped beside the engine's: equal; and each instrument's tick-to-decision,
+feed-internal and information-age p50/p99 from its own tagged intervals in the strategy's and feeds' .hlogs."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_
     shm.mkdir(exist_ok=True)
     out, reports = tmp_path / "sessions", tmp_path / "reports"
     strategy_cfg = tmp_path / "strategy.toml"
-    strategy_cfg.write_text('mode = "bench"\n')
+    # bench: an order on every Binance book, each instrument's sized to $100 at its first Hyperliquid book
+    strategy_cfg.write_text('mode = "bench"\norder_notional = 100.0\n')
     execution_cfg = tmp_path / "execution.toml"
     execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "10",
@@ -46,6 +49,10 @@ def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_
     assert venue["venue_positions"] == pytest.approx(engine, abs=1e-9)
     sent = venue["sent_by_instrument"]
     assert set(sent) == {"BTC", "ETH", "SOL"} and all(n > 0 for n in sent.values()), sent  # each one traded
+    # and each one filled, by the venue's own account of it (userFills, per coin); none refused by the venue
+    fills = venue["fills_by_instrument"]
+    assert set(fills) == {"BTC", "ETH", "SOL"} and all(n > 0 for n in fills.values()), (fills, venue)
+    assert sum(fills.values()) == c["fills"] and venue["rejects_by_reason"] == {} and c["rejected"] == 0, venue
     counters = json.loads((d / "summary.json").read_text())["counters"]["execution"]
     for i in range(3):
         assert counters[f"inst.{i}.venue_position"] == pytest.approx(counters[f"inst.{i}.position"], abs=1e-9)
@@ -70,3 +77,12 @@ def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_
         assert cells[col["tick-to-decision n"]] == f"{per[name]['n']:,}", (name, cells)
         assert cells[col["tick-to-decision p50"]] != "-" and cells[col["tick-to-decision p99"]] != "-"
     assert total[col["tick-to-decision n"]] == f"{ttd['n']:,}"
+    # per-instrument feed_internal and info_age (issue 32 item 4): each venue's feed's inst.<NAME>.<tag> intervals,
+    # whose counts add up to the feed's own, and the table's p50 / p99 cells for each
+    for tag in ("feed_internal.binance", "feed_internal.hyperliquid", "info_age.binance", "info_age.hyperliquid"):
+        own = {name: metrics[f"inst.{name}.{tag}"] for name in ("BTC", "ETH", "SOL")}
+        assert all(m["n"] > 0 for m in own.values()) and sum(m["n"] for m in own.values()) == metrics[tag]["n"]
+    for name, cells in {**rows, "all 3": total}.items():
+        for header in ("feed internal p50 / p99, Binance", "feed internal p50 / p99, Hyperliquid",
+                       "info age p50 / p99, Binance", "info age p50 / p99, Hyperliquid"):
+            assert " / " in cells[col[header]], (name, header, cells)

@@ -185,10 +185,16 @@ def test_hyperliquid_post_rejected(order_server: OrderServer) -> None:
         t.close()
     t = _hl(order_server)
     try:
-        t.send_msg(_order(62, venue=wire.Venue.HYPERLIQUID, qty=0.00001))  # $1 order: below the minimum value
+        # a $1 order is below the venue's minimum value: refused before it is signed, never sent (issue 32)
+        assert t.send_msg(_order(62, venue=wire.Venue.HYPERLIQUID, qty=0.00001)).outcome == wire.Outcome.SEND_FAILED
+        assert t.stats()["below_minimum"] == 1 and t.stats()["sent"] == 0
+        # an order the venue refuses for what only it knows (its book): an order error
+        orders.update_book("hyperliquid", 99_000.0, 1.0, 101_000.0, 1.0)
+        t.send_msg(_order(63, venue=wire.Venue.HYPERLIQUID, px=101_500.0, qty=0.001, tif=wire.Tif.ALO))
         r = next_reply(t)
-        assert (r.outcome, r.venue_code) == (wire.Outcome.VENUE_REJECTED, CODE_ORDER_ERROR)
-        assert "minimum value" in r.message
+        assert (r.order_id, r.outcome, r.venue_code) == (63, wire.Outcome.VENUE_REJECTED, CODE_ORDER_ERROR)
+        assert "Post only order would have immediately matched" in r.message
+        assert t.summary()["rejects_by_reason"] == {r.message: 1}
     finally:
         t.close()
 

@@ -67,6 +67,7 @@ def test_fills_that_complete_an_order_settle_it_before_its_reply() -> None:
     assert (r.order_id, r.outcome, r.fill_qty) == (7, Outcome.FILLED, pytest.approx(0.01))
     assert r.fill_px == pytest.approx(3506.0)  # the fills' size-weighted price
     assert t.reply_counts["fills_resolved"] == 1 and not t._pending
+    assert t.summary()["fills_by_instrument"] == {"BTC": 0, "ETH": 2}  # each fill under its coin's instrument
     t._on_message(_reply(1, "0.01"), 3)  # the late reply finds nothing pending: never settled twice
     assert _replies(t) == [] and t.ledger.mismatches == 0
 
@@ -115,3 +116,24 @@ def test_an_order_for_an_instrument_outside_the_list_is_refused_before_it_is_sig
     assert t.reply_counts["unknown_instrument"] == 1 and not t._pending and not t.ledger._awaiting
     with pytest.raises(IndexError, match="instrument id 2 is not in the session's list of 2"):
         t.build_request(records.order(3, px=3500.0, qty=0.01, symbol=2), 1, 1)
+
+
+@pytest.mark.parametrize(("px", "qty"), [(3500.0, 0.00004), (3500.0, 0.001)], ids=["size-0-on-szDecimals", "$3.5"])
+def test_an_order_below_the_venues_minimum_is_refused_before_it_is_signed(px: float, qty: float) -> None:
+    """0.00004 ETH is 0 on ETH's 4 szDecimals; 0.001 ETH at 3,500 is $3.5, under Hyperliquid's $10 minimum (a
+    many-instrument session sizing ETH as BTC sent these and the venue refused every one)."""
+    t = _transport()
+    res = t.send_msg(records.order(3, venue=int(Venue.HYPERLIQUID), px=px, qty=qty, symbol=1))
+    assert res.outcome == Outcome.SEND_FAILED and t._signer.last_nonce == 0  # no nonce taken, nothing signed
+    assert t.reply_counts["below_minimum"] == 1 and t.send_failed == 1 and not t._pending and not t.ledger._awaiting
+
+
+def test_the_venues_rejections_are_counted_by_their_text() -> None:
+    t = _transport()
+    for req, order_id in ((1, 7), (2, 8)):
+        _await(t, req, order_id, 0.001)
+        t._on_message({"channel": "post", "data": {"id": req, "response": {"type": "action", "payload": {
+            "status": "ok", "response": {"type": "order", "data": {"statuses": [
+                {"error": "Order must have minimum value of $10. asset=1"}]}}}}}}, 1)
+    assert [r.outcome for r in _replies(t)] == [Outcome.VENUE_REJECTED] * 2
+    assert t.summary()["rejects_by_reason"] == {"Order must have minimum value of $10. asset=1": 2}

@@ -83,6 +83,7 @@ def test_each_instrument_has_its_tick_to_decision_p50_p99_and_the_total_row_the_
     assert rows[0][col["venue position"]] == "-"  # the columns before are where they were
     summary["metrics"] = {}  # an older session: no per-instrument histograms
     assert tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})[0][p50] == "-"
+    assert tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})[0][col["info age p50 / p99, Binance"]] == "-"
     # the headline keeps to the fleet's metrics: per-instrument ones are this table's
     assert not any(t.startswith("inst.") for t in tables.shown_tags(
         {"inst.BTC.tick_to_decision": {"n": 7}, "tick_to_decision": {"n": 7}}))
@@ -102,3 +103,25 @@ def test_a_split_venue_is_one_column_summed_over_its_feed_processes() -> None:
     assert [r[5] for r in rows] == ["2.0", "1.0", "2.0"]
     series = tables.instrument_series({"counters": counters}, {0: "BTC", 1: "ETH"})
     assert series is not None and series[1] == [900.0, 400.0] and series[2] == [80.0, 60.0]
+
+
+def test_each_instrument_has_its_feed_internal_and_info_age_per_venue(many: Path) -> None:
+    """Issue 32 item 4: the feeds' inst.<NAME>.feed_internal|info_age.<venue> intervals, p50 / p99 per instrument
+    and venue; the total row is the fleet's histogram (the headline's)."""
+    summary = json.loads((many / "summary.json").read_text())
+    summary["metrics"] = {
+        "feed_internal.binance": {"p50": 9_000, "p99": 40_000, "n": 10},
+        "inst.BTC.feed_internal.binance": {"p50": 8_000, "p99": 20_000, "n": 7},
+        "inst.ETH.feed_internal.binance": {"p50": 30_000, "p99": 40_000, "n": 3},
+        "info_age.hyperliquid": {"p50": 3_000_000, "p99": 9_000_000, "n": 5},
+        "inst.BTC.info_age.hyperliquid": {"p50": 2_000_000, "p99": 2_500_000, "n": 4},
+        "inst.ETH.info_age.hyperliquid": {"p50": 9_000_000, "p99": 9_000_000, "n": 1},
+    }
+    rows = tables.instrument_rows(summary, {0: "BTC", 1: "ETH"})
+    col = {h: k for k, h in enumerate(tables.INSTRUMENT_HEADERS)}
+    fi, age = col["feed internal p50 / p99, Binance"], col["info age p50 / p99, Hyperliquid"]
+    assert [r[fi] for r in rows] == ["8 us / 20 us", "30 us / 40 us", "9 us / 40 us"]
+    assert [r[age] for r in rows] == ["2 ms / 2.5 ms", "9 ms / 9 ms", "3 ms / 9 ms"]
+    assert [r[col["feed internal p50 / p99, Hyperliquid"]] for r in rows] == ["-", "-", "-"]  # no samples: "-"
+    assert all(len(r) == len(tables.INSTRUMENT_HEADERS) for r in rows)
+    assert not any(tables.is_instrument_tag(t) for t in tables.shown_tags(summary["metrics"]))

@@ -46,6 +46,25 @@ def test_entries_are_sized_to_the_notional_at_the_first_hyperliquid_book() -> No
     assert desk.arbs[1]._max_pos == pytest.approx(0.0285 * 2)  # the default ratio: two entries a side
 
 
+def test_bench_orders_are_sized_per_instrument_and_cross_the_hyperliquid_touch() -> None:
+    """Bench mode in a many-instrument session (issue 32): ETH's orders are ETH's size (order_notional at its
+    first Hyperliquid book, or its own order_qty), not BTC's 0.001 (worth $3.5, below Hyperliquid's $10 minimum,
+    which the venue refused), and each IOC is priced at the touch it crosses."""
+    desk = Desk(StrategyConfig(mode="bench", order_notional=100.0), TWO)
+    d_btc = feed_pair(desk, 0, 95_000.0, 95_000.0, T0)
+    d_eth = feed_pair(desk, 1, 3_500.0, 3_500.0, T0)
+    assert d_btc is not None and d_btc[3] == pytest.approx(0.00105)
+    assert d_eth is not None and d_eth[3] == pytest.approx(0.0285) and d_eth[3] * 3_500.0 >= 10.0
+    assert d_eth[0] == 1 and d_eth[2] == pytest.approx(3_500.0 * 1.0001)  # a buy at the Hyperliquid ask
+    desk.arbs[1].fired(d_eth, T0)
+    sell = feed_pair(desk, 1, 3_500.0, 3_500.0, T0 + 1)
+    assert sell is not None and sell[0] == -1 and sell[2] == 3_500.0  # a sell at the bid
+    own = Desk(StrategyConfig(mode="bench", order_notional=100.0,
+                              instruments={"ETH": InstrumentParams(order_qty=0.5, max_position=1.0)}), TWO)
+    d = feed_pair(own, 1, 3_500.0, 3_500.0, T0)
+    assert d is not None and d[3] == 0.5
+
+
 def test_results_reach_the_instrument_that_sent_the_order() -> None:
     desk = Desk(StrategyConfig(warmup_ms=0), TWO)
     feed_pair(desk, 1, 3_500.0, 3_500.0, T0)

@@ -252,7 +252,8 @@ def test_bench_strategy_fires_on_every_valid_binance_book_alternating() -> None:
     sides = []
     for i in range(4):
         d = s.on_book(make_book(BN, 95_000.0, 95_000.1, T0 + i), T0 + i)
-        assert d is not None and d[1] == OrderReason.BENCH and d[2] == 95_000.5
+        assert d is not None and d[1] == OrderReason.BENCH
+        assert d[2] == (95_001.0 if d[0] > 0 else 95_000.0)  # the Hyperliquid touch it crosses
         s.fired(d, T0 + i)
         sides.append(d[0])
     assert sides == [1, -1, 1, -1]

@@ -175,3 +175,39 @@ def test_hyperliquid_coins_share_block_times_but_order_per_coin(shm_dir: Path) -
     finally:
         books.close()
         out.close()
+
+
+def test_each_instruments_latency_samples_are_tagged_intervals_of_the_feeds_hlog(shm_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Issue 32 item 4: the loop stores each sample's instrument slot beside it (no allocation), and the drain
+    records feed_internal and info_age also under inst.<NAME>.<tag>, each instrument's counts adding up to the
+    tag's; the venue loop and FeedSink.publish_valid store the same slot."""
+    from caerus.metrics.hdr import read_hlog
+
+    out = FeedOutputs("binance", "k.book.binance", "k.events.binance", "k.stats.feed-binance", capacity=1024,
+                      log_stream=io.StringIO(), venue_code=int(Venue.BINANCE), metrics_dir=tmp_path,
+                      instrument_ids=(0, 1, 2), instrument_names=("BTC", "ETH", "SOL"))
+    sink = BinanceSink(out, symbols=SYMBOLS, ids=(0, 1, 2), lanes=1)
+    out.sink = sink
+    sink.bind_supervisor(StubSupervisor())  # type: ignore[arg-type]
+    s1 = WsSession("wss://x/ws", 1, sink.on_message)
+    sink.active = s1
+    sent = {"BTCUSDT": 3, "ETHUSDT": 1, "SOLUSDT": 2}
+    u = 0
+    for sym, n in sent.items():
+        for _ in range(n):
+            u += 1
+            # t_exchange 1,000 ms; t_recv 1,000 ms + the instrument's own age: BTC 1 ms, ETH 2 ms, SOL 3 ms
+            deliver(sink, bt(sym, u), 1_000_000_000 + (SYMBOLS.index(sym) + 1) * 1_000_000, s1)
+    st = sink.books["ETHUSDT"]
+    sink.publish_valid(st, int(BookFlags.VALID), 1, 99, 1_000_000_000, 1_002_000_000, 1.0, 1.0, 2.0, 1.0)
+    assert list(out.sample_keys[:sink.n_samples]) == [0, 0, 0, 1, 2, 2, 1]
+    out.housekeeping()
+    out.close()
+    data = read_hlog(tmp_path / "feed-binance.hlog")
+    total = data.merged("info_age.binance").get_total_count()
+    counts = {n: data.merged(f"inst.{n}.info_age.binance").get_total_count() for n in ("BTC", "ETH", "SOL")}
+    assert counts == {"BTC": 3, "ETH": 2, "SOL": 2} and sum(counts.values()) == total == 7
+    assert data.merged("inst.SOL.info_age.binance").get_max_value() >= 2_990_000  # SOL's own 3 ms, not the mix
+    assert data.merged("inst.BTC.info_age.binance").get_max_value() <= 1_010_000
+    assert sum(data.merged(f"inst.{n}.feed_internal.binance").get_total_count() for n in counts) == 7
