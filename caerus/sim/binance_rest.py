@@ -237,15 +237,10 @@ class BinanceRest:
         drv, bad = self._driver()
         if bad is not None or drv is None:
             return bad or _err(503, -1001, "no market")
-        text = req.query.get("limit", "100")
-        if not text.isdigit() or not 1 <= int(text) <= 1000:
-            return _err(400, -1100, "Illegal characters found in parameter 'limit'; legal range is 1..1000.")
-        bounds = {}
-        for k in ("startTime", "endTime"):
-            v = req.query.get(k)
-            if v is not None and not v.isdigit():
-                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
-            bounds[k] = int(v) if v is not None else None
+        got = _limit_and_bounds(req, 100, 1000, ("startTime", "endTime"))
+        if isinstance(got, HttpReply):
+            return got
+        limit, bounds = got
         rows = []
         for s in ([sym] if sym is not None else BINANCE_SYMBOLS):
             marks, q = drv.binance_marks_of(s), drv.quote_of(s)
@@ -259,7 +254,7 @@ class BinanceRest:
                      if (bounds["startTime"] is None or h.time_ms >= bounds["startTime"])
                      and (bounds["endTime"] is None or h.time_ms <= bounds["endTime"])]
         rows.sort(key=lambda r: (r["fundingTime"], r["symbol"]))
-        return HttpReply(200, rows[:int(text)] if bounds["startTime"] is not None else rows[-int(text):])
+        return HttpReply(200, rows[:limit] if bounds["startTime"] is not None else rows[-limit:])
 
     # -- the trade tape ---------------------------------------------------------------------------------------
     def _tape_of(self, req: HttpRequest) -> tuple[Tape, frames.InstrumentFormat, int] | HttpReply:
@@ -284,16 +279,10 @@ class BinanceRest:
         got = self._tape_of(req)
         if isinstance(got, HttpReply):
             return got
-        text = req.query.get("limit", "500")
-        if not text.isdigit() or not 1 <= int(text) <= most:
-            return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal range is 1..{most}.")
-        values: dict[str, int | None] = {}
-        for k in bounds:
-            v = req.query.get(k)
-            if v is not None and not v.isdigit():
-                return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
-            values[k] = int(v) if v is not None else None
-        return (*got, int(text), values)
+        query = _limit_and_bounds(req, 500, most, bounds)
+        if isinstance(query, HttpReply):
+            return query
+        return (*got, *query)
 
     def _klines(self, req: HttpRequest) -> HttpReply:
         """``GET /fapi/v1/klines``: bars from the trade tape, oldest first (the venue's 12-field rows)."""
@@ -352,3 +341,19 @@ class BinanceRest:
         if req.method == "DELETE":
             orders.DESK.listen_keys.discard(req.form().get("listenKey", key))
         return HttpReply(200, {})
+
+
+def _limit_and_bounds(req: HttpRequest, default: int, most: int, bounds: tuple[str, ...]
+                      ) -> tuple[int, dict[str, int | None]] | HttpReply:
+    """``limit`` (``default``, 1..``most``) and each of ``bounds`` (``startTime``, ``fromId``...) as an integer or
+    None, or the venue's -1100 naming the parameter that is not digits (or the limit out of range)."""
+    text = req.query.get("limit", str(default))
+    if not text.isdigit() or not 1 <= int(text) <= most:
+        return _err(400, -1100, f"Illegal characters found in parameter 'limit'; legal range is 1..{most}.")
+    values: dict[str, int | None] = {}
+    for k in bounds:
+        v = req.query.get(k)
+        if v is not None and not v.isdigit():
+            return _err(400, -1100, f"Illegal characters found in parameter '{k}'; legal range is '^[0-9]+$'.")
+        values[k] = int(v) if v is not None else None
+    return int(text), values
