@@ -35,10 +35,11 @@ class FrameSplitter:
     :attr:`passthrough` once the protocol has left its OPEN state (a close frame came) so later bytes go there too.
     """
 
-    __slots__ = ("buf", "fragmented", "max_size", "passthrough", "to_protocol")
+    __slots__ = ("buf", "fragmented", "max_size", "need", "passthrough", "to_protocol")
 
     def __init__(self, max_size: int, to_protocol: ToProtocol) -> None:
         self.buf = bytearray()
+        self.need = 0  # bytes the held partial frame needs before it can be parsed (0: unknown yet)
         self.max_size = max_size
         self.to_protocol = to_protocol
         self.fragmented = False  # a data frame without FIN went to the protocol: its continuation follows
@@ -53,12 +54,15 @@ class FrameSplitter:
         held = self.buf
         if held:  # a frame split across reads (rare: venue frames are small): join once, parse from bytes
             held += data
+            if len(held) < self.need:
+                return  # still short of the frame's end: no copy per read (a 1 MiB frame in 16 KiB records)
             src = bytes(held)
             del held[:]
         else:
             src = data  # the usual read: whole frames, sliced straight out of it (one copy per payload)
         n = len(src)
         pos = 0
+        self.need = 0  # set again below only when a frame's end is known and not here yet
         while n - pos >= 2:
             b0 = src[pos]
             b1 = src[pos + 1]
@@ -81,6 +85,7 @@ class FrameSplitter:
                 return
             end = pos + head + length
             if end > n:
+                self.need = end - pos
                 break
             if b0 in (FIN_TEXT, FIN_BINARY) and not self.fragmented:
                 payload = src[pos + head:end]

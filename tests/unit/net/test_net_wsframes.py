@@ -126,3 +126,13 @@ def test_a_partial_frame_waits_and_is_handed_over_at_the_end() -> None:
     out, rec, s = split(frame[:150], [])
     assert out == [] and rec.got == []
     assert s.take_partial() == frame[:150] and not s.buf
+
+
+def test_a_big_frame_in_small_reads_waits_without_reparsing_then_comes_out_whole() -> None:
+    big, small = b"x" * 300_000, b'{"after":1}'
+    stream = wire(Opcode.TEXT, big) + wire(Opcode.TEXT, small) + wire(Opcode.TEXT, b"y" * 200)[:3]
+    out, rec, s = split(stream, list(range(1, len(stream), 16_384)))
+    assert out == [big, small] and rec.got == []
+    assert s.need == 0 and len(s.buf) == 3  # a cut header: its length is not known yet, so nothing is awaited
+    s.feed(wire(Opcode.TEXT, b"y" * 200)[3:], out)
+    assert out[-1] == b"y" * 200 and not s.buf
