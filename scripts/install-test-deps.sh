@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the system packages and the npm package the integration tests talk to, when they are missing:
 # openssh-server (Fabric tests), chrony (chronyc parsing), kcat (librdkafka mock Kafka cluster),
-# clickhouse-server (sink tests), iproute2, prometheus (promtool and the exporter's scrape test), and hdr-histogram-js (independent .hlog decoder, under node).
+# clickhouse-server (sink tests), iproute2, prometheus (promtool and the exporter's scrape test), and, under node,
+# hdr-histogram-js (independent .hlog decoder) and typescript with @grafana/schema (Grafana's published dashboard and
+# panel schemas, checked against monitoring/dashboards/ by tests/fixtures/grafana_dashboard_check.js).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 need=()
@@ -27,5 +29,16 @@ fi
 if [ ! -d "$root/.cache/node/node_modules/hdr-histogram-js" ]; then
   mkdir -p "$root/.cache/node"
   (cd "$root/.cache/node" && npm install --silent --no-audit --no-fund hdr-histogram-js@3 >/dev/null)
+fi
+# exact versions: docs/monitoring.md names the schema version the dashboard is checked against
+schema_pins=(typescript@5.9.3 @grafana/schema@13.2.3)
+stale=()
+for pin in "${schema_pins[@]}"; do
+  have=$(node -p "require('$root/.cache/node/node_modules/${pin%@*}/package.json').version" 2>/dev/null || true)
+  [ "$have" = "${pin##*@}" ] || stale+=("$pin")
+done
+if [ ${#stale[@]} -gt 0 ]; then
+  mkdir -p "$root/.cache/node"
+  (cd "$root/.cache/node" && npm install --silent --no-audit --no-fund --save-exact "${stale[@]}" >/dev/null)
 fi
 echo "test dependencies ready"

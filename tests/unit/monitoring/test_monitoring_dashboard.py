@@ -1,5 +1,6 @@
 """monitoring/dashboards/caerus.json: every panel's PromQL names only metrics the exporter serves (promtool parses
-them in tests/integration/monitoring/test_monitoring_rules.py)."""
+them in tests/integration/monitoring/test_monitoring_rules.py; Grafana's published schema checks the dashboard in
+tests/integration/monitoring/test_monitoring_dashboard_schema.py)."""
 
 from __future__ import annotations
 
