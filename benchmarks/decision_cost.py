@@ -3,8 +3,10 @@ as a linear dot product and as trees (generated code and flat arrays).
 
 Books: the default market model offline (seed 1), fed in the backtest's t_seen order to each decision object; each
 ``on_book`` call is timed with ``perf_counter_ns`` around it (the timer's own cost, measured on an empty pair of
-reads, is reported and not subtracted). The models are trained here on the first part of the books (linear: ridge,
-trees: LightGBM, 20 trees of 4 leaves, as ``caerus train`` picks) unless ``--model`` files are given. Orders are
+reads, is reported and not subtracted). The models are trained here on the first part of the books, one family each, by
+``caerus train``'s own selection (3 folds over this benchmark's one 3- or 10-minute seed, the default node-visit
+budget, so the chosen shape may differ from ``caerus train``'s defaults; the chosen shape and cost are printed) unless
+``--model`` files are given: pass ``caerus train`` files to time what it actually picks. Orders are
 not sent: a decision that would fire is counted and the object told nothing (it stays flat), so every form pays
 the same per-book path. Printed: p50/p99 per form and the ratio of each p50/p99 to the naive rule's; goal p50 <=
 2 us, p99 <= 10 us for the chosen form.
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(f"/tmp/decision_cost_{kind}.json")
         path.write_text(json.dumps(doc))
         assert doc["hash"] == content_hash(doc)
+        print(f"{kind} model trained here: {doc['selection']['chosen']}")  # type: ignore[index]
         models[kind] = load_model(path)
     lat = LatencyModel.constant(0, 300_000)
     spec = engine.RunSpec(StrategyConfig(), ln.loaded.instruments, lat, FillRules(), 1)
@@ -96,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         gc.enable()
     base = results["naive"]
+    for kind, m in models.items():
+        print(f"{kind} model: hash {m.hash[:16]}, {m.path}")
     print(f"per-book decision cost, {len(recs)} books of the default market (seed 1, {minutes:g} min); timer "
           f"overhead p50 {np.percentile(empty, 50):.0f} ns (included)")
     print(f"{'form':<13} {'n':>7} {'p50 us':>7} {'p99 us':>7} {'p99.9 us':>8} {'p50/naive':>9} {'p99/naive':>9}")

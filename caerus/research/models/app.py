@@ -4,6 +4,7 @@ library versions, content hash) that ``signal = "model"`` strategies load.
 
     caerus train -o model.json [--market default|FILE --seeds 1,2,3 --minutes 10] [--session DIR]
         [--train-fraction 0.75] [--horizon-ms 1000] [--folds 4] [--kind auto|linear|trees] [--seed 1]
+        [--max-node-visits N]
 
 Bad input is one line and exit 2.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from caerus.research.backtest.sources import SourceError
 from caerus.research.models.data import market_events, session_events, timeline, training_rows
-from caerus.research.models.train import TrainOptions, train
+from caerus.research.models.train import MAX_NODE_VISITS, TrainOptions, train
 from caerus.sim.market_config import MarketFileError
 
 
@@ -34,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", choices=("auto", "linear", "trees"), default="auto",
                    help="model family (auto: best mean validation R^2)")
     p.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
+    p.add_argument("--max-node-visits", type=int, default=MAX_NODE_VISITS,
+                   help="decision cost budget: candidates costing more node visits (trees: mean summed path "
+                        f"length; linear: nonzero weights) are not chosen; 0 = none (default {MAX_NODE_VISITS})")
 
 
 def _seeds(text: str) -> list[int]:
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not 0.1 <= args.train_fraction <= 1.0:
             raise ValueError(f"--train-fraction must be in [0.1, 1], got {args.train_fraction}")
+        if args.max_node_visits < 0:
+            raise ValueError(f"--max-node-visits must be >= 0 (0: no budget), got {args.max_node_visits}")
         if not args.minutes > 0 or not args.horizon_ms > 0 or args.folds < 1:
             raise ValueError("--minutes and --horizon-ms must be > 0 and --folds >= 1")
         source: dict[str, object]
@@ -65,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         kinds = ("linear", "trees") if args.kind == "auto" else (args.kind,)
         ranges = [{"timeline": ln.name, "t_first": ln.t_first, "t_train_end": ln.t_split, "t_last": ln.t_last,
                    "clock": "t_exchange"} for ln in lines]
-        doc = train(ds, src, TrainOptions(n_folds=args.folds, seed=args.seed, kinds=kinds),
+        doc = train(ds, src, TrainOptions(n_folds=args.folds, seed=args.seed, kinds=kinds,
+                                                 max_node_visits=args.max_node_visits),
                     {"source": source, "train_fraction": args.train_fraction, "ranges": ranges})
     except (ValueError, SourceError, MarketFileError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -76,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     best = next(c for c in doc["selection"]["candidates"] if c["kind"] == chosen["kind"]  # type: ignore[index]
                 and c["params"] == chosen["params"])
     print(f"{args.output}: {doc['kind']} {chosen['params']}, mean validation R^2 {best['mean_r2']:.4f} over "
-          f"{args.folds} folds, {doc['training']['rows']} rows, entry {doc['decision']['entry_bps']:g} bps, "  # type: ignore[index]
+          f"{args.folds} folds, cost {chosen['cost']:g} {best['cost_unit']}, "
+          f"{doc['training']['rows']} rows, entry {doc['decision']['entry_bps']:g} bps, "  # type: ignore[index]
           f"hash {str(doc['hash'])[:16]}")
     return 0

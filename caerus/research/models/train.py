@@ -3,8 +3,15 @@
 Candidates: a ridge regression on standardised features (scikit-learn) over an alpha grid, and gradient-boosted
 trees (LightGBM, single-threaded and deterministic) over a small grid of sizes; the naive rule (basis - EWMA) is
 the baseline. Each candidate is fitted on every fold's training rows and scored on its validation rows only
-(caerus.research.models.walkforward: by time, purged by the target horizon); the candidate with the best mean
-validation R^2 is refitted on all the training rows and exported. Nothing outside the training range is read.
+(caerus.research.models.walkforward: by time, purged by the target horizon); among the candidates within the
+decision cost budget, the one with the best mean validation R^2 is refitted on all the training rows and exported.
+Nothing outside the training range is read.
+
+Decision cost, machine-independent: a trees candidate's mean over its fold's training rows of the summed root-to-leaf
+path lengths (node visits per decision; LightGBM's leaf indices, depths from the exported arrays), averaged over the
+folds; a linear one's nonzero weights. ``max_node_visits`` (0: none) is the budget: a candidate over it is recorded
+with its cost and R^2, marked ``over_budget``, and not chosen. Its default follows from the measured per-visit cost
+and the hot path's 2 us p50 goal (docs/research.md, Decision cost).
 
 Per fold and candidate: R^2 and correlation against the target, and the trading edge at the naive rule's count:
 with K the validation rows where ``|naive| >= naive_entry_bps``, the mean of ``side * y - half_spread`` (bps) over
@@ -32,7 +39,13 @@ from caerus.strategy.model_signal import FORMAT, content_hash
 
 LINEAR_GRID = ({"alpha": 1.0}, {"alpha": 100.0}, {"alpha": 10000.0})
 TREES_GRID = ({"num_leaves": 4, "n_estimators": 20, "learning_rate": 0.1},
+              {"num_leaves": 4, "n_estimators": 40, "learning_rate": 0.1},
+              {"num_leaves": 8, "n_estimators": 20, "learning_rate": 0.2},
+              {"num_leaves": 16, "n_estimators": 10, "learning_rate": 0.3},
               {"num_leaves": 8, "n_estimators": 40, "learning_rate": 0.1})
+# The decision's budget in node visits (trees) or nonzero weights (linear), machine-independent; see
+# docs/research.md "Decision cost" for how it follows from the measured per-visit cost and the 2 us p50 goal.
+MAX_NODE_VISITS = 64
 
 ENTRY_GRID = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
 
@@ -46,6 +59,36 @@ class TrainOptions:
     reversal_bps: float = 3.0
     exit_bps: float = 0.0
     cooldown_ms: float = 1000.0
+    max_node_visits: int = MAX_NODE_VISITS  # 0: no budget
+
+
+def leaf_depths(tree: dict[str, list[Any]]) -> list[int]:
+    """Node visits to reach each leaf of one exported tree (a root-only tree: 0)."""
+    depth = [0] * len(tree["leaf"])
+    stack = [(0, 1)] if tree["feature"] else []
+    while stack:
+        i, d = stack.pop()
+        for c in (tree["left"][i], tree["right"][i]):
+            if c < 0:
+                depth[~c] = d
+            else:
+                stack.append((c, d + 1))
+    return depth
+
+
+def decision_cost(kind: str, model: object, X: np.ndarray) -> float:
+    """Deterministic cost of one decision: trees, the mean over rows X of the summed path lengths (node visits);
+    linear, the nonzero weights."""
+    if kind == "linear":
+        weights: list[float] = export_linear(model)["weights"]  # type: ignore[assignment]
+        return float(np.count_nonzero(weights))
+    trees: list[dict[str, list[Any]]] = export_trees(model)["trees"]  # type: ignore[assignment]
+    leaves = np.asarray(model.booster_.predict(X, pred_leaf=True), dtype=np.int64)  # type: ignore[attr-defined]
+    leaves = leaves.reshape(len(X), len(trees))
+    total = 0
+    for j, tree in enumerate(trees):
+        total += int(np.asarray(leaf_depths(tree), dtype=np.int64)[leaves[:, j]].sum())
+    return total / len(X)
 
 
 def _fit(kind: str, params: dict, X: np.ndarray, y: np.ndarray, seed: int) -> object:
@@ -170,6 +213,7 @@ def train(ds: Dataset, source: np.ndarray, opts: TrainOptions, training: dict[st
         for params in grids[kind]:
             per_fold = []
             oof = []
+            costs = []
             for f in fs:
                 m = _fit(kind, params, ds.X[f.train], ds.y[f.train], opts.seed)
                 pred = np.asarray(m.predict(ds.X[f.val]), dtype=np.float64)  # type: ignore[attr-defined]
@@ -179,9 +223,22 @@ def train(ds: Dataset, source: np.ndarray, opts: TrainOptions, training: dict[st
                                  "r2": _r2(pred, yv), "corr": _corr(pred, yv), "k_trades": k,
                                  "edge_bps": _edge(_net(pred, hv), yv, hv, k)})
                 oof.append(_net(pred, hv))
+                costs.append(decision_cost(kind, m, ds.X[f.train]))
+            cost = round(float(np.mean(costs)), 3)
             candidates.append({"kind": kind, "params": params, "folds": per_fold,
-                               "mean_r2": float(np.mean([p["r2"] for p in per_fold])), "_oof": np.concatenate(oof)})
-    best = max(candidates, key=lambda c: c["mean_r2"])
+                               "mean_r2": float(np.mean([p["r2"] for p in per_fold])), "_oof": np.concatenate(oof),
+                               "cost": cost, "cost_unit": "node visits" if kind == "trees" else "nonzero weights",
+                               "over_budget": 0 < opts.max_node_visits < cost})
+    within = [c for c in candidates if not c["over_budget"]]
+    if not within:
+        raise ValueError(f"no candidate within --max-node-visits {opts.max_node_visits} (cheapest costs "
+                         f"{min(c['cost'] for c in candidates):g})")
+    best = max(within, key=lambda c: c["mean_r2"])
+    rule = "best mean validation R^2"
+    if opts.max_node_visits > 0:
+        rule += (f" among candidates costing <= {opts.max_node_visits} node visits (trees: mean summed path length "
+                 f"over the fold's training rows; linear: nonzero weights); "
+                 f"{len(candidates) - len(within)} over budget, not chosen")
     # the entry threshold, on validation rows only (each fold's rows walked in time with the cooldown)
     cool = int(opts.cooldown_ms * 1e6)
     vals = [f.val for f in fs]
@@ -208,7 +265,8 @@ def train(ds: Dataset, source: np.ndarray, opts: TrainOptions, training: dict[st
                                           "total_bps": sum(w[1] for w in naive_walks)}},
         "training": {**training, "rows": len(ds), "features": N_FEATURES, "seed": opts.seed,
                      "folds": opts.n_folds, "purge_ns": h_ns, "embargo_ns": h_ns},
-        "selection": {"rule": "best mean validation R^2", "chosen": {"kind": best["kind"], "params": best["params"]},
+        "selection": {"rule": rule, "max_node_visits": opts.max_node_visits,
+                      "chosen": {"kind": best["kind"], "params": best["params"], "cost": best["cost"]},
                       "naive": naive_folds,
                       "candidates": [{k: v for k, v in c.items() if k != "_oof"} for c in candidates]},
         "libraries": _versions(),

@@ -9,8 +9,17 @@ import numpy as np
 import pytest
 
 from caerus import cli
+from caerus.research.models import train as train_mod
 from caerus.research.models.data import training_rows
-from caerus.research.models.train import TREES_GRID, TrainOptions, _fit, export_linear, export_trees, train
+from caerus.research.models.train import (
+    TREES_GRID,
+    TrainOptions,
+    _fit,
+    decision_cost,
+    export_linear,
+    export_trees,
+    train,
+)
 from caerus.research.models.walkforward import folds
 from caerus.strategy.model_signal import Model, load_model, scorer
 from tests.unit.research.models.conftest import line
@@ -36,6 +45,67 @@ def test_train_twice_gives_the_same_file_and_a_model_that_loads(tmp_path: Path) 
     assert m.hash == doc["hash"] and len(doc["selection"]["candidates"][0]["folds"]) == 3
     assert doc["training"]["ranges"][0]["t_train_end"] < doc["training"]["ranges"][0]["t_last"]
     assert set(doc["libraries"]) >= {"scikit-learn", "lightgbm", "numpy"}
+    cands = doc["selection"]["candidates"]
+    assert len(cands) == len(train_mod.LINEAR_GRID) + len(TREES_GRID)  # every candidate recorded, with its cost
+    for c in cands:
+        assert c["cost"] > 0 and c["cost_unit"] == ("node visits" if c["kind"] == "trees" else "nonzero weights")
+        assert c["over_budget"] == (c["cost"] > train_mod.MAX_NODE_VISITS)
+    assert doc["selection"]["max_node_visits"] == train_mod.MAX_NODE_VISITS > 0
+    assert doc["selection"]["chosen"]["cost"] <= train_mod.MAX_NODE_VISITS
+
+
+def _visits(tree: dict, x: np.ndarray) -> int:
+    """Nodes visited walking one exported tree for x (the reference the cost is checked against)."""
+    n, i = 0, 0 if tree["feature"] else -1
+    while i >= 0:
+        n += 1
+        i = tree["left"][i] if x[tree["feature"][i]] <= tree["threshold"][i] else tree["right"][i]
+    return n
+
+
+def test_decision_cost_is_the_mean_walked_path_length_and_deterministic() -> None:
+    ds, _ = training_rows([line(1)], 1000.0)
+    X = ds.X[:3000]
+    fitted = _fit("trees", {"num_leaves": 8, "n_estimators": 10, "learning_rate": 0.1}, ds.X, ds.y, 1)
+    trees = export_trees(fitted)["trees"]
+    want = sum(_visits(t, x) for x in X for t in trees) / len(X)  # type: ignore[union-attr]
+    got = decision_cost("trees", fitted, X)
+    assert got == pytest.approx(want, rel=1e-12) and got == decision_cost("trees", fitted, X)
+    assert 10 < got < 10 * 7  # at least one split per tree, at most depth 7 for 8 leaves
+    lin = _fit("linear", {"alpha": 1.0}, ds.X, ds.y, 1)
+    assert decision_cost("linear", lin, X) == np.count_nonzero(export_linear(lin)["weights"])
+
+
+def test_budget_excludes_the_best_candidate_when_it_costs_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deeper, longer ensemble with the best validation R^2 is recorded but not chosen once it is over budget;
+    the cheaper one in budget is, and the rule says so."""
+    monkeypatch.setattr(train_mod, "TREES_GRID", ({"num_leaves": 2, "n_estimators": 5, "learning_rate": 0.1},
+                                                  {"num_leaves": 8, "n_estimators": 30, "learning_rate": 0.1}))
+    ds, src = training_rows([line(1)], 1000.0)
+    free = train(ds, src, TrainOptions(n_folds=3, kinds=("trees",), max_node_visits=0), {"source": "test"})
+    sel = free["selection"]
+    costs = [c["cost"] for c in sel["candidates"]]  # type: ignore[index]
+    assert sel["chosen"]["params"]["num_leaves"] == 8 and costs[0] < costs[1]  # type: ignore[index]
+    assert not any(c["over_budget"] for c in sel["candidates"])  # type: ignore[index, union-attr]
+    budget = int(costs[1]) - 1
+    tight = train(ds, src, TrainOptions(n_folds=3, kinds=("trees",), max_node_visits=budget), {"source": "test"})
+    sel = tight["selection"]
+    assert sel["chosen"]["params"]["num_leaves"] == 2 and sel["max_node_visits"] == budget  # type: ignore[index]
+    assert [c["over_budget"] for c in sel["candidates"]] == [False, True]  # type: ignore[index, union-attr]
+    assert [c["cost"] for c in sel["candidates"]] == costs  # type: ignore[index, union-attr]
+    assert "1 over budget, not chosen" in sel["rule"]  # type: ignore[index, operator]
+    assert tight["hash"] != free["hash"]
+
+
+def test_budget_no_candidate_fits_and_negative_budget_are_one_line_errors(capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path) -> None:
+    base = ["train", "-o", str(tmp_path / "m.json"), "--seeds", "1", "--minutes", "4", "--folds", "2"]
+    assert cli.main([*base, "--max-node-visits", "-1"]) == 2
+    assert "--max-node-visits must be >= 0" in capsys.readouterr().err
+    assert cli.main([*base, "--kind", "trees", "--max-node-visits", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "no candidate within --max-node-visits 1" in err and err.count("\n") == 1
+    assert not (tmp_path / "m.json").exists()
 
 
 def _as_model(kind: str, part: dict) -> Model:
