@@ -102,15 +102,26 @@ def counts_indices(h: HdrHistogram, values: np.ndarray) -> np.ndarray:
     return ((bucket + 1) << h.sub_bucket_half_count_magnitude) + (sub_bucket - h.sub_bucket_half_count)
 
 
+# record_array adds values one by one (np.add.at) below counts_len / this many values, else counts them all at once
+# (np.bincount): measured on 33,792 counters, add.at 7-22 us for 10-4,000 values and 135 us at 16,000, bincount
+# 110-185 us throughout
+_BINCOUNT_SHARE = 2
+_ONE = np.uint64(1)
+
+
 def record_array(h: HdrHistogram, values: np.ndarray, counts: np.ndarray | None = None) -> None:
     """Record many non-negative in-range values (optionally each with a count) into ``h`` in one numpy pass."""
     if values.size == 0:
         return
     idx = counts_indices(h, values)
-    weights = None if counts is None else counts.astype(np.float64)
-    added = np.bincount(idx, weights=weights, minlength=h.counts_len)
     view = counts_view(h)
-    view += added.astype(np.uint64)
+    if values.size < h.counts_len // _BINCOUNT_SHARE:
+        # a few values (an interval's samples of one instrument): added where they fall, O(n); bincount's array of
+        # every counter cost ~110 us a call whatever n, and a feed keyed by 64 instruments makes 128 calls a drain
+        np.add.at(view, idx, _ONE if counts is None else counts.astype(np.uint64))
+    else:
+        weights = None if counts is None else counts.astype(np.float64)
+        view += np.bincount(idx, weights=weights, minlength=h.counts_len).astype(np.uint64)
     total = int(values.size if counts is None else int(counts.sum()))
     h.total_count += total
     h.min_value = min(h.min_value, int(values.min()))
@@ -118,8 +129,11 @@ def record_array(h: HdrHistogram, values: np.ndarray, counts: np.ndarray | None 
 
 
 def clear(h: HdrHistogram) -> None:
-    """Reset a histogram in O(counts) numpy time (the package's reset() is a Python loop)."""
-    counts_view(h)[:] = 0
+    """Reset a histogram with numpy (the package's reset() is a Python loop): the counters up to the maximum's,
+    the only ones a recorded value can have reached (zeroing all 33,792 took ~35 us, paid per tag per interval)."""
+    if h.total_count:
+        end = int(counts_indices(h, np.asarray([h.max_value], dtype=np.int64))[0]) + 1
+        counts_view(h)[:end] = 0
     h.total_count = 0
     h.min_value = 2**63 - 1
     h.max_value = 0
@@ -239,16 +253,21 @@ def hlog_header(start_s: float, comment: str | None = None) -> str:
 
 
 def encode(h: HdrHistogram) -> str:
-    """``h.encode()`` as ASCII, with every counter in the payload (trailing zeros cost one zero run: a few bytes).
+    """``h.encode()`` as ASCII: the counters up to the end of the half-bucket that holds the maximum.
 
-    hdrh sizes its ctypes encode buffer to the encoded length, and ctypes makes a new array *type* per distinct
+    hdrh sizes its ctypes encode buffer to the counters encoded, and ctypes makes a new array *type* per distinct
     size; types sit in reference cycles, so a process running with the collector disabled kept one for good per
-    interval with a new maximum. A fixed size means one type for the life of the process.
+    interval with a new maximum (hdrh's own encode stops at the maximum's counter). Stopping at a half-bucket's end
+    bounds the sizes to one per half-bucket (33 for the fleet's range), and it encodes a third of the counters a
+    typical microsecond histogram's whole array holds (encoding all 33,792 took ~130 us, paid per tag per interval:
+    a feed keyed by 64 instruments writes 130 tags a second).
     """
     if not h.total_count:
         return h.encode().decode("ascii")  # no counters encoded: one fixed size already
     enc = h.encoder
-    cpayload = enc.payload.compress(h.counts_len)
+    half = h.sub_bucket_half_count
+    end = int(counts_indices(h, np.asarray([h.max_value], dtype=np.int64))[0]) + 1
+    cpayload = enc.payload.compress(min(h.counts_len, -(-end // half) * half))
     enc.header.length = len(cpayload)
     header = ctypes.string_at(ctypes.addressof(enc.header), hdr_codec.ext_header_size)
     return base64.b64encode(header + cpayload).decode("ascii")
@@ -330,12 +349,16 @@ class IntervalLog:
         are in the tag only."""
         n = buf.n
         if n and key_tags:
-            values = buf.arr[:n]
+            # one sort by key, then a slice per key present: a mask per key tag cost O(n x keys) and a call for
+            # every key tag, present or not (64 instruments: 64 masks a drain)
             k = keys[:n]
-            for i, key_tag in enumerate(key_tags):
-                sel = values[k == i]
-                if sel.size:
-                    self.record_values(key_tag, sel)
+            order = np.argsort(k, kind="stable")
+            present, starts = np.unique(k[order], return_index=True)
+            values = buf.arr[:n][order]
+            ends = [*starts[1:].tolist(), n]
+            for key, a, b in zip(present.tolist(), starts.tolist(), ends, strict=True):
+                if 0 <= key < len(key_tags):
+                    self.record_values(key_tags[key], values[a:b])
         return self.drain(tag, buf)
 
     def record_values(self, tag: str, values: np.ndarray) -> None:

@@ -30,6 +30,32 @@ def test_vectorised_record_matches_package_record_value() -> None:
     assert hdr.percentile(fast, 99.0) == slow.get_value_at_percentile(99.0)
 
 
+@pytest.mark.parametrize("n", [1, 37, 4_000, 16_000, 40_000])
+def test_record_array_adds_what_record_value_does_at_every_size(n: int) -> None:
+    # both of record_array's ways (values added one by one below counts_len / 2, counted at once above), with
+    # repeated values and per-value counts
+    vals = np.concatenate([_samples(n, n), np.full(3, 12_345, dtype=np.int64)])
+    counts = (np.arange(vals.size) % 3 + 1).astype(np.int64)
+    for weights in (None, counts):
+        fast, slow = hdr.new_histogram(), hdr.new_histogram()
+        hdr.record_array(fast, vals, weights)
+        for v, c in zip(vals.tolist(), (counts if weights is not None else np.ones_like(vals)).tolist(),
+                        strict=True):
+            slow.record_value(v, c)
+        assert np.array_equal(hdr.counts_view(fast), hdr.counts_view(slow))
+        assert (fast.total_count, fast.min_value, fast.max_value) == (slow.total_count, slow.min_value,
+                                                                     slow.max_value)
+
+
+@pytest.mark.parametrize("top", [1, 2_047, 2_048, 20_000, 1_000_000, 7_000_000_000, hdr.HIGHEST_NS])
+def test_encode_stops_at_the_maximum_half_bucket_and_decodes_to_the_same_counts(top: int) -> None:
+    h = hdr.new_histogram()
+    hdr.record_array(h, np.asarray([1, 5_000, top, top], dtype=np.int64))
+    back = hdr.HdrHistogram.decode(hdr.encode(h).encode("ascii"))
+    assert np.array_equal(hdr.counts_view(back), hdr.counts_view(h))
+    assert back.get_max_value() == h.get_max_value() and back.total_count == 4
+
+
 def test_sample_buffer_counts_overflow_and_drain_resets(tmp_path: Path) -> None:
     buf = hdr.SampleBuffer(capacity=4)
     for v in range(6):
@@ -164,3 +190,12 @@ def test_percentiles_match_java_js_rounding() -> None:
     assert hdr.percentile(h, 100.0) == 100
 
 
+
+
+def test_clear_zeroes_every_counter_recorded() -> None:
+    h = hdr.new_histogram()
+    hdr.record_array(h, np.asarray([1, 900, 65_000, 3_000_000_000, hdr.HIGHEST_NS], dtype=np.int64))
+    hdr.clear(h)
+    assert not hdr.counts_view(h).any() and h.total_count == 0 and h.max_value == 0
+    hdr.record_array(h, np.asarray([7], dtype=np.int64))
+    assert int(hdr.counts_view(h).sum()) == 1 and h.get_max_value() == 7
