@@ -266,6 +266,7 @@ def plan_fleet(
             spare = tuple(c for c in hot if c not in cores)
             notes.append(f"one thread per physical core: SMT siblings {format_cpu_list(spare)} stay idle")
     placements: dict[str, Placement] = {}
+    emulator_cpus = housekeeping  # the local venue emulator: off every hot core it can be
 
     def put(process: str, cpu_set: tuple[int, ...], dedicated: bool, policy: str | None = None) -> None:
         # Default per placement: a process with a core to itself spins; one sharing a core yields (hybrid).
@@ -292,14 +293,21 @@ def plan_fleet(
                      "Hyperliquid feed on housekeeping")
     else:
         # Small machine (this 2-core VM): measured best layout is feed(s) with the housekeeping work on one core
-        # and strategy + execution yielding on the other.
+        # and strategy + execution yielding on the other. The Hyperliquid feed sleeps (a book per ~70 ms block) and
+        # the venue emulator runs on the strategy's CPU, off the Binance feed's: a yielding Hyperliquid feed and the
+        # emulator on the feeds' CPU kept the Binance feed from its socket (benchmarks/wire_to_decision --quick,
+        # 2 rounds, quiet 2-vCPU VM: kernel stamp -> our code p50 258 -> 38 us, wire to decision 342 -> 149 us;
+        # the strategy's tick-to-decision, which starts after that, 26 -> 95 us, as it now shares its CPU).
         put("feed-binance", housekeeping, False)
-        put("feed-hyperliquid", housekeeping, False)
+        put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         put("strategy", cores, False)
         put("execution", cores, False)
+        if not iso:  # an isolated CPU takes hot processes only
+            emulator_cpus = cores
         notes.append(
-            f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU, strategy+execution share CPU "
-            f"{format_cpu_list(cores)}; hybrid wait policy, numbers are not comparable to an isolated host"
+            f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU (Hyperliquid's sleeping), strategy+execution "
+            f"and the venue emulator share CPU {format_cpu_list(cores)}; hybrid wait policy, numbers are not "
+            "comparable to an isolated host"
         )
     split: dict[str, tuple[tuple[int, int], ...]] = {}
     for venue, rate in sorted((book_rate_hz or {}).items()):
@@ -311,6 +319,7 @@ def plan_fleet(
                          f"{rate:g} books/s estimated > {max_feed_books_per_s:g} books/s per feed process")
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
+    placements["venue-sim"] = Placement("venue-sim", emulator_cpus, WaitPolicy.SLEEP.value, False)
     return FleetPlan(
         housekeeping=housekeeping,
         hot=hot,

@@ -79,3 +79,16 @@ def test_a_feed_gets_the_busy_client_only_with_a_core_of_its_own() -> None:
             argv = specs[feed]
             assert argv[argv.index("--client") + 1] == want
             assert f"--client {want}" in process_command(feed, "caerus", plan)
+
+
+def test_two_cpu_machine_keeps_the_emulator_and_a_yielding_hl_feed_off_the_binance_feeds_cpu() -> None:
+    plan = plan_fleet((0, 1), isolated=())
+    assert plan.placement("venue-sim").cpus == plan.placement("strategy").cpus == (1,)
+    assert plan.placement("feed-hyperliquid").cpus == (0,)
+    assert plan.placement("feed-hyperliquid").wait_policy == "sleep"
+    assert plan.placement("capture").cpus == (0,)
+    # an isolated CPU keeps hot processes only; with room, the emulator stays on housekeeping
+    assert plan_fleet((0, 1), isolated=(1,)).placement("venue-sim").cpus == (0,)
+    assert plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3)).placement("venue-sim").cpus == (0,)
+    # a forced policy still applies to every hot process
+    assert plan_fleet((0, 1), isolated=(), wait_policy="hybrid").placement("feed-hyperliquid").wait_policy == "hybrid"
