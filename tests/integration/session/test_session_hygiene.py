@@ -39,6 +39,10 @@ START_S = 150.0  # venue emulator + instruments + whole fleet on a busy 2-core m
 STOP_S = 120.0
 
 
+def _default_sighup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class Runner:
     """One `caerus session` runner this test started, its output in a file."""
 
@@ -48,7 +52,10 @@ class Runner:
         self.log_path = log
         cmd = [sys.executable, "-m", "caerus", "session", "--transport", "emulator", "--duration", "300",
                "--out", str(out), "--no-report", "--progress", "lines", "--stop-grace", "15"]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT))
+        # SIGHUP at its default disposition: a runner started to ignore it (nohup, which children inherit) rightly
+        # keeps ignoring it, and a suite run under nohup once made step 4 wait out its timeout
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT),
+                                     preexec_fn=_default_sighup)
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
