@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import msgspec
 import numpy as np
@@ -252,6 +252,19 @@ def hlog_header(start_s: float, comment: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The ctypes array types of hdrh's encode buffers, one per size, kept for the life of the process. ctypes reuses a
+# type only while something holds it; released, it is cyclic garbage (7 objects) that a process with the collector
+# disabled keeps, and a loop with it enabled pays a collection for.
+_BUFFER_TYPES: dict[int, type] = {}
+
+
+def _keep_buffer_type(enc: Any, counts_limit: int) -> None:
+    """Hold the ctypes type of the buffer hdrh's ``compress(counts_limit)`` allocates (its size formula)."""
+    size = hdr_codec.payload_header_size + counts_limit * (enc.payload.word_size + 1)
+    if size not in _BUFFER_TYPES:
+        _BUFFER_TYPES[size] = ctypes.c_byte * size
+
+
 def encode(h: HdrHistogram) -> str:
     """``h.encode()`` as ASCII: the counters up to the end of the half-bucket that holds the maximum.
 
@@ -260,14 +273,18 @@ def encode(h: HdrHistogram) -> str:
     interval with a new maximum (hdrh's own encode stops at the maximum's counter). Stopping at a half-bucket's end
     bounds the sizes to one per half-bucket (33 for the fleet's range), and it encodes a third of the counters a
     typical microsecond histogram's whole array holds (encoding all 33,792 took ~130 us, paid per tag per interval:
-    a feed keyed by 64 instruments writes 130 tags a second).
+    a feed keyed by 64 instruments writes 130 tags a second). Each size's type is kept alive here
+    (`_keep_buffer_type`), so it is reused and never becomes garbage.
     """
-    if not h.total_count:
-        return h.encode().decode("ascii")  # no counters encoded: one fixed size already
     enc = h.encoder
+    if not h.total_count:
+        _keep_buffer_type(enc, 0)  # hdrh encodes no counters for an empty histogram
+        return h.encode().decode("ascii")
     half = h.sub_bucket_half_count
     end = int(counts_indices(h, np.asarray([h.max_value], dtype=np.int64))[0]) + 1
-    cpayload = enc.payload.compress(min(h.counts_len, -(-end // half) * half))
+    counts_limit = min(h.counts_len, -(-end // half) * half)
+    _keep_buffer_type(enc, counts_limit)
+    cpayload = enc.payload.compress(counts_limit)
     enc.header.length = len(cpayload)
     header = ctypes.string_at(ctypes.addressof(enc.header), hdr_codec.ext_header_size)
     return base64.b64encode(header + cpayload).decode("ascii")
