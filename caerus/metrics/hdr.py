@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 import numpy as np
@@ -252,17 +252,21 @@ def hlog_header(start_s: float, comment: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The ctypes array types of hdrh's encode buffers, one per size, kept for the life of the process. ctypes reuses a
-# type only while something holds it; released, it is cyclic garbage (7 objects) that a process with the collector
-# disabled keeps, and a loop with it enabled pays a collection for.
-_BUFFER_TYPES: dict[int, type] = {}
+# The ctypes array types of hdrh's encode buffers, kept for the life of the process: every size `encode` can ask
+# hdrh for, made together at a histogram shape's first encode. ctypes reuses a type only while something holds it;
+# released, it is cyclic garbage (7 objects) that a process with the collector disabled keeps, and made one new
+# maximum at a time they were ~3 KB of growth an interval, well into a long run.
+_BUFFER_TYPES: dict[tuple[int, int, int], list[type]] = {}
 
 
-def _keep_buffer_type(enc: Any, counts_limit: int) -> None:
-    """Hold the ctypes type of the buffer hdrh's ``compress(counts_limit)`` allocates (its size formula)."""
-    size = hdr_codec.payload_header_size + counts_limit * (enc.payload.word_size + 1)
-    if size not in _BUFFER_TYPES:
-        _BUFFER_TYPES[size] = ctypes.c_byte * size
+def _keep_buffer_types(h: HdrHistogram, enc: hdr_codec.HdrHistogramEncoder) -> None:
+    """Hold the ctypes types of the buffers hdrh's ``compress(counts_limit)`` allocates (its size formula), for
+    every counts_limit `encode` uses on histograms of ``h``'s shape: 0 and each half-bucket's end."""
+    half, word = h.sub_bucket_half_count, enc.payload.word_size
+    shape = (h.counts_len, half, word)
+    if shape not in _BUFFER_TYPES:
+        limits = [0, *(min(h.counts_len, k * half) for k in range(1, -(-h.counts_len // half) + 1))]
+        _BUFFER_TYPES[shape] = [ctypes.c_byte * (hdr_codec.payload_header_size + n * (word + 1)) for n in limits]
 
 
 def encode(h: HdrHistogram) -> str:
@@ -273,18 +277,16 @@ def encode(h: HdrHistogram) -> str:
     interval with a new maximum (hdrh's own encode stops at the maximum's counter). Stopping at a half-bucket's end
     bounds the sizes to one per half-bucket (33 for the fleet's range), and it encodes a third of the counters a
     typical microsecond histogram's whole array holds (encoding all 33,792 took ~130 us, paid per tag per interval:
-    a feed keyed by 64 instruments writes 130 tags a second). Each size's type is kept alive here
-    (`_keep_buffer_type`), so it is reused and never becomes garbage.
+    a feed keyed by 64 instruments writes 130 tags a second). Every size's type is kept alive
+    (`_keep_buffer_types`), so it is reused and never becomes garbage.
     """
     enc = h.encoder
+    _keep_buffer_types(h, enc)
     if not h.total_count:
-        _keep_buffer_type(enc, 0)  # hdrh encodes no counters for an empty histogram
-        return h.encode().decode("ascii")
+        return h.encode().decode("ascii")  # hdrh encodes no counters for an empty histogram: counts_limit 0
     half = h.sub_bucket_half_count
     end = int(counts_indices(h, np.asarray([h.max_value], dtype=np.int64))[0]) + 1
-    counts_limit = min(h.counts_len, -(-end // half) * half)
-    _keep_buffer_type(enc, counts_limit)
-    cpayload = enc.payload.compress(counts_limit)
+    cpayload = enc.payload.compress(min(h.counts_len, -(-end // half) * half))
     enc.header.length = len(cpayload)
     header = ctypes.string_at(ctypes.addressof(enc.header), hdr_codec.ext_header_size)
     return base64.b64encode(header + cpayload).decode("ascii")
