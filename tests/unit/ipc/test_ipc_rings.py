@@ -40,6 +40,21 @@ def test_swmr_every_record_reads_in_order(shm_dir) -> None:
     assert r.lost == 0
 
 
+@pytest.mark.parametrize("layout", list(wire.LAYOUTS.values()), ids=list(wire.LAYOUTS))
+def test_swmr_publish_takes_exactly_one_argument_per_field_of_its_layout(shm_dir, layout: wire.Layout) -> None:
+    # publish is made per layout (one positional parameter per field, no *fields): every layout's records still
+    # round trip, and a record with a field missing or extra is refused before anything reaches the ring
+    w = SwmrWriter.create("r", layout, 16)
+    r = SwmrReader.attach("r", layout, timeout=1)
+    rec = records.record(layout)
+    assert w.publish(*rec) == 1
+    assert r.read_next() == rec
+    for bad in (rec[:-1], (*rec, 0)):
+        with pytest.raises(TypeError, match="positional argument"):
+            w.publish(*bad)
+    assert w.published == 1 and r.read_next() is None
+
+
 def test_swmr_lapped_reader_counts_exact_loss_and_resumes_at_a_valid_record(shm_dir) -> None:
     w = SwmrWriter.create("r", wire.BOOK, 8)
     r = SwmrReader.attach("r", wire.BOOK, timeout=1)
