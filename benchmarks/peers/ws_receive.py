@@ -1,8 +1,10 @@
 """WebSocket receive over loopback TLS: from the server's send to the client's callback, websockets' asyncio client
 and Caerus's busy client against picows, each at 100 us and 1 ms message spacing, in interleaved rounds.
 
-The server, its stamping (``time.time_ns()`` just before each send, in its own process) and the two Caerus-side
-clients are benchmarks.feed_wire's (``_start_server``, ``one_round``). picows is used as its docs show: a
+The server, its stamping (``time.time_ns()`` just before each send, in the message, and right after it, into a shared
+stamp file: benchmarks.feed_wire) and the two Caerus-side clients are benchmarks.feed_wire's (``start_server``,
+``one_round``). Two measures per message: send->callback (the server's framing, encryption and send included) and
+sent->callback (from its send syscall's return: the receive side alone). picows is used as its docs show: a
 ``WSListener`` subclass whose ``on_ws_frame`` takes ``frame.get_payload_as_bytes()``, connected with ``ws_connect``.
 Every client runs on the same event loop policy (``hybrid``: caerus.net.eventloop's busy-polling loop that yields
 after a run of empty polls), pinned to the last CPU with the server on the first (the dedicated core this 2-vCPU
@@ -20,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -38,14 +39,17 @@ NOT_BUILT = ("picows' parser is its asyncio protocol (WSProtocol), bound to its 
 SPACINGS_US = (100, 1000)
 
 
-def picows_round(url: str, ca_file: Path, n: int, policy: str = POLICY) -> np.ndarray:
-    """Read ``n`` messages (after a warm-up) with picows: send -> on_ws_frame, ns."""
+def picows_round(server: feed_wire.WireServer, n: int, policy: str = POLICY) -> feed_wire.Round:
+    """Read ``n`` messages (after a warm-up) with picows: send -> on_ws_frame and sent -> on_ws_frame, ns."""
     from picows import WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
     from caerus.net import eventloop
 
-    warm = max(200, n // 10)
+    url, ca_file = server.url, server.ca_file
+    warm = feed_wire.warm_up(n)
     lat = np.zeros(n, dtype=np.int64)
+    recv = np.zeros(n, dtype=np.int64)
+    ks = np.zeros(n, dtype=np.int64)
     count = [0]
     tns = time.time_ns
 
@@ -60,7 +64,9 @@ def picows_round(url: str, ca_file: Path, n: int, policy: str = POLICY) -> np.nd
                 i = count[0] - warm
                 count[0] += 1
                 if 0 <= i < n:  # frames still arriving while it disconnects are not measured
-                    lat[i] = t_recv - int(frame.get_payload_as_bytes()[5:-1])
+                    t_send, ks[i] = feed_wire.message_stamp(frame.get_payload_as_bytes())
+                    lat[i] = t_recv - t_send
+                    recv[i] = t_recv
                     if i + 1 == n and not done.done():
                         done.set_result(None)
 
@@ -72,8 +78,10 @@ def picows_round(url: str, ca_file: Path, n: int, policy: str = POLICY) -> np.nd
             transport.disconnect()
             await asyncio.wait_for(transport.wait_disconnected(), 10)
 
+    server.stamps.reset()
     eventloop.run(main(), policy)
-    return lat
+    sent, unstamped = server.stamps.after_send(ks, recv)
+    return feed_wire.Round(lat, sent, np.zeros(0, dtype=np.int64), unstamped)
 
 
 def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
@@ -89,31 +97,26 @@ def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
     os.sched_setaffinity(0, {cpus[-1]})
     try:
         for spacing in SPACINGS_US:
-            parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
+            parts: dict[str, list[feed_wire.Round]] = {k: [] for k in names}
             with tempfile.TemporaryDirectory(prefix="caerus-peers-ws-") as tmp:
-                proc, url, ca_file = feed_wire._start_server(Path(tmp), spacing)
+                server = feed_wire.start_server(Path(tmp), spacing, n + feed_wire.warm_up(n))
                 try:
-                    if len(cpus) > 1:
-                        os.sched_setaffinity(proc.pid, {cpus[0]})
                     for _ in range(rounds):
                         for client in names:
                             if client == "picows":
-                                parts[client].append(picows_round(url, ca_file, n))
+                                parts[client].append(picows_round(server, n))
                             else:
-                                parts[client].append(feed_wire.one_round(client, POLICY, url, ca_file, n)[0])
+                                parts[client].append(feed_wire.one_round(client, POLICY, server, n))
                 finally:
-                    proc.terminate()
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait(10)
-            samples = {names["busy"]: np.concatenate(parts["busy"]),
-                       **{names[k]: np.concatenate(parts[k]) for k in ("asyncio", "picows")}}
+                    server.stop()
             spacing_txt = "100 us" if spacing == 100 else "1 ms"
-            rows += rows_for(f"WebSocket receive, send->callback, {spacing_txt} spacing", samples, names["busy"],
-                             {names["busy"]: f"wait policy {POLICY} for every client"},
-                             {"picows parser + caerus recvmsg": NOT_BUILT})
+            for measure, label in (("send", f"WebSocket receive, send->callback, {spacing_txt} spacing"),
+                                   ("sent", f"WebSocket receive side alone, sent->callback, {spacing_txt} spacing")):
+                samples = {names[k]: np.concatenate([getattr(r, measure) for r in parts[k]])
+                           for k in ("busy", "asyncio", "picows")}
+                rows += rows_for(label, samples, names["busy"],
+                                 {names["busy"]: f"wait policy {POLICY} for every client"},
+                                 {"picows parser + caerus recvmsg": NOT_BUILT})
     finally:
         os.sched_setaffinity(0, before)
     settings["ws"] = {"messages_per_round": n, "rounds": rounds, "policy": POLICY, "client_cpu": cpus[-1],

@@ -87,6 +87,11 @@ class BusyWsSession(WsSession):
         self._tls: ssl.SSLObject | None = None
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()
+        # Every read lands in this one buffer: recvmsg(READ_SIZE) allocated a READ_SIZE bytes object per read and
+        # cost ~19 us more than recvmsg_into on loopback (the MemoryBIO copies what it is given).
+        rx = bytearray(READ_SIZE)
+        self._rx_buffers = [rx]
+        self._rx_view = memoryview(rx)
         self._proto: ClientProtocol | None = None
         self._ended: asyncio.Future[BaseException] | None = None
         self._fragments: list[bytes] = []
@@ -178,15 +183,16 @@ class BusyWsSession(WsSession):
         self._pending_events = list(events[1:])
 
     # -- bytes in and out ------------------------------------------------------------------------------------
-    def _feed_plain(self, data: bytes) -> None:
+    def _feed_plain(self, data: bytes | memoryview) -> None:
         """Ciphertext (or plaintext on ws://) from the socket into the protocol."""
         proto = self._proto
         assert proto is not None
         tls = self._tls
         if tls is None:
-            self._plain(data)
+            self._plain(bytes(data))  # the splitter slices payloads out of bytes
             return
-        self._in.write(data)
+        bio = self._in
+        bio.write(data)
         while True:
             try:
                 plain = tls.read(READ_SIZE)
@@ -198,6 +204,10 @@ class BusyWsSession(WsSession):
             if not plain:
                 return
             self._plain(plain)
+            if not bio.pending and not tls.pending():
+                # nothing left to decrypt: return rather than read again, which would only raise SSLWantReadError
+                # (~1.5 us for the exception, on every message)
+                return
 
     def _plain_handshake(self, plain: bytes) -> None:
         """Plaintext before the upgrade response's head is complete: the protocol gets the head (and, when the
@@ -282,18 +292,20 @@ class BusyWsSession(WsSession):
         sock, proto = self._sock, self._proto
         if sock is None or proto is None or self._ended is None or self._ended.done():
             return
-        recvmsg = sock.recvmsg
+        recvmsg_into = sock.recvmsg_into
+        buffers = self._rx_buffers
+        view = self._rx_view
         try:
             while True:
                 try:
-                    data, anc, _flags, _addr = recvmsg(READ_SIZE, RX_ANCILLARY_SIZE)
+                    size, anc, _flags, _addr = recvmsg_into(buffers, RX_ANCILLARY_SIZE)
                 except BlockingIOError:
                     break
-                if not data:
+                if not size:
                     self._receive_eof()
                     self._deliver(0)
                     break
-                self._feed_plain(data)
+                self._feed_plain(view[:size])
                 self._deliver(rx_stamp(anc))
             self._push(proto.data_to_send())  # pongs, the answer to a close
             self._flush()
