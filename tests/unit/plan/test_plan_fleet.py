@@ -13,7 +13,10 @@ def test_two_cpu_machine_matches_the_measured_layout() -> None:
     plan = plan_fleet((0, 1), isolated=())
     assert plan.placement("feed-binance").cpus == (0,)
     assert plan.placement("strategy").cpus == plan.placement("execution").cpus == (1,)
-    assert {p.wait_policy for n, p in plan.placements.items() if n in ("strategy", "execution")} == {"hybrid"}
+    # the strategy yields; the execution, sharing its CPU, sleeps between orders (two yielding pollers on one CPU
+    # cost the order path a scheduler slice: benchmarks/wire_to_decision, caerus/plan.py)
+    assert plan.placement("strategy").wait_policy == "hybrid"
+    assert plan.placement("execution").wait_policy == "sleep"
     assert not plan.isolated
     assert any("not isolated" in n for n in plan.notes)
 
