@@ -22,8 +22,9 @@ How each peer is used (its own documented entry points; see `benchmarks/peers/*.
   callback; nautilus_trader's Binance data client steps (wrapper decode, routing, `BinanceQuoteMsg`,
   `parse_to_quote_tick`).
 - process hop: writer and reader in two pinned processes, one-way latency of an 8-byte stamp.
-- WebSocket receive: a TLS server in its own process stamps each message before its send; the time to the client's
-  callback.
+- WebSocket receive: a TLS server in its own process stamps each message before its send (send->callback: the
+  time to the client's callback) and right after its send syscall returns, into a shared file (sent->callback: the
+  receive side alone, for the same message; benchmarks/feed_wire).
 - backtest throughput: `python -m benchmarks.backtest_speed --json F` (hftbacktest runs in the same `.venv-peers`),
   listed with `--backtest-json F`.
 
