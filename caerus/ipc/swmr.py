@@ -46,7 +46,7 @@ def _slot_tables(capacity: int, stride: int) -> tuple[tuple[int, ...], tuple[int
 
 # The writer's side of the protocol above, the one place it is written. One positional parameter per field, not
 # ``*fields``: a feed calls this once per message, and collecting then spreading a 15-tuple cost ~125 ns of the
-# ~630 ns publish (benchmarks/feed_parse; the whole bookTicker path went 2.03 -> 1.85 us in a same-run test).
+# ~630 ns publish (benchmarks.peers' feed decode, same run: Caerus's whole bookTicker path 2.33-2.39 -> 2.08-2.10 us).
 _PUBLISH_TEMPLATE = """
 def publish(self, {fields}):
     n = self._n + 1
