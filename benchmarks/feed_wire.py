@@ -64,7 +64,6 @@ class SentStamps:
 
     def __init__(self, path: Path, capacity: int) -> None:
         self.path = path
-        self.capacity = capacity
         self.arr = np.memmap(path, dtype=np.int64, mode="w+" if not path.exists() else "r+", shape=(capacity,))
 
     def reset(self) -> None:
@@ -81,17 +80,16 @@ class SentStamps:
         return (t_recv - sent)[have], int((~have).sum())
 
 
-def serve(port_file: Path, cert: Path, key: Path, interval_us: int, stamps: Path | None = None,
-          capacity: int = 0) -> None:
+def serve(port_file: Path, cert: Path, key: Path, interval_us: int, stamps: Path, capacity: int) -> None:
     """The sending side: a TLS WebSocket server stamping every message just before its send syscall (in the
-    message) and right after it (into the shared stamp file, when there is one)."""
+    message) and right after it (into the shared stamp file)."""
     import ssl
 
     from websockets.sync.server import serve as ws_serve
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
-    sent = SentStamps(stamps, capacity).arr if stamps is not None and capacity else np.zeros(0, dtype=np.int64)
+    sent = SentStamps(stamps, capacity).arr
 
     def handler(ws) -> None:  # type: ignore[no-untyped-def]
         pause = interval_us / 1e6
@@ -176,6 +174,36 @@ class _Stack:
         self.full = 0
 
 
+class Recorder:
+    """What a round keeps of each message, the same for every client (they differ only in how they read): the
+    warm-up is skipped, then per measured message its number, ``t_recv`` and send->callback."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.warm = warm_up(n)
+        self.count = 0  # messages taken, warm-up included
+        self.send = np.zeros(n, dtype=np.int64)
+        self.recv = np.zeros(n, dtype=np.int64)
+        self.ks = np.zeros(n, dtype=np.int64)
+
+    def take(self, raw: bytes | str, t_recv: int) -> int:
+        """Record one message; its measured index, or -1 in the warm-up and past the last measured one (messages
+        still arriving while the client leaves)."""
+        i = self.count - self.warm
+        self.count += 1
+        if not 0 <= i < self.n:
+            return -1
+        t_send, self.ks[i] = message_stamp(raw)
+        self.send[i] = t_recv - t_send
+        self.recv[i] = t_recv
+        return i
+
+    def finish(self, stamps: SentStamps, stack: np.ndarray) -> Round:
+        """The round, with sent->callback from the server's after-send stamps (read now, after the round)."""
+        sent, unstamped = stamps.after_send(self.ks, self.recv)
+        return Round(self.send, sent, stack, unstamped)
+
+
 @dataclass
 class Round:
     """One client's round: send->callback and sent->callback per measured message, the busy client's kernel-stamp
@@ -196,27 +224,18 @@ def one_round(client: str, policy: str, server: WireServer, n: int) -> Round:
     from caerus.net.ws import WsSession
 
     url, ca_file = server.url, server.ca_file
-    warm = warm_up(n)
-    lat = np.zeros(n, dtype=np.int64)
-    recv = np.zeros(n, dtype=np.int64)
-    ks = np.zeros(n, dtype=np.int64)
-    stack = _Stack(n + warm)
-    count = [0]
+    rec = Recorder(n)
+    stack = _Stack(n + rec.warm)
 
     async def main() -> None:
         done = asyncio.get_running_loop().create_future()
 
         def on_message(raw: bytes | str, t_recv: int, _session: object) -> bool:
-            i = count[0] - warm
-            count[0] += 1
-            if 0 <= i < n:  # messages still arriving after the last measured one are not measured
-                if i == 0:
-                    stack.n = 0  # warm-up over: keep the measured messages' stack samples only
-                t_send, ks[i] = message_stamp(raw)
-                lat[i] = t_recv - t_send
-                recv[i] = t_recv
-                if i + 1 == n and not done.done():
-                    done.set_result(None)
+            i = rec.take(raw, t_recv)
+            if i == 0:
+                stack.n = 0  # warm-up over: keep the measured messages' stack samples only
+            if i + 1 == n and not done.done():
+                done.set_result(None)
             return True
 
         ctx = ssl.create_default_context(cafile=str(ca_file))
@@ -230,13 +249,12 @@ def one_round(client: str, policy: str, server: WireServer, n: int) -> Round:
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        if task.done() and not task.cancelled() and task.exception() is None and count[0] < n + warm:
+        if task.done() and not task.cancelled() and task.exception() is None and rec.count < n + rec.warm:
             raise SystemExit(f"feed_wire: {client}/{policy} session ended early: {task.result()}")
 
     server.stamps.reset()
     eventloop.run(main(), policy)
-    sent, unstamped = server.stamps.after_send(ks, recv)
-    return Round(lat, sent, stack.arr[: min(stack.n, n)].copy(), unstamped)
+    return rec.finish(server.stamps, stack.arr[: min(stack.n, n)].copy())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--capacity", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
+        if args.stamps is None or args.capacity < 1:
+            p.error("--serve needs --stamps FILE and --capacity N (start_server passes both)")
         serve(Path(args.serve[0]), Path(args.serve[1]), Path(args.serve[2]), args.interval_us, args.stamps,
               args.capacity)
         return 0

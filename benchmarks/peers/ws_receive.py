@@ -46,11 +46,7 @@ def picows_round(server: feed_wire.WireServer, n: int, policy: str = POLICY) -> 
     from caerus.net import eventloop
 
     url, ca_file = server.url, server.ca_file
-    warm = feed_wire.warm_up(n)
-    lat = np.zeros(n, dtype=np.int64)
-    recv = np.zeros(n, dtype=np.int64)
-    ks = np.zeros(n, dtype=np.int64)
-    count = [0]
+    rec = feed_wire.Recorder(n)
     tns = time.time_ns
 
     async def main() -> None:
@@ -61,14 +57,9 @@ def picows_round(server: feed_wire.WireServer, n: int, policy: str = POLICY) -> 
                 t_recv = tns()
                 if frame.msg_type != WSMsgType.TEXT:
                     return
-                i = count[0] - warm
-                count[0] += 1
-                if 0 <= i < n:  # frames still arriving while it disconnects are not measured
-                    t_send, ks[i] = feed_wire.message_stamp(frame.get_payload_as_bytes())
-                    lat[i] = t_recv - t_send
-                    recv[i] = t_recv
-                    if i + 1 == n and not done.done():
-                        done.set_result(None)
+                i = rec.take(frame.get_payload_as_bytes(), t_recv)
+                if i + 1 == n and not done.done():
+                    done.set_result(None)
 
         ctx = ssl.create_default_context(cafile=str(ca_file))
         transport, _ = await ws_connect(Listener, url, ssl_context=ctx, websocket_handshake_timeout=10)
@@ -80,8 +71,7 @@ def picows_round(server: feed_wire.WireServer, n: int, policy: str = POLICY) -> 
 
     server.stamps.reset()
     eventloop.run(main(), policy)
-    sent, unstamped = server.stamps.after_send(ks, recv)
-    return feed_wire.Round(lat, sent, np.zeros(0, dtype=np.int64), unstamped)
+    return rec.finish(server.stamps, np.zeros(0, dtype=np.int64))
 
 
 def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
