@@ -84,6 +84,11 @@ class RssSampler:
             except psutil.Error:
                 continue  # ended: its series stops here
             parts = rss_parts(proc.pid)
+            if (parts[1] if parts is not None else rss) == 0:
+                # No file-backed page resident, not even its interpreter: the process is not running its program
+                # (caught mid-exec, before the loader mapped anything: 16 KiB seen; or a zombie, all zeros). That
+                # is no reading of its memory, and it would make the series start or end at ~0 MB.
+                continue
             self.samples[name].append((now - self._t0, rss) if parts is None else (now - self._t0, rss, *parts))
 
     def summary(self) -> dict[str, dict[str, Any]]:
