@@ -31,20 +31,17 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import trustme
-from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
-from websockets.protocol import State
-from websockets.uri import parse_uri
 
 from benchmarks.common import add_common_args, emit, summarize
 from benchmarks.feed_parse import make_frames
 from benchmarks.tls_read import TlsPair
+from benchmarks.ws_parse import MAX_SIZE, open_protocol
 from caerus.net.busy import READ_SIZE, BusyWsSession
 from caerus.net.stamps import RX_ANCILLARY_SIZE, enable_rx_timestamps, rx_stamp
 from caerus.net.wsframes import FrameSplitter
 
 URL = "wss://localhost/ws"
-MAX_SIZE = 1 << 20
 CONTENDERS = ("recv_into", "recvmsg_into", "recvmsg_into + rx_stamp", "busy client")
 
 
@@ -76,10 +73,7 @@ class OpenSession:
         self.session = s = BusyWsSession(URL, 1, self._on_message)
         self.tls = TlsPair(ca, client_bios=(s._in, s._out))
         s._sock, s._tls = reader, self.tls.client
-        s._proto = proto = ClientProtocol(parse_uri(URL), max_size=MAX_SIZE)
-        proto.state = State.OPEN
-        proto.parser = proto.parse()
-        next(proto.parser)
+        s._proto = open_protocol()
         s._splitter = FrameSplitter(MAX_SIZE, s._to_protocol)
         s._plain = s._plain_frames
         s._ended = loop.create_future()

@@ -33,7 +33,7 @@ from caerus.net.wsframes import FrameSplitter
 MAX_SIZE = 1 << 20
 
 
-def _open_protocol() -> ClientProtocol:
+def open_protocol() -> ClientProtocol:
     """A client protocol in the OPEN state, its parser waiting for the first frame (as after the upgrade)."""
     proto = ClientProtocol(parse_uri("wss://bench.invalid/ws"), max_size=MAX_SIZE)
     proto.state = State.OPEN
@@ -54,7 +54,7 @@ def _timed(read: Callable[[bytes, list[bytes]], None], wire: list[bytes]) -> tup
 
 
 def _contenders() -> dict[str, Callable[[bytes, list[bytes]], None]]:
-    proto = _open_protocol()
+    proto = open_protocol()
     splitter = FrameSplitter(MAX_SIZE, lambda frame: [])
     scratch: list[Any] = []
 

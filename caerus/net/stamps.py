@@ -91,7 +91,7 @@ def tx_stamps_from(ancdata: list[tuple[int, int, bytes]]) -> tuple[int, int] | N
     t = 0
     key = None
     for level, kind, data in ancdata:
-        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPING and len(data) >= _TIMESPECS.size:
+        if kind == SCM_TIMESTAMPING and level == _SOL_SOCKET and len(data) >= _TIMESPECS_SIZE:
             sec, nsec = _SOFTWARE.unpack_from(data)
             t = sec * 1_000_000_000 + nsec
         elif ((level, kind) in ((socket.IPPROTO_IP, IP_RECVERR), (socket.IPPROTO_IPV6, IPV6_RECVERR))
