@@ -8,7 +8,7 @@ signed, over TLS to the emulator's Hyperliquid order endpoint, so the order sock
 the path: ``wire_to_wire`` (busy client) and ``decision_to_wire_out``. ``--transport paper`` stamps ``t_sent``
 when ``send_msg`` returns (no socket); ``--transport null`` is the decision-only reference.
 
-    python -m benchmarks.wire_to_decision [--quick] [--json PATH] [--seconds S] [--rounds R]
+    python -m benchmarks.wire_to_decision [--quick] [--json PATH] [--seconds S] [--rounds R] [--emulator-yield off]
 
 Metric names: ``<metric> <client>`` from the sessions' merged histograms (``caerus.metrics.summary``):
 ``stack`` (t_recv - t_wire: kernel receive stamp -> our code, busy client only), ``wire_to_wire`` (t_wire_out -
@@ -41,11 +41,13 @@ STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
 EXECUTION_TOML = "[risk]\nmax_order_qty = 0.01\nmax_position = 0.25\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n"
 
 
-def one_session(work: Path, client: str, seconds: float, seed: int, transport: str, timeout_s: float) -> Path:
+def one_session(work: Path, client: str, seconds: float, seed: int, transport: str, timeout_s: float,
+                emulator_yield: str = "auto") -> Path:
     """Run one session with the feeds on ``client``; returns its folder."""
     return run_session("wire_to_decision", work / f"sessions-{client}", seconds, seed,
                        ["--feed-client", client, "--transport", transport, "--strategy-config",
-                        str(work / "strategy.toml"), "--execution-config", str(work / "execution.toml")], timeout_s)
+                        str(work / "strategy.toml"), "--execution-config", str(work / "execution.toml"),
+                        "--emulator-yield", emulator_yield], timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--transport", choices=("emulator", "paper", "null"), default="emulator",
                    help="execution transport (default emulator: real order socket, so wire_to_wire; paper: no "
                         "socket; null: the decision-only reference)")
+    p.add_argument("--emulator-yield", choices=("auto", "on", "off"), default="auto",
+                   help="caerus session --emulator-yield: the emulator gives its CPU up after each top-of-book frame "
+                        "(auto: when it shares a CPU with the fleet, as on a 2-vCPU machine); off shows what the "
+                        "strategy waits for when it does not")
     args = p.parse_args(argv)
     seconds = args.seconds or (8.0 if args.quick else 20.0)
     rounds = args.rounds or (1 if args.quick else 3)
@@ -69,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         (work / "execution.toml").write_text(EXECUTION_TOML)
         for r in range(rounds):
             for client in CLIENTS:
-                d = one_session(work, client, seconds, args.seed + r, args.transport, timeout_s=seconds * 4 + 180)
+                d = one_session(work, client, seconds, args.seed + r, args.transport, timeout_s=seconds * 4 + 180,
+                                emulator_yield=args.emulator_yield)
                 for tag, m in load_metrics(d).metrics.items():
                     if tag in METRICS:
                         h = merged.setdefault((tag, client), hdr.new_histogram())
@@ -88,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     goals = []
     w2d = metrics.get("wire_to_decision busy")
     if w2d:
+        # issue 30's goal for this 2-vCPU machine (3x better than the 230 us measured before it), then the goal
+        # for a host with a core per hot process
+        goals.append(at_most("wire_to_decision busy p50 (3x better than 230 us)", w2d["p50"], 230_000 / 3))
         goals.append(at_most("wire_to_decision busy p50", w2d["p50"], 20_000))
     missing = [f"{SHORT.get(t, t)} {c}" for t in METRICS for c in CLIENTS if f"{SHORT.get(t, t)} {c}" not in metrics]
     emit("wire_to_decision", metrics, ratios=ratios, goals=goals, quick=args.quick, json_path=args.json,
-         extra={"seconds": seconds, "rounds": rounds, "transport": args.transport, "absent": missing})
+         extra={"seconds": seconds, "rounds": rounds, "transport": args.transport,
+                "emulator_yield": args.emulator_yield, "absent": missing})
     if missing:
         print("absent (no samples; never substituted): " + ", ".join(missing))
     json.dumps(metrics)

@@ -115,6 +115,19 @@ class FleetPlan:
         feeds = [f for venue in (feed_venue(p) for p in FEEDS) if venue is not None for f in self.feeds(venue)]
         return (*feeds, *HOT_PROCESSES[len(FEEDS):])
 
+    @property
+    def emulator_shares_hot_cpu(self) -> bool:
+        """The local venue emulator runs on a CPU some hot process is placed on (on 1-2 CPUs the strategy's; with
+        three hot cores the housekeeping CPU, where the Hyperliquid feed sleeps): the emulator then gives the CPU
+        up after each top-of-book frame it sends (``venue-sim --yield-after-top``, caerus.sim.driver), so the
+        process that reads the frame runs before the emulator's own bookkeeping, as it would with the venue on its
+        own hardware."""
+        sim = self.placements.get("venue-sim")
+        if sim is None:
+            return False
+        hot = {c for name in self.hot_processes if name in self.placements for c in self.placements[name].cpus}
+        return bool(hot.intersection(sim.cpus))
+
     def placement(self, process: str) -> Placement:
         try:
             return self.placements[process]
@@ -301,7 +314,9 @@ def plan_fleet(
         # The execution sleeps between orders rather than yield: two yielding pollers on one CPU hand it to each
         # other a scheduler slice at a time, while a sleeper woken by its timer gets it at once. Same benchmark,
         # 3 runs each, alternating: decision_to_wire p50 1.33-1.66 ms -> 0.49-0.58 ms, wire_to_decision
-        # 183-214 -> 143-166 us, tick_to_decision (busy client) 106-137 -> 79-84 us.
+        # 183-214 -> 143-166 us, tick_to_decision (busy client) 106-137 -> 79-84 us. The emulator, sharing the
+        # strategy's CPU, yields it after each top-of-book frame it sends (emulator_shares_hot_cpu): tick_to_decision
+        # 44-61 -> 7.8-9.4 us, wire_to_decision 73-103 -> 27-34 us p50.
         put("feed-binance", housekeeping, False)
         put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         put("strategy", cores, False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from caerus.durations import parse_duration
 from caerus.plan import FEED_CLIENTS, WAIT_POLICIES
-from caerus.session.local import TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
+from caerus.session.local import EMULATOR_YIELD, TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
 
 
 def _duration(text: str) -> float:
@@ -51,6 +51,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed-client", choices=FEED_CLIENTS, default=None,
                         help="force the feeds' WebSocket client: asyncio (websockets) or busy (our read path with "
                              "kernel receive stamps); default: the plan's choice (busy only on a core of its own)")
+    parser.add_argument("--emulator-yield", choices=EMULATOR_YIELD, default="auto",
+                        help="the venue emulator gives its CPU up after each top-of-book frame it sends, so the fleet "
+                             "process that reads it runs first: auto (default) when the plan puts the emulator on a "
+                             "hot process's CPU (no core for every hot process, as on 2 vCPUs), on, off")
     parser.add_argument("--symbols", default="BTC",
                         help="instruments to trade, comma-separated (BTC,ETH,SOL; NAME=BINANCESYMBOL/HLCOIN where the "
                              "venues' names differ); each must be listed by both venues (default BTC)")
@@ -82,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
         market=args.market, jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
+        emulator_yield=args.emulator_yield,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
         exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,
     )

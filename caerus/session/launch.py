@@ -98,7 +98,7 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
                    jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = (),
                    symbols: tuple[str, ...] = ("BTC",), rate_hz: float | None = None,
-                   market: str | None = None) -> ProcessSpec:
+                   market: str | None = None, yield_after_top: bool = False) -> ProcessSpec:
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
             "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
             "--metrics-dir", str(session_dir)]
@@ -110,6 +110,8 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
         args += ["--symbols", ",".join(symbols)]
     if rate_hz is not None:
         args += ["--binance-rate", f"{rate_hz:g}"]
+    if yield_after_top:
+        args.append("--yield-after-top")
     if scenario:
         if scenario.startswith("replay:"):
             args += ["--replay", scenario.split(":", 1)[1]]

@@ -57,6 +57,7 @@ from caerus.strategy.model_signal import ModelError, strategy_model
 # paper: simulated fills in the execution process; null: send_msg returns at once (the decision-only reference);
 # emulator: real signed Hyperliquid order entry to the venue emulator over TLS (caerus.session.order_desk).
 TRANSPORTS = ("paper", "null", "emulator")
+EMULATOR_YIELD = ("auto", "on", "off")  # SessionOptions.emulator_yield
 READY_TIMEOUT_S = 60.0
 
 
@@ -84,6 +85,9 @@ class SessionOptions:
     jumps_per_min: float | None = None
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
     feed_client: str | None = None  # force the feeds' WebSocket client (asyncio | busy); None = the plan's choice
+    # the emulator gives its CPU up after each top-of-book frame it sends: auto = when it shares a CPU with a hot
+    # process (caerus.plan.FleetPlan.emulator_shares_hot_cpu), on, off
+    emulator_yield: str = "auto"
     # what to trade: caerus.instruments.parse_symbols syntax (BTC,ETH,SOL); listed by both venues or the session
     # stops before it starts anything
     symbols: str = "BTC"
@@ -103,6 +107,8 @@ class SessionOptions:
             problems.append(f"wait policy {self.wait_policy!r} is not one of {', '.join(POLICIES)}")
         if self.transport not in TRANSPORTS:
             problems.append(f"transport {self.transport!r} is not one of {', '.join(TRANSPORTS)} for a local session")
+        if self.emulator_yield not in EMULATOR_YIELD:
+            problems.append(f"emulator yield {self.emulator_yield!r} is not one of {', '.join(EMULATOR_YIELD)}")
         if self.live and self.scenario is not None:
             problems.append("--scenario drives the venue emulator; it cannot be combined with live venues")
         if self.live and self.transport == "emulator":
@@ -325,7 +331,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                 sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min,
                                                  desk.sim_env() if desk is not None else (),
                                                  symbols=_emulated(opts), rate_hz=opts.symbol_rate_hz,
-                                                 market=opts.market)
+                                                 market=opts.market,
+                                                 yield_after_top=emulator_yields(opts.emulator_yield, plan))
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
@@ -448,6 +455,17 @@ def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restart
                           "rings": {r: {"records": int(cap.get(f"records.{r}", 0)),
                                         "lost": int(cap.get(f"lost.{r}", 0))} for r in roles}}
     return out
+
+
+def emulator_yields(setting: str, plan: FleetPlan) -> bool:
+    """Whether the venue emulator gives its CPU up after each top-of-book frame: ``on``/``off`` as said, ``auto`` when
+    the plan puts it on a hot process's CPU. Measured on the 2-vCPU VM (benchmarks/wire_to_decision --quick
+    --rounds 2, alternating, twice each): with the emulator sharing the strategy's CPU and running on after its
+    send, the strategy waited for it; yielding took tick_to_decision (busy client) from 58-61 to 8.5-9.4 us p50 and
+    wire_to_decision from 90-103 to 30-34 us p50."""
+    if setting not in EMULATOR_YIELD:
+        raise ValueError(f"emulator yield {setting!r} is not one of {', '.join(EMULATOR_YIELD)}")
+    return plan.emulator_shares_hot_cpu if setting == "auto" else setting == "on"
 
 
 def session_plan(opts: SessionOptions) -> FleetPlan:

@@ -87,6 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     f.add_argument("--cpus", default="", help="CPU list to pin to (e.g. 0)")
     f.add_argument("--metrics-dir", type=Path, help="write venue-sim.hlog here: how late each top-of-book frame "
                    "went out against its scheduled (exchange) time")
+    f.add_argument("--yield-after-top", action="store_true",
+                   help="give the CPU up (sched_yield) after each top-of-book frame is handed to the sockets: for an "
+                        "emulator sharing a CPU with the fleet process that reads the frame (the session sets it "
+                        "from the plan)")
     f.add_argument("--log-level", default="INFO")
 
 
@@ -119,7 +123,7 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,
         replay_retime=args.replay_retime, binance_ping_interval_s=args.binance_ping_interval,
         binance_max_lifetime_s=args.binance_max_lifetime, hl_idle_timeout_s=args.hl_idle_timeout,
-        hl_greeting=args.hl_greeting, metrics_dir=args.metrics_dir,
+        hl_greeting=args.hl_greeting, metrics_dir=args.metrics_dir, yield_after_top=args.yield_after_top,
     )
     cfg.validate()
     if args.ready_file is not None and not args.ready_file.parent.is_dir():

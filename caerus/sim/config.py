@@ -36,6 +36,8 @@ class EmulatorConfig:
     hl_max_connections_per_ip: int = 10  # Hyperliquid: open WebSocket connections per client IP (429 beyond)
     max_message_bytes: int = 1 << 20  # largest client message accepted
     metrics_dir: Path | None = None  # write venue-sim.hlog (emulator lateness) here
+    # sched_yield after each top-of-book frame sent: the emulator shares a CPU with the fleet
+    yield_after_top: bool = False
 
     @property
     def seed(self) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import os
 import time
 from dataclasses import dataclass
 
@@ -107,8 +108,12 @@ class MarketDriver:
     """Runs ``MarketModel.events()`` against the wall clock and publishes frames to ``topics``."""
 
     def __init__(self, model: MarketModel, topics: Topics, book_sink: BookSink | None = None,
-                 silence: tuple[int, int] | None = None) -> None:
+                 silence: tuple[int, int] | None = None, yield_after_top: bool = False) -> None:
         self.model = model
+        # Give the CPU up after each top-of-book frame sent (see _top_sent): set when the emulator shares a CPU with
+        # the fleet (caerus.plan.FleetPlan.emulator_shares_hot_cpu).
+        self.yield_after_top = yield_after_top
+        self.yields = 0
         # (instrument index, from t_ns): that instrument's book frames stop at that time on both venues while the
         # others flow (scenario silent-instrument); (-1, never) when nothing is silenced
         self._silent, self._silent_from = silence if silence is not None else (-1, 1 << 62)
@@ -248,6 +253,19 @@ class MarketDriver:
                 self._hyperliquid(ev)
             ev = next(events)
 
+    def _top_sent(self, venue: str, t_ns: int) -> None:
+        """A top-of-book frame scheduled at ``t_ns`` was handed to its subscribers' sockets: record how late it went,
+        then, with ``yield_after_top``, give the CPU up once. On a machine where the emulator shares a CPU with the
+        strategy, the feed on the other CPU publishes the frame's book within microseconds while the emulator is
+        still running on (the quote's depth book, trade tape, the next event, its event loop); the strategy waited
+        for all of that before it could read the book. A venue runs on its own hardware: its bookkeeping after a
+        send is not the fleet's latency. sched_yield costs the emulator one system call when nothing else is
+        runnable; the time it waits otherwise shows in its own lateness, never hidden."""
+        self.lateness.record(venue, time.time_ns() - self.epoch_ns - t_ns)
+        if self.yield_after_top:
+            self.yields += 1
+            os.sched_yield()
+
     def _prime(self) -> None:
         if not self._unquoted and not self._blockless:
             self.primed.set()
@@ -269,7 +287,7 @@ class MarketDriver:
             topic = None
         if topic is not None and self.topics.has(topic):
             self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
-            self.lateness.record("binance", time.time_ns() - self.epoch_ns - q.t_ns)
+            self._top_sent("binance", q.t_ns)
         self.published += 1
         d = self._depths.get(k)
         if d is not None:
@@ -336,7 +354,7 @@ class MarketDriver:
                 topic = None
             if topic is not None and self.topics.has(topic):
                 self.topics.publish(topic, frames.hl_bbo(b, self.epoch_ns, self.formats[k]))
-                self.lateness.record("hyperliquid", time.time_ns() - self.epoch_ns - b.t_ns)
+                self._top_sent("hyperliquid", b.t_ns)
             self.published += 1
             self._mids_changed = True
             f = self._hl_feeds[k]

@@ -87,12 +87,13 @@ class VenueEmulator:
         self.certs = make_certificates(cfg.cert_dir)
         if self._recorded is not None:
             self.driver = ReplayDriver(self._recorded, self.state.topics, retime=cfg.replay_retime,
-                                       wait_s=cfg.replay_wait_s)
+                                       wait_s=cfg.replay_wait_s, yield_after_top=cfg.yield_after_top)
         else:
             silence = None
             if cfg.scenario.name == "silent-instrument":  # the last emulated instrument goes quiet, the rest flow
                 silence = (len(cfg.market.symbols) - 1, int(cfg.scenario.after_s * 1e9))
-            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink(), silence)
+            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink(), silence,
+                                       yield_after_top=cfg.yield_after_top)
             self.state.snapshot = self.driver.current
             self.state.market = self.driver
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
@@ -200,9 +201,11 @@ class VenueEmulator:
         out: dict[str, Any] = {"connections": self.connection_counts()}
         d = self.driver
         if isinstance(d, MarketDriver):
-            out["market"] = {"events_published": d.published, "late_max_ms": round(d.late_max_ns / 1e6, 3)}
+            out["market"] = {"events_published": d.published, "late_max_ms": round(d.late_max_ns / 1e6, 3),
+                             "cpu_yields": d.yields}
         elif isinstance(d, ReplayDriver):
-            out["replay"] = {"frames_sent": d.sent, "of": len(d.frames), "done": d.done.is_set()}
+            out["replay"] = {"frames_sent": d.sent, "of": len(d.frames), "done": d.done.is_set(),
+                             "cpu_yields": d.yields}
         return out
 
     async def __aenter__(self) -> VenueEmulator:

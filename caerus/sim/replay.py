@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +100,11 @@ class ReplayDriver:
     """Plays a frames file to the subscribers in ``topics``."""
 
     def __init__(self, recorded: list[RecordedFrame], topics: Topics, *, retime: bool = False,
-                 wait_s: float = 5.0) -> None:
+                 wait_s: float = 5.0, yield_after_top: bool = False) -> None:
         self.frames = [_prepare(f) for f in recorded]
+        # give the CPU up after each top-of-book frame sent, as caerus.sim.driver.MarketDriver does (its _top_sent)
+        self.yield_after_top = yield_after_top
+        self.yields = 0
         self.topics = topics
         self.retime = retime
         self.wait_s = wait_s
@@ -152,5 +156,8 @@ class ReplayDriver:
             for sub, stream in self._targets(p):
                 sub.send(text if stream is None else frames.binance_combined(stream, text))
             self.sent += 1
+            if self.yield_after_top and p.raw.startswith(frames.TOP_OF_BOOK_PREFIXES):
+                self.yields += 1
+                os.sched_yield()
         log.info("replay: finished after %d frames", self.sent)
         self.done.set()

@@ -11,7 +11,14 @@ import pytest
 
 from caerus.plan import plan_fleet
 from caerus.session import launch
-from caerus.session.local import SessionConfigError, SessionOptions, book_rates, config_hash, session_plan
+from caerus.session.local import (
+    SessionConfigError,
+    SessionOptions,
+    book_rates,
+    config_hash,
+    emulator_yields,
+    session_plan,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -34,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(symbols="BTC,ETH", feed_connections=3), "feed connections must be 1..2"),
         (SessionOptions(max_feed_books_per_s=0), "books per feed process must be a number > 0, got 0"),
         (SessionOptions(max_feed_books_per_s=float("nan")), "books per feed process must be a number > 0, got nan"),
+        (SessionOptions(emulator_yield="sometimes"), "emulator yield 'sometimes' is not one of auto, on, off"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -131,3 +139,29 @@ def test_the_session_plan_splits_a_venue_by_its_estimated_rate() -> None:
     assert book_rates(SessionOptions(live=True))["binance"] == 75.0  # the plan's estimate for a live venue
     plan0 = plan_fleet(cpus=[0, 1], isolated=[])
     assert config_hash(SessionOptions(), plan0) != config_hash(SessionOptions(max_feed_books_per_s=60.0), plan0)
+
+
+def test_the_emulator_yields_its_cpu_where_the_plan_shares_one_with_a_hot_process(tmp_path: Path) -> None:
+    shared = plan_fleet(cpus=[0, 1], isolated=[])  # emulator on the strategy's CPU
+    own = plan_fleet(cpus=[0, 1, 2, 3, 4], isolated=[1, 2, 3, 4])  # every hot process on a core of its own
+    assert shared.emulator_shares_hot_cpu and not own.emulator_shares_hot_cpu
+    assert emulator_yields("auto", shared) and not emulator_yields("auto", own)
+    assert emulator_yields("on", own) and not emulator_yields("off", shared)
+    with pytest.raises(ValueError, match="emulator yield 'yes'"):
+        emulator_yields("yes", shared)
+    for flag in (True, False):
+        spec = launch.venue_sim_spec(tmp_path, shared, 1, None, yield_after_top=flag)
+        assert ("--yield-after-top" in spec.argv) is flag
+        assert spec.cpus == shared.placement("venue-sim").cpus
+
+
+def test_venue_sim_takes_yield_after_top_into_its_config(tmp_path: Path) -> None:
+    import argparse
+
+    from caerus.sim.app import add_arguments, config_from_args
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    for argv, want in (([], False), (["--yield-after-top"], True)):
+        cfg = config_from_args(p.parse_args(["--cert-dir", str(tmp_path), *argv]))
+        assert cfg.yield_after_top is want

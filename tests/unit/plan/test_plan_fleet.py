@@ -95,3 +95,12 @@ def test_two_cpu_machine_keeps_the_emulator_and_a_yielding_hl_feed_off_the_binan
     assert plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3)).placement("venue-sim").cpus == (0,)
     # a forced policy still applies to every hot process
     assert plan_fleet((0, 1), isolated=(), wait_policy="hybrid").placement("feed-hyperliquid").wait_policy == "hybrid"
+
+
+def test_the_plan_says_when_the_emulator_shares_a_hot_processs_cpu() -> None:
+    assert plan_fleet((0, 1), isolated=()).emulator_shares_hot_cpu  # the strategy's CPU
+    assert plan_fleet((0,), isolated=()).emulator_shares_hot_cpu  # one CPU: everything on it
+    # 3 hot cores: the sleeping Hyperliquid feed is on housekeeping with the emulator
+    assert plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3)).emulator_shares_hot_cpu
+    assert not plan_fleet((0, 1, 2, 3, 4), isolated=(1, 2, 3, 4)).emulator_shares_hot_cpu  # a core per hot process
+    assert not FleetPlan(housekeeping=(0,), hot=(1,)).emulator_shares_hot_cpu  # no placements at all
