@@ -316,7 +316,8 @@ def plan_fleet(
         # 3 runs each, alternating: decision_to_wire p50 1.33-1.66 ms -> 0.49-0.58 ms, wire_to_decision
         # 183-214 -> 143-166 us, tick_to_decision (busy client) 106-137 -> 79-84 us. The emulator, sharing the
         # strategy's CPU, yields it after each top-of-book frame it sends (emulator_shares_hot_cpu): tick_to_decision
-        # 44-61 -> 7.8-9.4 us, wire_to_decision 73-103 -> 27-34 us p50.
+        # 44-61 -> 7.8-9.4 us, wire_to_decision 73-103 -> 27-34 us p50. The sleeping execution's thread has a 1 ns
+        # timer slack (caerus.ipc.wait): wire_to_wire 271-280 -> 191-212 us p50.
         put("feed-binance", housekeeping, False)
         put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         put("strategy", cores, False)
