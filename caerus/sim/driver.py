@@ -8,11 +8,11 @@ snapshot chained on its own update ids), ``trade`` / ``aggTrade`` / ``kline_<i>`
 frame per block in which a top changed). A depth book or a tape other than BTC's is kept only while read.
 
 The driver sleeps until an event's scheduled time and then publishes it (the last ~1.5 ms with the kernel's
-nanosecond timer, not the event loop's millisecond one: caerus.sim.lateness measures what is left); when it wakes
-late (a busy machine),
-it still stamps the scheduled time, so the lateness reaches the feeds as information age (no coordinated
-omission). Periodic snapshot streams (Binance partial depth and mark price, Hyperliquid l2Book) come from the
-latest state on their own cadence and are only formatted when someone subscribed.
+nanosecond timer, its thread's timer slack at 1 ns, not the event loop's millisecond one: caerus.sim.lateness
+measures what is left); when it wakes late (a busy machine), it still stamps the scheduled time, so the lateness
+reaches the feeds as information age (no coordinated omission). Periodic snapshot streams (Binance partial depth and
+mark price, Hyperliquid l2Book) come from the latest state on their own cadence and are only formatted when someone
+subscribed.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from caerus.ipc.wait import SLEEP_TIMER_SLACK_NS, set_timer_slack
 from caerus.sim import frames
 from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.hub import Topics
@@ -199,6 +200,9 @@ class MarketDriver:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        # The precise sleep below is the kernel's nanosecond timer only with no timer slack: by default the kernel
+        # may fire it up to 50 us late (caerus.ipc.wait.set_timer_slack). This thread runs the loop and the sleeps.
+        set_timer_slack(SLEEP_TIMER_SLACK_NS)
         self.epoch_ns = time.time_ns()
         for f in (*self._bn_feeds.values(), *self._hl_feeds.values()):
             f.tape.offset_ns = self.epoch_ns  # klines / candles on wall minutes
