@@ -1,0 +1,138 @@
+"""The busy client's receive path after its loop sat idle, left cold or kept warm by a shadow session.
+
+Issue 30 asks to keep the feed's parse path warm between messages (a synthetic frame off the record path, the
+feed-side twin of shadow orders), on the theory that code which sat idle runs slower: its caches and branch state go
+cold while the loop polls. This measures whether that holds for the busy client's path, before anything is built.
+
+One process, as ``benchmarks.rx_path``: a loopback TCP connection with receive stamps and the session opened in
+memory on it, one bookTicker frame per TLS record. Per message the loop first idles for the gap, polling an epoll
+with timeout 0 as the spin policy's selector does, then the record is sent (untimed) and ``_on_readable`` is timed
+from its first line to ``on_message``. Contenders, interleaved per round (the order reversed every other round):
+
+- ``back to back``: no gap (the reference: the path as warm as it gets);
+- ``<gap> us idle, cold``: the gap spent polling only;
+- ``<gap> us idle, warm``: the gap spent polling, and every 100 us a shadow session (its own socket and TLS) reads a
+  synthetic record through the very same code: read and stamp, decrypt, split, deliver.
+
+    python -m benchmarks.rx_idle [--quick] [--json PATH] [--messages N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import select
+import socket
+import time
+
+import numpy as np
+import trustme
+from websockets.frames import Frame, Opcode
+
+from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.feed_parse import make_frames
+from benchmarks.rx_path import OpenSession, tcp_pair
+
+WARM_EVERY_NS = 100_000  # how often the shadow session reads a record while the loop idles
+BACK_TO_BACK = "back to back"
+
+
+def contenders(gaps_us: tuple[int, ...]) -> tuple[str, ...]:
+    return (BACK_TO_BACK, *(f"{g} us idle, {mode}" for g in gaps_us for mode in ("cold", "warm")))
+
+
+class Shadow:
+    """A second opened session on its own socket, fed synthetic records: the warm-up that never reaches a ring."""
+
+    def __init__(self, op: OpenSession, sender: socket.socket, frames: list[bytes]) -> None:
+        self.op = op
+        self.sender = sender
+        self.frames = frames
+        self.records: list[bytes] = []
+        self.reads = 0
+
+    def read_one(self) -> None:
+        if not self.records:  # records in TLS sequence order, made a batch at a time
+            self.records = self.op.tls.records(self.frames)[::-1]
+        self.sender.sendall(self.records.pop())
+        self.op.session._on_readable()
+        self.reads += 1
+
+
+def _round(op: OpenSession, sender: socket.socket, frames: list[bytes], payloads: list[bytes], gap_ns: int,
+           shadow: Shadow | None, poll: select.epoll) -> np.ndarray:
+    pc = time.perf_counter_ns
+    on_readable = op.session._on_readable
+    records = op.tls.records(frames)
+    out = np.empty(len(records), dtype=np.int64)
+    op.got.clear()
+    for i, record in enumerate(records):
+        if gap_ns:
+            now = pc()
+            end, next_warm = now + gap_ns, now
+            while now < end:
+                poll.poll(0)
+                if shadow is not None and now >= next_warm:
+                    shadow.read_one()
+                    next_warm = pc() + WARM_EVERY_NS
+                now = pc()
+        sender.sendall(record)
+        t0 = pc()
+        on_readable()
+        out[i] = op.t_callback - t0
+    if op.got != payloads:
+        raise SystemExit("rx_idle: the busy client delivered other payloads than were sent")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(p)
+    p.add_argument("--messages", type=int, help="messages per contender per round")
+    args = p.parse_args(argv)
+    gaps_us = (100, 1000) if args.quick else (100, 1000, 10_000)
+    n = args.messages or (150 if args.quick else 400)
+    rounds = 3 if args.quick else 5
+    payloads, _ = make_frames(n * 2, args.seed)
+    frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in payloads[:n]]
+    shadow_frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in payloads[n:]]
+    names = contenders(gaps_us)
+    ca = trustme.CA()
+    loop = asyncio.new_event_loop()
+    samples: dict[str, list[np.ndarray]] = {}
+    shadow: Shadow | None = None
+    try:
+        with contextlib.ExitStack() as stack:
+            reader, sender = stack.enter_context(tcp_pair(stamped=True))
+            shadow_reader, shadow_sender = stack.enter_context(tcp_pair(stamped=True))
+            op = OpenSession(ca, reader, loop)
+            shadow = Shadow(OpenSession(ca, shadow_reader, loop), shadow_sender, shadow_frames)
+            poll = stack.enter_context(contextlib.closing(select.epoll()))
+            poll.register(reader.fileno(), select.EPOLLIN)
+            gc.collect()
+            gc.freeze()
+            for rnd in range(rounds + 1):  # round 0 warms up and is dropped
+                for name in (names if rnd % 2 else names[::-1]):
+                    gap_us = 0 if name == BACK_TO_BACK else int(name.split(" ", 1)[0])
+                    t = _round(op, sender, frames, payloads[:n], gap_us * 1000,
+                               shadow if name.endswith("warm") else None, poll)
+                    if rnd:
+                        samples.setdefault(name, []).append(t)
+    finally:
+        gc.unfreeze()
+        loop.close()
+    metrics = {name: summarize(np.concatenate(samples[name])) for name in names}
+    ratios = {f"{g} us idle warm/cold (p50)":
+              metrics[f"{g} us idle, warm"]["p50"] / metrics[f"{g} us idle, cold"]["p50"] for g in gaps_us}
+    ratios.update({f"{g} us idle cold/back to back (p50)":
+                   metrics[f"{g} us idle, cold"]["p50"] / metrics[BACK_TO_BACK]["p50"] for g in gaps_us})
+    emit("rx_idle", metrics, ratios=ratios, quick=args.quick, json_path=args.json,
+         extra={"messages_per_round": n, "rounds": rounds, "gaps_us": list(gaps_us),
+                "warm_every_us": WARM_EVERY_NS // 1000, "shadow_reads": shadow.reads if shadow else 0})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
