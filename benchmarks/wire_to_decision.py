@@ -53,6 +53,7 @@ def one_session(work: Path, client: str, seconds: float, seed: int, transport: s
 def main(argv: list[str] | None = None) -> int:
     from caerus.metrics import hdr
     from caerus.metrics.summary import load_metrics
+    from caerus.session.local import EMULATOR_YIELD
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(p)
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--transport", choices=("emulator", "paper", "null"), default="emulator",
                    help="execution transport (default emulator: real order socket, so wire_to_wire; paper: no "
                         "socket; null: the decision-only reference)")
-    p.add_argument("--emulator-yield", choices=("auto", "on", "off"), default="auto",
+    p.add_argument("--emulator-yield", choices=EMULATOR_YIELD, default="auto",
                    help="caerus session --emulator-yield: the emulator gives its CPU up after each top-of-book frame "
                         "(auto: when it shares a CPU with the fleet, as on a 2-vCPU machine); off shows what the "
                         "strategy waits for when it does not")
