@@ -26,6 +26,7 @@ import gc
 import select
 import socket
 import time
+from collections.abc import Callable
 
 import numpy as np
 import trustme
@@ -33,7 +34,7 @@ from websockets.frames import Frame, Opcode
 
 from benchmarks.common import add_common_args, emit, summarize
 from benchmarks.feed_parse import make_frames
-from benchmarks.rx_path import OpenSession, tcp_pair
+from benchmarks.rx_path import OpenSession, round_session, tcp_pair
 
 WARM_EVERY_NS = 100_000  # how often the shadow session reads a record while the loop idles
 BACK_TO_BACK = "back to back"
@@ -61,30 +62,22 @@ class Shadow:
         self.reads += 1
 
 
-def _round(op: OpenSession, sender: socket.socket, frames: list[bytes], payloads: list[bytes], gap_ns: int,
-           shadow: Shadow | None, poll: select.epoll) -> np.ndarray:
+def idle_gap(gap_ns: int, shadow: Shadow | None, poll: select.epoll) -> Callable[[], None]:
+    """The loop idling ``gap_ns`` before a message: epoll polled with timeout 0, and with a ``shadow`` one of its
+    records read every WARM_EVERY_NS."""
     pc = time.perf_counter_ns
-    on_readable = op.session._on_readable
-    records = op.tls.records(frames)
-    out = np.empty(len(records), dtype=np.int64)
-    op.got.clear()
-    for i, record in enumerate(records):
-        if gap_ns:
+
+    def idle() -> None:
+        now = pc()
+        end, next_warm = now + gap_ns, now
+        while now < end:
+            poll.poll(0)
+            if shadow is not None and now >= next_warm:
+                shadow.read_one()
+                next_warm = pc() + WARM_EVERY_NS
             now = pc()
-            end, next_warm = now + gap_ns, now
-            while now < end:
-                poll.poll(0)
-                if shadow is not None and now >= next_warm:
-                    shadow.read_one()
-                    next_warm = pc() + WARM_EVERY_NS
-                now = pc()
-        sender.sendall(record)
-        t0 = pc()
-        on_readable()
-        out[i] = op.t_callback - t0
-    if op.got != payloads:
-        raise SystemExit("rx_idle: the busy client delivered other payloads than were sent")
-    return out
+
+    return idle
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
             for rnd in range(rounds + 1):  # round 0 warms up and is dropped
                 for name in (names if rnd % 2 else names[::-1]):
                     gap_us = 0 if name == BACK_TO_BACK else int(name.split(" ", 1)[0])
-                    t = _round(op, sender, frames, payloads[:n], gap_us * 1000,
-                               shadow if name.endswith("warm") else None, poll)
+                    idle = idle_gap(gap_us * 1000, shadow if name.endswith("warm") else None, poll) if gap_us \
+                        else None
+                    t = round_session(op, sender, frames, payloads[:n], idle)
                     if rnd:
                         samples.setdefault(name, []).append(t)
     finally:

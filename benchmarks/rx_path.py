@@ -117,19 +117,24 @@ def _round_reads(read: Callable[[], int], sender: socket.socket, records: list[b
     return out
 
 
-def _round_session(op: OpenSession, sender: socket.socket, frames: list[bytes], payloads: list[bytes]) -> np.ndarray:
+def round_session(op: OpenSession, sender: socket.socket, frames: list[bytes], payloads: list[bytes],
+                   before_each: Callable[[], None] | None = None) -> np.ndarray:
+    """Each frame as one TLS record into the socket, ``_on_readable`` timed to the callback; ``before_each`` runs
+    untimed before each record is sent (benchmarks.rx_idle's idle gap)."""
     pc = time.perf_counter_ns
     on_readable = op.session._on_readable
     records = op.tls.records(frames)
     out = np.empty(len(records), dtype=np.int64)
     op.got.clear()
     for i, record in enumerate(records):
+        if before_each is not None:
+            before_each()
         sender.sendall(record)
         t0 = pc()
         on_readable()
         out[i] = op.t_callback - t0
     if op.got != payloads:
-        raise SystemExit("rx_path: the busy client delivered other payloads than were sent")
+        raise SystemExit("the busy client delivered other payloads than were sent")
     return out
 
 
@@ -159,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name in order:
                     sender = pairs[name][1]
                     if name == "busy client":
-                        t = _round_session(session, sender, frames, payloads)
+                        t = round_session(session, sender, frames, payloads)
                     else:
                         t = _round_reads(reads[name], sender, records)
                     if rnd:

@@ -26,7 +26,7 @@ def test_the_busy_client_opened_in_memory_reads_its_socket_to_the_callback() -> 
     try:
         with rx_path.tcp_pair(stamped=True) as (reader, sender):
             op = rx_path.OpenSession(rx_path.trustme.CA(), reader, loop)
-            t = rx_path._round_session(op, sender, wire, frames)
+            t = rx_path.round_session(op, sender, wire, frames)
             assert len(t) == 2 and op.got == frames
             assert op.session.t_wire > 0  # the kernel's receive stamp came with the read
     finally:
