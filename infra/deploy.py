@@ -144,8 +144,9 @@ def process_command(process: str, caerus: str, plan: FleetPlan) -> str:
     if feed_venue(process) is not None and process in plan.hot_processes:
         r = next(r for r in rings if r.process == process)
         share = f" --share {r.share[0]}:{r.share[1]} --process-name {process}" if r.share is not None else ""
+        warm = f" --warm-every-us {p.feed_warm_every_us:g}" if p.feed_warm_every_us else ""
         args = (f"feed --venue {r.venue} --segment {s}.book.{r.key} --events-segment {s}.events.{r.key} "
-                f"--client {p.feed_client} {inst}{share}")
+                f"--client {p.feed_client} {inst}{share}{warm}")
     elif process == "strategy":
         args = f"strategy {books} --order-segment {s}.orders {inst}"
     elif process == "execution":

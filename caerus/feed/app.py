@@ -24,6 +24,7 @@ from caerus.feed import config as feed_config
 from caerus.feed.config import FeedConfig
 from caerus.feed.outputs import WAIT_POLICY_CODES, FeedOutputs
 from caerus.feed.sink import FeedSink
+from caerus.feed.warm import FeedWarmer, synthetic_frames
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
 from caerus.net.busy import BusyWsSession
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
             stats_segment=cfg.stats_segment,
             wait_policy=cfg.wait_policy,
             client=cfg.client,
+            warm_every_us=cfg.warm_every_us,
             instruments=len(cfg.symbols),
             connections=cfg.connections,
             cpus=list(cfg.cpus),
@@ -136,7 +138,8 @@ async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stop_all, supervisors)
-    housekeeping = loop.create_task(_housekeeping(cfg, supervisors, out))
+    warmer = _start_warmer(cfg, out, loop)
+    housekeeping = loop.create_task(_housekeeping(cfg, supervisors, out, warmer))
     # Start-up garbage is frozen out of the collector's view; the loop itself allocates little per message.
     gc.collect()
     gc.freeze()
@@ -152,10 +155,32 @@ async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs
         housekeeping.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await housekeeping
+        if warmer is not None:
+            warmer.close()
+            _warm_counters(warmer, out)
         out.housekeeping(_live_msgs(supervisors))
 
 
-async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs) -> None:
+def _start_warmer(cfg: FeedConfig, out: FeedOutputs, loop: asyncio.AbstractEventLoop) -> FeedWarmer | None:
+    """The warm path (--warm-every-us), started before the first connection; None when off."""
+    if not cfg.warm_every_us or out.sink is None:
+        return None
+    book_frame = cfg.spec.feed.book_frame
+    assert book_frame is not None  # FeedConfig.check refuses the setting without one
+    frames = synthetic_frames(book_frame, cfg.symbols[0])
+    warmer = FeedWarmer(out.sink, frames, cfg.warm_every_us, loop)
+    warmer.start()
+    out.log("warm_path", every_us=cfg.warm_every_us, frames=len(frames), shadow_url=warmer.shadow.venue.url)
+    return warmer
+
+
+def _warm_counters(warmer: FeedWarmer, out: FeedOutputs) -> None:
+    out.counters.set("warm_reads", warmer.reads)
+    out.counters.set("warm_skipped", warmer.skipped)
+
+
+async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs,
+                        warmer: FeedWarmer | None = None) -> None:
     stale_ns = int(cfg.instrument_stale_after_s * 1e9)
     loop = asyncio.get_running_loop()
     sends: set[asyncio.Task[None]] = set()
@@ -166,7 +191,13 @@ async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: Fee
             sends.add(task)
             task.add_done_callback(sends.discard)
 
+    warm_error: str | None = None
     while True:
+        if warmer is not None:
+            _warm_counters(warmer, out)
+            if warmer.error is not None and warm_error is None:
+                warm_error = warmer.error
+                out.log("warm_path_stopped", error=warm_error)
         if out.sink is not None:
             out.sink.watch_instruments(time.time_ns(), stale_ns, resubscribe)
         out.housekeeping(_live_msgs(supervisors), max(s.next_connect_in() for s in supervisors))

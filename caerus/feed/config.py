@@ -48,6 +48,7 @@ class FeedConfig(ConfigBase, frozen=True):
     cpus: tuple[int, ...]
     capacity: int
     client: str  # "asyncio" (websockets' asyncio client) | "busy" (caerus.net.busy: recvmsg + kernel stamps)
+    warm_every_us: float  # the busy client's shadow connection read this often while idle (caerus.feed.warm); 0: off
     max_frame_bytes: int
     keepalive_s: float | None
     parse_error_limit: int
@@ -80,6 +81,17 @@ class FeedConfig(ConfigBase, frozen=True):
 
     def check(self) -> None:
         super().check()
+        if self.warm_every_us < 0:
+            raise ConfigError(f"--warm-every-us must be >= 0 (0 = off), got {self.warm_every_us}")
+        if self.warm_every_us:
+            if self.client != "busy":
+                raise ConfigError(f"--warm-every-us keeps the busy client's path warm: --client is {self.client!r}")
+            if self.wait_policy is WaitPolicy.SLEEP:
+                raise ConfigError("--warm-every-us needs a busy-polling --wait-policy (spin, hybrid): a sleeping "
+                                  "loop would be woken for every rehearsal")
+            if self.spec.feed.book_frame is None:
+                raise ConfigError(f"--warm-every-us: venue {self.venue!r} has no book_frame to make synthetic "
+                                  "frames from")
         try:
             self.supervisor.validate()
         except ValueError as exc:
@@ -133,6 +145,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="asyncio: websockets' asyncio client (default); busy: our own read path (recvmsg with the "
                         "kernel's receive stamp, SSLObject, websockets' sans-I/O protocol), which records the "
                         "stack metric (t_recv - t_wire)")
+    p.add_argument("--warm-every-us", type=float, default=0.0,
+                   help="keep the busy client's receive path warm: a shadow connection in this process reads one "
+                        "synthetic frame this often (microseconds) while the feed publishes nothing; needs --client "
+                        "busy and a busy-polling --wait-policy (spin, hybrid). 0 = off (default)")
     p.add_argument("--capacity", type=int, default=4096, help="books ring capacity (power of two)")
     p.add_argument("--max-frame-bytes", type=int, default=1 << 20, help="largest accepted WebSocket message")
     p.add_argument("--stale-after", type=float, help="data watchdog threshold, seconds (venue default)")
@@ -294,6 +310,7 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         cpus=cpus,
         capacity=cap,
         client=a.client,
+        warm_every_us=a.warm_every_us,
         max_frame_bytes=a.max_frame_bytes,
         keepalive_s=keepalive,
         parse_error_limit=a.parse_error_limit,

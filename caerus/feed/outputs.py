@@ -68,6 +68,8 @@ INT_COUNTERS: tuple[str, ...] = (
     "events",  # records written to the events ring
     "samples_full",  # latency samples not stored because the buffer was full before a drain
     "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
+    "warm_reads",  # synthetic frames the warm path's shadow connection read (--warm-every-us; caerus.feed.warm)
+    "warm_skipped",  # warm-path ticks skipped: the feed had published since the previous one
     # this process's CPU time (user + system) since its first message, and the messages since then: the cost per
     # message is cpu_ns / cpu_msgs (start-up -- imports, TLS set-up -- left out; meaningful with the sleep wait
     # policy: a spinning loop burns its core whatever arrives)

@@ -32,7 +32,7 @@ from caerus.net.failures import Failure, SessionEnded
 from caerus.net.ws import WsSession
 from caerus.venues.book import MALFORMED, WITHDRAWS_QUOTE, reject_counter
 from caerus.venues.frames import FrameKind
-from caerus.wire import BookFlags, EventKind, FailureClass, RejectReason
+from caerus.wire import BOOK, BookFlags, EventKind, FailureClass, RejectReason
 
 if TYPE_CHECKING:
     from caerus.feed.outputs import FeedOutputs
@@ -199,6 +199,10 @@ class FeedSink:
         self._i_overlap = idx("overlap_dropped")
         self._i_samples_full = idx("samples_full")
         self._i_failed = idx("frames_failed")
+        # the shadow connection's rehearsals (caerus.feed.warm): their records are packed here, never into the ring
+        self._rehearsal_record = bytearray(BOOK.size)
+        self._pack_rehearsal = BOOK.struct.pack_into
+        self.rehearsals = 0
 
     def default_symbol(self) -> str:
         raise ValueError("a feed sink needs its instruments' symbols")
@@ -284,6 +288,22 @@ class FeedSink:
             self.n_samples = n + 1
         else:
             self.samples_full()
+        return True
+
+    def rehearse(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
+        """The venue loop run on a synthetic frame from the shadow connection (caerus.net.shadow), to keep it
+        warm: the same decode, checks and record packing as ``on_message``, into a scratch record. It changes no
+        book state, ring, counter or sample. True when the frame is a top of book ``on_message`` would publish; a
+        synthetic frame it refuses is a bug (the warmer stops on it). Each venue's loop defines it."""
+        raise NotImplementedError(f"{type(self).__name__} has no rehearsal")
+
+    def rehearsed(self, flags: int, st: BookState, session: WsSession, seq: int, t_ex: int, t_recv: int,
+                  bp: float, bq: float, ap: float, aq: float) -> bool:
+        """A rehearsal's tail: ``publish_valid``'s clock read and record, packed into the scratch record."""
+        t_pub = time.time_ns()
+        self._pack_rehearsal(self._rehearsal_record, 0, self.venue, flags, st.id, session.conn_id, 0, 0, seq, t_ex,
+                             t_recv, t_pub, bp, bq, ap, aq, session.t_wire)
+        self.rehearsals += 1
         return True
 
     # -- slow paths --------------------------------------------------------------------------------------------

@@ -55,6 +55,15 @@ _MAX_HEAD = 1 << 16  # an upgrade response head longer than this is not waited f
 _DATA = (Opcode.TEXT, Opcode.BINARY)
 
 
+class OpeningIO(Protocol):
+    """What the opening awaits: an asyncio loop's socket calls (or :meth:`BusyWsSession.open_now`'s peer)."""
+
+    async def getaddrinfo(self, host: str, port: int, *, type: int) -> list[Any]: ...
+    async def sock_connect(self, sock: socket.socket, address: Any) -> None: ...
+    async def sock_recv(self, sock: socket.socket, nbytes: int) -> bytes: ...
+    async def sock_sendall(self, sock: socket.socket, data: bytes) -> None: ...
+
+
 class Samples(Protocol):
     """A preallocated sample buffer (caerus.metrics.hdr.SampleBuffer: the feed owns it and drains it)."""
 
@@ -141,7 +150,23 @@ class BusyWsSession(WsSession):
             await self._close()
             return self.failure
 
-    async def _open(self, loop: asyncio.AbstractEventLoop) -> None:
+    def open_now(self, io: OpeningIO, loop: asyncio.AbstractEventLoop) -> None:
+        """Open without awaiting, through ``io`` whose socket calls never suspend: a peer in this process that
+        answers before each read returns (:class:`caerus.net.shadow.ShadowVenue`). The opening is serve()'s own
+        (connect, TLS handshake, upgrade, every check); afterwards ``_on_readable`` reads as on a served session,
+        called by its owner instead of the loop (the feed's shadow connection is never a loop reader)."""
+        opening = self._open(io)
+        try:
+            opening.send(None)
+        except StopIteration:
+            pass
+        else:
+            opening.close()
+            raise RuntimeError(f"{self.url}: the opening waited on its peer; open_now needs one that answers at once")
+        self._ended = loop.create_future()
+        self.opened_ns = self.last_data_ns = time.time_ns()
+
+    async def _open(self, loop: OpeningIO) -> None:
         parts = urlsplit(self.url)
         if parts.scheme not in ("ws", "wss") or not parts.hostname:
             raise InvalidURI(self.url, "not a ws:// or wss:// URL")
@@ -275,7 +300,7 @@ class BusyWsSession(WsSession):
             else:
                 self._out.write(chunk)
 
-    async def _flush_async(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def _flush_async(self, loop: OpeningIO) -> None:
         data = self._out.read()
         if data and self._sock is not None:
             await loop.sock_sendall(self._sock, data)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from caerus.durations import parse_duration
-from caerus.plan import FEED_CLIENTS, WAIT_POLICIES
+from caerus.plan import FEED_CLIENTS, FEED_WARM_EVERY_US, WAIT_POLICIES
 from caerus.session.local import EMULATOR_YIELD, TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
 
 
@@ -51,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feed-client", choices=FEED_CLIENTS, default=None,
                         help="force the feeds' WebSocket client: asyncio (websockets) or busy (our read path with "
                              "kernel receive stamps); default: the plan's choice (busy only on a core of its own)")
+    parser.add_argument("--feed-warm-every-us", type=float, default=FEED_WARM_EVERY_US, metavar="US",
+                        help="keep each busy-client feed's receive path warm: a shadow connection in the feed reads a "
+                             "synthetic frame this often while the feed publishes nothing (caerus feed "
+                             "--warm-every-us; feeds on the asyncio client or a sleeping loop run without). 0 = off; "
+                             f"default {FEED_WARM_EVERY_US:g}")
     parser.add_argument("--emulator-yield", choices=EMULATOR_YIELD, default="auto",
                         help="the venue emulator gives its CPU up after each top-of-book frame it sends, so the fleet "
                              "process that reads it runs first: auto (default) when the plan puts the emulator on a "
@@ -86,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         stop_grace_s=args.stop_grace, progress=args.progress, strategy_config=args.strategy_config,
         execution_config=args.execution_config, live=args.live,
         market=args.market, jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
+        feed_warm_every_us=args.feed_warm_every_us,
         emulator_yield=args.emulator_yield,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
         exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from caerus.plan import FEEDS, FleetPlan, feed_venue, format_cpu_list
+from caerus.plan import FEED_WARM_EVERY_US, FEEDS, FleetPlan, feed_venue, format_cpu_list, warm_path_applies
 from caerus.session.environment import child_env
 
 
@@ -130,7 +130,7 @@ def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
     feed_client: str | None = None, transport_args: list[str] | None = None, instruments: Path | None = None,
-    feed_connections: int | None = None,
+    feed_connections: int | None = None, feed_warm_every_us: float = FEED_WARM_EVERY_US,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
@@ -139,6 +139,8 @@ def fleet_specs(
     trading in both. ``transport_args`` replace ``--transport TRANSPORT`` (the emulator's order desk).
     ``instruments`` is the session's instruments.json (every process trades what it lists); None: BTC alone.
     ``feed_connections`` sets each feed's pool (``--connections``); None: the feed's own choice.
+    ``feed_warm_every_us`` (0: off) is the warm path (``caerus feed --warm-every-us``) of every feed that can have
+    it: the busy client on a busy-polling loop (the others have no shadow to read; their argv shows it).
     """
     kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
@@ -182,10 +184,13 @@ def fleet_specs(
             share = ["--share", f"{r.share[0]}:{r.share[1]}", "--process-name", r.process]
             if feed_connections:  # a share carries fewer instruments than the session: at most one per connection
                 conns = ["--connections", str(min(feed_connections, r.share[1] - r.share[0]))]
+        client = feed_client or plan.placement(r.process).feed_client
+        warm = ["--warm-every-us", str(feed_warm_every_us)] if feed_warm_every_us and warm_path_applies(
+            client, plan.placement(r.process).wait_policy) else []
         add(r.process, "feed", [
             "--venue", r.venue, "--segment", seg.book(r.key), "--events-segment", seg.events(r.key),
             *venue(r.venue), *(inst or ["--symbol", default_symbol[r.venue]]), *share, *conns,
-            "--client", feed_client or plan.placement(r.process).feed_client,
+            "--client", client, *warm,
         ])
     return specs
 

@@ -40,7 +40,15 @@ from caerus.ipc.segment import shm_dir
 from caerus.ipc.wait import POLICIES
 from caerus.metrics.env import chrony_tracking, collect_env
 from caerus.metrics.rss import SERIES_FILE, RssSampler
-from caerus.plan import BOOK_RATE_HZ, FEEDS, HOT_PROCESSES, MAX_FEED_BOOKS_PER_S, FleetPlan, plan_fleet
+from caerus.plan import (
+    BOOK_RATE_HZ,
+    FEED_WARM_EVERY_US,
+    FEEDS,
+    HOT_PROCESSES,
+    MAX_FEED_BOOKS_PER_S,
+    FleetPlan,
+    plan_fleet,
+)
 from caerus.report import tables
 from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
@@ -85,6 +93,8 @@ class SessionOptions:
     jumps_per_min: float | None = None
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
     feed_client: str | None = None  # force the feeds' WebSocket client (asyncio | busy); None = the plan's choice
+    # the feeds' warm path (caerus feed --warm-every-us), where a feed can have it (busy client, polling loop); 0: off
+    feed_warm_every_us: float = FEED_WARM_EVERY_US
     # the emulator gives its CPU up after each top-of-book frame it sends: auto = when it shares a CPU with a hot
     # process (caerus.plan.FleetPlan.emulator_shares_hot_cpu), on, off
     emulator_yield: str = "auto"
@@ -142,6 +152,8 @@ class SessionOptions:
         except InstrumentError as exc:
             problems.append(str(exc))
             requests = ()
+        if not self.feed_warm_every_us >= 0:
+            problems.append(f"feed warm interval must be >= 0 us (0 = off), got {self.feed_warm_every_us}")
         if self.feed_connections is not None and not 1 <= self.feed_connections <= len(requests or (1,)):
             problems.append(f"feed connections must be 1..{len(requests or (1,))} (one instrument per connection at "
                             f"most), got {self.feed_connections}")
@@ -346,6 +358,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
                                        transport_args=desk.execution_args(urls) if desk is not None and urls else None,
                                        strategy_config=strategy_config, instruments=inst_file,
                                        feed_connections=opts.feed_connections,
+                                       feed_warm_every_us=opts.feed_warm_every_us,
                                        execution_config=opts.execution_config, feed_client=opts.feed_client)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True

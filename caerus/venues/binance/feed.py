@@ -110,3 +110,14 @@ class BinanceSink(FeedSink):
         else:
             self.samples_full()
         return True
+
+    def rehearse(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
+        # on_message's decode and checks without its ordering state (a rehearsal must not move it)
+        try:
+            m = self._decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        st = self.books.get(m.s)
+        if st is None or type(m) is not binance.BookTicker or check_levels(m.b, m.B, m.a, m.A):
+            return False
+        return self.rehearsed(VALID, st, session, m.u, m.E * 1_000_000, t_recv, m.b, m.B, m.a, m.A)

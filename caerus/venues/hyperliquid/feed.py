@@ -119,3 +119,19 @@ class HyperliquidSink(FeedSink):
         else:
             self.samples_full()
         return True
+
+    def rehearse(self, raw: bytes, t_recv: int, session: WsSession) -> bool:
+        # on_message's decode and checks without its ordering state (a rehearsal must not move it)
+        try:
+            m = self._decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return False
+        if type(m) is not _Bbo:
+            return False
+        d = m.data
+        st = self.books.get(d.coin)
+        bid, ask = d.bbo
+        if st is None or bid is None or ask is None or check_levels(bid.px, bid.sz, ask.px, ask.sz):
+            return False
+        return self.rehearsed(VALID, st, session, st.seq + 1, d.time * 1_000_000, t_recv, bid.px, bid.sz, ask.px,
+                              ask.sz)

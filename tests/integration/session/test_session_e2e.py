@@ -270,6 +270,17 @@ def test_orders_leave_through_a_real_socket_with_kernel_stamps_both_ways(tmp_pat
         assert metrics.get(tag, {}).get("n", 0) > 0, (tag, sorted(metrics))
     outcomes = summary["headline_counts"].get("orders_by_outcome", {})
     assert {k.lower() for k in outcomes} & {"filled", "partial", "not_filled"}, outcomes  # the emulator answered
+    # the warm path (caerus.feed.warm, on by default) ran in every busy feed on a polling loop, and only there
+    warmed = []
+    for feed in ("feed-binance", "feed-hyperliquid"):
+        head = (d / "logs" / f"{feed}.log").read_text().splitlines()[0]
+        c = summary["counters"][feed]
+        if "--warm-every-us" in head:
+            warmed.append(feed)
+            assert c["warm_reads"] > 0 and c["books"] > 0, (feed, c)
+        else:
+            assert c["warm_reads"] == 0, (feed, c)
+    assert warmed, "no feed ran the warm path"
     argv = (d / "config.toml").read_text()
     assert "--transport" in argv and "hyperliquid" in argv and "--enable-live" in argv
     for f in d.rglob("*"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.plan import plan_fleet
+from caerus.plan import FEED_WARM_EVERY_US, plan_fleet
 from caerus.session import launch
 from caerus.session.local import (
     SessionConfigError,
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(max_feed_books_per_s=0), "books per feed process must be a number > 0, got 0"),
         (SessionOptions(max_feed_books_per_s=float("nan")), "books per feed process must be a number > 0, got nan"),
         (SessionOptions(emulator_yield="sometimes"), "emulator yield 'sometimes' is not one of auto, on, off"),
+        (SessionOptions(feed_warm_every_us=-5), "feed warm interval must be >= 0 us"),
     ],
 )
 def test_bad_options_are_named(opts: SessionOptions, message: str) -> None:
@@ -165,3 +166,22 @@ def test_venue_sim_takes_yield_after_top_into_its_config(tmp_path: Path) -> None
     for argv, want in (([], False), (["--yield-after-top"], True)):
         cfg = config_from_args(p.parse_args(["--cert-dir", str(tmp_path), *argv]))
         assert cfg.yield_after_top is want
+
+
+def test_the_warm_path_goes_to_every_feed_that_can_have_it(tmp_path: Path) -> None:
+    """--feed-warm-every-us reaches the busy-client feeds on a polling loop; a sleeping feed runs without it."""
+    plan = plan_fleet((0, 1), isolated=())  # feed-binance hybrid, feed-hyperliquid sleep (on the housekeeping CPU)
+    seg = launch.Segments("t")
+    urls = {"binance_url": "wss://127.0.0.1:1", "hyperliquid_url": "wss://127.0.0.1:2", "ca_file": "/ca.pem"}
+
+    def feed_argv(**kw: object) -> dict[str, list[str]]:
+        specs = launch.fleet_specs(tmp_path, plan, seg, urls, capture=False, transport="null", **kw)  # type: ignore[arg-type]
+        return {s.name: list(s.argv) for s in specs if s.name.startswith("feed-")}
+
+    warm = feed_argv(feed_client="busy", feed_warm_every_us=FEED_WARM_EVERY_US)
+    assert float(warm["feed-binance"][warm["feed-binance"].index("--warm-every-us") + 1]) == FEED_WARM_EVERY_US > 0
+    assert "--warm-every-us" not in warm["feed-hyperliquid"]
+    assert plan.placement("feed-hyperliquid").wait_policy == "sleep"
+    assert feed_argv(feed_client="busy") == warm  # on by default (caerus.plan.FEED_WARM_EVERY_US)
+    assert all("--warm-every-us" not in a for a in feed_argv(feed_client="busy", feed_warm_every_us=0).values())
+    assert all("--warm-every-us" not in a for a in feed_argv(feed_warm_every_us=100.0).values())  # asyncio: none

@@ -82,6 +82,13 @@ def test_a_feed_gets_the_busy_client_only_with_a_core_of_its_own() -> None:
             argv = specs[feed]
             assert argv[argv.index("--client") + 1] == want
             assert f"--client {want}" in process_command(feed, "caerus", plan)
+            # the warm path where the feed has one (busy client, polling loop), in both
+            warm = plan.placement(feed).feed_warm_every_us
+            assert ("--warm-every-us" in argv) == bool(warm) == (f"--warm-every-us {warm:g}" in process_command(
+                feed, "caerus", plan))
+    assert isolated.placement("feed-binance").feed_warm_every_us > 0  # spinning on its own core
+    assert isolated.placement("feed-hyperliquid").feed_warm_every_us == 0  # asyncio, sleeping
+    assert shared.placement("feed-binance").feed_warm_every_us == 0  # asyncio on a shared core
 
 
 def test_two_cpu_machine_keeps_the_emulator_and_a_yielding_hl_feed_off_the_binance_feeds_cpu() -> None:

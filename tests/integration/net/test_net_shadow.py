@@ -1,0 +1,105 @@
+"""The busy client's shadow connection (caerus.net.shadow): a real loopback TCP socket and a real TLS server in this
+process, opened through BusyWsSession's own opening without an event loop turn."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from websockets.protocol import State
+
+from caerus.net.busy import BusyWsSession
+from caerus.net.shadow import RECORDS_PER_BATCH, ShadowConnection, ShadowVenue
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def test_shadow_opens_verified_and_delivers_every_frame_in_order_across_batches(loop) -> None:
+    got: list[tuple[bytes, int]] = []
+    frames = [b'{"k":%d}' % k for k in range(5)]
+    shadow = ShadowConnection(frames, lambda raw, t, s: got.append((raw, s.t_wire)) or True, loop)
+    try:
+        s = shadow.session
+        assert s._proto is not None and s._proto.state is State.OPEN
+        assert s._tls is not None and s._tls.version() is not None  # TLS, negotiated (not plaintext)
+        n = RECORDS_PER_BATCH + 7  # past one batch of pre-encrypted records
+        for _ in range(n):
+            shadow.read_one()
+        assert [raw for raw, _ in got] == [frames[k % 5] for k in range(n)]
+        assert shadow.reads == n == shadow.venue.sent
+        if s.stamped:  # the kernel's receive stamp, as on a venue's socket
+            assert all(t_wire > 0 for _, t_wire in got)
+    finally:
+        shadow.close()
+
+
+def test_the_client_verifies_the_shadow_certificate(loop) -> None:
+    """The opening is the session's own: a client that does not trust the shadow's CA refuses it."""
+    venue = ShadowVenue([b"{}"])
+    session = BusyWsSession(venue.url, 0, lambda *a: True, ssl_context=ssl.create_default_context())
+    try:
+        with pytest.raises(ssl.SSLCertVerificationError):
+            session.open_now(venue, loop)
+    finally:
+        if session._sock is not None:
+            session._sock.close()
+        venue.close()
+
+
+class _Suspending(ShadowVenue):
+    """A peer whose read waits on the loop: open_now must refuse it rather than block or lose the opening."""
+
+    async def sock_recv(self, sock: socket.socket, nbytes: int) -> bytes:
+        await asyncio.sleep(0)
+        return await super().sock_recv(sock, nbytes)
+
+
+def test_open_now_refuses_a_peer_that_would_wait(loop) -> None:
+    venue = _Suspending([b"{}"])
+    session = BusyWsSession(venue.url, 0, lambda *a: True, ssl_context=venue.client_context)
+    try:
+        with pytest.raises(RuntimeError, match="waited on its peer"):
+            session.open_now(venue, loop)
+        assert session._ended is None  # not opened
+    finally:
+        if session._sock is not None:
+            session._sock.close()
+        venue.close()
+
+
+def test_a_broken_shadow_says_so(loop) -> None:
+    shadow = ShadowConnection([b"{}"], lambda *a: True, loop)
+    try:
+        shadow.read_one()
+        sock: Any = shadow.venue._sock
+        sock.sendall(b"\x17\x03\x03\x00\x05garbage")  # a TLS record the client cannot decrypt
+        shadow.session._on_readable()
+        with pytest.raises(ConnectionError, match="shadow connection ended"):
+            shadow.read_one()
+    finally:
+        shadow.close()
+
+
+def test_the_shadow_venue_serves_only_its_own_client(loop) -> None:
+    """Its loopback listener is open for a moment: a local process that connects first is refused, not read."""
+    venue = ShadowVenue([b"{}"])
+    port = int(venue.url.rsplit(":", 1)[1].split("/")[0])
+    intruder = socket.create_connection(("127.0.0.1", port), timeout=5)
+    session = BusyWsSession(venue.url, 0, lambda *a: True, ssl_context=venue.client_context)
+    try:
+        with pytest.raises(ConnectionRefusedError, match="not its own client"):
+            session.open_now(venue, loop)
+    finally:
+        intruder.close()
+        if session._sock is not None:
+            session._sock.close()
+        venue.close()
