@@ -59,11 +59,16 @@ def _measure(fn: Callable[[int], object], n: int, warmup: int) -> np.ndarray:
 
 
 def _order(i: int, venue: int) -> tuple:
+    """An ORDER record as the engine unpacks it, built by field name (a layout change cannot shift a value)."""
     now = time.time_ns()
-    side = 1 if i & 1 else -1
-    px = 97_000.0 + (i % 200) * 0.5
-    return (i, 1, venue, side, wire.Tif.IOC, wire.OrderReason.BENCH, venue, 0, px, 0.001 + (i % 7) * 0.001, i,
-            now, now, now, now, i, 0)
+    fields = {"order_id": i, "strategy_id": 1, "venue": venue, "side": 1 if i & 1 else -1, "tif": wire.Tif.IOC,
+              "reason": wire.OrderReason.BENCH, "trigger_venue": venue, "px": 97_000.0 + (i % 200) * 0.5,
+              "qty": 0.001 + (i % 7) * 0.001, "trigger_seq": i, "trigger_t_recv": now, "trigger_t_publish": now,
+              "t_seen": now, "t_decision": now, "seq": i, "symbol": 0}
+    unknown = set(fields) - set(wire.ORDER.names)
+    if unknown:
+        raise SystemExit(f"signing: ORDER has no field(s) {sorted(unknown)}")
+    return tuple(fields.get(name, 0.0 if code == "d" else 0) for name, code in wire.ORDER.fields)
 
 
 def main(argv: list[str] | None = None) -> int:
