@@ -63,7 +63,8 @@ class ShadowVenue:
         ca = trustme.CA()
         server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ca.issue_cert(HOST).configure_cert(server_ctx)
-        self.client_context = ssl.create_default_context()  # verifying: the shadow's CA only, host name checked
+        # the shadow's CA only (no system roots), certificate and host name verified as on a venue's connection
+        self.client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ca.configure_trust(self.client_context)
         self._in = ssl.MemoryBIO()
         self._out = ssl.MemoryBIO()

@@ -53,6 +53,16 @@ def test_shadow_opens_verified_and_delivers_every_frame_in_order_across_batches(
         shadow.close()
 
 
+def test_the_shadow_client_trusts_the_shadow_ca_alone_and_verifies() -> None:
+    ctx = ShadowVenue([b"{}"])
+    try:
+        c = ctx.client_context
+        assert c.verify_mode is ssl.CERT_REQUIRED and c.check_hostname
+        assert len(c.get_ca_certs()) == 1  # no system roots: only the certificate trustme made for this shadow
+    finally:
+        ctx.close()
+
+
 def test_the_client_verifies_the_shadow_certificate(loop) -> None:
     """The opening is the session's own: a client that does not trust the shadow's CA refuses it."""
     venue = ShadowVenue([b"{}"])
