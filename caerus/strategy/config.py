@@ -99,6 +99,10 @@ class StrategyConfig(ConfigBase, frozen=True):
     # (wire.OrderFlags.MODEL), so the report compares the arms' tick-to-decision and paper markouts.
     signal: Literal["naive", "model", "ab"] = "naive"
     model: str = ""  # the model file (signal = "model" or "ab"); its feature schema must be this strategy's
+    # Pin the model: its sha256 content hash (64 hex digits: the file's "hash", env.json's model.hash), compared
+    # with the hash the loader computes from the content. A file with other content stops the strategy (and
+    # `caerus session`) before anything starts, in one line naming both. "" = no pin.
+    model_sha256: Annotated[str, msgspec.Meta(pattern="^([0-9a-fA-F]{64})?$")] = ""
     # A/B window length (s); with signal = "model" a non-zero value makes it "ab". 0 with "ab" = 60 s.
     signal_ab_window_s: NonNegative = 0.0
 
@@ -115,6 +119,8 @@ class StrategyConfig(ConfigBase, frozen=True):
             raise ConfigError(f"shadow_every_ms warms a rare fire path: mode {self.mode!r} fires on every book")
         if self.signal != "naive" and not self.model:
             raise ConfigError(f"signal = \"{self.signal}\" needs model = PATH (a model file from `caerus train`)")
+        if self.model_sha256 and self.signal == "naive":
+            raise ConfigError("model_sha256 pins a model file: set signal = \"model\" or \"ab\" and model = PATH")
         if self.signal != "naive" and self.mode != "latency_arb":
             raise ConfigError(f"signal = \"{self.signal}\" is a latency_arb signal: mode {self.mode!r} fires on "
                               "every book")

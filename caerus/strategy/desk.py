@@ -31,7 +31,7 @@ class Desk:
         """Raises caerus.strategy.model_signal.ModelError (one line) for an unusable model file."""
         self.instruments = instruments
         # signal = "model" / "ab": one model file, read and checked once, evaluated by every instrument's ModelArb
-        self.model = load_model(cfg.model) if cfg.uses_model else None
+        self.model = load_model(cfg.model, cfg.model_sha256) if cfg.uses_model else None
         model = self.model
         self.arbs: list[Decider] = [
             BenchFireEveryBook(cfg, inst) if cfg.mode == "bench"

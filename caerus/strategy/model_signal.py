@@ -6,6 +6,15 @@ weights and intercept, or gradient-boosted trees as node arrays. Nothing here im
 :func:`load_model` checks the file's content hash and refuses a model whose feature schema is not this code's
 (caerus.strategy.features) with one line naming the difference.
 
+A model file is input, not code: the loader bounds what it costs before anything is generated from it. Only a
+regular file is read, up to MAX_MODEL_BYTES; a config may pin the content hash it expects
+(``StrategyConfig.model_sha256``, compared with the hash computed here, never with the file's own ``hash`` field,
+which any editor recomputes); every tree must be a tree -- each node and leaf reached exactly once from the root, so
+no shared subtree (a DAG would double the generated code at each level), no cycle (the arrays walk would never end)
+and nothing unreachable -- within MAX_TREES, MAX_TREE_NODES and MAX_TREE_DEPTH, checked iteratively; and the code
+form is refused past MAX_CODE_DEPTH levels or MAX_CODE_BYTES of generated source. Each refusal is one line naming
+the limit, or the tree and the node (docs/security.md, Model files).
+
 Evaluation forms (:func:`scorer`), measured by benchmarks/decision_cost.py:
 
 * ``linear``: the dot product generated as one Python expression over the features unpacked to locals (no loop);
@@ -31,6 +40,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +70,21 @@ _EXIT_REVERSAL = int(OrderReason.EXIT_REVERSAL)
 _EXIT_MAX_HOLD = int(OrderReason.EXIT_MAX_HOLD)
 _FLATTEN = int(OrderReason.FLATTEN)
 _QTY_EPS = 1e-12
+
+
+#: the largest model file read (bytes): `caerus train` writes 10-30 KB; parsed JSON takes up to ~25x its size in
+#: memory (4 MiB of empty lists: ~90 MiB), so this bounds the loader's memory whatever the file holds
+MAX_MODEL_BYTES = 4 << 20
+#: trees per model, internal nodes per tree, and node visits from a tree's root to its deepest leaf. LightGBM's
+#: num_leaves is 31 by default (the grid's <= 16); the depth bounds every evaluation's walk of one tree.
+MAX_TREES = 10_000
+MAX_TREE_NODES = 65_535
+MAX_TREE_DEPTH = 1_024
+#: the code form: Python's parser refuses more than 200 nested parentheses and a tree nests one per level (the
+#: grid's are <= 7 deep); compiling costs ~100 MiB and ~0.25 s per MiB of source, so the source is capped too
+#: (the grid's largest candidate generates ~30 KB)
+MAX_CODE_DEPTH = 150
+MAX_CODE_BYTES = 2 << 20
 
 
 class ModelError(ValueError):
@@ -95,7 +121,8 @@ def _num(v: object, what: str) -> float:
     return float(v)
 
 
-def _check_tree(tree: object, k: int) -> dict:
+def _check_tree(tree: object, k: int) -> tuple[dict, int]:
+    """Tree ``k`` of a model, checked (types, ranges, shape, limits) and copied: (its arrays, its depth)."""
     if not isinstance(tree, dict):
         raise ModelError(f"tree {k} is not an object")
     lists: list[list[Any]] = []
@@ -106,6 +133,8 @@ def _check_tree(tree: object, k: int) -> dict:
         lists.append(v)
     feat, thr, left, right, leaf = lists
     n_nodes, n_leaves = len(feat), len(leaf)
+    if n_nodes > MAX_TREE_NODES:
+        raise ModelError(f"tree {k} has {n_nodes} nodes, over MAX_TREE_NODES = {MAX_TREE_NODES}")
     if not (len(thr) == len(left) == len(right) == n_nodes) or n_leaves != n_nodes + 1:
         raise ModelError(f"tree {k}: {n_nodes} nodes need as many thresholds and children and {n_nodes + 1} leaves")
     for i in range(n_nodes):
@@ -113,26 +142,115 @@ def _check_tree(tree: object, k: int) -> dict:
         if isinstance(f, bool) or not isinstance(f, int) or not 0 <= f < N_FEATURES:
             raise ModelError(f"tree {k} node {i}: feature index {f!r} out of range")
         for c in (left[i], right[i]):
-            # a child >= 0 is a node, < 0 the leaf ~c (LightGBM's convention)
+            # a child >= 0 is a node, < 0 the leaf ~c (LightGBM's convention); node 0 is the root, no one's child
             if isinstance(c, bool) or not isinstance(c, int) or not (-n_leaves <= c < n_nodes) or c == 0:
                 raise ModelError(f"tree {k} node {i}: child {c!r} out of range")
         _num(thr[i], f"tree {k} node {i} threshold")
-    return {"feature": list(feat), "threshold": [_num(v, f"tree {k} threshold") for v in thr],
-            "left": list(left), "right": list(right), "leaf": [_num(v, f"tree {k} leaf") for v in leaf]}
+    depth = _tree_depth(k, left, right, n_leaves)
+    return ({"feature": list(feat), "threshold": [_num(v, f"tree {k} threshold") for v in thr],
+             "left": list(left), "right": list(right), "leaf": [_num(v, f"tree {k} leaf") for v in leaf]}, depth)
 
 
-def load_model(path: str | Path) -> Model:
-    """Read and check a model file: format, content hash, feature schema, numbers. ModelError in one line."""
-    p = Path(path)
+def _tree_depth(k: int, left: list[int], right: list[int], n_leaves: int) -> int:
+    """Check that in-range child arrays form one binary tree from node 0 -- every node and leaf reached exactly once,
+    so no shared subtree, no cycle, nothing unreachable -- no deeper than MAX_TREE_DEPTH; return its depth (node
+    visits on the longest root-to-leaf path, 0 for a lone leaf). Iterative: O(nodes) time and memory, no recursion,
+    and it stops at the first node reached a second time."""
+    n_nodes = len(left)
+    if n_nodes == 0:
+        return 0
+    # who reached each node / leaf first: parent * 2 + (0 left, 1 right); -1 not yet (the root: -2, no parent)
+    node_from = [-1] * n_nodes
+    leaf_from = [-1] * n_leaves
+    node_from[0] = -2
+    deepest = 0
+    stack = [(0, 1)]
+    while stack:
+        i, d = stack.pop()
+        if d > MAX_TREE_DEPTH:
+            raise ModelError(f"tree {k} is deeper than MAX_TREE_DEPTH = {MAX_TREE_DEPTH} levels (node {i} at "
+                             f"level {d})")
+        deepest = max(deepest, d)
+        for side, c in ((0, left[i]), (1, right[i])):
+            if c >= 0:
+                if node_from[c] != -1:
+                    raise ModelError(f"tree {k} is not a tree: {_second_visit(node_from, i, side, c)}")
+                node_from[c] = i * 2 + side
+                stack.append((c, d + 1))
+            else:
+                leaf = ~c
+                if leaf_from[leaf] != -1:
+                    first = leaf_from[leaf]
+                    raise ModelError(f"tree {k} is not a tree: node {i}'s {_SIDE[side]} child, leaf {leaf}, is "
+                                     f"already node {first >> 1}'s {_SIDE[first & 1]} child")
+                leaf_from[leaf] = i * 2 + side
+    # every node reached at most once from the root: n_nodes - 1 node children, so n_nodes + 1 leaf children,
+    # all distinct -- an unreached node is the only way left to fail (the leaves follow; checked for the message)
+    for what, seen in (("node", node_from), ("leaf", leaf_from)):
+        for j, by in enumerate(seen):
+            if by == -1:
+                raise ModelError(f"tree {k} is not a tree: {what} {j} is not reachable from the root (node 0)")
+    return deepest
+
+
+_SIDE = ("left", "right")
+
+
+def _second_visit(node_from: list[int], i: int, side: int, c: int) -> str:
+    """Why node ``c``, reached again as node ``i``'s ``side`` child, breaks the tree: a cycle when ``c`` is ``i``
+    or one of its ancestors, else a shared subtree (a DAG)."""
+    what = f"node {i}'s {_SIDE[side]} child is node {c}"
+    a = i
+    while a >= 0:  # up the parent chain of reached nodes: a tree so far, so it ends at the root (-2)
+        if a == c:
+            return f"{what}, {'itself' if c == i else 'its ancestor'} (a cycle)"
+        a = node_from[a] >> 1 if node_from[a] >= 0 else -1
+    first = node_from[c]
+    return f"{what}, already node {first >> 1}'s {_SIDE[first & 1]} child (a shared subtree)"
+
+
+def _read(p: Path) -> object:
+    """The file's JSON, read up to MAX_MODEL_BYTES from a regular file (O_NONBLOCK: a FIFO at the path cannot
+    block the start-up; what was opened is checked with fstat, no window between check and read)."""
     try:
-        doc = json.loads(p.read_text())
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise ModelError(f"model {p}: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelError(f"model {p}: not a regular file")
+        data = b""
+        while len(data) <= MAX_MODEL_BYTES:  # a regular file's read returns what is there, up to the size asked
+            chunk = os.read(fd, MAX_MODEL_BYTES + 1 - len(data))
+            if not chunk:
+                break
+            data += chunk
+    except OSError as exc:
+        raise ModelError(f"model {p}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_MODEL_BYTES:
+        raise ModelError(f"model {p}: over MAX_MODEL_BYTES = {MAX_MODEL_BYTES} bytes")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ModelError(f"model {p}: not JSON (nested too deeply)") from None
     except ValueError as exc:
         raise ModelError(f"model {p}: not JSON ({exc})") from None
+
+
+def load_model(path: str | Path, sha256: str = "") -> Model:
+    """Read and check a model file: size, format, the pinned content hash (``sha256``, 64 hex digits; "" = none),
+    its own content hash, feature schema, numbers, tree shapes. ModelError in one line."""
+    p = Path(path)
+    doc = _read(p)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ModelError(f"model {p}: not a caerus model file of format {FORMAT}")
     want = content_hash(doc)
+    # the pin is compared with the hash computed from the content: the file's own "hash" field proves nothing, an
+    # edited file carries its recomputed hash. Checked first, so a file other than the pinned one is read no further.
+    if sha256 and want != sha256.lower():
+        raise ModelError(f"model {p}: content sha256 {want} is not the pinned model_sha256 {sha256.lower()}")
     if doc.get("hash") != want:
         raise ModelError(f"model {p}: content hash {doc.get('hash')!r} does not match its content ({want[:12]}...)")
     sch = doc.get("schema")
@@ -160,8 +278,10 @@ def load_model(path: str | Path) -> Model:
         trees = tr.get("trees")
         if not isinstance(trees, list) or not trees:
             raise ModelError("trees.trees must be a non-empty list")
+        if len(trees) > MAX_TREES:
+            raise ModelError(f"{len(trees)} trees, over MAX_TREES = {MAX_TREES}")
         return Model(intercept=_num(tr.get("init", 0.0), "trees.init"),
-                     trees=tuple(_check_tree(t, k) for k, t in enumerate(trees)), **common)
+                     trees=tuple(_check_tree(t, k)[0] for k, t in enumerate(trees)), **common)
     except ModelError as exc:
         raise ModelError(f"model {p}: {exc}") from None
 
@@ -180,7 +300,9 @@ def strategy_model(config_path: str | Path | None) -> dict[str, object] | None:
     cfg = load_config(StrategyConfig, config_path, "strategy")
     if not cfg.uses_model:
         return None
-    ident = identity(load_model(cfg.model))
+    model = load_model(cfg.model, cfg.model_sha256)
+    scorer(model)  # its hot-path form is within the code limits, as the strategy will need at start
+    ident = identity(model)
     if cfg.ab_window_ns:
         ident["ab_window_s"] = cfg.ab_window_ns / 1e9
     return ident
@@ -196,39 +318,49 @@ def _linear_code(m: Model) -> str:
     return f"def score(x):\n{_UNPACK}\n    return {m.intercept!r}{' + ' + terms if terms else ''}\n"
 
 
-# Python's parser refuses more than 200 nested parentheses; a tree nests one per level (the grid's are <= 7 deep).
-_MAX_CODE_DEPTH = 150
 # Trees per generated statement: one expression of hundreds of terms would nest the compiler's recursion as deep.
 _TREES_PER_SUM = 50
 
 
 def _tree_expr(tree: dict, node: int, depth: int = 0) -> str:
+    # recursion bounded by MAX_CODE_DEPTH: _trees_code checks each tree's depth before generating it
     if node < 0:
         return repr(tree["leaf"][~node])
-    if depth >= _MAX_CODE_DEPTH:
-        raise ModelError(f"a tree deeper than {_MAX_CODE_DEPTH} levels (or with a cycle) cannot be compiled to code: "
+    if depth >= MAX_CODE_DEPTH:
+        raise ModelError(f"a tree deeper than MAX_CODE_DEPTH = {MAX_CODE_DEPTH} levels cannot be compiled to code: "
                          "use form trees_arrays")
     return (f"({_tree_expr(tree, tree['left'][node], depth + 1)} if x{tree['feature'][node]} <= "
             f"{tree['threshold'][node]!r} else {_tree_expr(tree, tree['right'][node], depth + 1)})")
 
 
-def _trees_code(m: Model) -> str:
+def _trees_code(trees: list[tuple[dict, int]], intercept: float) -> str:
     # Each tree is one nested conditional expression (its leaves and thresholds literals), and the trees are added
     # left to right in one expression per _TREES_PER_SUM: the same additions in the same order as LightGBM's
     # (init, then tree 0, 1, ...), so the same bits, without a store and a load of the running sum per tree.
-    terms = [_tree_expr(t, 0) if t["feature"] else repr(t["leaf"][0]) for t in m.trees]
+    terms = []
+    size = 0
+    for k, (t, depth) in enumerate(trees):
+        if depth > MAX_CODE_DEPTH:
+            raise ModelError(f"tree {k} is {depth} levels deep, over MAX_CODE_DEPTH = {MAX_CODE_DEPTH} (Python "
+                             "nests at most 200 parentheses): use form trees_arrays")
+        terms.append(_tree_expr(t, 0) if t["feature"] else repr(t["leaf"][0]))
+        size += len(terms[-1]) + 3
+        if size > MAX_CODE_BYTES:  # a checked tree's code is linear in its nodes: stop at the tree that crosses
+            raise ModelError(f"trees 0-{k} of {len(trees)} already generate {size} bytes of code, over "
+                             f"MAX_CODE_BYTES = {MAX_CODE_BYTES}: use form trees_arrays")
     lines = ["def score(x):", _UNPACK]
     for k in range(0, len(terms), _TREES_PER_SUM):
-        head = repr(m.intercept) if k == 0 else "s"
+        head = repr(intercept) if k == 0 else "s"
         lines.append(f"    s = {head} + " + " + ".join(terms[k:k + _TREES_PER_SUM]))
     lines.append("    return s")
     return "\n".join(lines) + "\n"
 
 
-def _trees_arrays(m: Model) -> Callable[[list[float]], float]:
+def _trees_arrays(checked: list[tuple[dict, int]], intercept: float) -> Callable[[list[float]], float]:
+    # every tree checked to be a tree: each walk ends at a leaf within the tree's depth (<= MAX_TREE_DEPTH visits)
     trees = tuple((tuple(t["feature"]), tuple(t["threshold"]), tuple(t["left"]), tuple(t["right"]),
-                   tuple(t["leaf"])) for t in m.trees)
-    init = m.intercept
+                   tuple(t["leaf"])) for t, _ in checked)
+    init = intercept
 
     def score(x: list[float]) -> float:
         s = init
@@ -248,12 +380,20 @@ def _trees_arrays(m: Model) -> Callable[[list[float]], float]:
 def scorer(m: Model, form: str | None = None) -> Callable[[list[float]], float]:
     """The model as a function of the feature list, in ``form`` (default: DEFAULT_FORM of its kind)."""
     form = form or DEFAULT_FORM[m.kind]
-    if form == "trees_arrays" and m.kind == "trees":
-        return _trees_arrays(m)
-    if form == "linear" and m.kind == "linear":
+    if m.kind == "trees" and form in ("trees_code", "trees_arrays"):
+        # checked again here, whoever built the Model (load_model, or a test or benchmark from arrays): both forms
+        # rely on the trees being trees
+        if len(m.trees) > MAX_TREES:
+            raise ModelError(f"model {m.path}: {len(m.trees)} trees, over MAX_TREES = {MAX_TREES}")
+        try:
+            checked = [_check_tree(t, k) for k, t in enumerate(m.trees)]
+            if form == "trees_arrays":
+                return _trees_arrays(checked, m.intercept)
+            code = _trees_code(checked, m.intercept)
+        except ModelError as exc:
+            raise ModelError(f"model {m.path}: {exc}") from None
+    elif form == "linear" and m.kind == "linear":
         code = _linear_code(m)
-    elif form == "trees_code" and m.kind == "trees":
-        code = _trees_code(m)
     else:
         raise ModelError(f"form {form!r} does not evaluate a {m.kind} model")
     namespace: dict[str, object] = {}

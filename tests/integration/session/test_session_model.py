@@ -1,6 +1,7 @@
 """A session trading a trained model (``signal = "model"``) names it by its content hash in env.json and the
-report; a model the strategy would refuse stops the session before anything starts; ``signal = "ab"`` alternates
-naive and model windows, tags each order with its arm and reports both arms."""
+report; a model the strategy would refuse (a tampered file, or another than the config pins) stops the session
+before anything starts; ``signal = "ab"`` alternates naive and model windows, tags each order with its arm and
+reports both arms."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from caerus import cli
 from caerus.capture.store import ChdbStore
 from caerus.strategy.ab import arm_at
 from caerus.wire import ExecFlags, OrderFlags
+from tests.fixtures.model_files import chain, trees_doc, write
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,6 +62,20 @@ def test_a_tampered_model_stops_the_session_before_it_starts(tmp_path: Path) -> 
     res = _session(tmp_path / "sessions", cfg, Path("/dev/shm") / f"caerus-test-model-bad-{os.getpid()}")
     assert res.returncode == 2
     assert "content hash" in res.stderr and str(model) in res.stderr
+    assert not (tmp_path / "sessions").exists() or not any((tmp_path / "sessions").iterdir())
+
+
+def test_a_model_other_than_the_pinned_one_stops_the_session_before_it_starts(tmp_path: Path) -> None:
+    """The strategy config pins a content hash (model_sha256); the file was edited and re-hashed: `caerus session`
+    refuses it at option checking, one line naming both hashes, and starts nothing."""
+    pinned, edited = trees_doc([chain(3)]), trees_doc([chain(3)], init=0.25)
+    model = write(tmp_path / "model.json", edited)
+    cfg = tmp_path / "strategy.toml"
+    cfg.write_text(f'signal = "model"\nmodel = "{model}"\nmodel_sha256 = "{pinned["hash"]}"\n')
+    res = _session(tmp_path / "sessions", cfg, Path("/dev/shm") / f"caerus-test-model-pin-{os.getpid()}")
+    assert res.returncode == 2
+    (msg,) = [ln for ln in res.stderr.splitlines() if "sha256" in ln]
+    assert f"model {model}: content sha256 {edited['hash']} is not the pinned model_sha256 {pinned['hash']}" in msg
     assert not (tmp_path / "sessions").exists() or not any((tmp_path / "sessions").iterdir())
 
 
