@@ -43,6 +43,14 @@ RATE_LIMITS = [
 _INTERVAL_MS = {"SECOND": 1000, "MINUTE": 60_000}
 
 
+def _window_ms(lim: dict[str, object]) -> int:
+    return _INTERVAL_MS[str(lim["interval"])] * int(lim["intervalNum"])  # type: ignore[call-overload]
+
+
+#: how long a request stays in the desk's log: the widest window any limit counts over
+_WIDEST_MS = max(_window_ms(lim) for lim in RATE_LIMITS)
+
+
 _PLACE = ("order.place", "v1/order.place")
 
 
@@ -138,14 +146,23 @@ def _px(value: float, spec: dict[str, Any]) -> str:
     return f"{value:.{max(2, spec['price_decimals'])}f}"
 
 
+def _log_request(now_ms: int, is_order: bool) -> None:
+    """Note one request in the desk's log and drop what has left the widest window, on every request whatever its
+    flags: the log holds one window's requests, never all of them (issue 44: ``returnRateLimits: false`` used to
+    skip the only pruning, so 200k ``time`` calls stayed forever). The deque's ``maxlen`` (desk.REQUEST_LOG_MAX)
+    also bounds a window's worth."""
+    log = DESK.requests_ms
+    log.append((now_ms, is_order))
+    while log and log[0][0] <= now_ms - _WIDEST_MS:
+        log.popleft()
+
+
 def _rate_limits(now_ms: int) -> list[dict[str, Any]]:
     """The limits with this connection's usage: requests in the last minute, orders in each order window."""
     log = DESK.requests_ms
-    while log and log[0][0] <= now_ms - 60_000:
-        log.popleft()
     out = []
     for lim in RATE_LIMITS:
-        window = _INTERVAL_MS[str(lim["interval"])] * int(lim["intervalNum"])  # type: ignore[call-overload]
+        window = _window_ms(lim)
         orders_only = lim["rateLimitType"] == "ORDERS"
         count = sum(1 for t, is_order in log if t > now_ms - window and (is_order or not orders_only))
         out.append({**lim, "count": count})
@@ -189,7 +206,7 @@ def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -
     else:
         reply = _binance_answer(msg, now_ms)
     # an accepted order counts against the order limits; every request against the request weight
-    DESK.requests_ms.append((now_ms, method in ("order.place", "v1/order.place") and "result" in reply))
+    _log_request(now_ms, method in ("order.place", "v1/order.place") and "result" in reply)
     params = msg.get("params") if isinstance(msg, dict) else None
     if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
         reply["rateLimits"] = _rate_limits(now_ms)

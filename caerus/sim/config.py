@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import ipaddress
 from collections.abc import Callable
@@ -34,6 +35,12 @@ class EmulatorConfig:
     hl_greeting: bool = False  # send the non-JSON greeting on every Hyperliquid connection
     hl_max_subscriptions_per_ip: int = 1000  # Hyperliquid: subscriptions one client IP may hold across connections
     hl_max_connections_per_ip: int = 10  # Hyperliquid: open WebSocket connections per client IP (429 beyond)
+    # Every 127/8 address reaches a loopback listener, so per-IP limits alone do not bound the emulator: a local
+    # user cycling source addresses gets 10 connections and 1000 subscriptions per address (issue 44). These
+    # totals bound the whole process whatever the addresses (the fleet holds a handful of connections).
+    hl_max_connections_total: int = 40  # Hyperliquid: open WebSocket connections from all clients (429 beyond)
+    hl_max_subscriptions_total: int = 4000  # Hyperliquid: subscriptions held by all clients
+    hl_max_subscription_bytes: int = 1024  # Hyperliquid: largest subscribe/unsubscribe message (a real one < 200)
     max_message_bytes: int = 1 << 20  # largest client message accepted
     metrics_dir: Path | None = None  # write venue-sim.hlog (emulator lateness) here
     # sched_yield after each top-of-book frame sent: the emulator shares a CPU with the fleet
@@ -62,9 +69,17 @@ class EmulatorConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("binance_max_incoming_per_s", "binance_max_streams", "hl_max_subscriptions_per_ip",
-                     "hl_max_connections_per_ip"):
+                     "hl_max_connections_per_ip", "hl_max_connections_total", "hl_max_subscriptions_total",
+                     "hl_max_subscription_bytes", "max_message_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for total, per_ip in (("hl_max_connections_total", "hl_max_connections_per_ip"),
+                              ("hl_max_subscriptions_total", "hl_max_subscriptions_per_ip")):
+            if getattr(self, total) < getattr(self, per_ip):  # one address could never reach its own limit
+                raise ValueError(f"{total} ({getattr(self, total)}) must be >= {per_ip} ({getattr(self, per_ip)})")
+        if self.hl_max_subscription_bytes > self.max_message_bytes:
+            raise ValueError(f"hl_max_subscription_bytes ({self.hl_max_subscription_bytes}) must be <= "
+                             f"max_message_bytes ({self.max_message_bytes})")
         if self.replay is not None and not Path(self.replay).is_file():
             raise ValueError(f"replay file {self.replay} does not exist")
         self.market.validate()
@@ -81,6 +96,9 @@ class VenueCounters:
     rejected: int = 0  # handshakes refused with an HTTP status (scenario or bad path)
     tls_failed: int = 0  # handshakes served the rogue certificate
     http_requests: int = 0  # plain HTTP (REST) requests answered on the venue's port
+    # requests refused, by the limit's setting name (hl_max_connections_total, hl_max_subscription_bytes, ...) or
+    # by what was wrong (invalid_subscription): stats() reports them, so a refusal is never silent
+    refused: collections.Counter[str] = field(default_factory=collections.Counter)
 
     @property
     def active(self) -> int:

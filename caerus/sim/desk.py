@@ -33,6 +33,10 @@ ENV_ED25519_PUBLIC_KEY_FILE = "CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE"
 ENV_HL_ADDRESS = "CAERUS_SIM_HL_ADDRESS"
 ENV_HL_NETWORK = "CAERUS_SIM_HL_NETWORK"
 ENV_HL_VAULTS = "CAERUS_SIM_HL_VAULTS"  # comma-separated vault addresses the wallet may trade for
+#: the most requests the Binance rate-limit log keeps: 10x the largest limit (2400 weight a minute), so a reported
+#: count saturates only far past the point where the venue would have refused the client (bounds memory whatever
+#: the request rate)
+REQUEST_LOG_MAX = 24_000
 
 
 @dataclass
@@ -73,7 +77,9 @@ class OrderDesk:
     books: dict[str, Book] = field(default_factory=dict)  # book key (see book_key) -> top of book
     seen_nonces: set[int] = field(default_factory=set)
     ids: itertools.count = field(default_factory=lambda: itertools.count(1_000_001))
-    requests_ms: collections.deque[tuple[int, bool]] = field(default_factory=collections.deque)  # (ms, is order)
+    # (ms, is order) of the WebSocket API's requests in the widest rate-limit window (caerus.sim.binance_orders)
+    requests_ms: collections.deque[tuple[int, bool]] = field(
+        default_factory=lambda: collections.deque(maxlen=REQUEST_LOG_MAX))
 
 
 DESK = OrderDesk()

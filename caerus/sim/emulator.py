@@ -189,10 +189,12 @@ class VenueEmulator:
             s.close()
         log.info("venue emulator stopped: %s", json.dumps(self.stats()))
 
-    def connection_counts(self) -> dict[str, dict[str, int]]:
+    def connection_counts(self) -> dict[str, dict[str, Any]]:
+        """Per venue: connections opened / closed / active, handshakes rejected, TLS failures, HTTP requests, and
+        the requests refused by each limit (``refused``: setting name or reason -> count)."""
         return {
             v: {"opened": c.opened, "closed": c.closed, "active": c.active, "rejected": c.rejected,
-                "tls_failed": c.tls_failed, "http_requests": c.http_requests}
+                "tls_failed": c.tls_failed, "http_requests": c.http_requests, "refused": dict(c.refused)}
             for v, c in self.state.counters.items()
         }
 

@@ -20,6 +20,11 @@
   ``hl_max_subscriptions_per_ip`` (1000) subscriptions per client IP across its connections (an ``error`` frame
   naming the limit) and ``hl_max_connections_per_ip`` (10) open connections
   per IP (the next handshake gets HTTP 429).
+* Limits of this emulator (issue 44: every 127/8 address reaches a loopback listener, so per-IP limits alone bound
+  nothing): ``hl_max_connections_total`` (40) connections and ``hl_max_subscriptions_total`` (4000) subscriptions
+  from all addresses together; a subscribe / unsubscribe message over ``hl_max_subscription_bytes`` (1024) is
+  refused. A subscription keeps only the keys its channel defines, and a ``user`` must be an address
+  (caerus.sim.hyperliquid_subscriptions). Each refusal names its limit and is counted in ``VenueCounters.refused``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
 from caerus.sim.hyperliquid_rest import HyperliquidRest
+from caerus.sim.hyperliquid_subscriptions import normalise, sub_id
 from caerus.sim.instrument_feeds import candle_topic
 from caerus.sim.order_entry import hyperliquid_post_reply
 from caerus.sim.tape import INTERVAL_MINUTES
@@ -101,10 +107,6 @@ def _client_ip(conn: ServerConnection) -> str:
     return str(addr[0]) if addr else "?"
 
 
-def _sub_id(subscription: dict) -> str:
-    return json.dumps(subscription, sort_keys=True, separators=(",", ":"))
-
-
 class HyperliquidServer:
     venue = "hyperliquid"
 
@@ -115,6 +117,21 @@ class HyperliquidServer:
         self.coins = frozenset(i.name for i in state.config.market.instruments() if i.hl_asset is not None)
         self._ip_conns: dict[str, set[ServerConnection]] = collections.defaultdict(set)  # handshakes let in
         self._ip_subs: collections.Counter[str] = collections.Counter()  # subscriptions held per client IP
+        self._subs_total = 0  # subscriptions held by every client IP together
+
+    def _refuse(self, limit: str) -> None:
+        """Count a refusal under the limit (or the reason) that caused it."""
+        self.counters.refused[limit] += 1
+
+    def _open_connections(self) -> int:
+        """Connections let in and not yet closed, from every address (a handshake that failed after it was let
+        in never reaches the handler's cleanup: dropped here by its state)."""
+        for ip in list(self._ip_conns):
+            live = self._ip_conns[ip]
+            live.difference_update([c for c in live if c.state is State.CLOSED])
+            if not live:
+                del self._ip_conns[ip]
+        return sum(len(live) for live in self._ip_conns.values())
 
     def http(self, request: HttpRequest) -> HttpReply:
         """A plain HTTP request on this port (``POST /info``, ``POST /exchange``)."""
@@ -140,13 +157,23 @@ class HyperliquidServer:
         if path != PATH:
             self.counters.rejected += 1
             return conn.respond(404, f"no WebSocket endpoint at {path}\n")
-        ip, limit = _client_ip(conn), self.state.config.hl_max_connections_per_ip
+        cfg, ip = self.state.config, _client_ip(conn)
+        total = self._open_connections()
         live = self._ip_conns[ip]
-        live.difference_update([c for c in live if c.state is State.CLOSED])
-        if len(live) >= limit:
+        if len(live) >= cfg.hl_max_connections_per_ip:
+            limit = cfg.hl_max_connections_per_ip
             self.counters.rejected += 1
+            self._refuse("hl_max_connections_per_ip")
             log.info("hyperliquid handshake from %s rejected: %d connections open (limit %d)", ip, len(live), limit)
             return conn.respond(429, f"Too many connections: at most {limit} websocket connections per IP address\n")
+        if total >= cfg.hl_max_connections_total:
+            limit = cfg.hl_max_connections_total
+            self.counters.rejected += 1
+            self._refuse("hl_max_connections_total")
+            log.info("hyperliquid handshake from %s rejected: %d connections open in all (hl_max_connections_total "
+                     "%d)", ip, total, limit)
+            return conn.respond(429, f"Too many connections: at most {limit} websocket connections in all "
+                                     "(emulator limit hl_max_connections_total)\n")
         scenario = self.state.config.scenario
         if scenario.name in ("http-429", "http-503") and self.state.budget.claim(self.venue):
             self.counters.rejected += 1
@@ -194,6 +221,7 @@ class HyperliquidServer:
             ip = _client_ip(conn)
             self._ip_conns[ip].discard(conn)
             self._ip_subs[ip] -= len(subscribed)
+            self._subs_total -= len(subscribed)
             if self._ip_subs[ip] <= 0:
                 del self._ip_subs[ip]
             if not self._ip_conns[ip]:
@@ -223,46 +251,67 @@ class HyperliquidServer:
                 return None
             return reply
         if method in ("subscribe", "unsubscribe"):
-            subscription = req.get("subscription")
-            if not isinstance(subscription, dict) or subscription.get("type") not in KNOWN_TYPES:
-                return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}")
-            if subscription.get("type") in COIN_TYPES and not isinstance(subscription.get("coin"), str):
-                return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: missing coin")
-            sid = _sub_id(subscription)
-            if method == "subscribe":
-                why = refusal(subscription, self.coins)
-                if why is not None:
-                    return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: {why}")
-                if sid in subscribed:
-                    return frames.hl_error(f"Already subscribed: {json.dumps(subscription)}")
-                limit = self.state.config.hl_max_subscriptions_per_ip
-                if self._ip_subs[ip] >= limit:
-                    return frames.hl_error(f"Cannot subscribe to {json.dumps(subscription)}: at most {limit} "
-                                           "subscriptions per IP address (across its connections)")
-                key = topic_for(subscription)
-                subscribed[sid] = key
-                self._ip_subs[ip] += 1
-                sub.arm()
-                reply = frames.hl_subscription_response(method, subscription)
-                if key is not None:
-                    # Ack first so the response precedes the first data frame.
-                    sub.send(reply, control=True)
-                    current = self.state.snapshot(key)
-                    if subscription.get("type") == "userFills":  # the venue starts with a snapshot of fills
-                        fills = orders.hyperliquid_user_fills() if subscription["user"].lower() in (
-                            orders.DESK.hyperliquid_address, *orders.DESK.hyperliquid_vaults) else []
-                        current = json.dumps({"channel": "userFills", "data": {
-                            "isSnapshot": True, "user": subscription["user"], "fills": fills}}, separators=(",", ":"))
-                    if current is not None:  # the venue answers a subscription with the current state
-                        sub.send(current)
-                    self.state.topics.add(key, sub)
-                    return None
-                return reply
+            return self._subscription(method, req.get("subscription"), text, sub, subscribed, ip)
+        return frames.hl_error(f"Error parsing JSON into valid websocket request: {text[:200]}")
+
+    def _subscription(self, method: str, raw: object, text: str, sub: Subscriber, subscribed: dict[str, str | None],
+                      ip: str) -> str | None:
+        """A subscribe or unsubscribe: checked against the message cap, normalised to its channel's keys, checked
+        against the per-IP and total limits, then held (or released)."""
+        cfg = self.state.config
+        cap = cfg.hl_max_subscription_bytes
+        size = len(text) if text.isascii() else len(text.encode())
+        if size > cap:
+            self._refuse("hl_max_subscription_bytes")
+            return frames.hl_error(f"Cannot {method}: the message is {size} bytes, over the limit of {cap} "
+                                   "(emulator limit hl_max_subscription_bytes)")
+        subscription = normalise(raw)
+        if isinstance(subscription, str):
+            self._refuse("invalid_subscription")
+            return frames.hl_error(f"Invalid subscription {json.dumps(raw)}: {subscription}")
+        sid = sub_id(subscription)
+        if method == "unsubscribe":
             if sid not in subscribed:
                 return frames.hl_error(f"Already unsubscribed: {json.dumps(subscription)}")
             key = subscribed.pop(sid)
             self._ip_subs[ip] -= 1
+            self._subs_total -= 1
             if key is not None:
                 self.state.topics.remove(key, sub)
             return frames.hl_subscription_response(method, subscription)
-        return frames.hl_error(f"Error parsing JSON into valid websocket request: {text[:200]}")
+        why = refusal(subscription, self.coins)
+        if why is not None:
+            self._refuse("invalid_subscription")
+            return frames.hl_error(f"Invalid subscription {json.dumps(subscription)}: {why}")
+        if sid in subscribed:
+            return frames.hl_error(f"Already subscribed: {json.dumps(subscription)}")
+        if self._ip_subs[ip] >= cfg.hl_max_subscriptions_per_ip:
+            self._refuse("hl_max_subscriptions_per_ip")
+            return frames.hl_error(f"Cannot subscribe to {json.dumps(subscription)}: at most "
+                                   f"{cfg.hl_max_subscriptions_per_ip} subscriptions per IP address (across its "
+                                   "connections)")
+        if self._subs_total >= cfg.hl_max_subscriptions_total:
+            self._refuse("hl_max_subscriptions_total")
+            return frames.hl_error(f"Cannot subscribe to {json.dumps(subscription)}: at most "
+                                   f"{cfg.hl_max_subscriptions_total} subscriptions in all (emulator limit "
+                                   "hl_max_subscriptions_total)")
+        key = topic_for(subscription)
+        subscribed[sid] = key
+        self._ip_subs[ip] += 1
+        self._subs_total += 1
+        sub.arm()
+        reply = frames.hl_subscription_response(method, subscription)
+        if key is None:
+            return reply
+        # Ack first so the response precedes the first data frame.
+        sub.send(reply, control=True)
+        current = self.state.snapshot(key)
+        if subscription["type"] == "userFills":  # the venue starts with a snapshot of fills
+            fills = orders.hyperliquid_user_fills() if subscription["user"].lower() in (
+                orders.DESK.hyperliquid_address, *orders.DESK.hyperliquid_vaults) else []
+            current = json.dumps({"channel": "userFills", "data": {
+                "isSnapshot": True, "user": subscription["user"], "fills": fills}}, separators=(",", ":"))
+        if current is not None:  # the venue answers a subscription with the current state
+            sub.send(current)
+        self.state.topics.add(key, sub)
+        return None
