@@ -1,14 +1,14 @@
 """Hyperliquid emulator server: the public WebSocket API at ``/ws`` (anything else: HTTP 404 at handshake).
 
-* ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo, the
-  current bbo, then a ``bbo`` frame per block whose top changed; ``l2Book`` (current book first) every 5 s
-  (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels); ``trades`` (the latest trade first, then each
-  trade as the top moves through a level), ``candle`` (the coin's current candle of the interval after each
-  trade), ``allMids`` (every emulated coin's mid, per block in which a top changed) and ``activeAssetCtx`` (per
-  block whose top changed). User channels (``orderUpdates``, ``userFills``, ``userEvents``, ``notification``,
-  ``webData2``...) are acknowledged: they carry account events only. A market channel this emulator does not model
-  (``activeAssetData``) and coins not emulated are refused with an ``error`` frame naming the subscription, never
-  acknowledged and left silent.
+* ``{"method":"subscribe","subscription":{"type":"bbo","coin":"BTC"}}`` -> ``subscriptionResponse`` echo (of the
+  subscription as kept), the current bbo, then a ``bbo`` frame per block whose top changed; ``l2Book`` (current
+  book first) every 5 s (20 levels) or, with ``"fast":true``, every 0.5 s (5 levels); ``trades`` (the latest
+  trade first, then each trade as the top moves through a level), ``candle`` (the coin's current candle of the
+  interval after each trade), ``allMids`` (every emulated coin's mid, per block in which a top changed) and
+  ``activeAssetCtx`` (per block whose top changed). User channels (``orderUpdates``, ``userFills``,
+  ``userEvents``, ``notification``, ``webData2``...) are acknowledged: they carry account events only. A market
+  channel this emulator does not model (``activeAssetData``) and coins not emulated are refused with an ``error``
+  frame naming the subscription, never acknowledged and left silent.
 * ``{"method":"ping"}`` -> ``{"channel":"pong"}``; bad requests -> ``{"channel":"error","data":"..."}``.
 * ``{"method":"post","id":N,"request":{...}}`` -> ``caerus.sim.orders.hyperliquid_post_response``.
 * Any other request on the port (no WebSocket upgrade) is HTTP: ``POST /info`` and ``POST /exchange``
