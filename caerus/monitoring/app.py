@@ -159,5 +159,6 @@ def run(args: argparse.Namespace) -> int:
         if collector is not None:  # its own cost, beside the on/off benchmark (logs/exporter.log in a session)
             t = os.times()
             print(f"caerus exporter: {collector.scrapes} scrapes, cpu {t.user + t.system:.2f} s "
-                  f"over {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+                  f"over {time.monotonic() - started:.1f} s; connections refused (pool busy) {server.refused}, "
+                  f"timed out {server.timed_out}", file=sys.stderr, flush=True)
     return 0

@@ -21,6 +21,8 @@ COUNTERS = {
     "caerus_ring_lost_total": "ring records a reader lost to lapping, by ring",
     "caerus_ring_full_total": "records a writer could not publish (ring full)",
     "caerus_process_errors_total": "errors a process counted",
+    "caerus_exporter_connections_refused_total": "connections the exporter refused: every worker was busy",
+    "caerus_exporter_connections_timed_out_total": "connections the exporter closed at their deadline",
 }
 GAUGES = {
     "caerus_up": "1 while the process's counter block is attached",

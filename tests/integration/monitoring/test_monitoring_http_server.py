@@ -1,8 +1,10 @@
 """The exporter's HTTP server counts a response as in flight until its last byte is written, so the exporter's
-stop can wait for the scrape that carries a session's final counts."""
+stop can wait for the scrape that carries a session's final counts; local clients cannot grow its threads past its
+pool or hold a worker past the connection deadline."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import urllib.request
@@ -13,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from caerus.monitoring.http_server import serve
+from caerus.monitoring.http_server import WORKERS, serve
 
 pytestmark = pytest.mark.integration
 
@@ -76,6 +78,58 @@ def test_it_binds_loopback_v6_when_asked() -> None:
     try:
         out = urllib.request.urlopen(f"http://[::1]:{server.server_port}/metrics", timeout=WAIT_S).read()
         assert b"# HELP" in out or out == b""
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(WAIT_S)
+
+
+HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # no blank line: the request never ends
+TEST_TIMEOUT_S = 5.0  # the connection deadline here (the exporter's is CONNECTION_TIMEOUT_S)
+
+
+def test_half_sent_requests_hold_at_most_the_pool_and_a_scrape_follows_their_deadline() -> None:
+    """Issue 44: prometheus_client's server started a thread per connection and never timed one out. Here N
+    half-sent requests (N > the pool) leave at most the pool's threads; the rest are refused with a 503 naming the
+    limit, counted; at the deadline the held ones are closed, counted, and a normal scrape succeeds."""
+    workers, n = 4, 40
+    before = threading.active_count()
+    registry = CollectorRegistry()
+    server, thread, _ = serve(registry, "127.0.0.1", 0, workers=workers, connection_timeout_s=TEST_TIMEOUT_S)
+    port = server.server_port
+    clients: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            c = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+            c.sendall(HALF_SENT)
+            clients.append(c)
+        assert _until(lambda: server.refused == n - workers), server.refused
+        assert threading.active_count() - before <= workers + 1  # the pool and the accepting thread, no more
+        answer = clients[-1].recv(4096)  # accepted in order: the first `workers` are held, the rest refused
+        assert answer.startswith(b"HTTP/1.0 503 ") and b"WORKERS" in answer, answer
+        # the held ones end at their deadline (the server closes them: EOF), and the pool serves again
+        assert _until(lambda: server.timed_out == workers), server.timed_out
+        for c in clients[:workers]:
+            assert c.recv(4096) == b""
+        out = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT_S).read()
+        assert f"caerus_exporter_connections_refused_total {n - workers}.0".encode() in out
+        assert f"caerus_exporter_connections_timed_out_total {workers}.0".encode() in out
+        assert threading.active_count() - before <= workers + 1
+    finally:
+        for c in clients:
+            c.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+
+
+def test_the_exporters_pool_is_bounded_by_default() -> None:
+    registry = CollectorRegistry()
+    server, thread, _ = serve(registry, "127.0.0.1", 0)
+    try:
+        assert server.workers == WORKERS <= 16
+        assert 0 < server.connection_timeout_s <= 30
     finally:
         server.shutdown()
         server.server_close()
