@@ -170,13 +170,15 @@ def _start_warmer(cfg: FeedConfig, out: FeedOutputs, loop: asyncio.AbstractEvent
     frames = synthetic_frames(book_frame, cfg.symbols[0])
     warmer = FeedWarmer(out.sink, frames, cfg.warm_every_us, loop)
     warmer.start()
-    out.log("warm_path", every_us=cfg.warm_every_us, frames=len(frames), shadow_url=warmer.shadow.venue.url)
+    out.log("warm_path", every_us=cfg.warm_every_us, frames=len(frames), shadow_url=warmer.shadow.venue.url,
+            intruders=warmer.shadow.venue.intruders)
     return warmer
 
 
 def _warm_counters(warmer: FeedWarmer, out: FeedOutputs) -> None:
     out.counters.set("warm_reads", warmer.reads)
     out.counters.set("warm_skipped", warmer.skipped)
+    out.counters.set("warm_intruders", warmer.shadow.venue.intruders)
 
 
 async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs,

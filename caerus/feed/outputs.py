@@ -70,6 +70,7 @@ INT_COUNTERS: tuple[str, ...] = (
     "wait_policy",  # the event loop that ran: 1 spin, 2 hybrid, 3 sleep
     "warm_reads",  # synthetic frames the warm path's shadow connection read (--warm-every-us; caerus.feed.warm)
     "warm_skipped",  # warm-path ticks skipped: the feed had published since the previous one
+    "warm_intruders",  # other local connections the warm path's shadow listener closed unread at start
     # this process's CPU time (user + system) since its first message, and the messages since then: the cost per
     # message is cpu_ns / cpu_msgs (start-up -- imports, TLS set-up -- left out; meaningful with the sleep wait
     # policy: a spinning loop burns its core whatever arrives)

@@ -14,6 +14,12 @@ costs the client exactly what a venue's record costs, and the venue's side one `
 
 :class:`ShadowConnection` pairs the two; :meth:`ShadowConnection.read_one` is one rehearsal. Nothing it delivers
 reaches a book or a ring: its session's handler is the sink's ``rehearse``, not ``on_message``.
+
+The listener is on loopback for the moment of the opening, where any local process can connect to it (its port is
+in ``/proc/net/tcp``). It keeps accepting until its own client arrives -- matched by the client socket's address,
+which no other process can hold -- closing every other connection unread and counting it (``intruders``), and
+gives up only at ``OWN_CLIENT_DEADLINE_S`` (:class:`ShadowClientMissing`). Accepting once let an intruder that
+connected first end the feed at start (issue 44).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import contextlib
 import select
 import socket
 import ssl
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -37,6 +44,14 @@ from caerus.net.ws import MessageHandler
 HOST = "localhost"  # the name on the shadow's certificate and in its URL (resolved by getaddrinfo: loopback)
 PATH = "/shadow"
 ANSWER_TIMEOUT_S = 5.0  # bound on every wait of the opening (the peer is in this process: it answers at once)
+# How long the listener waits for its own client, accepting and closing others meanwhile. The client has connected
+# before the listener accepts (its connect() returned): only intruders queued ahead of it, or a SYN the kernel
+# dropped from a queue they filled (retried after 1 s, then 3 s), stand between.
+OWN_CLIENT_DEADLINE_S = 5.0
+
+
+class ShadowClientMissing(ConnectionError):
+    """The shadow venue's own client did not reach its listener by the deadline."""
 RECORDS_PER_BATCH = 256  # records encrypted at a time (TLS records carry sequence numbers: made in order)
 
 
@@ -54,7 +69,7 @@ def _bounded(sock: socket.socket) -> Iterator[None]:
 class ShadowVenue:
     """The venue's end of a shadow connection (see the module docstring); also the opening's I/O."""
 
-    def __init__(self, frames: Sequence[bytes]) -> None:
+    def __init__(self, frames: Sequence[bytes], own_client_deadline_s: float = OWN_CLIENT_DEADLINE_S) -> None:
         if not frames:
             raise ValueError("a shadow venue needs at least one frame to send")
         self._frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in frames]
@@ -75,6 +90,8 @@ class ShadowVenue:
         self.url = f"wss://{HOST}:{self._listener.getsockname()[1]}{PATH}"
         self._sock: socket.socket | None = None
         self.sent = 0
+        self.own_client_deadline_s = own_client_deadline_s
+        self.intruders = 0  # other connections the listener accepted and closed unread before its own client
 
     # -- the opening's I/O: the client's socket calls, each answered before it returns --------------------------
     async def getaddrinfo(self, host: str, port: int, *, type: int) -> list[Any]:
@@ -83,12 +100,25 @@ class ShadowVenue:
     async def sock_connect(self, sock: socket.socket, address: Any) -> None:
         with _bounded(sock):
             sock.connect(address)
-        self._listener.settimeout(ANSWER_TIMEOUT_S)
-        peer, peer_addr = self._listener.accept()
+        own = sock.getsockname()
+        deadline = time.monotonic() + self.own_client_deadline_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise TimeoutError
+                self._listener.settimeout(left)
+                peer, peer_addr = self._listener.accept()
+            except TimeoutError:
+                self._listener.close()
+                raise ShadowClientMissing(
+                    f"the shadow venue's own client did not reach its listener within {self.own_client_deadline_s} s "
+                    f"(OWN_CLIENT_DEADLINE_S); {self.intruders} other connection(s) refused meanwhile") from None
+            if peer_addr == own:
+                break
+            peer.close()  # another local process: never read its bytes, and keep waiting for our own client
+            self.intruders += 1
         self._listener.close()
-        if peer_addr != sock.getsockname():  # another local process got in first: never read its bytes
-            peer.close()
-            raise ConnectionRefusedError(f"the shadow venue accepted {peer_addr}, not its own client")
         self._sock = peer
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.settimeout(ANSWER_TIMEOUT_S)

@@ -13,7 +13,7 @@ import pytest
 from websockets.protocol import State
 
 from caerus.net.busy import BusyWsSession
-from caerus.net.shadow import RECORDS_PER_BATCH, ShadowConnection, ShadowVenue
+from caerus.net.shadow import RECORDS_PER_BATCH, ShadowClientMissing, ShadowConnection, ShadowVenue
 
 
 @pytest.fixture
@@ -110,17 +110,55 @@ def test_a_broken_shadow_says_so(loop) -> None:
         shadow.close()
 
 
-def test_the_shadow_venue_serves_only_its_own_client(loop) -> None:
-    """Its loopback listener is open for a moment: a local process that connects first is refused, not read."""
-    venue = ShadowVenue([b"{}"])
-    port = int(venue.url.rsplit(":", 1)[1].split("/")[0])
-    intruder = socket.create_connection(("127.0.0.1", port), timeout=5)
-    session = BusyWsSession(venue.url, 0, lambda *a: True, ssl_context=venue.client_context)
+def _closed_without_a_byte(c: socket.socket) -> bool:
     try:
-        with pytest.raises(ConnectionRefusedError, match="not its own client"):
-            session.open_now(venue, loop)
+        return c.recv(4096) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _port(venue: ShadowVenue) -> int:
+    return int(venue.url.rsplit(":", 1)[1].split("/")[0])
+
+
+def test_intruders_that_connect_first_are_closed_unread_and_the_shadow_still_opens(loop) -> None:
+    """Issue 44: the listener accepted once, so a local process that connected first ended the feed at start.
+    Now every connection ahead of the shadow's own client is closed unread and counted, and the shadow opens."""
+    venue = ShadowVenue([b'{"k":1}'])
+    intruders = [socket.create_connection(("127.0.0.1", _port(venue)), timeout=5) for _ in range(3)]
+    intruders[0].sendall(b"GET /shadow HTTP/1.1\r\nHost: localhost\r\n\r\n")  # never read
+    got: list[bytes] = []
+    session = BusyWsSession(venue.url, 0, lambda raw, t, s: got.append(raw) or True,
+                            ssl_context=venue.client_context)
+    try:
+        session.open_now(venue, loop)
+        assert session._proto is not None and session._proto.state is State.OPEN
+        assert venue.intruders == 3
+        for c in intruders:  # closed by the venue, nothing sent to them (unread bytes make the close a reset)
+            assert _closed_without_a_byte(c)
+        venue.send_next()
+        session._on_readable()
+        assert got == [b'{"k":1}']
     finally:
-        intruder.close()
+        for c in intruders:
+            c.close()
         if session._sock is not None:
             session._sock.close()
+        venue.close()
+
+
+def test_the_listener_gives_up_on_its_own_client_only_at_its_deadline(loop) -> None:
+    """Its own client never arrives (connected elsewhere): the one error, named, after the deadline, with the
+    intruders it closed meanwhile counted."""
+    venue = ShadowVenue([b"{}"], own_client_deadline_s=0.5)
+    intruder = socket.create_connection(("127.0.0.1", _port(venue)), timeout=5)
+    elsewhere = socket.create_server(("127.0.0.1", 0))
+    client = socket.socket()
+    try:
+        with pytest.raises(ShadowClientMissing, match=r"within 0.5 s \(OWN_CLIENT_DEADLINE_S\); 1 other"):
+            loop.run_until_complete(venue.sock_connect(client, elsewhere.getsockname()))
+        assert venue.intruders == 1
+    finally:
+        for s_ in (intruder, elsewhere, client):
+            s_.close()
         venue.close()
