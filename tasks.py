@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parent
                                       "feed processes (default: caerus.plan.MAX_FEED_BOOKS_PER_S)",
         "host_key": "with --host, first contact: verified (default for an EC2 instance) | tofu",
         "monitor": "local: a real Prometheus scrapes the session's exporter; its data stays in the session folder",
+        "prometheus_lifecycle": "with --monitor: turn on Prometheus's lifecycle API (POST /-/quit, /-/reload; no "
+                                "authentication: any local user can stop it). Off by default",
     }
 )
 def bench(
@@ -77,11 +79,16 @@ def bench(
     max_books_per_feed_process: float = 0.0,
     host_key: str = "",
     monitor: bool = False,
+    prometheus_lifecycle: bool = False,
 ) -> None:
     """Run a timed session of the whole fleet and report it (locally against the emulator by default).
 
     Locally this is exactly `caerus session` (one code path: same options, duration grammar and exit codes: 1 when
     the session failed, 2 for bad input); with --host it runs that on the host and collects the result."""
+    if prometheus_lifecycle and not monitor:
+        print("bench: --prometheus-lifecycle needs --monitor (it is an option of the Prometheus --monitor starts)",
+              file=sys.stderr)
+        sys.exit(2)
     if host:
         from infra.hosts import StateError
         from infra.remote import HostKeyMismatch, RemoteError
@@ -129,7 +136,7 @@ def bench(
         from caerus.monitoring.prometheus import PrometheusError
 
         try:
-            with monitored(Path(out)) as exporter_port:
+            with monitored(Path(out), lifecycle=prometheus_lifecycle) as exporter_port:
                 args.exporter_port = exporter_port
                 rc = run_session(args)
         except PrometheusError as exc:
@@ -142,9 +149,11 @@ def bench(
 @task(help={"session": "a session folder run with bench --monitor: serve its kept metrics",
             "host": "a provisioned host: SSH tunnel to its exporter, a local Prometheus scraping through it",
             "port": "Prometheus port on 127.0.0.1 (default 9090)", "out": "sessions folder (default ./sessions)",
-            "state_dir": "local state folder (default ./.state)"})
+            "state_dir": "local state folder (default ./.state)",
+            "prometheus_lifecycle": "turn on Prometheus's lifecycle API (POST /-/quit, /-/reload; no authentication: "
+                                    "any local user can stop it). Off by default"})
 def monitor(c: Context, session: str = "", host: str = "", port: int = 9090, out: str = "sessions",
-            state_dir: str = "") -> None:
+            state_dir: str = "", prometheus_lifecycle: bool = False) -> None:
     """A real Prometheus on loopback: over a session's kept metrics, or scraping a host through an SSH tunnel
     (docs/monitoring.md)."""
     from caerus.monitoring.local_monitor import serve_saved
@@ -156,7 +165,7 @@ def monitor(c: Context, session: str = "", host: str = "", port: int = 9090, out
         sys.exit(2)
     try:
         if session:
-            serve_saved(Path(session), port)
+            serve_saved(Path(session), port, lifecycle=prometheus_lifecycle)
             return
         import time
 
@@ -174,7 +183,8 @@ def monitor(c: Context, session: str = "", host: str = "", port: int = 9090, out
 
         store = HostStore(state_dir or None)
         try:
-            monitor_host(store.load(host), store.known_hosts, Path(out) / f"{host}-monitor", port, until_interrupted)
+            monitor_host(store.load(host), store.known_hosts, Path(out) / f"{host}-monitor", port, until_interrupted,
+                         lifecycle=prometheus_lifecycle)
         except (StateError, HostKeyMismatch, RemoteError, OSError) as exc:
             print(f"monitor --host {host}: {exc}", file=sys.stderr)
             sys.exit(1)

@@ -21,15 +21,16 @@ from infra.remote import connect
 
 def monitor_host(record: HostRecord, known_hosts: Path, data_dir: Path, prometheus_port: int,
                  until: Callable[[int, int], None], remote_port: int = EXPORTER_PORT, host_key: str = "",
-                 say: Callable[[str], None] = print) -> None:
+                 say: Callable[[str], None] = print, lifecycle: bool = False) -> None:
     """Tunnel local -> host 127.0.0.1:remote_port, Prometheus scraping the local end; ``until(prometheus_port,
-    tunnel_port)`` runs while both are up (the task waits for Ctrl-C, the test queries)."""
+    tunnel_port)`` runs while both are up (the task waits for Ctrl-C, the test queries). ``lifecycle``:
+    Prometheus's unauthenticated quit/reload API on (off by default)."""
     conn = connect(record, known_hosts, say, host_key=host_key)
     try:
         tunnel_port = free_port()
         with conn.forward_local(local_port=tunnel_port, remote_port=remote_port, remote_host="127.0.0.1",
                                 local_host="127.0.0.1"):
-            proc = prometheus.start(data_dir, [f"127.0.0.1:{tunnel_port}"], prometheus_port)
+            proc = prometheus.start(data_dir, [f"127.0.0.1:{tunnel_port}"], prometheus_port, lifecycle=lifecycle)
             try:
                 say(f"prometheus: http://127.0.0.1:{prometheus_port}/ scraping {record.name}'s exporter through "
                     f"127.0.0.1:{tunnel_port} (data: {data_dir})")

@@ -30,15 +30,16 @@ def _sessions(out: Path) -> set[Path]:
 
 
 @contextmanager
-def monitored(out: Path, prometheus_port: int = 0) -> Iterator[int]:
+def monitored(out: Path, prometheus_port: int = 0, lifecycle: bool = False) -> Iterator[int]:
     """Prometheus scraping the exporter port this yields (give it to the session); afterwards its data is moved
-    into the session folder the run created. Raises PrometheusError (one line) when Prometheus cannot start."""
+    into the session folder the run created. Raises PrometheusError (one line) when Prometheus cannot start.
+    ``lifecycle``: Prometheus's unauthenticated quit/reload API on (off by default)."""
     exporter_port = free_port()
     port = prometheus_port or free_port()
     out.mkdir(parents=True, exist_ok=True)
     staging = out / f".prometheus-{os.getpid()}"
     before = _sessions(out)
-    proc = prometheus.start(staging, [f"127.0.0.1:{exporter_port}"], port)
+    proc = prometheus.start(staging, [f"127.0.0.1:{exporter_port}"], port, lifecycle=lifecycle)
     print(f"prometheus: http://127.0.0.1:{port}/graph?g0.expr=caerus_latency_window_seconds"
           f"%7Bmetric%3D%22tick_to_decision%22%7D (exporter on 127.0.0.1:{exporter_port})", flush=True)
     try:
@@ -54,12 +55,12 @@ def monitored(out: Path, prometheus_port: int = 0) -> Iterator[int]:
             print(f"prometheus data: {staging} (no single new session folder to move it into)")
 
 
-def serve_saved(session_dir: Path, port: int = DEFAULT_PROMETHEUS_PORT) -> None:
-    """A Prometheus over a session's kept metrics (no scraping), until Ctrl-C."""
+def serve_saved(session_dir: Path, port: int = DEFAULT_PROMETHEUS_PORT, lifecycle: bool = False) -> None:
+    """A Prometheus over a session's kept metrics (no scraping), until Ctrl-C (``lifecycle``: as for monitored)."""
     data = session_dir / "prometheus"
     if not (data / "prometheus").is_dir():
         raise prometheus.PrometheusError(f"{session_dir} has no kept metrics (run it with invoke bench --monitor)")
-    proc = prometheus.start(data, [], port)
+    proc = prometheus.start(data, [], port, lifecycle=lifecycle)
     print(f"prometheus: http://127.0.0.1:{port}/ over {data} (Ctrl-C stops it)", flush=True)
     try:
         proc.wait()

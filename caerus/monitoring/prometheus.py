@@ -1,5 +1,10 @@
 """A real Prometheus (Debian's package) on loopback, scraping caerus exporters: for `invoke bench --monitor`,
 `invoke monitor` and the integration test. Its data folder is the caller's (a session folder keeps its metrics).
+
+Prometheus's HTTP API has no authentication, and any local user can reach a loopback port: so the lifecycle API
+(``POST /-/quit``, ``/-/reload``) is off unless the caller asks for it (``lifecycle=True``; ``invoke bench --monitor
+--prometheus-lifecycle``, ``invoke monitor --prometheus-lifecycle``). Nothing here needs it: Prometheus is stopped
+by its PID (:func:`stop`) and restarted to read a new configuration.
 """
 
 from __future__ import annotations
@@ -45,17 +50,25 @@ def write_config(path: Path, targets: list[str], scrape_interval_s: float = 1.0,
     path.write_text(json.dumps(doc, indent=1))  # JSON is YAML: no YAML writer needed
 
 
+def command(binary: str, data_dir: Path, port: int, retention: str = "30d", lifecycle: bool = False) -> list[str]:
+    """Prometheus's argv: on 127.0.0.1:port, its config and TSDB in data_dir; the lifecycle API only when asked."""
+    argv = [binary, f"--config.file={data_dir / 'prometheus.yml'}", f"--storage.tsdb.path={data_dir / 'prometheus'}",
+            f"--storage.tsdb.retention.time={retention}", f"--web.listen-address=127.0.0.1:{port}"]
+    if lifecycle:  # POST /-/quit and /-/reload from any local user: off unless the operator asks
+        argv.append("--web.enable-lifecycle")
+    return argv
+
+
 def start(data_dir: Path, targets: list[str], port: int, scrape_interval_s: float = 1.0,
-          retention: str = "30d") -> subprocess.Popen[bytes]:
-    """Prometheus on 127.0.0.1:port with its TSDB in data_dir/prometheus, ready (bounded wait) when returned."""
+          retention: str = "30d", lifecycle: bool = False) -> subprocess.Popen[bytes]:
+    """Prometheus on 127.0.0.1:port with its TSDB in data_dir/prometheus, ready (bounded wait) when returned; the
+    lifecycle API (unauthenticated quit and reload) only with ``lifecycle``."""
     binary = prometheus_binary()
     data_dir.mkdir(parents=True, exist_ok=True)
-    cfg = data_dir / "prometheus.yml"
-    write_config(cfg, targets, scrape_interval_s)
+    write_config(data_dir / "prometheus.yml", targets, scrape_interval_s)
     log = open(data_dir / "prometheus.log", "ab")  # noqa: SIM115 -- the child holds it
-    proc = subprocess.Popen([binary, f"--config.file={cfg}", f"--storage.tsdb.path={data_dir / 'prometheus'}",
-                             f"--storage.tsdb.retention.time={retention}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--web.enable-lifecycle"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(command(binary, data_dir, port, retention, lifecycle), stdout=log,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     log.close()
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
