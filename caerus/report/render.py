@@ -21,6 +21,7 @@ import html
 import json
 import shutil
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -406,8 +407,7 @@ def render_comparison(sessions: list[Session], out_dir: Path) -> Path:
     if cav_lines:
         md += ["## Caveats\n", *[f"- {c}" for c in cav_lines], ""]
     md += [f"### {cap}\n\n![{cap}](charts/{stem}.png)\n" for stem, (cap, _) in chart_files.items()]
-    links = "".join(f'<li><a href="../{html.escape(s.path.name)}/report.html">{html.escape(s.name)}</a></li>'
-                    for s in sessions)
+    links = "".join(f'<li><a href="{_href(s.path.name, "..")}">{html.escape(s.name)}</a></li>' for s in sessions)
     body = [f"<h1>Comparison of {len(sessions)} sessions</h1><ul>{links}</ul>", "<h2>Headline</h2>",
             tables.html_table(headers, rows)]
     if cav_lines:
@@ -422,23 +422,32 @@ def render_comparison(sessions: list[Session], out_dir: Path) -> Path:
     return dest
 
 
+def _href(folder: str, parent: str = "") -> str:
+    """``[parent/]<folder>/report.html`` as an attribute value: the folder percent-encoded (a name such as
+    ``javascript:alert(1)`` stays a relative path, never a scheme, and a quote never ends the attribute)."""
+    return html.escape(f"{parent + '/' if parent else ''}{urllib.parse.quote(folder, safe='')}/report.html")
+
+
 def write_index(out_dir: Path) -> Path:
     """``out_dir/index.html``: every session and comparison rendered into ``out_dir``, newest first."""
     out_dir = Path(out_dir)
-    entries = []
+    entries: list[tuple[str, dict[str, Any]]] = []  # (folder, meta)
     for meta_path in out_dir.glob("*/meta.json"):
         try:
-            entries.append(json.loads(meta_path.read_text()))
+            meta = json.loads(meta_path.read_text())
         except ValueError:
-            entries.append({"kind": "?", "name": meta_path.parent.name, "broken": True})
-    entries.sort(key=lambda e: (e.get("started_ns") or 0, e.get("name", "")), reverse=True)
+            meta = None
+        if not isinstance(meta, dict):
+            meta = {"kind": "?", "name": meta_path.parent.name, "broken": True}
+        entries.append((meta_path.parent.name, meta))
+    entries.sort(key=lambda fe: (fe[1].get("started_ns") or 0, str(fe[1].get("name", ""))), reverse=True)
     rows = []
-    for e in entries:
-        name = html.escape(e.get("name", "?"))
-        link = f'<a href="{name}/report.html">{name}</a>'
+    for folder, e in entries:
+        # the link is the folder the report is in (not the name its summary gives), as a relative URL
+        link = f'<a href="{_href(folder)}">{html.escape(str(e.get("name", "?")))}</a>'
         if e.get("kind") == "comparison":
             rows.append(f"<tr><td>{link}</td><td>comparison</td><td colspan=5>"
-                        f"{html.escape(', '.join(e.get('sessions', [])))}</td></tr>")
+                        f"{html.escape(', '.join(map(str, e.get('sessions', []))))}</td></tr>")
             continue
         ttd = e.get("tick_to_decision") or {}
         died = e.get("died") or []
@@ -446,8 +455,8 @@ def write_index(out_dir: Path) -> Path:
             f"<tr><td>{link}</td><td>{html.escape(_when(e.get('started_ns')))}</td>"
             f"<td>{html.escape(str(e.get('duration_s', '-')))} s</td>"
             f"<td>{html.escape(tables.fmt_ns(ttd.get('p50')))}</td><td>{html.escape(tables.fmt_ns(ttd.get('p99')))}"
-            f"</td><td>{e.get('caveats', 0)}</td>"
-            f"<td class=\"{'died' if died else ''}\">{html.escape(', '.join(died) or 'ok')}</td></tr>"
+            f"</td><td>{html.escape(str(e.get('caveats', 0)))}</td>"
+            f"<td class=\"{'died' if died else ''}\">{html.escape(', '.join(map(str, died)) or 'ok')}</td></tr>"
         )
     table = ("<table><thead><tr><th>session</th><th>started</th><th>duration</th><th>tick-to-decision p50</th>"
              "<th>p99</th><th>caveats</th><th>processes</th></tr></thead><tbody>" + "".join(rows)

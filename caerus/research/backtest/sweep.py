@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import html
 import itertools
 import json
 import multiprocessing
@@ -244,19 +245,30 @@ def render(doc: dict[str, Any], path: Path) -> Path:
     plt.close(fig)
     img = base64.b64encode(buf.getvalue()).decode()
     ch = doc["chosen"]
-    head = "".join(f"<th>{n}</th>" for n in names) + "<th>train PnL</th><th>train fills</th><th>test PnL</th>" \
+    e = _escape
+    head = "".join(f"<th>{e(n)}</th>" for n in names) + "<th>train PnL</th><th>train fills</th><th>test PnL</th>" \
         "<th>test fills</th>"
-    body = "".join("<tr>" + "".join(f"<td>{r['params'][n]}</td>" for n in names)
-                   + f"<td>{r['train']['pnl_marked']:.4g}</td><td>{r['train']['fills']}</td>"
-                   f"<td>{r['test']['pnl_marked']:.4g}</td><td>{r['test']['fills']}</td></tr>" for r in rows)
-    html = (f"<html><head><meta charset='utf-8'><title>Sweep</title></head><body><h1>Parameter sweep</h1>"
-            f"<p>Source {json.dumps(doc['source'])}; latency {doc['latency']}; fills {json.dumps(doc['fills'])}; "
-            f"seed {doc['seed']}. Train {doc['train'][0]}..{doc['train'][1]}, test {doc['test'][0]}..{doc['test'][1]}."
-            f"</p><p><b>Chosen on train only</b> ({ch['by']}): {json.dumps(ch['params'])} -- train PnL "
-            f"{ch['train']['pnl_marked']:.4g}, <b>test PnL {ch['test']['pnl_marked']:.4g}</b> (out of sample).</p>"
-            f"<img src='data:image/png;base64,{img}'><table border=1><tr>{head}</tr>{body}</table></body></html>")
-    path.write_text(html)
+    body = "".join("<tr>" + "".join(f"<td>{e(r['params'][n])}</td>" for n in names)
+                   + f"<td>{r['train']['pnl_marked']:.4g}</td><td>{e(r['train']['fills'])}</td>"
+                   f"<td>{r['test']['pnl_marked']:.4g}</td><td>{e(r['test']['fills'])}</td></tr>" for r in rows)
+    # Everything from the document is escaped: the source is a session folder's name or a path (a host-listed
+    # session folder may be named anything `invoke collect` accepts, `<img src=x onerror=...>` included), and
+    # parameter names and values, ranges and latency come from the command line.
+    page = (f"<html><head><meta charset='utf-8'><title>Sweep</title></head><body><h1>Parameter sweep</h1>"
+            f"<p>Source {e(json.dumps(doc['source']))}; latency {e(doc['latency'])}; "
+            f"fills {e(json.dumps(doc['fills']))}; seed {e(doc['seed'])}. "
+            f"Train {e(doc['train'][0])}..{e(doc['train'][1])}, test {e(doc['test'][0])}..{e(doc['test'][1])}.</p>"
+            f"<p><b>Chosen on train only</b> ({e(ch['by'])}): {e(json.dumps(ch['params']))} -- "
+            f"train PnL {ch['train']['pnl_marked']:.4g}, <b>test PnL {ch['test']['pnl_marked']:.4g}</b> (out of "
+            f"sample).</p><img src='data:image/png;base64,{img}'><table border=1><tr>{head}</tr>{body}</table>"
+            f"</body></html>")
+    path.write_text(page)
     return path
+
+
+def _escape(value: Any) -> str:
+    """Text from the sweep's document made safe in HTML (``<``, ``&`` and both quotes)."""
+    return html.escape(str(value), quote=True)
 
 
 def main(argv: list[str] | None = None) -> int:

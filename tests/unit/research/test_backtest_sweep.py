@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from caerus.research.backtest import sweep
+from tests.fixtures.html_check import HOSTILE_NAME, live_markup
 
 
 def test_the_grid_is_every_combination_and_bad_names_are_refused() -> None:
@@ -16,3 +19,22 @@ def test_the_grid_is_every_combination_and_bad_names_are_refused() -> None:
         sweep.parse_grid(["exit_bps=9"])  # exit above the default entry: the config's own check
     with pytest.raises(ValueError, match=r"A\.\.B"):
         sweep.parse_range("10")
+
+
+def test_the_sweep_report_escapes_the_source_parameters_and_choice(tmp_path: Path) -> None:
+    """Issue 44: render wrote the source, parameter names and values and the choice's `by` as they were, so a
+    host-listed session folder named like HOSTILE_NAME became live markup in sweep.html."""
+    source = f"/sessions/{HOSTILE_NAME}"
+    result = {"pnl_marked": 1.5, "fills": 2}
+    rows = [{"params": {"mode": f"{HOSTILE_NAME}{k}", "entry_bps": k}, "train": result, "test": result}
+            for k in (3, 5)]
+    doc = {"source": {"kind": "session", "path": source}, "train": ["0", HOSTILE_NAME], "test": ["30", "60"],
+           "latency": f"session:{source}", "fills": {"note": HOSTILE_NAME}, "seed": 1, "grid": rows,
+           "chosen": {"params": rows[0]["params"], "by": HOSTILE_NAME, "train": result, "test": result}}
+    page = sweep.render(doc, tmp_path / "sweep.html").read_text()
+    assert live_markup(page, SWEEP_TAGS) == []
+    assert "<img src=x" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page  # shown, as text
+
+
+SWEEP_TAGS = frozenset({"html", "head", "meta", "title", "body", "h1", "p", "b", "img", "table", "tr", "th", "td"})
