@@ -28,7 +28,7 @@ import pyarrow.ipc  # pa.ipc below
 
 from caerus.capture.clickhouse import check_url, read_password_file
 
-from .sql import quote
+from .sql import quote, settings_clause
 
 
 class DataError(ValueError):
@@ -114,14 +114,15 @@ class ChdbEngine:
             raise DataError(f"chDB store {self.where}: {_first_line(exc)}") from None
 
     def write_file(self, sql: str, path: Path, fmt: str, settings: dict[str, str | int]) -> None:
-        """Run ``sql`` with the engine writing its result to ``path`` itself (``INTO OUTFILE ... TRUNCATE``: an
-        existing file is replaced), in ``fmt`` with the output ``settings``; ``sql`` may end in its own
-        SETTINGS clause, which these extend."""
-        extra = ", ".join(f"{k} = {v!r}" if isinstance(v, str) else f"{k} = {v}" for k, v in settings.items())
-        head, sep, own = sql.partition(" SETTINGS ")
-        into = f" INTO OUTFILE {quote(str(path))} TRUNCATE FORMAT {fmt} SETTINGS "
+        """Run the query ``sql`` (no SETTINGS clause of its own: the query's settings go in ``settings`` with the
+        output's) with the engine writing its result to ``path`` itself (``INTO OUTFILE ... TRUNCATE``: an existing
+        file is replaced), in ``fmt``. The statement is composed from these parts in ClickHouse's clause order,
+        never by cutting ``sql``, whose string literals may hold any text."""
+        if not fmt.isalnum():
+            raise DataError(f"output format {fmt!r} is not a ClickHouse format name")
+        statement = f"{sql} INTO OUTFILE {quote(str(path))} TRUNCATE FORMAT {fmt} {settings_clause(settings)}"
         try:
-            self._session.query(head + into + (own + ", " if sep else "") + extra)
+            self._session.query(statement)
         except Exception as exc:
             raise DataError(f"chDB store {self.where}: {_first_line(exc)}") from None
 

@@ -57,10 +57,11 @@ def books_parquet(src: Source, sel: Selection, path: Path, show_progress: bool =
     venue_names = [VENUE_NAMES.get(i, f"#{i}") for i in range(max(VENUE_NAMES) + 1)]
     symbol_names = frames.symbol_names(src.instruments, top).to_pylist()
     q = sql.books_named(sel.sessions[0], sel.venues, sel.symbol_ids, sel.start, sel.end, venue_names, symbol_names)
+    settings = {**sql.BOOKS_NAMED_SETTINGS, **SETTINGS}  # the query's own and the output's, one clause
     console = Console(stderr=True)
     if show_progress:
         with console.status(f"chDB writing {rows:,} rows to {path}"):
-            src.engine.write_file(q, path.resolve(), "Parquet", SETTINGS)
+            src.engine.write_file(q, path.resolve(), "Parquet", settings)
     else:
-        src.engine.write_file(q, path.resolve(), "Parquet", SETTINGS)
+        src.engine.write_file(q, path.resolve(), "Parquet", settings)
     return int(pq.ParquetFile(path).metadata.num_rows)

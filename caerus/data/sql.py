@@ -142,6 +142,23 @@ ORDER BY t_recv, symbol, seq"""
 
 
 
+# books_named's query settings, kept apart from its text so an engine that adds clauses after the SELECT (INTO
+# OUTFILE, FORMAT) composes them in order, never by searching the text for " SETTINGS " (a session name may hold
+# it inside a string literal: issue 44). prefer_column_name_to_alias: ``symbol`` inside the expressions is the
+# subquery's id, not the name made there.
+BOOKS_NAMED_SETTINGS: dict[str, str | int] = {"prefer_column_name_to_alias": 1}
+
+
+def settings_clause(settings: dict[str, str | int]) -> str:
+    """``SETTINGS k = v, ...`` (strings quoted as literals); empty for no settings."""
+    if not settings:
+        return ""
+    bad = [k for k in settings if not k.isidentifier()]
+    if bad:
+        raise ValueError(f"not ClickHouse setting names: {bad}")
+    return "SETTINGS " + ", ".join(f"{k} = {quote(v) if isinstance(v, str) else int(v)}" for k, v in settings.items())
+
+
 def books_named(session: str, venues: Sequence[str] | None, symbol_ids: Sequence[int] | None,
                 start: int | None, end: int | None, venue_names: Sequence[str], symbol_names: Sequence[str]) -> str:
     """:func:`books`' rows with caerus.data.books' columns made in the engine (for an engine that writes the file
@@ -151,7 +168,10 @@ def books_named(session: str, venues: Sequence[str] | None, symbol_ids: Sequence
 
     The names and timestamps are made outside the sorted subquery: sorting the raw numeric row and naming it
     afterwards took 10.4 CPU-s against 13.3 for sorting the named row (10^7 rows, parquet written). Names are
-    looked up in a constant LowCardinality array, never built as a string per row."""
+    looked up in a constant LowCardinality array, never built as a string per row.
+
+    The query needs :data:`BOOKS_NAMED_SETTINGS`, which it does not carry: the caller adds them after its own
+    clauses (:meth:`caerus.data.engines.ChdbEngine.write_file`)."""
     def lookup(names: Sequence[str], code: str) -> str:
         return (f"arrayElement(CAST([{', '.join(quote(n) for n in names)}] AS Array(LowCardinality(String))), "
                 f"{code} + 1)")
@@ -163,6 +183,4 @@ def books_named(session: str, venues: Sequence[str] | None, symbol_ids: Sequence
         if c in TIME_COLUMNS:
             ts = f"fromUnixTimestamp64Nano({c}, 'UTC')"
             cols.append(f"if({c} = 0, NULL, {ts}) AS {c}_ts" if c == "t_wire" else f"{ts} AS {c}_ts")
-    # prefer_column_name_to_alias: ``symbol`` inside the expressions is the subquery's id, not the name made here.
-    return (f"SELECT {', '.join(cols)} FROM ({books(session, venues, symbol_ids, start, end)}) "
-            f"SETTINGS prefer_column_name_to_alias = 1")
+    return f"SELECT {', '.join(cols)} FROM ({books(session, venues, symbol_ids, start, end)})"

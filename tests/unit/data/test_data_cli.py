@@ -84,6 +84,20 @@ def test_cli_books_parquet_is_engine_written(folder: Path, tmp_path: Path) -> No
     _assert_same_rows(_read_back(out), want)
 
 
+@pytest.mark.parametrize("session", ["x SETTINGS y", "a' SETTINGS b\\ SETTINGS c"])
+def test_a_session_named_with_settings_exports_through_the_engine(tmp_path: Path, session: str) -> None:
+    """Issue 44: write_file cut the query at its first " SETTINGS ", which a session name (a string literal in
+    the query) may hold: the output path then landed in bare SQL and the export failed. The statement is now
+    composed from its parts."""
+    folder = write_session(tmp_path / "S", session=session)
+    out = tmp_path / "b.parquet"
+    assert main(["data", "books", str(folder), "-o", str(out), "--no-progress", "--engine-parquet"]) == 0
+    assert "ClickHouse" in pq.ParquetFile(out).metadata.created_by  # the engine wrote it
+    got = _read_back(out)
+    assert set(got.column("session").to_pylist()) == {session}
+    _assert_same_rows(got, data.books(folder, frame="arrow"))
+
+
 def test_csv_reads_back_equal(folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "books.csv"
     assert main(["data", "books", str(folder), "--symbols", "BTC,ETH", "-o", str(out), "--no-progress"]) == 0
