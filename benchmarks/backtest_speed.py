@@ -160,7 +160,10 @@ def main() -> int:
     loaded = sources.offline_market(seconds, args.seed, market=args.market)
     ev = distinct_receive_times(loaded.events)
     cfg = StrategyConfig()
-    spec = engine.RunSpec(cfg, loaded.instruments, LatencyModel.constant(args.order_latency), FillRules(), args.seed)
+    # hftbacktest's rules, so the two runs can agree order for order: continuous matching at arrival (no block clock)
+    # and no depletion by our own fills (its depth is the feed's); the loop's work per book is the same either way
+    rules = FillRules(blocks=False, deplete=False)
+    spec = engine.RunSpec(cfg, loaded.instruments, LatencyModel.constant(args.order_latency), rules, args.seed)
     # timed, each the best of --repeat: the replay loop alone (every record built before it, not timed), end to end
     # (engine.run: latency draws, read order, fill index, records built batch by batch and replayed; not timed: the
     # offline market's generation, the data) and, for reference, end to end with every record built at once (one

@@ -1,6 +1,12 @@
 """`caerus backtest`: replay a session, a chDB store, a ClickHouse range or the offline market model through the
 fleet's decision code; write result.json (+ latency_sweep.json) and report.html.
 
+Defaults are the fleet's execution: latency from the fleet's profile (caerus.research.backtest.latency), fills on
+Hyperliquid's block clock with depletion (caerus.research.backtest.fills). ``--zero-latency`` (or ``--latency 0``)
+is the optimistic model, named ``ZERO (optimistic; not the fleet's)`` in the output. Every run also prices the
+same data at the latency points (order path 0, p50, p99, 2x): PnL against latency, in result.json
+(``latency_points``) and on stdout.
+
 Outputs go to ``--out`` (default: ``<session>/backtest`` for a session, so the session's report finds the latency
 sweep there; ``backtests/<source>`` otherwise). Exit 2 with one line on bad input (missing session or store,
 empty time range, bad latency or parameter).
@@ -11,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -88,14 +95,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="override one strategy setting (repeatable)")
     lat = parser.add_mutually_exclusive_group()
     lat.add_argument("--latency-from", type=Path, metavar="SESSION",
-                     help="draw every order's path from this session's measured histograms")
-    lat.add_argument("--latency", default=None, metavar="CONST", help="constant order latency (e.g. 1ms)")
+                     help="draw every order's path from this session's measured histograms (venue segments it "
+                          "cannot measure: the default profile's)")
+    lat.add_argument("--latency-profile", type=Path, metavar="FILE",
+                     help="a latency profile file (default: the fleet's, "
+                          "caerus/research/backtest/profiles/fleet-2vcpu.json)")
+    lat.add_argument("--latency", default=None, metavar="CONST",
+                     help="constant order latency (e.g. 1ms; 0 with no --feed-latency: ZERO)")
+    lat.add_argument("--zero-latency", action="store_true",
+                     help="no latency anywhere: optimistic, not the fleet's (named ZERO in the output)")
     parser.add_argument("--latency-add", default="0", metavar="D", help="added to every order's wire time")
     parser.add_argument("--feed-latency", default="0", metavar="D", help="with --latency: constant book hop")
-    parser.add_argument("--wire", default="0", metavar="D", help="with --latency-from: one-way wire time")
+    parser.add_argument("--wire", default=None, metavar="D",
+                        help="one-way wire time to the venue instead of the profile's (default: the profile's; "
+                             "0 with --paper)")
     parser.add_argument("--latency-sweep", metavar="LIST", help="added latencies, e.g. 0,10us,100us,1ms,10ms,100ms")
     parser.add_argument("--paper", action="store_true",
-                        help="the paper transport's rules (latency_ms 0): the book the engine had read at pickup")
+                        help="the paper transport's rules (latency_ms 0): the book the engine had read at pickup, "
+                             "no block clock, no depletion, no wire")
+    parser.add_argument("--no-blocks", action="store_true",
+                        help="Hyperliquid matches continuously at arrival (not the venue's block clock)")
+    parser.add_argument("--block-ms", type=float, default=None,
+                        help="Hyperliquid's block interval (default: the offline market's, else estimated from the "
+                             "data)")
+    parser.add_argument("--no-deplete", action="store_true",
+                        help="our own fills do not take the top size they consume")
     parser.add_argument("--fill-clock", choices=CLOCKS, default=None, help="book clock the fill model uses")
     parser.add_argument("--fee-tier", type=int, default=0, help="venue fee tier (Hyperliquid 0-6, Binance VIP)")
     parser.add_argument("--fee-bps", type=float, default=None, help="one fixed taker fee for every venue")
@@ -125,14 +149,26 @@ def build_options(args: argparse.Namespace, loaded: sources.Loaded) -> runner.Ba
     base = load_config(StrategyConfig, args.strategy_config, "strategy")
     cfg = parse_params(args.param, base)
     add = parse_latency(args.latency_add)
+    wire = parse_latency(args.wire) if args.wire is not None else (0 if args.paper else None)
     if args.latency_from is not None:
-        lat = LatencyModel.from_session(args.latency_from, add, parse_latency(args.wire))
+        lat = LatencyModel.from_session(args.latency_from, add, wire)
+    elif args.latency is not None:
+        lat = LatencyModel.constant(parse_latency(args.latency), parse_latency(args.feed_latency), add)
+    elif args.zero_latency:
+        if add:
+            raise ValueError("--zero-latency takes no --latency-add (use --latency D)")
+        lat = LatencyModel.zero()
+    elif args.latency_profile is not None:
+        lat = LatencyModel.from_profile(args.latency_profile, add, wire)
     else:
-        lat = LatencyModel.constant(parse_latency(args.latency or "0"), parse_latency(args.feed_latency), add)
-    clock = args.fill_clock or ("publish" if args.paper else "exchange")
-    fee = args.fee_bps if args.fee_bps is not None else (4.5 if args.paper else None)
-    rules = FillRules(clock=clock, fee_tier=args.fee_tier, fee_bps=fee, top_fraction=args.top_fraction,
-                      impact_bps=args.impact_bps)
+        lat = LatencyModel.default(add, wire)
+    if args.block_ms is not None and not args.block_ms > 0:
+        raise ValueError(f"--block-ms must be > 0, got {args.block_ms}")
+    rule0 = FillRules.paper() if args.paper else FillRules()
+    rules = replace(rule0, clock=args.fill_clock or rule0.clock, fee_tier=args.fee_tier, fee_bps=args.fee_bps,
+                    top_fraction=args.top_fraction, impact_bps=args.impact_bps,
+                    blocks=rule0.blocks and not args.no_blocks, deplete=rule0.deplete and not args.no_deplete,
+                    block_ns=None if args.block_ms is None else round(args.block_ms * 1e6))
     rules.check()
     start_ns = None
     if args.start == "strategy":
@@ -162,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = default_out(args)
     doc, timing = runner.run_backtest(loaded, opts)
+    points = runner.price_latency(loaded, opts)
+    doc["latency_points"] = points
     runner.write_json(doc, out / "result.json")
     sweep = None
     if sweep_adds is not None:
@@ -170,14 +208,29 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_html:
         report.render(doc, out / "report.html", sweep)
     tot = doc["metrics"]["total"]  # type: ignore[index]
+    print(opts.latency.headline())
+    print(f"fills: {opts.fills.rule_text()}")
     print(f"backtest: {timing['events']} books in {timing['replay_s']:.3f} s ({timing['events_per_s']:,.0f} books/s, "
           f"{timing['x_real_time']:,.0f}x real time); {tot['orders']} orders, {tot['fills']} fills, marked PnL "
           f"{tot['pnl']['marked']:.4f} USD -> {out}")
+    print_points(points)
     if sweep is not None:
         for p in sweep["points"]:  # type: ignore[attr-defined]
             print(f"  +{p['added_ns']:>12,} ns: orders {p['orders']}, fill rate {_pct(p['fill_rate'])}, "
                   f"marked PnL {p['pnl_marked']:.4f}")
     return 0
+
+
+def print_points(points: dict[str, object]) -> None:
+    """PnL against latency, one line per point."""
+    rows = points["points"]
+    if not rows:
+        print(f"PnL against latency: none ({points.get('why')})")
+        return
+    print(f"PnL against latency (the same data and rules; {points['varies']}):")
+    for r in rows:  # type: ignore[attr-defined]
+        print(f"  {r['point']:>4}: {r['label']}: orders {r['orders']}, fill rate {_pct(r['fill_rate'])}, "
+              f"marked PnL {r['pnl_marked']:.4f} USD (fees {r['fees']:.4f})")
 
 
 def _pct(x: float | None) -> str:

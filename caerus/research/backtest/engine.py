@@ -9,8 +9,9 @@ What the live strategy process does (caerus.strategy.app), replayed in simulated
   unmodified. A decision takes a producer sequence and order id as the live loop does (a slot still in flight
   holds the order back: ``order_table_full``), and ``fired`` is told at ``t_decision``.
 * The order's path (decision, queue transit, engine to send, wire) is drawn per order (as observed: the session's
-  own order on the same book); the fill model judges it against the target venue's book as of its match time
-  (caerus.research.backtest.fills).
+  own order on the same book); the fill model judges it against the target venue's book as of its arrival
+  (caerus.research.backtest.fills: on Hyperliquid the book of the block it reaches, less what our own earlier
+  fills took from it); the fill's time (``t_match``) is that block's.
 * The EXEC record carrying the result reaches the strategy a wire time and a book hop after the venue answered;
   until then the strategy holds further orders (``guard.in_flight``), exactly as live. Orders with no result
   within ``order_timeout_ms`` expire to UNKNOWN on the strategy's housekeeping period, as live.
@@ -83,6 +84,8 @@ class RunOutput:
     events: int
     target: dict[str, np.ndarray] = field(default_factory=dict)  # the target venue's tradeable books: sym, t, mid
     ab: AbWindows | None = None  # signal = "ab": the naive/model windows the replay alternated
+    # how the fill model matched: the block clock applied or not, its interval (ns) and where that came from
+    fill_notes: dict[str, object] = field(default_factory=dict)
 
 
 @contextmanager
@@ -179,6 +182,7 @@ def run(events: BookEvents, spec: RunSpec, *, batch: int = BATCH) -> RunOutput:
         events=len(rows),
         target={"symbol": events.symbol[tgt][t_order], "t": clock[tgt][t_order],
                 "mid": ((events.bid_px[tgt] + events.ask_px[tgt]) * 0.5)[t_order]},
+        fill_notes={"blocks": fills.blocks, "block_ns": fills.block_ns, "block_source": fills.block_source},
     )
 
 
@@ -305,7 +309,7 @@ class _Loop:
             t_match = t_arrival
         side, reason, px, qty = d[D_SIDE], d[D_REASON], d[D_PX], d[D_QTY]
         sym = rec[2]
-        outcome, fill_px, fill_qty = self.fills.match(sym, side, px, qty, t_match)
+        outcome, fill_px, fill_qty, t_match = self.fills.fill(sym, side, px, qty, t_match)
         arb.fired(d, t_decision, oid, seq)  # type: ignore[attr-defined]
         self.orders.append((sym, reason, side, px, qty, rec[0], rec[6], rec[8], t_seen, t_decision, t_pickup,
                             t_sent, t_match, outcome, fill_px, fill_qty, self.model_arm))

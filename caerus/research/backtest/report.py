@@ -1,5 +1,6 @@
-"""The backtest's HTML report: every assumption, the metrics table, an equity curve, markout curves, the latency
-sweep (PnL and fill rate against added latency) when there is one, and the orders/fills table.
+"""The backtest's HTML report: every assumption, the metrics table, PnL at the latency points (order path 0, p50,
+p99, 2x), an equity curve, markout curves, the latency sweep (PnL and fill rate against added latency) when there
+is one, and the orders/fills table.
 
 Self-contained (PNG charts inline as data URIs, matplotlib Agg, as caerus/report does). Reads only the result
 documents caerus.research.backtest.runner writes.
@@ -86,6 +87,12 @@ def _fmt(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
+def _block(notes: dict[str, Any]) -> str:
+    if not notes.get("blocks"):
+        return "not applied: " + str(notes.get("block_source", ""))
+    return f"{notes['block_ns'] / 1e6:g} ms ({notes['block_source']})"
+
+
 def render(doc: dict[str, Any], path: Path, sweep: dict[str, Any] | None = None) -> Path:
     """Write the HTML report of a result document (and its latency sweep) to ``path``."""
     a, m = doc["assumptions"], doc["metrics"]
@@ -95,14 +102,13 @@ def render(doc: dict[str, Any], path: Path, sweep: dict[str, Any] | None = None)
              "<h1>Backtest</h1>", "<h2>Assumptions</h2>",
              _table([["data", a["data"]["source"]], ["books replayed", a["data"]["books_replayed"]],
                      ["span (s)", a["data"]["span_s"]], ["seed", a["seed"]],
-                     ["latency", a["latency"]["source"]],
+                     ["latency", a["latency"].get("headline", a["latency"]["source"])],
                      ["latency added (ns)", a["latency"]["add_ns"]],
                      ["not measured (0)", ", ".join(a["latency"]["missing"]) or "none"],
                      ["fill clock", a["fills"]["clock"]], ["taker fees (bps)", json.dumps(a["fills"]["taker_fee_bps"])],
                      ["fee source", a["fills"]["fee_source"]],
-                     ["fill rule", "IOC vs the top of book at arrival; at most the top size"
-                      + ("" if a["fills"]["limit_to_top_size"] else " (off: whole qty)")
-                      + f"; top share {a['fills']['top_fraction']}; impact {a['fills']['impact_bps']} bps/top"],
+                     ["fill rule", a["fills"].get("rule", "IOC vs the top of book at arrival")],
+                     ["Hyperliquid block", _block(a["fills"].get("hl_block", {}))],
                      ["not modelled", "; ".join(a["not_modelled"])],
                      ["samples", f"{a['samples']['orders']} orders, {a['samples']['fills']} fills"]],
                     ["assumption", "value"]),
@@ -119,6 +125,14 @@ def render(doc: dict[str, Any], path: Path, sweep: dict[str, Any] | None = None)
                      v["pnl"]["marked"], v["hit_rate"], v["round_trips"], v["turnover"]["notional"],
                      v["max_drawdown"], v["markouts"]["1000ms"]["mean_bps"]])
     parts.append(_table(rows, head))
+    pts = doc.get("latency_points")
+    if pts:
+        parts.append("<h3>PnL against latency</h3>" + (
+            f"<p>{html.escape(str(pts.get('varies', '')))}</p>" + _table(
+                [[p["point"], p["label"], p["orders"], p["fills"], p["fill_rate"], p["fees"], p["pnl_marked"],
+                  p["markout_1s_bps"]] for p in pts["points"]],
+                ["point", "what", "orders", "fills", "fill rate", "fees", "marked PnL", "markout 1 s (bps)"])
+            if pts["points"] else f"<p>none: {html.escape(str(pts.get('why')))}</p>"))
     parts.append("<h3>Fills by reason</h3>" + _table(
         [[r, c["orders"], c["filled"], c["partial"], c["not_filled"]]
          for r, c in m["total"]["fills_by_reason"].items()],

@@ -41,6 +41,9 @@ class Loaded:
     instruments: InstrumentSet
     description: str
     session_dir: Path | None = None
+    # Hyperliquid's block interval where the source knows it (the offline market's hl_block_ms); None: the fill
+    # model estimates it from the books (caerus.research.backtest.fills.estimate_block_ns)
+    hl_block_ns: int | None = None
 
 
 def _range_text(start: int | None, end: int | None) -> str:
@@ -154,7 +157,8 @@ def offline_market(duration_s: float, seed: int, symbols: tuple[str, ...] = ("BT
     events = offline_events(cfg, duration_s)
     insts = _catalogue_instruments(tuple(symbols))
     return Loaded(events, insts, f"offline market model {market}: seed {seed}, {duration_s:g} s, symbols "
-                  f"{','.join(symbols)}, {len(events)} books ({events.counts()})")
+                  f"{','.join(symbols)}, {len(events)} books ({events.counts()})",
+                  hl_block_ns=round(cfg.hl_block_ms * 1e6))
 
 
 def _catalogue_instruments(symbols: tuple[str, ...]) -> InstrumentSet:

@@ -10,7 +10,9 @@ out-of-sample discipline (``invoke sweep``, ``python -m caerus.research.backtest
 * Choice: the parameter set with the best marked PnL on **train** only; its test result is reported beside it,
   and the sweep report (``sweep.json``, ``sweep.html``) shows train and test heatmaps of every set.
 
-Ranges are ``A..B``: ns since the epoch or ISO 8601, or seconds from the data's first book (``0..60``).
+Ranges are ``A..B``: ns since the epoch or ISO 8601, or seconds from the data's first book (``0..60``). Latency
+and fills default to the fleet's execution, as ``caerus backtest``'s (the fleet's latency profile, Hyperliquid's
+block clock, depletion); ``--latency 0`` / ``--zero-latency`` is the optimistic ZERO, named in every result.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ class Job:
     params: dict[str, Any]
     source: SourceSpec
     rng: tuple[str, str]
-    latency: str  # "const:<ns>" or "session:<dir>"
+    latency: str  # latency_model spec: "profile:default", "session:<dir>", "const:<ns>", "zero" [";wire=<ns>"]
     fills: dict[str, Any]
     seed: int
     path: str
@@ -113,6 +115,24 @@ def _resolve(x: str, t0: int) -> int:
     return int(v) if v >= 1e15 else t0 + int(v * 1e9)
 
 
+def latency_model(spec: str) -> LatencyModel:
+    """The model a job's latency spec names (``kind:arg`` and an optional ``;wire=<ns>``): ``profile:default`` (the
+    fleet's, the default), ``profile:<file>``, ``session:<dir>``, ``const:<ns>``, ``zero``."""
+    head, _, wire_part = spec.partition(";wire=")
+    wire = int(wire_part) if wire_part else None
+    kind, _, arg = head.partition(":")
+    if kind == "profile":
+        return LatencyModel.default(wire_ns=wire) if arg == "default" else LatencyModel.from_profile(Path(arg),
+                                                                                                     wire_ns=wire)
+    if kind == "session":
+        return LatencyModel.from_session(Path(arg), wire_ns=wire)
+    if kind == "const":
+        return LatencyModel.constant(int(arg))
+    if kind == "zero":
+        return LatencyModel.zero()
+    raise ValueError(f"latency spec {spec!r} is not profile:..., session:..., const:<ns> or zero")
+
+
 def job_key(params: dict[str, Any], source: SourceSpec, rng: tuple[str, str], latency: str, fills: dict[str, Any],
             seed: int) -> str:
     blob = json.dumps({"params": params, "source": msgspec.to_builtins(source), "range": list(rng),
@@ -142,10 +162,9 @@ def run_job(job: Job) -> tuple[str, dict[str, Any]]:
     mask = (clock >= start) & (clock < end)
     if not mask.any():
         raise sources.SourceError(f"{job.split} range {job.rng[0]}..{job.rng[1]} holds no books")
-    part = sources.Loaded(loaded.events.take(mask), loaded.instruments,
-                          f"{loaded.description}; {job.split} range [{start}, {end})", loaded.session_dir)
-    kind, _, arg = job.latency.partition(":")
-    lat = LatencyModel.from_session(Path(arg)) if kind == "session" else LatencyModel.constant(int(arg))
+    part = replace(loaded, events=loaded.events.take(mask),
+                   description=f"{loaded.description}; {job.split} range [{start}, {end})")
+    lat = latency_model(job.latency)
     cfg = bt_app.parse_params([f"{k}={json.dumps(v)}" for k, v in job.params.items()], StrategyConfig())
     doc, _ = runner.run_backtest(part, runner.BacktestOptions(cfg, lat, FillRules(**job.fills), job.seed))
     doc["sweep"] = {"key": job.key, "split": job.split, "params": job.params}
@@ -285,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test", required=True, metavar="A..B")
     lat = p.add_mutually_exclusive_group()
     lat.add_argument("--latency-from", type=Path, metavar="SESSION")
-    lat.add_argument("--latency", default="0", metavar="CONST")
+    lat.add_argument("--latency-profile", type=Path, metavar="FILE")
+    lat.add_argument("--latency", default=None, metavar="CONST", help="constant order latency (0: ZERO, optimistic)")
+    lat.add_argument("--zero-latency", action="store_true")
     p.add_argument("--paper", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
@@ -297,19 +318,25 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers < 1 or args.workers > 64:
             raise ValueError(f"--workers must be 1..64, got {args.workers}")
         if args.latency_from is not None:
-            LatencyModel.from_session(args.latency_from)
             latency = f"session:{args.latency_from}"
-        else:
+        elif args.latency is not None:
             latency = f"const:{bt_app.parse_latency(args.latency)}"
+        elif args.zero_latency:
+            latency = "zero"
+        else:  # the default: the fleet's profile
+            latency = f"profile:{args.latency_profile or 'default'}"
+        if args.paper and not latency.startswith(("const", "zero")):
+            latency += ";wire=0"  # the paper transport has no wire
+        latency_model(latency)  # a bad session or profile fails here, once, not in every worker
         source = (SourceSpec("session", str(args.session)) if args.session else
                   SourceSpec("store", str(args.store)) if args.store else
                   SourceSpec("offline", offline_s=args.offline, market_seed=args.market_seed,
                              symbols=tuple(args.symbols.split(",")), market=str(args.market)))
         loaded = source.load()  # a missing session fails here; the workers get these books
-    except (ValueError, sources.SourceError) as exc:
+    except (ValueError, sources.SourceError) as exc:  # LatencyError is a ValueError
         print(f"sweep: {exc}", file=sys.stderr)
         return 2
-    fills = {"clock": "publish", "fee_bps": 4.5} if args.paper else {}
+    fills = {"clock": "publish", "blocks": False, "deplete": False} if args.paper else {}  # FillRules.paper()
     doc = run_sweep(grid, source, train, test, latency, fills, args.seed, args.out, args.workers, loaded)
     ch = doc["chosen"]
     print(f"sweep: {len(grid)} parameter sets -> {args.out / 'sweep.html'}; chosen on train {ch['params']}: "

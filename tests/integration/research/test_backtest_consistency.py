@@ -98,7 +98,7 @@ def _reconcile(session: Path, strategy: StrategyConfig) -> tuple[consistency.Rec
     lat = observed.model_from_session(session)
     start, end = _strategy_span(session)[0], _comparable_end(session, lat)
     live = [o for o in _live_orders(session) if o["t_seen"] < end]  # orders the replay can compare
-    opts = runner.BacktestOptions(strategy=strategy, latency=lat, fills=fills.FillRules(clock="publish", fee_bps=4.5),
+    opts = runner.BacktestOptions(strategy=strategy, latency=lat, fills=fills.FillRules.paper(),
                                   start_ns=start)
     max_hop = int(lat.segments["book_hop"].values[-1])
     return consistency.reconcile(sources.from_session(session), opts, live, end, max_hop), live

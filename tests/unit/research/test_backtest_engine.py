@@ -39,8 +39,12 @@ JUMP = [(0, 2, 99_990.0, 100_010.0), (1, 1, 99_990.0, 100_010.0), (50, 1, 99_990
         (200, 1, 100_090.0, 100_110.0)]
 
 
-def _spec(order_ns: int, cfg: StrategyConfig = CFG) -> engine.RunSpec:
-    return engine.RunSpec(cfg, instruments.DEFAULT, LatencyModel.constant(order_ns), FillRules(), seed=1)
+def _spec(order_ns: int, cfg: StrategyConfig = CFG, rules: FillRules | None = None) -> engine.RunSpec:
+    return engine.RunSpec(cfg, instruments.DEFAULT, LatencyModel.constant(order_ns), rules or FillRules(), seed=1)
+
+
+#: continuous matching at arrival (Binance's rule; Hyperliquid's block clock has its own tests)
+CONTINUOUS = FillRules(blocks=False)
 
 
 def test_the_replay_fires_what_the_decision_code_fires_on_the_same_books() -> None:
@@ -60,8 +64,8 @@ def test_the_replay_fires_what_the_decision_code_fires_on_the_same_books() -> No
 
 def test_fill_judged_at_arrival_not_at_decision() -> None:
     ev = _books(JUMP)
-    fast = engine.run(ev, _spec(0))  # arrives at 100 ms: the ask then is 100 010, limit 100 030 -> filled
-    slow = engine.run(ev, _spec(60 * MS))  # arrives at 160 ms: the ask moved to 100 110 -> no fill
+    fast = engine.run(ev, _spec(0, rules=CONTINUOUS))  # arrives at 100 ms: the ask 100 010, limit 100 030 -> filled
+    slow = engine.run(ev, _spec(60 * MS, rules=CONTINUOUS))  # arrives at 160 ms: the ask is 100 110 -> no fill
     assert fast.orders["outcome"][0] == FILLED and fast.orders["fill_px"][0] == 100_010.0
     assert slow.orders["outcome"][0] == NOT_FILLED and slow.orders["fill_qty"][0] == 0.0
 

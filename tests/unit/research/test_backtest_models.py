@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,31 +26,34 @@ def _model(rules: FillRules, books: list[tuple[int, int, float, float, float, fl
 
 
 BOOKS = [(100, V, 99.0, 2.0, 101.0, 1.0), (200, V, 104.0, 3.0, 106.0, 0.5), (300, V | S, 104.0, 3.0, 106.0, 0.5)]
+#: one order against one book, continuously (the rule at arrival; the block clock and depletion: their own tests)
+CONTINUOUS = FillRules(blocks=False, deplete=False)
 
 
 def test_an_ioc_meets_the_book_as_of_its_arrival() -> None:
-    m = _model(FillRules(), BOOKS)
+    m = _model(CONTINUOUS, BOOKS)
     assert m.match(0, 1, 102.0, 0.5, 150) == (FILLED, 101.0, 0.5)  # the book at 100 prevails at 150
     assert m.match(0, 1, 102.0, 0.5, 200) == (NOT_FILLED, 0.0, 0.0)  # at 200 the ask moved past the limit
 
 
 def test_partial_at_the_top_size_and_sells_at_the_bid() -> None:
-    m = _model(FillRules(), BOOKS)
+    m = _model(CONTINUOUS, BOOKS)
     assert m.match(0, 1, 101.0, 2.0, 150) == (PARTIAL, 101.0, 1.0)
     assert m.match(0, -1, 99.0, 5.0, 150) == (PARTIAL, 99.0, 2.0)
     assert m.match(0, -1, 99.5, 1.0, 150) == (NOT_FILLED, 0.0, 0.0)
-    assert _model(FillRules(limit_to_top_size=False), BOOKS).match(0, 1, 101.0, 2.0, 150) == (FILLED, 101.0, 2.0)
+    assert _model(replace(CONTINUOUS, limit_to_top_size=False), BOOKS).match(0, 1, 101.0, 2.0, 150) == (
+        FILLED, 101.0, 2.0)
 
 
 def test_no_book_before_the_first_and_none_after_a_stale_record() -> None:
-    m = _model(FillRules(), BOOKS)
+    m = _model(CONTINUOUS, BOOKS)
     assert m.match(0, 1, 1e9, 0.1, 99) == (NOT_FILLED, 0.0, 0.0)
     assert m.match(0, 1, 1e9, 0.1, 300) == (NOT_FILLED, 0.0, 0.0)
     assert m.match(1, 1, 1e9, 0.1, 150) == (NOT_FILLED, 0.0, 0.0)  # an instrument without books
 
 
 def test_queue_share_and_impact_terms() -> None:
-    m = _model(FillRules(top_fraction=0.5, impact_bps=10.0), BOOKS)
+    m = _model(replace(CONTINUOUS, top_fraction=0.5, impact_bps=10.0), BOOKS)
     outcome, px, qty = m.match(0, 1, 102.0, 1.0, 150)
     assert (outcome, qty) == (PARTIAL, 0.5)
     assert px == pytest.approx(101.0 * (1 + 10e-4))  # the whole (remaining) top taken: the full impact
@@ -74,14 +78,14 @@ def _session_with(path: Path, values: dict[str, list[int]]) -> Path:
 def test_latency_from_a_session_draws_each_segment_from_its_histogram(tmp_path: Path) -> None:
     sess = _session_with(tmp_path, {"queue_transit": [10_000] * 50 + [30_000] * 50, "book_hop": [2_000] * 10,
                                     "pickup_to_sent": [5_000] * 10, "seen_to_decision": [1_000] * 10})
-    model = LatencyModel.from_session(sess)
-    assert "feed_internal.binance" in model.missing and any(m.startswith("wire") for m in model.missing)
+    model = LatencyModel.from_session(sess, wire_ns=0)
+    assert "feed_internal.binance" in model.missing and model.origin["wire"] == "set: 0 ns one way"
     draws = LatencyDraws(model, seed=7)
     paths = [draws.order() for _ in range(2000)]
     qts = {round(p[1], -3) for p in paths}
     assert qts == {10_000, 30_000}  # both modes of the bimodal histogram, nothing else
     assert all(p[0] == pytest.approx(1_000, rel=1e-3) and p[2] == pytest.approx(5_000, rel=1e-3) for p in paths)
-    assert all(p[3] == 0 for p in paths)  # wire: not measured, 0
+    assert all(p[3] == 0 for p in paths)  # wire: set to 0
     again = LatencyDraws(model, seed=7)
     assert [again.order() for _ in range(2000)] == paths  # seeded
 

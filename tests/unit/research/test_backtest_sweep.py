@@ -38,3 +38,13 @@ def test_the_sweep_report_escapes_the_source_parameters_and_choice(tmp_path: Pat
 
 
 SWEEP_TAGS = frozenset({"html", "head", "meta", "title", "body", "h1", "p", "b", "img", "table", "tr", "th", "td"})
+
+
+def test_a_sweeps_latency_spec_names_its_model_and_the_default_is_the_fleets() -> None:
+    default = sweep.latency_model("profile:default")
+    assert default.source.startswith("profile fleet-2vcpu") and not default.is_zero
+    assert sweep.latency_model("profile:default;wire=0").segments["wire"].p99 == 0  # --paper: no wire
+    assert sweep.latency_model("zero").is_zero and sweep.latency_model("const:0").is_zero
+    assert sweep.latency_model("const:1000").segments["wire"].p50 == 1000
+    with pytest.raises(ValueError, match="latency spec"):
+        sweep.latency_model("fast")
