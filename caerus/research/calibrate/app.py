@@ -3,7 +3,10 @@
 SOURCE is anything caerus.data.books reads (a session folder, a capture store, a ClickHouse URL). The books of one
 symbol on both venues go through caerus.research.calibrate.fit and come out as the market TOML the emulator loads
 (``venue-sim --market FILE``), its header naming the source, the range, the sample sizes and each estimate's
-standard error. Bad input ends with one line naming what was wrong and exit status 2.
+standard error. Bad input ends with one line naming what was wrong and exit status 2. Books that do not identify
+the lag law (too few answered moves, no response peak, a median at a boundary of the searched range: lag_law) end
+with one line naming the setting and why, exit status 3 and nothing written, unless ``--lag-from-preset`` asks for
+the default preset's lag to be written instead (the header and a line on stderr saying so).
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import sys
 from pathlib import Path
 
 from caerus.research.calibrate.fit import CLOCKS, CalibrationError, FitSettings, calibrate
-from caerus.research.calibrate.market_toml import render
+from caerus.research.calibrate.market_toml import NotIdentified, refusal, render, unidentified
+
+#: exit status when the books do not identify a setting the market needs (2: bad input)
+NOT_IDENTIFIED = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -29,6 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="smallest Binance tick move counted as a jump (default: 8 robust sd of 100 ms returns, >= 3)")
     p.add_argument("--lag-max-ms", type=float, default=2000.0, metavar="MS", help="longest lag looked for")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (standard errors)")
+    p.add_argument("--lag-from-preset", action="store_true",
+                   help="when the books do not identify the lag law, write the default preset's hl_lag_ms and "
+                        "hl_lag_sd_ms (the header saying why) instead of refusing with exit status 3")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,14 +51,23 @@ def run(args: argparse.Namespace) -> int:
         books = read_books(args.source, symbols, args.start, args.end, session=args.session,
                            venues=["binance", "hyperliquid"])
         cal = calibrate(books, settings)
-        text = render(cal, args.source, known=_model_settings())
+        known = _model_settings()
+        missing = unidentified(cal, known)
+        text = render(cal, args.source, known=known, carry_unidentified=args.lag_from_preset)
         if str(args.output) == "-":
             sys.stdout.write(text)
         else:
             args.output.write_text(text)
+    except NotIdentified as exc:
+        print(f"caerus calibrate: {exc}; capture more data, or pass --lag-from-preset to write the default "
+              "preset's value", file=sys.stderr)
+        return NOT_IDENTIFIED
     except (CalibrationError, ValueError, OSError) as exc:
         print(f"caerus calibrate: {exc}", file=sys.stderr)
         return 2
+    if missing:
+        print(f"caerus calibrate: {refusal(missing)}; the default preset's value written (--lag-from-preset)",
+              file=sys.stderr)
     if str(args.output) != "-":
         print(f"caerus calibrate: {cal.symbol} over {cal.minutes:.1f} min -> {args.output}", file=sys.stderr)
     return 0

@@ -14,14 +14,14 @@ by ``theta`` (B's price at ``t + theta`` reflects A's at ``t``).
 * ``realised_vol``: diffusion volatility from realised variance with the jumps' intervals left out and the noise's
   share taken off.
 * ``detect_jumps`` / ``uniform_bounds``: large persistent tick moves, and the range of a uniform size law.
-* ``match_moves``: per-move lag matching, each lag interval-censored by the two venues' update times.
-* ``censored_location_scale``: median and dispersion of those lags with the censoring width taken out.
+* ``match_moves``: per-move matching (the first update that crosses a share of the move), each lag
+  interval-censored by the two venues' update times (catch-up and fading read these; the lag law is lag_law's).
 * ``block_cadence``, ``catch_up``: the follower's update cadence and how far it follows a leader's move.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,11 +147,22 @@ def peak_lag(lags_ns: npt.ArrayLike, values: npt.ArrayLike) -> float:
 
 @dataclass(frozen=True)
 class Estimate:
-    """A point estimate with its standard error (NaN when none could be computed) and the sample size behind it."""
+    """A point estimate with its standard error (NaN when none could be computed) and the sample size behind it.
+
+    ``lo95``/``hi95``: its 95 % interval when the estimator gives one (a bootstrap's percentiles, for a law whose
+    draws are skewed); NaN: the normal approximation ``value +- 1.96 se`` (:meth:`interval`)."""
 
     value: float
     se: float
     n: int
+    lo95: float = float("nan")
+    hi95: float = float("nan")
+
+    def interval(self) -> tuple[float, float]:
+        """The 95 % interval: the estimator's own, else ``value +- 1.96 se`` (NaN when there is no SE)."""
+        if math.isfinite(self.lo95) and math.isfinite(self.hi95):
+            return self.lo95, self.hi95
+        return self.value - 1.96 * self.se, self.value + 1.96 * self.se
 
 
 @dataclass(frozen=True)
@@ -327,49 +338,6 @@ def match_moves(t_a: npt.ArrayLike, x_a: npt.ArrayLike, moves: Jumps, t_b: npt.A
         hi[k] = float(tb[j] - t_move)
         matched[k] = True
     return MovesMatched(lo, hi, matched)
-
-
-def bootstrap_se(samples: npt.ArrayLike, stat: Callable[[FloatArray], float], n_boot: int = 400,
-                 seed: int = 0) -> float:
-    """Standard error of ``stat`` over resamples (with replacement) of ``samples`` (rows if 2-D)."""
-    s = np.asarray(samples, dtype=np.float64)
-    if s.shape[0] < 2:
-        return float("nan")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, s.shape[0], size=(n_boot, s.shape[0]))
-    values = np.array([stat(s[d]) for d in draws])
-    return float(np.std(values, ddof=1))
-
-
-@dataclass(frozen=True)
-class LocationScale:
-    """Median and standard deviation of a law seen through interval censoring, each with a bootstrap SE."""
-
-    median: Estimate
-    sd: Estimate
-
-
-def _censored_stats(lo_hi: FloatArray) -> tuple[float, float]:
-    mid = 0.5 * (lo_hi[:, 0] + lo_hi[:, 1])
-    width = lo_hi[:, 1] - lo_hi[:, 0]
-    # the true value sits anywhere in its interval: uniform error of variance width^2 / 12, taken out of the spread
-    var = float(np.var(mid, ddof=1)) - float(np.mean(width**2)) / 12.0
-    return float(np.median(mid)), float(np.sqrt(max(var, 0.0)))
-
-
-def censored_location_scale(lo: npt.ArrayLike, hi: npt.ArrayLike, n_boot: int = 400, seed: int = 0) -> LocationScale:
-    """Median and dispersion of values known only to lie in ``(lo, hi]``: the median of the interval midpoints, and
-    the midpoints' variance less the mean censoring variance ``width^2 / 12`` (a value uniform in its interval)."""
-    lo_a, hi_a = np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)
-    ok = np.isfinite(lo_a) & np.isfinite(hi_a)
-    pairs = np.column_stack([lo_a[ok], hi_a[ok]])
-    n = pairs.shape[0]
-    if n < 3:
-        raise ValueError(f"lag distribution needs at least 3 matched moves, got {n}")
-    med, sd = _censored_stats(pairs)
-    med_se = bootstrap_se(pairs, lambda p: _censored_stats(p)[0], n_boot, seed)
-    sd_se = bootstrap_se(pairs, lambda p: _censored_stats(p)[1], n_boot, seed + 1)
-    return LocationScale(Estimate(med, med_se, n), Estimate(sd, sd_se, n))
 
 
 @dataclass(frozen=True)

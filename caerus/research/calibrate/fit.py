@@ -4,12 +4,16 @@ One instrument at a time: Binance (the leader) and Hyperliquid (the follower) ro
 a log-mid series on one clock (``t_exchange`` by default: the emulator schedules on, and stamps, exchange time).
 Every estimate carries its standard error and sample size; ``Calibration.cross_checks`` keeps the lead-lag curves'
 peaks (Hayashi-Yoshida, cross-correlation) beside the per-move lag law so a reader can see they agree, except on a
-fading market (``hl_fade`` estimated above ``FADE_HY_MAX``), where the mid's curves peak at 0 and measure the fade.
+fading market (``hl_fade`` estimated above ``FADE_HY_MAX``), where the mid's curves peak at 0 and measure the fade
+(they are then not computed at all). A setting the books do not identify is left out of the estimates and named
+in ``Calibration.unidentified`` with the reason; market_toml refuses to write a market without it unless told to
+carry the preset's value over.
 
 What each estimate comes from (docs/research.md, "Calibration"):
 
-* lag median and dispersion: per-move matching (estimators.match_moves) on Binance's persistent jumps; the
-  Hayashi-Yoshida peak is the median's fallback when too few moves were matched.
+* lag median and dispersion: caerus.research.calibrate.lag_law (each clear jump's largest answer on Hyperliquid's
+  unexposed side, a censored lognormal with false answers, bootstrap intervals), or not identified (too few answered
+  moves, no peak, a boundary): no fallback (the Hayashi-Yoshida peak reads ~0 on a fading market).
 * volatility: realised variance of Binance's mid on a ``vol_step`` grid with jump intervals (and returns beyond a
   jump-robust threshold) left out and the noise's ``2 var(e)`` per return taken off.
 * jump rate and size range: the detected jumps (count per minute; uniform bounds of their sizes in bp).
@@ -28,6 +32,7 @@ import pandas as pd
 
 from caerus.research.calibrate import estimators as est
 from caerus.research.calibrate import follower_fit as ff
+from caerus.research.calibrate import lag_law
 from caerus.research.calibrate import moves as mv
 from caerus.research.calibrate import regimes as rg
 from caerus.wire import BookFlags
@@ -58,7 +63,7 @@ class FitSettings:
     move_share: float = 0.5  # a move is matched when Hyperliquid has gone this share of it
     jump_dead_ms: float = 50.0  # tick moves closer than this after a jump are the same jump finishing
     isolation_ms: float = 2500.0  # moves matched for the lag have no other jump this long before them
-    min_moves: int = 20  # fewer matched moves: the HY peak gives the median and the dispersion is unknown
+    min_moves: int = 20  # fewer answered moves: the lag law is not identified (calibrate refuses)
     flicker_window_ms: float = 3000.0  # a jump-sized move that reverts within this is a flicker
     regime_window_s: float = 15.0  # regimes: windows of this length, each labelled calm or volatile
     regime_step_ms: float = 250.0  # grid of the windows' realised variance (and the calm volatility)
@@ -100,6 +105,8 @@ class Calibration:
     estimates: dict[str, est.Estimate]
     cross_checks: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: estimate name -> why the books do not identify it (left out of ``estimates``; nothing is put in its place)
+    unidentified: dict[str, str] = field(default_factory=dict)
 
     @property
     def minutes(self) -> float:
@@ -244,17 +251,8 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     sigma = float(np.sqrt(var))
     out["annual_vol"] = est.Estimate(sigma, sigma * float(np.sqrt(0.5 / n_ret)), n_ret)
 
-    # lead-lag curves (cross-checks and the median's fallback)
-    lags = np.arange(0, int(cfg.lag_max_ms * MS) + 1, int(cfg.lag_step_ms * MS), dtype=np.int64)
-    _, hy = est.hayashi_yoshida(lead.t, lead.x, follow.t, follow.x, lags)
-    checks["hy_peak_ms"] = est.peak_lag(lags, hy) / MS
-    checks["hy_peak_corr"] = float(np.nanmax(hy))
-    cc = est.cross_correlation(lead.t, lead.x, follow.t, follow.x, lags, int(cfg.cc_step_ms * MS))
-    if bool(np.any(np.isfinite(cc))):
-        checks["cc_peak_ms"] = est.peak_lag(lags, cc) / MS
-
-    # the lag law from the moves Hyperliquid answered, read on its unexposed side; the threshold a move must
-    # cross is half the catch-up found on a first pass (a fixed half would miss every move below it)
+    # the moves Hyperliquid answered, read on its unexposed side (catch-up and fading from these); the threshold a
+    # move must cross is half the catch-up found on a first pass (a fixed half would miss every move below it)
     block_ns = int(out["block_ms"].value * MS)
     alone = est.isolated(jumps, int(cfg.isolation_ms * MS))
     share = cfg.move_share
@@ -267,16 +265,21 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     checks["match_share"] = share
     n_matched = int(matched.matched.sum())
     checks["moves_matched_share"] = n_matched / alone.index.size if alone.index.size else float("nan")
-    if n_matched >= max(cfg.min_moves, 3):
-        law = est.censored_location_scale(matched.lo, matched.hi, cfg.n_boot, cfg.seed)
-        out["lag_median_ms"] = _scaled(law.median, 1 / MS)
-        out["lag_sd_ms"] = _scaled(law.sd, 1 / MS)
-        q99 = float(np.nanpercentile(matched.hi, 99))
+    q99 = float(np.nanpercentile(matched.hi, 99)) if n_matched >= 3 else cfg.lag_max_ms * MS
+
+    # the lag law: each jump clear of others, its largest answer (lag_law's docstring), or why not
+    law = lag_law.estimate(jumps, touch, share, int(cfg.lag_max_ms * MS), int(cfg.isolation_ms * MS),
+                           cfg.min_moves, cfg.n_boot // 2, cfg.seed)
+    checks["lag_moves_clear"], checks["lag_moves_answered"] = float(law.moves_clear), float(law.moves_answered)
+    if np.isfinite(law.peak_lr):
+        checks["lag_peak_lr"] = law.peak_lr
+    unidentified: dict[str, str] = {}
+    if law.why_not is None:
+        out["lag_median_ms"], out["lag_sd_ms"] = law.median, law.sd
+        checks["lag_false_share"] = law.false_share.value
     else:
-        notes.append(f"{n_matched} matched moves (< {cfg.min_moves}): lag median from the HY peak, "
-                     "its dispersion not estimated")
-        out["lag_median_ms"] = est.Estimate(checks["hy_peak_ms"], cfg.lag_step_ms / np.sqrt(12), int(lead.t.size))
-        q99 = 3.0 * out["lag_median_ms"].value * MS
+        unidentified["lag_median_ms"] = unidentified["lag_sd_ms"] = law.why_not
+        notes.append(f"lag law not identified: {law.why_not}")
 
     # the basis' slow part: arbitrage half-life
     half, slow_share = ff.basis_half_life(lead.t, lead.x, touch)
@@ -289,6 +292,7 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
 
     # catch-up now (each move's own first response) and later (the curve after it), then fading
     late_ms = 0.0
+    fading = False
     if n_matched >= 3:
         c = ff.early_response(alone, matched, touch, block_ns)
         out["catch_up"] = c
@@ -302,7 +306,7 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
         pending = c.value
         if np.isfinite(a.value) and c.value < 0.98:
             g = a.value / (1.0 - c.value)
-            out["catch_up_late"] = est.Estimate(min(max(g, 0.0), 1.0), a.se / (1.0 - c.value), a.n)
+            out["catch_up_late"] = est.Estimate(g, a.se / (1.0 - c.value), a.n)  # market_toml clips, once
             pending = c.value + a.value
             if a.value > 0.02:
                 out["catch_up_late_ms"] = late.delay_ms
@@ -313,14 +317,23 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
             notes.append(f"{late.moves} moves clear of other jumps, or catch-up whole: late part not estimated")
         f = ff.fade(jumps, matched_all, touch, pending)
         if np.isfinite(f.value):
-            out["fade"] = est.Estimate(min(max(f.value, 0.0), 1.0), f.se, f.n)
-        if np.isfinite(f.value) and f.value - 2.0 * f.se > FADE_HY_MAX:
-            # Fading moves Hyperliquid's mid at once by half the faded share of every pending move, so the mid's
-            # lead-lag curves peak at 0 (5/0/0 ms on the default market for a 650 ms lag): not a lag, left out
-            for k in ("hy_peak_ms", "hy_peak_corr", "cc_peak_ms"):
-                checks.pop(k, None)
-            notes.append(f"hl_fade {f.value:.2f}: Hyperliquid's mid moves at once with fading quotes, so the "
-                         "Hayashi-Yoshida and cross-correlation peaks are not a lag and are not reported")
+            out["fade"] = f  # market_toml clips it to the model's range, once, for the body and the header
+        fading = bool(np.isfinite(f.value) and f.value - 2.0 * f.se > FADE_HY_MAX)
+
+    # lead-lag curves (cross-checks). Fading moves Hyperliquid's mid at once by half the faded share of every
+    # pending move, so the mid's curves peak at 0 (5/0/0 ms on the default market for a 650 ms lag): not a lag,
+    # so on a fading market they are not computed (they were most of calibrate's time)
+    if fading:
+        notes.append(f"hl_fade more than two SE above {FADE_HY_MAX}: Hyperliquid's mid moves at once with fading "
+                     "quotes, so the Hayashi-Yoshida and cross-correlation peaks are not a lag and are not reported")
+    else:
+        lags = np.arange(0, int(cfg.lag_max_ms * MS) + 1, int(cfg.lag_step_ms * MS), dtype=np.int64)
+        _, hy = est.hayashi_yoshida(lead.t, lead.x, follow.t, follow.x, lags)
+        checks["hy_peak_ms"] = est.peak_lag(lags, hy) / MS
+        checks["hy_peak_corr"] = float(np.nanmax(hy))
+        cc = est.cross_correlation(lead.t, lead.x, follow.t, follow.x, lags, int(cfg.cc_step_ms * MS))
+        if bool(np.any(np.isfinite(cc))):
+            checks["cc_peak_ms"] = est.peak_lag(lags, cc) / MS
 
     # Hyperliquid's own moves: in time clear of every Binance jump's lag and late part
     clean_after = int(min(max(q99 + 2.0 * late_ms * MS, 2e9), 8e9))
@@ -334,7 +347,7 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     else:
         notes.append(f"{own.rate_per_clean_min.n} own move(s) of Hyperliquid: their sizes not estimated")
     return Calibration(symbol, cfg.clock, start, end, {LEADER: int(lead.t.size), FOLLOWER: int(follow.t.size)},
-                       out, checks, notes)
+                       out, checks, notes, unidentified)
 
 
 def _scaled(e: est.Estimate, k: float) -> est.Estimate:

@@ -5,7 +5,8 @@ rise, the bid before a fall) moves at once by ``hl_fade`` of what is still to ar
 ``h`` itself. So every per-move measure here reads the *unexposed* side (the bid after an up move, the ask after a
 down move): it moves only when the move arrives, and the lag and catch-up read from it are not mixed with fading.
 
-* ``match_unexposed``: per-move lags (estimators.match_moves) on the unexposed side.
+* ``match_unexposed``: per-move first responses (estimators.match_moves) on the unexposed side (catch-up and
+  fading read these; the lag law is lag_law's).
 * ``early_response``: each matched move's own response one block after its own first response: the slope through
   the origin on the move is ``catch_up`` (a window at the median lag would miss the half of the moves whose lag is
   longer, and bias it low).

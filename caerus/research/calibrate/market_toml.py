@@ -6,6 +6,12 @@ estimated for, and those in ``CARRIED`` (estimated, not recovered by the round t
 The header names the source, the symbol, the clock, the time range, the rows per venue, every estimate with its
 standard error, 95 % interval and sample size, the cross-checks, and which settings were fitted and which carried
 over (each with its reason).
+
+Header and body agree by construction: :func:`written_settings` computes each written value once (rounded, then
+clipped into the model's range), and both the body and the header's ``setting = value`` lines print that value
+(:func:`toml_value`); a clipped value says so beside it, with the estimate it came from. A setting the books do
+not identify (``Calibration.unidentified``) makes :func:`render` raise :class:`NotIdentified` unless the caller
+asks for the preset's value to be carried over, the header then saying why.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import tomli_w
 
 from caerus.research.calibrate.estimators import Estimate
-from caerus.research.calibrate.fit import Calibration
+from caerus.research.calibrate.fit import Calibration, CalibrationError
 
 #: fit.py's estimate name -> (the market model's setting, unit shown in the header, decimals kept)
 PARAMETERS: dict[str, tuple[str, str, int]] = {
@@ -65,10 +72,23 @@ CARRIED: dict[str, str] = {
 }
 
 
-def market_settings(cal: Calibration, known: Mapping[str, object] | None = None) -> dict[str, float]:
-    """The model's settings from ``cal``'s estimates, rounded to what the estimate supports; with ``known`` (the
-    model's settings and defaults) only the settings it has, and jitter kept below the block it jitters."""
-    out: dict[str, float] = {}
+class NotIdentified(CalibrationError):
+    """A setting the market must have is not identified by the books; the text names it and why."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """A setting's value as written (body and header alike) and, when it is not the estimate rounded, why."""
+
+    value: float | int
+    why: str = ""
+
+
+def written_settings(cal: Calibration, known: Mapping[str, object] | None = None) -> dict[str, Written]:
+    """The model's settings from ``cal``'s estimates, each computed once: rounded to what the estimate supports,
+    then clipped into the model's range (saying so); with ``known`` (the model's settings and defaults) only the
+    settings it has."""
+    out: dict[str, Written] = {}
     for name, e in cal.estimates.items():
         if name not in PARAMETERS or not math.isfinite(e.value):
             continue
@@ -77,28 +97,58 @@ def market_settings(cal: Calibration, known: Mapping[str, object] | None = None)
             continue
         if setting in CARRIED:
             continue
-        out[setting] = round(e.value) if setting == "hl_own_blocks" else round(float(e.value), decimals)
+        out[setting] = Written(round(e.value) if setting == "hl_own_blocks" else round(float(e.value), decimals))
+
+    def clip(setting: str, low: float, high: float, why: str) -> None:
+        if setting in out and not low <= float(out[setting].value) <= high:
+            out[setting] = Written(min(max(out[setting].value, low), high), why)
+
     block, jitter = out.get("hl_block_ms"), out.get("hl_block_jitter_ms")
-    if block is not None and jitter is not None and jitter >= block:
-        out["hl_block_jitter_ms"] = round(0.9 * block, 2)  # the model requires jitter < block
+    if block is not None and jitter is not None and float(jitter.value) >= float(block.value):
+        out["hl_block_jitter_ms"] = Written(round(0.9 * float(block.value), 2),
+                                            "0.9 x hl_block_ms: the model requires jitter < block")
     for low, high in (("jump_bps_min", "jump_bps_max"), ("hl_own_bps_min", "hl_own_bps_max")):
-        if low in out:
-            out[low] = max(out[low], 0.0)
-        if low in out and high in out and out[high] < out[low]:
-            out[high] = out[low]
+        clip(low, 0.0, math.inf, "clipped to >= 0")
+        if low in out and high in out and out[high].value < out[low].value:
+            out[high] = Written(out[low].value, f"raised to {low}: a uniform law's top is not below its bottom")
     for unit in ("catch_up", "catch_up_late", "hl_fade"):  # shares: an estimate past 1 (noise) is 1
-        if unit in out:
-            out[unit] = min(max(out[unit], 0.0), 1.0)
-    if "flicker_share" in out:
-        out["flicker_share"] = min(max(out["flicker_share"], 0.0), 0.95)
-    if "hl_lag_ms" in out and out["hl_lag_ms"] <= 0.0 and (known is None or "hl_lag_sd_ms" in known):
-        # No measurable lag (a short capture's HY peak at 0): a fixed zero lag. The model's lognormal lag needs a
-        # positive median, so the preset's dispersion must not be kept next to it.
-        out["hl_lag_ms"] = 0.0
-        out["hl_lag_sd_ms"] = 0.0
-    if "hl_own_blocks" in out:
-        out["hl_own_blocks"] = min(max(int(out["hl_own_blocks"]), 1), 1000)
+        clip(unit, 0.0, 1.0, "clipped to the model's range [0, 1]")
+    clip("flicker_share", 0.0, 0.95, "clipped to the model's range [0, 0.95]")
+    if "hl_lag_ms" in out and out["hl_lag_ms"].value <= 0.0 and (known is None or "hl_lag_sd_ms" in known):
+        # A zero lag (a Calibration built by hand: fit.py refuses a lag not told from 0) is a fixed zero lag: the
+        # model's lognormal lag needs a positive median, so the preset's dispersion must not be kept next to it.
+        out["hl_lag_ms"] = Written(0.0, "a lag at or below 0 is a fixed zero lag" if out["hl_lag_ms"].value else "")
+        out["hl_lag_sd_ms"] = Written(0.0, "set with hl_lag_ms = 0: the model's lognormal needs a positive median")
+    clip("hl_own_blocks", 1, 1000, "clipped to the model's range [1, 1000]")
     return out
+
+
+def market_settings(cal: Calibration, known: Mapping[str, object] | None = None) -> dict[str, float | int]:
+    """The written settings' values (:func:`written_settings`)."""
+    return {k: w.value for k, w in written_settings(cal, known).items()}
+
+
+def unidentified(cal: Calibration, known: Mapping[str, object] | None = None) -> dict[str, str]:
+    """The model's settings the books do not identify (setting -> why), those ``known`` has."""
+    out: dict[str, str] = {}
+    for name, why in cal.unidentified.items():
+        setting = PARAMETERS.get(name, (name, "", 0))[0]
+        if known is None or setting in known:
+            out[setting] = why
+    return out
+
+
+def refusal(missing: Mapping[str, str]) -> str:
+    """One line naming the unidentified settings and why (settings sharing a reason are named together)."""
+    by_why: dict[str, list[str]] = {}
+    for setting, why in missing.items():
+        by_why.setdefault(why, []).append(setting)
+    return "; ".join(f"{', '.join(names)} not identified: {why}" for why, names in by_why.items())
+
+
+def toml_value(value: object) -> str:
+    """``value`` as the TOML body writes it (tomli_w), for the header's ``setting = value`` lines."""
+    return tomli_w.dumps({"v": value})[len("v = "):].rstrip("\n")
 
 
 def preset_settings(written: Mapping[str, object]) -> dict[str, object]:
@@ -118,44 +168,67 @@ def _when(ns: int) -> str:
 
 
 def _fmt(e: Estimate) -> str:
+    """SE, 95 % interval and sample size of an estimate (the interval: the estimator's own, else +- 1.96 SE)."""
     if not math.isfinite(e.se):
-        return f"{e.value:.6g} (SE n/a, n = {e.n})"
-    lo, hi = e.value - 1.96 * e.se, e.value + 1.96 * e.se  # normal approximation, as the SE itself
-    return f"{e.value:.6g} (SE {e.se:.4g}, 95 % CI [{lo:.4g}, {hi:.4g}], n = {e.n})"
+        return f"SE n/a, n = {e.n}"
+    lo, hi = e.interval()
+    return f"SE {e.se:.4g}, 95 % CI [{lo:.4g}, {hi:.4g}], n = {e.n}"
 
 
-def header(cal: Calibration, source: str, written: Mapping[str, object]) -> list[str]:
+def header(cal: Calibration, source: str, written: Mapping[str, Written],
+           carried: Mapping[str, object] | None = None, why_carried: Mapping[str, str] | None = None) -> list[str]:
+    """The comment lines. ``written``: :func:`written_settings`; ``carried``: the preset's settings written for
+    the rest (:func:`preset_settings`), ``why_carried`` the reason for those the books did not identify."""
     lines = [
         "Market model calibrated by `caerus calibrate` (docs/research.md, Calibration).",
         f"source: {source}",
         f"symbol: {cal.symbol}   clock: {cal.clock}",
         f"range: {_when(cal.start_ns)} .. {_when(cal.end_ns)} ({cal.minutes:.1f} min)",
         "rows: " + ", ".join(f"{v} {n}" for v, n in cal.rows.items()),
-        "estimates (value, standard error, 95 % interval as value +- 1.96 SE, sample size):",
+        "settings written from estimates (setting = the value written; the estimate's SE, 95 % interval and "
+        "sample size), then estimates not written (setting: estimate):",
     ]
+    shown: set[str] = set()
     for name, e in cal.estimates.items():
         setting, unit, _ = PARAMETERS.get(name, (name, "", 0))
-        used = ("   [not recovered by the round trip: preset kept]" if setting in CARRIED else
-                "" if setting in written else "   [not a setting of this model: not written]")
-        lines.append(f"  {setting} = {_fmt(e)} {unit}{used}")
+        w = written.get(setting)
+        if w is not None:
+            shown.add(setting)
+            why = f"{w.why}: estimate {e.value:.6g}, " if w.why else ""
+            lines.append(f"  {setting} = {toml_value(w.value)}   ({why}{_fmt(e)}) {unit}")
+        else:
+            used = ("not estimated: see the notes" if not math.isfinite(e.value) else
+                    "not recovered by the round trip: preset kept" if setting in CARRIED else
+                    "not a setting of this model: not written")
+            lines.append(f"  {setting}: estimate {e.value:.6g} ({_fmt(e)}) {unit}   [{used}]")
+    for setting, w in written.items():  # derived from another setting, no estimate of their own
+        if setting not in shown:
+            lines.append(f"  {setting} = {toml_value(w.value)}   ({w.why})")
     if cal.cross_checks:
         lines.append("cross-checks: " + ", ".join(f"{k} {v:.4g}" for k, v in cal.cross_checks.items()))
     lines.extend(f"note: {n}" for n in cal.notes)
-    kept = preset_settings(written) if written else {}
     lines.append("fitted from these books: " + (", ".join(written) if written else "none"))
-    if kept:
+    if carried:
         lines.append(f"carried over from preset {PRESET} (not fitted):")
-        for k, v in kept.items():
-            why = CARRIED.get(k, "not identified from these books (see the notes)")
-            lines.append(f"  {k} = {v}   not estimated: from preset; {why}")
+        for k, v in carried.items():
+            why = (CARRIED.get(k) or (why_carried or {}).get(k)
+                   or "not identified from these books (see the notes)")
+            lines.append(f"  {k} = {toml_value(v)}   not estimated: from preset; {why}")
     return lines
 
 
 def render(cal: Calibration, source: str, known: Mapping[str, object] | None = None,
-           table: str | None = None) -> str:
-    """The TOML text: the header as comments, then the settings (under ``[table]`` when given)."""
-    settings: dict[str, object] = dict(market_settings(cal, known))
-    written = dict(settings)
-    settings.update(preset_settings(written))
+           table: str | None = None, carry_unidentified: bool = False) -> str:
+    """The TOML text: the header as comments, then the settings (under ``[table]`` when given). Raises
+    :class:`NotIdentified` when the books do not identify a setting (``cal.unidentified``), unless
+    ``carry_unidentified``: then the preset's value is written and the header says why."""
+    missing = unidentified(cal, known)
+    if missing and not carry_unidentified:
+        raise NotIdentified(refusal(missing))
+    written = written_settings(cal, known)
+    carried = preset_settings(written)
+    settings: dict[str, object] = {k: w.value for k, w in written.items()}
+    settings.update(carried)
     body = tomli_w.dumps({table: settings} if table else settings)
-    return "".join(f"# {line}\n".replace("# \n", "#\n") for line in header(cal, source, written)) + "\n" + body
+    lines = header(cal, source, written, carried, {k: f"not identified: {why}" for k, why in missing.items()})
+    return "".join(f"# {line}\n".replace("# \n", "#\n") for line in lines) + "\n" + body
