@@ -1,5 +1,8 @@
-"""`caerus data`: captured books to parquet, CSV or the terminal.
+"""`caerus data`: captured books to parquet, CSV or the terminal; real captures into a capture store.
 
+    caerus data import STORE FILE [FILE ...] [--format F] [--as binance|hyperliquid|leader|follower]
+        [--instrument NAME] [--session NAME] [--product usdm|coinm|spot] [--symbol SYM] [--clock-offset-ms MS]
+        [--provenance TEXT] [--jobs N] [--json PATH]
     caerus data books|aligned|sessions SOURCE [--symbols BTC,ETH] [--start T] [--end T] [--session ID]
         [--base binance|hyperliquid] [--venue NAME ...] [-o PATH] [--format parquet|csv|table]
         [--instruments FILE] [--user NAME --password-file FILE] [--slice-rows N] [--limit N] [--no-progress]
@@ -23,14 +26,48 @@ if TYPE_CHECKING:
     from .read import Plan
 
 KINDS = ("books", "aligned", "sessions")
+HELP = {"books": "both venues' books", "aligned": "every base-venue book with the other venue's as of that instant",
+        "sessions": "what the source holds",
+        "import": "real captures (hftbacktest, Binance public data, Tardis, Hyperliquid archive) into a capture store"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="kind", metavar="KIND")
+    sub.required = True
+    for kind in KINDS:
+        _add_read_arguments(sub.add_parser(kind, help=HELP[kind], description=HELP[kind]))
+    _add_import_arguments(sub.add_parser("import", help=HELP["import"], description=HELP["import"]))
+
+
+def _add_import_arguments(p: argparse.ArgumentParser) -> None:
+    from .imports.formats import FORMATS as IMPORT_FORMATS
+    from .imports.formats import PRODUCTS
+    from .imports.target import DEFAULT_SESSION, SLOTS
+
+    p.add_argument("store", type=Path, help="capture store folder to import into (created when absent)")
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE", help="files to import (gz, zip, lz4 or plain)")
+    p.add_argument("--format", dest="import_format", choices=tuple(IMPORT_FORMATS),
+                   help="the files' format (default: detected from each file's first lines)")
+    p.add_argument("--as", dest="slot", choices=tuple(SLOTS), metavar="SLOT",
+                   help="venue slot for the books: binance (= leader) or hyperliquid (= follower); default: the "
+                   "market's own venue. The true market is recorded in import.json and printed")
+    p.add_argument("--instrument", help="instrument name to store the market as (default: one per market, e.g. "
+                   "BTCUSDT, BTCUSDPERP, BTCUSDTSPOT, BTC); give both sides of a research pair the same name")
+    p.add_argument("--session", default=DEFAULT_SESSION, help="session name of the rows (default: %(default)s)")
+    p.add_argument("--product", choices=PRODUCTS, help="Binance product when the file cannot say it")
+    p.add_argument("--symbol", help="symbol, for a CSV whose name and rows do not say it")
+    p.add_argument("--clock-offset-ms", type=float, metavar="MS",
+                   help="receive minus venue time to use, for a file whose clock cannot be measured (no event "
+                   "times, or no receive times); overrides the measured offset")
+    p.add_argument("--provenance", help="where the files come from and under what licence (recorded)")
+    p.add_argument("--jobs", type=int, default=0, metavar="N", help="reader processes (default: one per CPU)")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the files' import records as JSON")
+
+
+def _add_read_arguments(p: argparse.ArgumentParser) -> None:
     from .export import FORMATS
     from .read import DEFAULT_SLICE_ROWS, VENUES
 
-    p.add_argument("kind", choices=KINDS, help="books: both venues' books; aligned: every base-venue book with the "
-                   "other venue's as of that instant; sessions: what the source holds")
     p.add_argument("source", help="session folder, capture store or ClickHouse URL (http://HOST:PORT)")
     p.add_argument("--symbols", help="comma-separated instrument names (default: all)")
     p.add_argument("--start", help="first t_recv (epoch ns or ISO 8601, naive = UTC)")
@@ -63,7 +100,32 @@ def _format(args: argparse.Namespace) -> str:
     return "table"
 
 
+def run_import(args: argparse.Namespace) -> int:
+    import json
+
+    from caerus.capture.store import StoreError
+
+    from .imports import ImportOptions, ImportRefused, run_import
+
+    opts = ImportOptions(session=args.session, slot=args.slot, instrument=args.instrument, fmt=args.import_format,
+                         product=args.product, symbol=args.symbol, clock_offset_ms=args.clock_offset_ms,
+                         provenance=args.provenance, jobs=args.jobs)
+    try:
+        if args.jobs < 0:
+            raise ImportRefused("--jobs must be >= 0")
+        outcome = run_import(args.store, args.files, opts)
+    except (ImportRefused, StoreError, OSError) as exc:
+        print(f"caerus data import: {exc}", file=sys.stderr)
+        return 2
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"files": outcome.entries, "errors": outcome.errors}, indent=1) + "\n")
+    return 0 if outcome.ok else 2
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.kind == "import":
+        return run_import(args)
     from . import export, outfile
     from .engines import DataError
     from .read import inventory, plan_aligned, plan_books, select

@@ -173,3 +173,92 @@ def book_frame(seq: int, e_ms: int, symbol: str, bid: float, bid_qty: float, ask
     return msgspec.json.encode({"e": "bookTicker", "u": int(seq), "E": e_ms, "T": e_ms, "s": symbol,
                                 "b": decimal_text(bid), "B": decimal_text(bid_qty), "a": decimal_text(ask),
                                 "A": decimal_text(ask_qty)}).decode()
+
+
+# --- Recorded Binance streams the live feed does not subscribe (read by `caerus data import`, never on the hot path).
+# The books the import stores are decoded with the live types above (BookTicker: the same fields, the same string ->
+# float conversion, the same bounds); these cover what a recording carries besides them.
+
+
+class Combined(msgspec.Struct, gc=False):
+    """A combined-stream frame (``/stream?streams=a/b``): the stream name and the message as the raw stream sends it
+    (kept undecoded: the stream name says which type decodes it)."""
+
+    stream: str
+    data: msgspec.Raw
+
+
+class SpotBookTicker(msgspec.Struct, gc=False):
+    """Spot ``<symbol>@bookTicker``: the futures fields without an event type or any time (``e``/``E``/``T`` absent):
+    its only clock is the receive stamp."""
+
+    u: SeqId
+    s: str
+    b: float
+    B: float
+    a: float
+    A: float
+
+
+class DepthEvent(msgspec.Struct, gc=False):
+    """Any ``depthUpdate`` (a diff on ``@depth@0ms``/``@depth@100ms``): its event time, symbol and last update id;
+    the levels are skipped (a diff is not a top of book: the live feed refuses it as NOT_SNAPSHOT)."""
+
+    e: str
+    E: EpochMs
+    s: str
+    u: SeqId
+
+
+class Trade(msgspec.Struct, gc=False):
+    """``<symbol>@trade`` (futures and spot): event time, symbol, trade id, price and quantity."""
+
+    e: str
+    E: EpochMs
+    s: str
+    t: int
+    p: float
+    q: float
+
+
+class RestDepth(msgspec.Struct, gc=False):
+    """The REST depth snapshot a recorder writes before the diffs (``GET /fapi/v1/depth``; spot's has no ``E``)."""
+
+    lastUpdateId: SeqId
+    E: EpochMs | None = None
+
+
+COMBINED_DECODER = msgspec.json.Decoder(Combined)
+BOOK_TICKER_DECODER = msgspec.json.Decoder(BookTicker, strict=False)
+SPOT_BOOK_TICKER_DECODER = msgspec.json.Decoder(SpotBookTicker, strict=False)
+DEPTH_EVENT_DECODER = msgspec.json.Decoder(DepthEvent, strict=False)
+TRADE_DECODER = msgspec.json.Decoder(Trade, strict=False)
+REST_DEPTH_DECODER = msgspec.json.Decoder(RestDepth)
+
+
+class DepthUpdate(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
+    """``DepthEvent`` as a tagged member of :data:`FUTURES_COMBINED_DECODER`'s union."""
+
+    E: EpochMs
+    s: str
+    u: SeqId
+
+
+class TradeEvent(msgspec.Struct, tag_field="e", tag="trade", gc=False):
+    """``Trade`` as a tagged member of :data:`FUTURES_COMBINED_DECODER`'s union."""
+
+    E: EpochMs
+    s: str
+    t: int
+    p: float
+    q: float
+
+
+class FuturesCombined(msgspec.Struct, gc=False):
+    """A futures combined-stream frame decoded in one pass: the live ``BookTicker`` or a depth/trade event."""
+
+    stream: str
+    data: BookTicker | DepthUpdate | TradeEvent
+
+
+FUTURES_COMBINED_DECODER = msgspec.json.Decoder(FuturesCombined, strict=False)

@@ -153,3 +153,24 @@ def book_frame(seq: int, t_ms: int, coin: str, bid: float, bid_qty: float, ask: 
     return msgspec.json.encode({"channel": "bbo", "data": {"coin": coin, "time": t_ms, "bbo": [
         {"px": decimal_text(bid), "sz": decimal_text(bid_qty), "n": 1},
         {"px": decimal_text(ask), "sz": decimal_text(ask_qty), "n": 1}]}}).decode()
+
+
+# --- Recorded channels the live feed does not subscribe (read by `caerus data import`, never on the hot path).
+
+
+class TradeItem(msgspec.Struct, gc=False):
+    coin: str
+    px: float
+    sz: float
+    time: EpochMs
+
+
+class Trades(msgspec.Struct, tag_field="channel", tag="trades", gc=False):
+    """``trades``: a list of prints (the first message after subscribing repeats recent ones, so their times are not
+    a clock: the import counts them and takes no clock sample from them)."""
+
+    data: list[TradeItem]
+
+
+#: what a recording carries: the live channels plus trades (the same struct types for the books)
+RECORDED_DECODER = msgspec.json.Decoder(Bbo | L2Book | Trades | Pong | SubscriptionResponse | Error, strict=False)

@@ -1,0 +1,314 @@
+"""hftbacktest's collector format: gzip text, ``<local receive ns> <frame as the venue sent it>`` per line.
+
+Binance (USD-M, COIN-M, spot): combined-stream frames ``{"stream":"btcusdt@bookTicker","data":{...}}`` (raw-stream
+frames without the wrapper are read too), plus the REST depth snapshot the collector writes before the diffs
+(``{"lastUpdateId":...}``). The bookTicker message inside is decoded with the live feed's own ``BookTicker`` type
+(spot's, which has no event time, with ``SpotBookTicker``: the same fields otherwise); depth diffs and trades are
+decoded for their event time (the clock) and counted, not stored (a diff is not a top of book; the capture schema
+has no trades table). Hyperliquid: ``{"channel":"l2Book"|"bbo"|"trades",...}`` decoded with the live feed's own
+types (l2Book's top level becomes the book, DEPTH-flagged as the feed flags it).
+
+A frame the typed decoder refuses is classified as the feed classifies it: a data frame that cannot be read is a
+MALFORMED candidate (stored REJECTED, as the feed publishes it), anything else (not JSON, an unknown shape, an
+ack) is dropped and counted by kind. A line whose receive stamp is not an integer is a ``bad_line``.
+
+The product of a Binance symbol comes from its frames: a ``_`` in the symbol is COIN-M, a bookTicker without event
+time is spot, one with it USD-M; ``--product`` overrides.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from operator import attrgetter
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from caerus.venues.binance import data as bn
+from caerus.venues.book import MALFORMED
+from caerus.venues.frames import FrameKind
+
+from .compressed import file_digest, text_chunks
+from .formats import PRODUCTS, ReadOptions
+from .hl_frames import hl_frame
+from .lines import stamped
+from .records import MISSING, Builder, Chunk, ImportRefused, Market
+
+NAME = "hftbacktest"
+_DecodeError = msgspec.DecodeError
+_NAN = float("nan")
+
+
+def _frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, memoryview | bytes]]:
+    """(receive ns, frame) of every line: zero-copy slices when the chunk is all ``<19 digits> <frame>`` lines
+    (lines.py), else line by line (a stamp that is not an integer is a ``bad_line``)."""
+    got = stamped(text)
+    if got is not None:
+        mv, starts, ends, stamps = got
+        for s, e, t in zip(starts, ends, stamps, strict=True):
+            yield t, mv[s:e]
+        return
+    for line in text.split(b"\n"):
+        if not line.strip():
+            continue
+        ts, _, frame = line.partition(b" ")
+        try:
+            t_recv = int(ts)
+        except ValueError:
+            counts["dropped.bad_line"] += 1
+            continue
+        yield t_recv, frame
+
+
+def _first_frame(head: bytes) -> bytes:
+    for line in head.split(b"\n")[:5]:
+        ts, _, frame = line.partition(b" ")
+        if ts.isdigit() and frame.startswith(b"{"):
+            return frame
+    return b""
+
+
+def sniff(path: Path, head: bytes) -> bool:
+    return _first_frame(head)[:40].startswith((b'{"stream"', b'{"channel"', b'{"lastUpdateId"', b'{"e"', b'{"u"'))
+
+
+class Reader:
+    def __init__(self, path: Path, options: ReadOptions) -> None:
+        from .compressed import head_text
+
+        self.path = Path(path)
+        self.options = options
+        if options.product is not None and options.product not in PRODUCTS:
+            raise ImportRefused(f"--product {options.product!r}: one of {', '.join(PRODUCTS)}")
+        frame = _first_frame(head_text(self.path, 1 << 14))
+        self.venue = "hyperliquid" if frame.startswith(b'{"channel"') else "binance"
+        self.rule = "time" if self.venue == "hyperliquid" else "update_id"
+        self.has_receive_time = True
+        self.digest = file_digest()
+        self.symbols: list[str] = []
+        self._index: dict[str, int] = {}
+        self._product: dict[str, str] = {}
+        self._streams: dict[str, str] = {}  # stream name -> kind
+        self._futures = False  # a futures bookTicker (with event time) was seen: the one-pass decoder applies
+
+    def _sym(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.symbols)
+            self.symbols.append(s)
+        return i
+
+    def markets(self) -> list[Market]:
+        out = []
+        for s in self.symbols:
+            if self.venue == "hyperliquid":
+                out.append(Market("hyperliquid", "perp", s))
+                continue
+            product = self.options.product or self._product.get(s)
+            if product is None:
+                raise ImportRefused(f"{self.path}: cannot tell the Binance product of {s} from its frames "
+                                    f"(no bookTicker); give --product ({', '.join(PRODUCTS)})")
+            out.append(Market("binance", product, s))
+        return out
+
+    def notes(self) -> dict[str, object]:
+        return {"product_from": "--product" if self.options.product else "frames",
+                "streams": dict(sorted(self._streams.items()))}
+
+    def chunks(self) -> Iterator[Chunk]:
+        step = self._binance_chunk if self.venue == "binance" else self._hl_chunk
+        for text in text_chunks(self.path, digest=self.digest):
+            yield step(text)
+
+    # --- Binance -------------------------------------------------------------------------------------------------
+
+    def _stream_kind(self, stream: str, data: bytes) -> str:
+        kind = self._streams.get(stream)
+        if kind is None:
+            tail = stream.partition("@")[2]
+            if tail == "bookTicker":
+                kind = "bookTicker" if b'"E":' in data else "spotBookTicker"
+            elif tail.startswith("depth"):
+                kind = "depth"
+            elif tail == "trade":
+                kind = "trade"
+            else:
+                kind = "other_stream"
+            self._streams[stream] = kind
+        return kind
+
+    def _binance_chunk(self, text: bytes) -> Chunk:
+        """One chunk of Binance lines. Futures files take one typed decode per line (the combined frame with the
+        live ``BookTicker`` inside); spot's bookTicker has no event type to tag it by, so its frames are unwrapped
+        first and decoded by stream. Books are gathered as decoded structs and turned into columns once per chunk."""
+        rows: list[object] = []  # decoded bookTickers, in file order
+        recv: list[int] = []
+        odd: list[tuple[int, int, int]] = []  # (position in rows, symbol index, t_recv) of unreadable books
+        clock: list[int] = []
+        sample = clock.append
+        counts: Counter[str] = Counter()
+        fast = bn.FUTURES_COMBINED_DECODER.decode if self._futures else None
+        combined = bn.COMBINED_DECODER.decode
+        bt_type = bn.BookTicker
+        depth_type = bn.DepthUpdate
+        spot_dec = bn.SPOT_BOOK_TICKER_DECODER.decode
+        depth_dec = bn.DEPTH_EVENT_DECODER.decode
+        trade_dec = bn.TRADE_DECODER.decode
+        kinds = self._streams
+        add_row = rows.append
+        add_recv = recv.append
+        n_depth = n_trade = 0
+        for t_recv, frame in _frames(text, counts):
+            if fast is not None:
+                try:
+                    d = fast(frame).data
+                except _DecodeError:
+                    pass  # another stream, an unreadable message or not a combined frame: the general path
+                else:
+                    td = type(d)
+                    if td is bt_type:
+                        add_row(d)
+                        add_recv(t_recv)
+                    elif td is depth_type:
+                        sample(t_recv - d.E * 1_000_000)
+                        n_depth += 1
+                    else:
+                        sample(t_recv - d.E * 1_000_000)
+                        n_trade += 1
+                    continue
+            try:
+                env = combined(frame)
+            except _DecodeError:
+                self._binance_unwrapped(frame, t_recv, rows, recv, odd, clock, counts)
+                continue
+            data = env.data
+            kind = kinds.get(env.stream) or self._stream_kind(env.stream, bytes(data))
+            try:
+                if kind == "bookTicker":
+                    add_row(self._bt_decode(data))
+                    add_recv(t_recv)
+                    if fast is None and self._futures:
+                        fast = bn.FUTURES_COMBINED_DECODER.decode
+                elif kind == "spotBookTicker":
+                    add_row(spot_dec(data))
+                    add_recv(t_recv)
+                elif kind == "depth":
+                    sample(t_recv - depth_dec(data).E * 1_000_000)
+                    n_depth += 1
+                elif kind == "trade":
+                    sample(t_recv - trade_dec(data).E * 1_000_000)
+                    n_trade += 1
+                else:
+                    counts["read.other_stream"] += 1
+            except _DecodeError:
+                self._binance_refused(kind, bytes(data), t_recv, rows, odd, counts)
+        counts["read.depth"] += n_depth
+        counts["read.trade"] += n_trade
+        return self._columns(rows, recv, odd, clock, counts)
+
+    def _bt_decode(self, data: object) -> object:
+        m = bn.BOOK_TICKER_DECODER.decode(data)  # type: ignore[arg-type]
+        self._futures = True
+        return m
+
+    def _columns(self, rows: list[object], recv: list[int], odd: list[tuple[int, int, int]], clock: list[int],
+                 counts: Counter[str]) -> Chunk:
+        """The chunk's books as columns (one pass per field in C, not one append per field per row), the unreadable
+        ones put back at their places, and the bookTickers' own clock samples."""
+        n = len(rows)
+        counts["read.bookTicker"] += n + len(odd)
+        t_recv = np.array(recv, dtype=np.int64)
+        names = list(map(attrgetter("s"), rows))
+        uniq = set(names)
+        for s in uniq:
+            if s not in self._index:
+                self._sym(s)
+                self._product.setdefault(s, "coinm" if "_" in s else ("usdm" if self._futures else "spot"))
+        if len(uniq) == 1:
+            sym = np.full(n, self._index[names[0]], dtype=np.uint16)
+        else:
+            sym = np.fromiter(map(self._index.__getitem__, names), dtype=np.uint16, count=n)
+        seq = np.fromiter(map(attrgetter("u"), rows), dtype=np.int64, count=n)
+        has_time = n and hasattr(rows[0], "E")
+        if has_time:
+            t_ex = np.fromiter(map(attrgetter("E"), rows), dtype=np.int64, count=n) * 1_000_000
+            clock_all: np.ndarray = np.concatenate([np.array(clock, dtype=np.int64), t_recv - t_ex])
+        else:
+            t_ex = np.full(n, MISSING, dtype=np.int64)
+            clock_all = np.array(clock, dtype=np.int64)
+        px = {k: np.fromiter(map(attrgetter(k), rows), dtype=np.float64, count=n) for k in ("b", "B", "a", "A")}
+        pre = np.zeros(n, dtype=np.uint8)
+        if odd:
+            at = [p for p, _, _ in odd]
+            sym = np.insert(sym, at, [s for _, s, _ in odd])
+            seq = np.insert(seq, at, 0)
+            t_ex = np.insert(t_ex, at, MISSING)
+            t_recv = np.insert(t_recv, at, [r for _, _, r in odd])
+            px = {k: np.insert(v, at, np.nan) for k, v in px.items()}
+            pre = np.insert(pre, at, MALFORMED)
+        m = len(sym)
+        return Chunk(sym=sym, seq=seq, t_ex=t_ex, t_recv=t_recv, bp=px["b"], bq=px["B"], ap=px["a"], aq=px["A"],
+                     pre=pre, depth=np.zeros(m, dtype=np.uint8), clock=clock_all, counts=counts)
+
+    def _binance_refused(self, kind: str, data: bytes, t_recv: int, rows: list[object],
+                         odd: list[tuple[int, int, int]], counts: Counter[str]) -> None:
+        """A message on a known stream its typed decoder refused: on a bookTicker stream, a MALFORMED book (the feed
+        publishes a REJECTED record for it); on another stream, counted as unreadable (nothing of it is stored)."""
+        if kind in ("bookTicker", "spotBookTicker"):
+            sym = bn.frame_symbol(data)
+            if sym is None and len(self.symbols) == 1:
+                sym = self.symbols[0]
+            if sym is None:
+                counts["read.bookTicker"] += 1
+                counts["refused.malformed_unnamed"] += 1  # names no instrument we can read: nothing to withdraw
+                return
+            odd.append((len(rows), self._sym(sym), t_recv))
+        else:
+            counts[f"read.{kind}"] += 1
+            counts[f"refused.unreadable_{kind}"] += 1
+
+    def _binance_unwrapped(self, frame: bytes | memoryview, t_recv: int, rows: list[object], recv: list[int],
+                           odd: list[tuple[int, int, int]], clock: list[int], counts: Counter[str]) -> None:
+        """A line that is not a combined-stream frame: the REST snapshot, a raw-stream message, or not data."""
+        frame = bytes(frame)
+        try:
+            snap = bn.REST_DEPTH_DECODER.decode(frame)
+        except _DecodeError:
+            pass
+        else:
+            counts["read.rest_snapshot"] += 1
+            del snap
+            return
+        try:
+            m = bn.DATA_DECODER.decode(frame)  # a raw-stream (unwrapped) message: the live decoder itself
+        except _DecodeError:
+            kind, _detail = bn.classify(frame)
+            if kind is FrameKind.MALFORMED_DATA:
+                self._binance_refused("bookTicker", frame, t_recv, rows, odd, counts)
+            elif kind is FrameKind.MALFORMED:
+                counts["dropped.not_json"] += 1
+            elif kind in (FrameKind.ACK, FrameKind.SUB_ERROR, FrameKind.VENUE_ERROR):
+                counts["dropped.control"] += 1
+            else:
+                counts["dropped.unknown"] += 1
+            return
+        if isinstance(m, bn.BookTicker):
+            self._futures = True
+            rows.append(m)
+            recv.append(t_recv)
+        else:  # a depth message: the feed reads depth5 snapshots only
+            clock.append(t_recv - m.E * 1_000_000)
+            counts["read.depth"] += 1
+
+    # --- Hyperliquid ---------------------------------------------------------------------------------------------
+
+    def _hl_chunk(self, text: bytes) -> Chunk:
+        b = Builder()
+        clock: list[int] = []
+        counts: Counter[str] = Counter()
+        frame_ = hl_frame
+        for t_recv, frame in _frames(text, counts):
+            frame_(self, bytes(frame), t_recv, b, clock, counts)
+        return Chunk.build(b, clock, counts)

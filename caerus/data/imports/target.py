@@ -1,0 +1,289 @@
+"""The store side of an import: where each market's books go, committing a file's staged rows, and the two files
+beside the store that say what it holds (``import.json``, ``instruments.json``).
+
+Slots. The research code reads venue ``binance`` as the leader and ``hyperliquid`` as the follower. A market goes
+to its own venue's slot unless ``--as`` names the other (``--as hyperliquid`` / ``--as follower`` puts, say, COIN-M
+books in the follower's slot); its instrument is ``--instrument NAME`` or a name of its own (USD-M ``BTCUSDT``,
+COIN-M ``BTCUSDPERP``, spot ``BTCUSDTSPOT``, Hyperliquid ``BTC``), so USD-M, COIN-M and spot of one asset sit side by
+side as distinct instruments. One (session, slot, instrument) holds one market: putting a second market there is
+refused, naming both. import.json records every market's true venue, product, symbol and files, and every summary
+prints them, so nothing downstream can take COIN-M for Hyperliquid.
+
+Commit. A worker's rows (staging Arrow file) go into ``caerus.books`` in one INSERT ... SELECT that fills in the
+session, slot, instrument id, the file's number in ``conn`` (which ties each row to its import.json entry), the
+import's own sequence numbers continued from the store's, and the derived times; then import.json is rewritten
+(atomically). A file already imported (same content hash) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from caerus import instruments as inst_mod
+from caerus.capture.rows import VENUE_ENUM
+from caerus.capture.store import ChdbStore
+from caerus.data.sql import quote
+from caerus.wire import Venue
+
+from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV
+from .records import ImportRefused, Market
+from .worker import FileResult
+
+META_NAME = "import.json"
+META_FORMAT = 1
+DEFAULT_SESSION = "import"
+SLOTS = {"binance": "binance", "hyperliquid": "hyperliquid", "leader": "binance", "follower": "hyperliquid"}
+ROLES = {"binance": "leader", "hyperliquid": "follower"}
+MAX_FILES = (1 << 16) - 1  # conn is a UInt16: file numbers 1..65535
+_NAME = re.compile(r"[^A-Za-z0-9]")
+
+
+def default_instrument(m: Market) -> str:
+    """The instrument a market is stored as when ``--instrument`` does not say: distinct per market of one asset."""
+    base = _NAME.sub("", m.symbol).upper() if m.venue != "hyperliquid" else _NAME.sub("", m.symbol)
+    if m.venue == "binance" and m.product == "spot":
+        base += "SPOT"
+    return base[:20] or "X"
+
+
+def _licence_near(path: Path) -> list[dict[str, str]]:
+    """LICENSE* files in the file's folder or the two above it (provenance travels with the data)."""
+    out = []
+    for folder in [path.parent, path.parent.parent, path.parent.parent.parent]:
+        try:
+            found = sorted(folder.glob("LICENSE*")) + sorted(folder.glob("LICENCE*"))
+        except OSError:
+            continue
+        for lic in found:
+            try:
+                first = next((ln.strip() for ln in lic.read_text(errors="replace").splitlines() if ln.strip()), "")
+            except OSError:
+                continue
+            out.append({"file": str(lic), "first_line": first[:200]})
+        if found:
+            break
+    return out
+
+
+class ImportTarget:
+    """A capture store (created when absent) being imported into, with its import.json and instruments.json."""
+
+    def __init__(self, store_dir: Path) -> None:
+        self.dir = Path(store_dir)
+        if (self.dir.parent / inst_mod.FILE_NAME).is_file():
+            raise ImportRefused(f"{self.dir} is a session's capture store (its folder holds instruments.json, which "
+                                "names its instruments): import into a store of its own")
+        self.meta_path = self.dir / META_NAME
+        self.inst_path = self.dir / inst_mod.FILE_NAME
+        if self.dir.exists() and (self.dir / "chdb").is_dir() and not self.meta_path.is_file():
+            raise ImportRefused(f"{self.dir} holds a capture store that was not made by caerus data import "
+                                f"(no {META_NAME}): import into a new folder")
+        self.meta = self._load_meta()
+        self.stage_dir = self.dir / ".import-stage"
+        self.stage_dir.mkdir(parents=True, exist_ok=True)
+        self.store = ChdbStore(self.dir)
+        if not self.meta_path.is_file():
+            self._write_meta()  # from now on the store is an import's, even if the first file is refused
+
+    def _load_meta(self) -> dict[str, Any]:
+        if not self.meta_path.is_file():
+            return {"format": META_FORMAT, "files": [], "markets": []}
+        try:
+            meta = json.loads(self.meta_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ImportRefused(f"{self.meta_path}: unreadable ({exc})") from None
+        if not isinstance(meta, dict) or meta.get("format") != META_FORMAT:
+            raise ImportRefused(f"{self.meta_path}: not an import record of format {META_FORMAT}")
+        return meta
+
+    def instruments(self) -> inst_mod.InstrumentSet | None:
+        return inst_mod.load(self.inst_path) if self.inst_path.is_file() else None
+
+    def stage_path(self, n: int) -> Path:
+        return self.stage_dir / f"{n}.arrows"
+
+    def next_number(self) -> int:
+        return len(self.meta["files"]) + 1
+
+    def already(self, digest: str) -> dict[str, Any] | None:
+        return next((f for f in self.meta["files"] if f.get("blake2b") == digest), None)
+
+    # --- markets -> slots and instruments -----------------------------------------------------------------------
+
+    def place(self, r: FileResult, session: str, slot: str | None, instrument: str | None) -> list[dict[str, Any]]:
+        """Where each market of ``r`` goes: slot, instrument (and its id); ImportRefused on a clash."""
+        if instrument is not None and len(r.markets) > 1:
+            raise ImportRefused(f"{r.path}: --instrument names one instrument, and the file holds "
+                                f"{len(r.markets)} markets ({', '.join(m.symbol for m in r.markets)})")
+        placed = []
+        for m in r.markets:
+            s = slot or (m.venue if m.venue in ROLES else None)
+            if s is None:
+                raise ImportRefused(f"{r.path}: market {m.label} has no venue slot of its own; give --as "
+                                    "binance|hyperliquid (leader|follower)")
+            name = instrument or default_instrument(m)
+            for other in self.meta["markets"]:
+                if (other["session"], other["slot"], other["instrument"]) == (session, s, name) and \
+                        (other["venue"], other["product"], other["symbol"]) != (m.venue, m.product, m.symbol):
+                    raise ImportRefused(
+                        f"{r.path}: session {session!r}, slot {s} ({ROLES[s]}), instrument {name} already holds "
+                        f"{other['venue']} {other['product']} {other['symbol']}; {m.label} would mix with it: give "
+                        "another --instrument, --as or --session")
+            placed.append({"market": m, "slot": s, "instrument": name, "role": ROLES[s]})
+        return placed
+
+    def _instrument_ids(self, placed: list[dict[str, Any]], r: FileResult) -> list[int]:
+        insts = list(self.instruments() or [])
+        by_name = {i.name: i for i in insts}
+        ids = []
+        for p in placed:
+            name = p["instrument"]
+            if name not in by_name:
+                m: Market = p["market"]
+                px_dec, qty_dec = r.tick.get(m.symbol, [2, 3])
+                taken_b = {i.binance_symbol for i in insts}
+                taken_c = {i.hl_coin for i in insts}
+                bsym = m.symbol if m.venue == "binance" and m.product == "usdm" and m.symbol not in taken_b else name
+                coin = m.symbol if m.venue == "hyperliquid" and m.symbol not in taken_c else name
+                inst = inst_mod.Instrument(
+                    id=len(insts), name=name, binance_symbol=bsym if bsym not in taken_b else f"{name}X",
+                    hl_coin=coin if coin not in taken_c else f"{name}X", tick_size=10.0 ** -px_dec,
+                    lot_size=10.0 ** -qty_dec, min_qty=10.0 ** -qty_dec, min_notional=0.0, hl_asset=len(insts),
+                    sz_decimals=min(6, qty_dec))
+                insts.append(inst)
+                by_name[name] = inst
+            ids.append(by_name[name].id)
+        if len(insts) != len(list(self.instruments() or [])):
+            inst_mod.save(inst_mod.InstrumentSet(insts), self.inst_path)
+        return ids
+
+    # --- commit ---------------------------------------------------------------------------------------------------
+
+    def commit(self, n: int, r: FileResult, session: str, slot: str | None, instrument: str | None,
+               provenance: str | None) -> dict[str, Any]:
+        """Put file ``n``'s staged rows into the store and record it; returns its import.json entry."""
+        stage = Path(r.stage)
+        try:
+            dup = self.already(r.blake2b)
+            if dup is not None:
+                raise ImportRefused(f"{r.path}: already imported into {self.dir} as file {dup['n']} "
+                                    f"({dup['path']}, same content)")
+            if n > MAX_FILES:
+                raise ImportRefused(f"{r.path}: a store takes at most {MAX_FILES} imported files (conn is 16-bit)")
+            placed = self.place(r, session, slot, instrument)
+            ids = self._instrument_ids(placed, r)
+            slot_code = {p["slot"] for p in placed}
+            code = int(Venue[next(iter(slot_code)).upper()]) if placed else int(Venue.BINANCE)
+            offset = r.offset_ns or 0
+            bases = [self._seq_base(code, i) if r.rule == "time" else 0 for i in ids]
+            idx = list(range(len(ids)))
+            sym_expr = f"toUInt16(transform(toUInt64(sym), {idx}, {ids}, toUInt64(0)))" if ids else "toUInt16(0)"
+            base_expr = f"transform(toUInt64(sym), {idx}, {bases}, toInt64(0))" if ids else "toInt64(0)"
+            if r.stored_valid + r.stored_rejected:
+                self.store.query(
+                    "INSERT INTO caerus.books (session, venue, flags, symbol, conn, reason, seq, t_exchange, t_recv, "
+                    "t_publish, bid_px, bid_qty, ask_px, ask_qty, t_wire) "
+                    f"SELECT {quote(session)}, CAST(toUInt8({code}) AS {VENUE_ENUM}), flags, {sym_expr}, "
+                    f"toUInt16({n}), reason, if(seq > 0, seq + {base_expr}, seq), "
+                    f"if(derive = {DERIVE_T_EXCHANGE}, t_recv - ({offset}), t_exchange), "
+                    f"if(derive = {DERIVE_T_RECV}, t_exchange + ({offset}), t_recv), toInt64(0), "
+                    "bid_px, bid_qty, ask_px, ask_qty, toInt64(0) "
+                    f"FROM file({quote(str(stage))}, 'ArrowStream')")
+            entry = self._entry(n, r, session, placed, ids, provenance)
+            self.meta["files"].append(entry)
+            for p, i in zip(placed, ids, strict=True):
+                self._market(session, p, i, n)
+            self._write_meta()
+            return entry
+        finally:
+            stage.unlink(missing_ok=True)
+
+    def _seq_base(self, code: int, symbol: int) -> int:
+        text = self.store.query(f"SELECT max(seq) FROM caerus.books WHERE venue = {code} AND symbol = {symbol}")
+        try:
+            return int(text.strip() or 0)
+        except ValueError:
+            return 0
+
+    def _entry(self, n: int, r: FileResult, session: str, placed: list[dict[str, Any]], ids: list[int],
+               provenance: str | None) -> dict[str, Any]:
+        counts = r.counts
+        return {
+            "n": n, "conn": n, "path": r.path, "name": Path(r.path).name, "size": r.size, "blake2b": r.blake2b,
+            "format": r.format, "session": session,
+            "markets": [{**asdict(p["market"]), "slot": p["slot"], "role": p["role"], "instrument": p["instrument"],
+                         "instrument_id": i} for p, i in zip(placed, ids, strict=True)],
+            "frames": r.frames,
+            "read": {k[5:]: v for k, v in sorted(counts.items()) if k.startswith("read.")},
+            "stored": {"valid": r.stored_valid, "rejected": r.stored_rejected},
+            "refused": dict(sorted(r.refused.items())) | {k[8:]: v for k, v in sorted(counts.items())
+                                                          if k.startswith("refused.")},
+            "dropped": {k[8:]: v for k, v in sorted(counts.items()) if k.startswith("dropped.")},
+            "not_stored": not_stored(counts),
+            "derived": r.derived, "clock": r.clock, "clock_measured": r.measured,
+            "clock_offset_ns": r.offset_ns, "ordering_rule": r.rule,
+            "t_recv_first": r.t_recv_first, "t_recv_last": r.t_recv_last, "notes": r.notes,
+            "provenance": provenance, "licence": _licence_near(Path(r.path)),
+            "imported_ns": time.time_ns(), "read_cpu_s": round(r.cpu_s, 3),
+        }
+
+    def _market(self, session: str, p: dict[str, Any], inst_id: int, n: int) -> None:
+        m: Market = p["market"]
+        key = (session, p["slot"], p["instrument"])
+        for other in self.meta["markets"]:
+            if (other["session"], other["slot"], other["instrument"]) == key:
+                other["files"].append(n)
+                return
+        self.meta["markets"].append({"session": session, "slot": p["slot"], "role": p["role"],
+                                     "instrument": p["instrument"], "instrument_id": inst_id, "venue": m.venue,
+                                     "product": m.product, "symbol": m.symbol, "files": [n]})
+
+    def _write_meta(self) -> None:
+        files = self.meta["files"]
+        for mk in self.meta["markets"]:
+            offs = [f["clock_offset_ns"] for f in files if f["n"] in mk["files"] and f["clock_offset_ns"] is not None]
+            mk["clock_offset_ns"] = int(np.median(offs)) if offs else None
+        by_slot: dict[str, list[int]] = {}
+        for f in files:
+            for mk in f["markets"]:
+                if f["clock_offset_ns"] is not None:
+                    by_slot.setdefault(mk["slot"], []).append(f["clock_offset_ns"])
+        every = [f["clock_offset_ns"] for f in files if f["clock_offset_ns"] is not None]
+        self.meta["clock_offset_ns"] = int(np.median(every)) if every else None
+        self.meta["clock_offset_spread_ns"] = int(max(every) - min(every)) if every else None
+        self.meta["clock_offset_ns_by_slot"] = {k: int(np.median(v)) for k, v in sorted(by_slot.items())}
+        self.meta["about"] = (
+            "Written by `caerus data import` (docs/research.md, 'Bring your own data'). clock_offset_ns: how far the "
+            "receive clock runs ahead of the venue clock, the median of t_recv - t_exchange over frames carrying both "
+            "(ns; negative: receive stamps earlier than the venue's). Top level: median over files (spread: max - "
+            "min); per slot, market and file below. Each book row's conn is its file's n. slot binance = leader, "
+            "hyperliquid = follower; markets[] says which real market each holds.")
+        tmp = self.meta_path.with_name(self.meta_path.name + ".tmp")
+        tmp.write_text(json.dumps(self.meta, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, self.meta_path)
+
+    def close(self) -> None:
+        self.store.close()
+        try:
+            self.stage_dir.rmdir()
+        except OSError:
+            pass
+
+
+def not_stored(counts: dict[str, int]) -> dict[str, int]:
+    """Frames read and kept out by design (not refused): trades (the capture schema has no trades table), depth
+    diffs and REST snapshots (not a top of book), Hyperliquid trades, other streams."""
+    out = {}
+    for kind in ("trade", "depth", "rest_snapshot", "trades", "other_stream"):
+        n = counts.get(f"read.{kind}", 0) - counts.get(f"refused.unreadable_{kind}", 0)
+        if n:
+            out[kind] = n
+    return out

@@ -1,0 +1,141 @@
+"""One file's import, start to end, in whatever process runs it: read -> the live checks -> rows to a staging file.
+
+Nothing here touches the store (chDB allows one process per store): the rows go to an Arrow stream file beside it,
+and the store's single writer (target.py) commits them. So files are read by as many processes as there are cores.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from . import compressed
+from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV, Checker, Rows
+from .clock import ClockEstimate, ClockSamples, estimate
+from .formats import Reader, ReadOptions, open_reader
+from .records import ImportRefused, Market
+
+STAGE_SCHEMA = pa.schema([
+    ("sym", pa.uint16()), ("flags", pa.uint8()), ("reason", pa.uint8()), ("seq", pa.int64()),
+    ("t_exchange", pa.int64()), ("t_recv", pa.int64()), ("bid_px", pa.float64()), ("bid_qty", pa.float64()),
+    ("ask_px", pa.float64()), ("ask_qty", pa.float64()), ("derive", pa.uint8()),
+])
+
+
+@dataclass
+class FileResult:
+    """What reading one file found (import.json's file entry is built from it)."""
+
+    path: str
+    format: str
+    size: int
+    blake2b: str
+    rule: str
+    markets: list[Market]
+    counts: dict[str, int]  # read.* / dropped.* / refused.* from the reader
+    refused: dict[str, int]  # by RejectReason name, from the checks
+    stored_valid: int
+    stored_rejected: int
+    derived: dict[str, int]  # rows whose t_exchange / t_recv is derived from the other clock
+    clock: dict[str, object] | None  # the offset used (measured or given)
+    measured: dict[str, object] | None  # the offset measured, when the file has both clocks
+    t_recv_first: int | None
+    t_recv_last: int | None
+    tick: dict[str, list[int]]  # symbol -> [price decimals, size decimals] seen on valid books
+    notes: dict[str, object]
+    stage: str  # the staging file (Arrow stream) holding the rows
+    cpu_s: float
+    wall_s: float
+    gzip: str = field(default=compressed.GZIP_LIBRARY)
+
+    @property
+    def frames(self) -> int:
+        return sum(v for k, v in self.counts.items() if k.startswith(("read.", "dropped.")))
+
+    @property
+    def offset_ns(self) -> int | None:
+        return None if self.clock is None else int(self.clock["clock_offset_ns"])  # type: ignore[call-overload]
+
+
+def _decimals(x: np.ndarray) -> int:
+    """Decimals needed to write every value (at most 10): the grid the venue quotes on, or finer."""
+    x = x[np.isfinite(x)][:100_000]
+    for d in range(11):
+        scaled = x * 10.0 ** d
+        if np.all(np.abs(scaled - np.round(scaled)) < 1e-7 + 1e-12 * np.abs(scaled)):
+            return d
+    return 10
+
+
+def read_file(path: str, fmt: str, options: ReadOptions, stage: str, clock_offset_ms: float | None) -> FileResult:
+    """Read ``path`` as ``fmt``, check every book as the live feed would, write the rows to ``stage``."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    p = Path(path)
+    reader = open_reader(fmt, p, options)
+    checker = Checker(reader.rule)
+    samples = ClockSamples()
+    counts: Counter[str] = Counter()
+    derived = Counter[str]()
+    first = last = None
+    tick: dict[int, list[int]] = {}
+    with pa.OSFile(stage, "wb") as sink, pa.ipc.new_stream(sink, STAGE_SCHEMA) as out:
+        for chunk in reader.chunks():
+            counts.update(chunk.counts)
+            samples.add(chunk.clock)
+            rows: Rows = checker.apply(chunk)
+            if not len(rows):
+                continue
+            have = rows.t_recv[rows.derive != DERIVE_T_RECV]
+            if len(have):
+                lo, hi = int(have.min()), int(have.max())
+                first = lo if first is None else min(first, lo)
+                last = hi if last is None else max(last, hi)
+            derived["t_exchange"] += int((rows.derive == DERIVE_T_EXCHANGE).sum())
+            derived["t_recv"] += int((rows.derive == DERIVE_T_RECV).sum())
+            for s in np.unique(rows.sym):
+                if int(s) not in tick:
+                    v = (rows.sym == s) & (rows.reason == 0)
+                    if v.any():
+                        tick[int(s)] = [_decimals(np.concatenate([rows.bid_px[v], rows.ask_px[v]])),
+                                        _decimals(np.concatenate([rows.bid_qty[v], rows.ask_qty[v]]))]
+            out.write_batch(pa.RecordBatch.from_pydict(rows.columns(), schema=STAGE_SCHEMA))
+    markets = reader.markets()
+    measured = estimate(samples, None)
+    used = estimate(samples, clock_offset_ms) if clock_offset_ms is not None else measured
+    stored = checker.stored_valid + checker.stored_rejected
+    if used is None and (stored or samples.total == 0):
+        os.unlink(stage)
+        if reader.has_receive_time:
+            raise ImportRefused(
+                f"{path}: no frame carries an event time, so its receive clock cannot be placed against the venue's "
+                "(t_exchange of its books would be unknown); give --clock-offset-ms MS (receive minus venue time)")
+        raise ImportRefused(
+            f"{path}: the file has venue times but no receive times, so t_recv cannot be measured; give "
+            "--clock-offset-ms MS (the receive time to assume, relative to the venue time: e.g. 0, or a latency)")
+    return FileResult(
+        path=str(p), format=fmt, size=p.stat().st_size, blake2b=reader.digest.hexdigest(), rule=reader.rule,
+        markets=markets, counts=dict(counts), refused=dict(checker.refused), stored_valid=checker.stored_valid,
+        stored_rejected=checker.stored_rejected, derived=dict(derived),
+        clock=_clock_json(used), measured=_clock_json(measured), t_recv_first=first, t_recv_last=last,
+        tick={reader_symbol(reader, k): v for k, v in tick.items()}, notes=reader.notes(), stage=stage,
+        cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
+
+
+def reader_symbol(reader: Reader, i: int) -> str:
+    return reader.symbols[i]
+
+
+def _clock_json(c: ClockEstimate | None) -> dict[str, object] | None:
+    return None if c is None else c.to_json()
+
+
+def result_json(r: FileResult) -> dict[str, object]:
+    out = asdict(r)
+    out["markets"] = [asdict(m) for m in r.markets]
+    return out
