@@ -113,7 +113,7 @@ def run_import(args: argparse.Namespace) -> int:
     try:
         if args.jobs < 0:
             raise ImportRefused("--jobs must be >= 0")
-        outcome = run_import(args.store, args.files, opts)
+        outcome = run_import(args.store, args.files, opts, out=sys.stdout)
     except (ImportRefused, StoreError, OSError) as exc:
         print(f"caerus data import: {exc}", file=sys.stderr)
         return 2

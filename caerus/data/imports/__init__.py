@@ -11,8 +11,9 @@ meta.py reads it back (offset-corrected times). docs/research.md, "Bring your ow
 
 from __future__ import annotations
 
-from .meta import load_meta, recv_on_venue_clock
+from .meta import describe_markets, load_meta, recv_on_venue_clock
 from .records import ImportRefused
 from .run import ImportOptions, Outcome, run_import
 
-__all__ = ["ImportOptions", "ImportRefused", "Outcome", "load_meta", "recv_on_venue_clock", "run_import"]
+__all__ = ["ImportOptions", "ImportRefused", "Outcome", "describe_markets", "load_meta", "recv_on_venue_clock",
+           "run_import"]

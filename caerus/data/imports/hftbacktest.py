@@ -223,9 +223,8 @@ class Reader:
         names = list(map(attrgetter("s"), rows))
         uniq = set(names)
         for s in uniq:
-            if s not in self._index:
-                self._sym(s)
-                self._product.setdefault(s, "coinm" if "_" in s else ("usdm" if self._futures else "spot"))
+            self._sym(s)
+            self._product.setdefault(s, "coinm" if "_" in s else ("usdm" if self._futures else "spot"))
         if len(uniq) == 1:
             sym = np.full(n, self._index[names[0]], dtype=np.uint16)
         else:

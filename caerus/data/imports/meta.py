@@ -46,3 +46,16 @@ def recv_on_venue_clock(t_recv: np.ndarray, conn: np.ndarray, store: Path | str)
     for n, off in offsets.items():
         lut[n] = off
     return np.asarray(t_recv, dtype=np.int64) - lut[conn]
+
+
+def describe_markets(store: Path | str) -> str | None:
+    """One line naming the real market behind each venue slot of an imported store (None: not an imported store),
+    for reports to print beside their results: ``leader (slot binance): binance usdm BTCUSDT as BTC; follower
+    (slot hyperliquid): binance coinm BTCUSD_PERP as BTC``."""
+    try:
+        meta = load_meta(store)
+    except ImportRefused:
+        return None
+    parts = [f"{m['role']} (slot {m['slot']}): {m['venue']} {m['product']} {m['symbol']} as {m['instrument']}"
+             + (f" [session {m['session']}]" if m["session"] != "import" else "") for m in meta.get("markets", [])]
+    return "; ".join(parts) if parts else None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -58,9 +57,9 @@ def _check(opts: ImportOptions) -> str | None:
     return SLOTS[opts.slot] if opts.slot is not None else None
 
 
-def run_import(store: Path, files: Sequence[Path], opts: ImportOptions, out: TextIO | None = sys.stdout,
+def run_import(store: Path, files: Sequence[Path], opts: ImportOptions, out: TextIO | None = None,
                reader: Callable[..., FileResult] = read_file) -> Outcome:
-    """Import ``files`` into the capture store at ``store``; prints a summary per file to ``out``."""
+    """Import ``files`` into the capture store at ``store``; prints a summary per file to ``out`` (None: quiet)."""
     slot = _check(opts)
     paths = [Path(f) for f in files]
     errors: list[str] = []

@@ -1,0 +1,154 @@
+"""`caerus data import` throughput: frames/s reading real captures into a capture store, against the raw
+decompress-and-split rate of the same files in the same run.
+
+Input: the shared real captures (hftbacktest's recordings: ``--data``, default ``../shared/data/real`` beside the
+repository; the test fixtures cut from them when that folder is absent, said in the output), each written
+``--copies`` times with its receive stamps shifted by a day per copy (frames unchanged; distinct files, as a month
+of daily files is): the real files are minutes long, and a store's fixed costs (reader processes starting, chDB
+opening) would otherwise be most of what is timed. Each round measures, on the same files:
+
+* ``gunzip+split`` (reference): inflate (the import's own inflater) and split into lines, nothing else: the floor
+  under any reader of these files in this process;
+* ``read+check``: one process running the import's worker over every file (live decoders, live checks, staging
+  rows): frames per second of wall and of CPU;
+* ``import``: the whole ``caerus data import`` into a fresh store with ``--jobs`` reader processes (default: one per
+  CPU), commits into chDB included: frames/s of wall time, the number the 1M frames/s goal is about.
+
+Wall and CPU are both printed: the machine is shared, and CPU seconds show the work when another process holds a
+core. The goal (>= 1M frames/s for ``import``) is reported met or missed with the same-run reference beside it.
+
+    python -m benchmarks.data_import [--quick] [--data DIR] [--copies C] [--rounds K] [--jobs N] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.common import add_common_args, at_least, emit
+from caerus.data.imports import ImportOptions, compressed, run_import
+from caerus.data.imports.formats import ReadOptions
+from caerus.data.imports.worker import read_file
+
+REPO = Path(__file__).resolve().parent.parent
+# the shared folder sits beside the repository (a worktree one level further down finds it too)
+SHARED = next((d / "shared" / "data" / "real" for d in REPO.parents if (d / "shared" / "data" / "real").is_dir()),
+              REPO.parent / "shared" / "data" / "real")
+FIXTURES = REPO / "tests" / "fixtures" / "data" / "real"
+GOAL_FRAMES_PER_S = 1_000_000
+QUICK_FILES = ("usdm/btcusdt_20240808.gz", "cm/btcusd_perp_20240808.gz", "spot/btcusdt_20240808.gz")
+
+
+def inputs(data: Path | None, quick: bool) -> tuple[list[Path], str]:
+    root = data or SHARED
+    if root.is_dir():
+        files = sorted(root.glob("*/*.gz"))
+        if quick:
+            files = [root / q for q in QUICK_FILES if (root / q).is_file()] or files[:3]
+        return files, f"real captures in {root}"
+    files = sorted(FIXTURES.glob("*_head.gz")) + sorted(FIXTURES.glob("hyperliquid_btcusd_*.gz"))
+    return files, f"test fixtures in {FIXTURES} ({root} not found: small, numbers mostly overhead)"
+
+
+DAY_NS = 86_400 * 10 ** 9
+
+
+def make_copies(files: list[Path], copies: int, tmp: Path) -> list[Path]:
+    """Each file ``copies`` times, receive stamps shifted by k days (gzip level 1: setup, not timed)."""
+    import gzip
+
+    out = []
+    for f in files:
+        lines = gzip.decompress(f.read_bytes()).split(b"\n")
+        for k in range(copies):
+            shifted = b"\n".join(b"%d %s" % (int(ts) + k * DAY_NS, rest) for ts, _, rest in
+                                 (ln.partition(b" ") for ln in lines if ln)) + b"\n"
+            dst = tmp / f"{f.parent.name}_{f.stem}_copy{k}.gz"
+            dst.write_bytes(gzip.compress(shifted, compresslevel=1))
+            out.append(dst)
+    return out
+
+
+def _timed(fn: object) -> tuple[int, float, float]:
+    c0, t0 = time.process_time(), time.perf_counter()
+    n = fn()  # type: ignore[operator]
+    return int(n), time.perf_counter() - t0, time.process_time() - c0
+
+
+def gunzip_split(files: list[Path]) -> int:
+    n = 0
+    for f in files:
+        for text in compressed.text_chunks(f):
+            n += len(text.split(b"\n")) - (1 if text.endswith(b"\n") else 0)
+    return n
+
+
+def read_check(files: list[Path], tmp: Path) -> int:
+    n = 0
+    for i, f in enumerate(files):
+        r = read_file(str(f), "hftbacktest", ReadOptions(), str(tmp / f"bench{i}.arrows"), None)
+        (tmp / f"bench{i}.arrows").unlink()
+        n += r.frames
+    return n
+
+
+def whole_import(files: list[Path], tmp: Path, jobs: int, k: int) -> int:
+    out = run_import(tmp / f"store{k}", files, ImportOptions(jobs=jobs), out=None)
+    if not out.ok:
+        raise SystemExit(f"import failed: {out.errors}")
+    return sum(int(e["frames"]) for e in out.entries)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(p)
+    p.add_argument("--data", type=Path, help="folder of hftbacktest-format captures (default: ../shared/data/real)")
+    p.add_argument("--copies", type=int, default=0, help="copies of each file (default 4, quick 3)")
+    p.add_argument("--rounds", type=int, default=0, help="rounds (default 3, quick 1)")
+    p.add_argument("--jobs", type=int, default=0, help="reader processes for the whole import (default: CPUs)")
+    a = p.parse_args(argv)
+    originals, what = inputs(a.data, a.quick)
+    rounds = a.rounds or (1 if a.quick else 3)
+    copies = a.copies or (3 if a.quick else 4)
+    jobs = a.jobs or (os.cpu_count() or 1)
+    samples: dict[str, list[tuple[int, float, float]]] = {"gunzip+split": [], "read+check": [], "import": []}
+    with tempfile.TemporaryDirectory(prefix="caerus-import-bench-") as d:
+        tmp = Path(d)
+        files = make_copies(originals, copies, tmp)
+        print(f"input: {len(originals)} files x {copies} copies, {what}; gzip inflater: {compressed.GZIP_LIBRARY}; "
+              f"rounds {rounds}; import --jobs {jobs}", flush=True)
+        for k in range(rounds):  # interleaved: load that comes and goes hits every way alike
+            samples["gunzip+split"].append(_timed(lambda: gunzip_split(files)))
+            samples["read+check"].append(_timed(lambda: read_check(files, tmp)))
+            samples["import"].append(_timed(lambda k=k: whole_import(files, tmp, jobs, k)))
+            for name, runs in samples.items():
+                n, w, c = runs[-1]
+                print(f"  round {k + 1}: {name:13} {n:>9,} frames  wall {w:6.2f} s  cpu(this process) {c:6.2f} s",
+                      flush=True)
+    results: dict[str, dict[str, float]] = {}
+    for name, runs in samples.items():
+        n = runs[0][0]
+        wall = statistics.median(w for _, w, _ in runs)
+        cpu = statistics.median(c for _, _, c in runs)
+        results[name] = {"frames": n, "wall_s": wall, "cpu_s": cpu, "frames_per_s": n / wall,
+                         "frames_per_cpu_s": n / cpu if cpu else float("nan")}
+        cpu_note = (f"{n / cpu / 1e6:5.2f} M/cpu-s" if name != "import"
+                    else "(readers run in child processes: their CPU is not this process's)")
+        print(f"{name:13} {n:>9,} frames  wall {wall:6.2f} s  {n / wall / 1e6:5.2f} M frames/s  {cpu_note}")
+    ref = results["gunzip+split"]["frames_per_s"]
+    ratios = {"read+check / gunzip+split frames/s": results["read+check"]["frames_per_s"] / ref,
+              "import / gunzip+split frames/s": results["import"]["frames_per_s"] / ref,
+              "import / read+check frames/s": results["import"]["frames_per_s"] / results["read+check"]["frames_per_s"]}
+    goals = [at_least("caerus data import frames/s (wall, whole import)", results["import"]["frames_per_s"],
+                      GOAL_FRAMES_PER_S, "frames/s")]
+    emit("data_import", {}, ratios=ratios, goals=goals, quick=a.quick, json_path=a.json,
+         extra={"input": what, "files": [str(f) for f in originals], "copies": copies, "jobs": jobs, "rounds": rounds,
+                "gzip": compressed.GZIP_LIBRARY, "results": results})
+
+
+if __name__ == "__main__":
+    main()
