@@ -1,11 +1,12 @@
 """Which features could the model do without? Drop-feature ablation on validation folds only (issue 29: fewer
 features per book is the way left to a cheaper decision).
 
-The rows are the out-of-sample comparison's training range (caerus.research.models.oos: seeds 1..N of a market,
+The rows are the verdict's training range (caerus.research.verdict: seeds 1..N of a market,
 the first ``train_fraction`` of each seed's time), so nothing here reads the held-out test range. For each feature
 set (all features, then each candidate dropped, then some pairs) every candidate of ``caerus train``'s grid is
 fitted on each walk-forward fold's training rows and scored on its validation rows: mean validation R^2, and the
-validation walk total (bps) at the best threshold of the entry grid, as ``caerus train`` chooses them. Printed per
+validation walk total net of costs (bps) at the best threshold of the entry grid, as ``caerus train``
+scores them. Printed per
 set: the best candidate by mean R^2 with both numbers, then every candidate's R^2/total. Seeded: the same options
 print the same table. The sets are of the current feature schema (caerus.strategy.features.NAMES); schema 1's run,
 which chose schema 2 (without bn_ofi and hl_block_phase), is quoted in docs/research.md, Decision cost.
@@ -24,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from caerus.research.models.data import market_events, timeline, training_rows
-from caerus.research.models.oos import OosOptions
 from caerus.research.models.train import (
     ENTRY_GRID,
     LINEAR_GRID,
@@ -33,9 +33,11 @@ from caerus.research.models.train import (
     _fit,
     _net,
     _r2,
+    round_trip_cost,
     walk_entries,
 )
 from caerus.research.models.walkforward import folds
+from caerus.research.verdict.pipeline import VerdictOptions
 from caerus.strategy.features import NAMES
 
 #: the features dropped alone (the costlier ones per book first), then together (the two spreads: bn_spread's drop
@@ -58,13 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds < 1 or not args.minutes > 0:
         print("feature_ablation: --seeds must be >= 1 and --minutes > 0", file=sys.stderr)
         return 2
-    opts = OosOptions(seeds=tuple(range(1, args.seeds + 1)), minutes=args.minutes)
+    opts = VerdictOptions()
     t0 = time.perf_counter()
-    lines = [timeline(f"seed {s}", market_events(args.market, s, opts.minutes * 60.0), opts.train_fraction)
-             for s in opts.seeds]
+    lines = [timeline(f"seed {s}", market_events(args.market, s, args.minutes * 60.0), opts.train_fraction)
+             for s in range(1, args.seeds + 1)]
     ds, src = training_rows(lines, opts.horizon_ms)
     fs = folds(ds.t, opts.folds, int(ds.horizon_ms * 1e6), source=src)
     cool = int(TrainOptions().cooldown_ms * 1e6)
+    cost = round_trip_cost(ds, TrainOptions().fee_per_leg_bps())  # as caerus train scores: net of fees and spread
     print(f"market {args.market}: seeds 1-{args.seeds}, {args.minutes:g} min each, training range (first "
           f"{opts.train_fraction:.0%}) only: {len(ds)} rows, {opts.folds} walk-forward folds")
     sets = {"all": ()} | {f"-{n}": (n,) for n in SINGLE} | {" ".join(f"-{n}" for n in d): d for d in PAIRS}
@@ -80,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                     pred = np.asarray(m.predict(ds.X[f.val][:, cols]), dtype=np.float64)  # type: ignore[attr-defined]
                     r2s.append(_r2(pred, ds.y[f.val]))
                     oof.append(_net(pred, ds.half_spread[f.val]))
-                total = max(sum(walk_entries(ds.t[f.val], o, ds.y[f.val], ds.half_spread[f.val], thr, cool)[1]
+                total = max(sum(walk_entries(ds.t[f.val], o, ds.y[f.val], cost[f.val], thr, cool)[1]
                                 for f, o in zip(fs, oof, strict=True)) for thr in ENTRY_GRID)
                 res[f"{kind} {params}"] = [float(np.mean(r2s)), float(total)]
         results[label] = res

@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("caerus.research.calibrate.app", "fit the emulator's market model from captured books -> TOML"),
     "backtest": ("caerus.research.backtest.app", "replay captured or modelled books through the decision code"),
     "train": ("caerus.research.models.app", "walk-forward training of the lead-lag model -> model file (JSON)"),
+    "verdict": ("caerus.research.verdict.app", "does the model make money net of costs, out of sample, with placebo "
+                                               "markets that must say NO"),
     "exporter": ("caerus.monitoring.app", "serve a session's counters and latencies to Prometheus on loopback"),
 }
 # Modules that come with an optional extra rather than the fleet's runtime (a host has the runtime only).

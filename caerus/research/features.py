@@ -6,11 +6,19 @@ Books are replayed in the order and at the times the backtest feeds them to the 
 vector the live model signal would have computed at that book. Rows are taken at tradeable Binance books (where
 entries are decided) once both venues have a book.
 
-Target: Hyperliquid's mid move over the next ``horizon_ms`` in bps, ``(mid(t + H) - mid(t)) / mid(t)``, with
-``mid`` the newest tradeable Hyperliquid book the strategy had seen (on the same t_seen clock). The decision nets it
-of the half spread it pays to cross (``hl_half_spread_bps`` is kept per row). ``shift_ms`` moves the target's
-window later (``[t + shift, t + shift + H]``): the look-ahead check (a shifted target must leave no edge). Rows
-whose window passes the last Hyperliquid book are dropped.
+Target: the move an order sent at the row's time could trade, on the venue's clock: Hyperliquid's mid over the
+next ``horizon_ms`` in bps, ``(mid(t + H) - mid(t)) / mid(t)``, with ``mid(T)`` the venue's newest tradeable book
+at venue time ``T`` (``t_exchange``), and ``t`` the row's t_seen (the strategy's clock; the same clock for the
+market model, and for a capture once its clock offset is taken off: ``clock_offset_ns``). It is not the mid the
+strategy had *seen* by then: Hyperliquid's public book reaches us ~0.2-0.3 s late, and a target on that delayed
+view would score moves that were already over when the order arrived.
+
+Costs, per row, on the same venue clock: ``entry_half_spread`` (bps) at ``t`` and ``exit_half_spread`` at
+``t + H`` (what crossing in and out of Hyperliquid's spread costs); training adds both legs' taker fees
+(caerus.research.models.train). ``half_spread`` is the half spread the strategy *saw*, which the live signal nets
+its prediction of (as caerus.strategy.model_signal does). ``shift_ms`` moves the target's window later
+(``[t + shift, t + shift + H]``): the look-ahead check (a shifted target must leave no edge). Rows whose window
+starts before the first or ends after the last Hyperliquid book are dropped.
 """
 
 from __future__ import annotations
@@ -31,12 +39,15 @@ from caerus.wire import TRADEABLE, TRADEABLE_MASK, Venue
 __all__ = ["NAMES", "SCHEMA_VERSION", "Dataset", "dataset", "schema"]
 _BN = int(Venue.BINANCE)
 _HL = int(Venue.HYPERLIQUID)
+_ROW_COLUMNS = ("X", "y", "t", "symbol", "half_spread", "naive", "entry_half_spread", "exit_half_spread")
 
 
 @dataclass(frozen=True)
 class Dataset:
     """Rows in time order: features ``X`` (n x len(NAMES)), target ``y`` (bps), time ``t`` (t_seen ns), ``symbol``,
-    ``half_spread`` (Hyperliquid half spread, bps) and ``naive`` (the naive rule's signal, basis - EWMA, bps)."""
+    ``half_spread`` (Hyperliquid half spread the strategy saw, bps), ``naive`` (the naive rule's signal, basis -
+    EWMA, bps) and the venue's half spreads at the target window's start and end (``entry_half_spread``,
+    ``exit_half_spread``, bps: the spread a round trip crosses)."""
 
     X: np.ndarray
     y: np.ndarray
@@ -44,6 +55,8 @@ class Dataset:
     symbol: np.ndarray
     half_spread: np.ndarray
     naive: np.ndarray
+    entry_half_spread: np.ndarray
+    exit_half_spread: np.ndarray
     horizon_ms: float
     source: str
 
@@ -52,59 +65,74 @@ class Dataset:
 
     def take(self, idx: np.ndarray) -> Dataset:
         return Dataset(self.X[idx], self.y[idx], self.t[idx], self.symbol[idx], self.half_spread[idx],
-                       self.naive[idx], self.horizon_ms, self.source)
+                       self.naive[idx], self.entry_half_spread[idx], self.exit_half_spread[idx], self.horizon_ms,
+                       self.source)
 
     @staticmethod
     def concat(parts: list[Dataset]) -> Dataset:
         """Several sources (seeds) one after another; each keeps its own times (folds split each by time)."""
         cols = {c: np.concatenate([getattr(p, c) for p in parts])
-                for c in ("X", "y", "t", "symbol", "half_spread", "naive")}
+                for c in _ROW_COLUMNS}
         return Dataset(**cols, horizon_ms=parts[0].horizon_ms, source="; ".join(p.source for p in parts))
 
 
 def dataset(events: BookEvents, instruments: InstrumentSet, *, horizon_ms: float = 1000.0,
             latency: LatencyModel | None = None, seed: int = 1, ewma_half_life_s: float = 3.0,
-            shift_ms: float = 0.0, source: str = "") -> Dataset:
-    """Features at every tradeable Binance book and the target over the next ``horizon_ms`` (see the module)."""
+            shift_ms: float = 0.0, source: str = "", clock_offset_ns: int = 0) -> Dataset:
+    """Features at every tradeable Binance book and the target over the next ``horizon_ms`` (see the module).
+    ``clock_offset_ns``: how far the source's receive clock runs ahead of the venue's (a capture's recorder; 0 for
+    the market model and a chrony-disciplined fleet), taken off the row's time before the venue's books are read."""
     latency = latency if latency is not None else LatencyModel.constant(0, 300_000)
     spec = engine.RunSpec(StrategyConfig(), instruments, latency, FillRules(), seed)
     _, recs, seen, _ = engine.prepare(events, spec, LatencyDraws(latency, seed))
     states = [FeatureState(ewma_half_life_s) for _ in range(max(len(instruments), 1))]
     n_inst = len(states)
     rows: list[list[float]] = []
-    meta: list[tuple[int, int, float, float]] = []  # (t, symbol, hl mid, half spread)
-    hl_t: list[list[int]] = [[] for _ in states]
-    hl_mid: list[list[float]] = [[] for _ in states]
+    meta: list[tuple[int, float]] = []  # (symbol, seen half spread)
+    times: list[int] = []  # t_seen, kept as integers (a float64 holds epoch ns to ~256 ns only)
     for rec, now in zip(recs, seen, strict=True):
         sym = rec[2]
         if sym >= n_inst:
             continue
         st = states[sym]
         ready = st.update(rec, now)
-        tradeable = (rec[1] & TRADEABLE_MASK) == TRADEABLE
-        if rec[0] == _HL and tradeable:
-            hl_t[sym].append(now)
-            hl_mid[sym].append(st.hl_mid)
-        if ready and rec[0] == _BN and tradeable:
+        if ready and rec[0] == _BN and (rec[1] & TRADEABLE_MASK) == TRADEABLE:
             rows.append(list(st.x))
-            meta.append((now, sym, st.hl_mid, st.hl_half_spread_bps))
+            times.append(now)
+            meta.append((sym, st.hl_half_spread_bps))
     X = np.asarray(rows, dtype=np.float64).reshape(-1, N_FEATURES)
-    m = np.asarray(meta, dtype=np.float64).reshape(-1, 4)
-    t = m[:, 0].astype(np.int64)
-    symbol = m[:, 1].astype(np.int64)
+    m = np.asarray(meta, dtype=np.float64).reshape(-1, 2)
+    t_seen = np.asarray(times, dtype=np.int64)
+    t = t_seen - int(clock_offset_ns)
+    symbol = m[:, 0].astype(np.int64)
     y = np.full(len(t), np.nan)
+    entry_hs = np.full(len(t), np.nan)
+    exit_hs = np.full(len(t), np.nan)
     h0 = int(shift_ms * 1e6)
     h1 = h0 + int(horizon_ms * 1e6)
     for k in range(n_inst):
-        rows_k = symbol == k
-        ts = np.asarray(hl_t[k], dtype=np.int64)
-        mids = np.asarray(hl_mid[k], dtype=np.float64)
-        if not len(ts):
+        ts, mids, half = venue_book(events, _HL, k)
+        rows_k = np.flatnonzero(symbol == k)
+        if not len(ts) or not len(rows_k):
             continue
-        tk = t[rows_k]
-        inside = tk + h1 <= ts[-1]
-        start = mids[np.searchsorted(ts, tk + h0, side="right") - 1] if h0 else m[rows_k, 2]
-        end = mids[np.clip(np.searchsorted(ts, tk + h1, side="right") - 1, 0, None)]
-        y[rows_k] = np.where(inside, (end - start) / m[rows_k, 2] * 1e4, np.nan)
+        a, b = t[rows_k] + h0, t[rows_k] + h1
+        inside = (a >= ts[0]) & (b <= ts[-1])
+        ia = np.clip(np.searchsorted(ts, a, side="right") - 1, 0, None)
+        ib = np.clip(np.searchsorted(ts, b, side="right") - 1, 0, None)
+        y[rows_k] = np.where(inside, (mids[ib] - mids[ia]) / mids[ia] * 1e4, np.nan)
+        entry_hs[rows_k] = half[ia]
+        exit_hs[rows_k] = half[ib]
     ok = ~np.isnan(y)
-    return Dataset(X[ok], y[ok], t[ok], symbol[ok], m[ok, 3], X[ok, F_BASIS_DEV], horizon_ms, source)
+    return Dataset(X[ok], y[ok], t_seen[ok], symbol[ok], m[ok, 1], X[ok, F_BASIS_DEV], entry_hs[ok],
+                   exit_hs[ok], horizon_ms, source)
+
+
+def venue_book(events: BookEvents, venue: int, symbol: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t_exchange, mid, half spread in bps) of ``venue``'s tradeable books of ``symbol``, in venue time order:
+    the book as the venue itself had it (what an order arriving then would meet)."""
+    sel = np.flatnonzero((events.venue == venue) & (events.symbol == symbol)
+                         & ((events.flags & TRADEABLE_MASK) == TRADEABLE))
+    sel = sel[np.argsort(events.t_exchange[sel], kind="stable")]
+    bid, ask = events.bid_px[sel], events.ask_px[sel]
+    mid = (bid + ask) * 0.5
+    return events.t_exchange[sel].astype(np.int64), mid, (ask - bid) * 0.5 / mid * 1e4

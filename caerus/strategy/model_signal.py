@@ -3,8 +3,9 @@ object that trades on it (``StrategyConfig.signal = "model"``).
 
 The model file (JSON, written by ``caerus train``, caerus.research.models) holds plain numbers: a linear model's
 weights and intercept, or gradient-boosted trees as node arrays. Nothing here imports scikit-learn or LightGBM.
-:func:`load_model` checks the file's content hash and refuses a model whose feature schema is not this code's
-(caerus.strategy.features) with one line naming the difference.
+:func:`load_model` checks the file's content hash, refuses a model that training declined (``tradeable: false``:
+no candidate had a validation edge net of fees and spread) with its reason, and refuses a model whose feature schema
+is not this code's (caerus.strategy.features) with one line naming the difference.
 
 A model file is input, not code: the loader bounds what it costs before anything is generated from it. Only a
 regular file is read, up to MAX_MODEL_BYTES; a config may pin the content hash it expects
@@ -54,7 +55,8 @@ from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, FeatureState, sche
 from caerus.strategy.latency_arb import G_COOLDOWN, G_POSITION, LatencyArb, _exit_qty
 from caerus.wire import BOOK_I, OrderReason, Side, Venue
 
-FORMAT = 1
+#: 2: the file says whether it is ``tradeable`` (training scored it net of costs and may decline); 1 did not
+FORMAT = 2
 KINDS = ("linear", "trees")
 FORMS = ("linear", "trees_code", "trees_arrays")
 #: the form used for each kind, picked by benchmarks/decision_cost.py (docs/research.md, Trained model)
@@ -253,6 +255,8 @@ def load_model(path: str | Path, sha256: str = "") -> Model:
         raise ModelError(f"model {p}: content sha256 {want} is not the pinned model_sha256 {sha256.lower()}")
     if doc.get("hash") != want:
         raise ModelError(f"model {p}: content hash {doc.get('hash')!r} does not match its content ({want[:12]}...)")
+    if doc.get("tradeable") is not True:
+        raise ModelError(f"model {p} is not tradeable: {doc.get('decline') or 'training declined it'}")
     sch = doc.get("schema")
     diff = schema_difference(sch) if isinstance(sch, dict) else "it has no feature schema"
     if diff is not None:

@@ -2,11 +2,13 @@
 written as one model file (JSON: plain numbers, feature schema, training range and source, per-fold metrics,
 library versions, content hash) that ``signal = "model"`` strategies load.
 
-    caerus train -o model.json [--market default|FILE --seeds 1,2,3 --minutes 10] [--session DIR]
+    caerus train -o model.json [--market default|FILE --seeds 1,2,3 --minutes 10] [--session DIR] [--store DIR]
         [--train-fraction 0.75] [--horizon-ms 1000] [--folds 4] [--kind auto|linear|trees] [--seed 1]
-        [--max-node-visits N]
+        [--max-node-visits N] [--fee-tier N | --fee-bps X]
 
-Bad input is one line and exit 2.
+Candidates are scored net of both legs' taker fees and the spread crossed in and out (caerus.research.models.train).
+When none has a positive validation edge net of those costs, the file is written with ``tradeable: false`` and its
+reason (the strategy refuses it) and the command exits 3 with one line saying so. Bad input is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import json
 import sys
 from pathlib import Path
 
+from caerus.research.backtest import sources
 from caerus.research.backtest.sources import SourceError
 from caerus.research.models.data import market_events, session_events, timeline, training_rows
 from caerus.research.models.train import MAX_NODE_VISITS, TrainOptions, train
 from caerus.sim.market_config import MarketFileError
+
+#: exit status when training declines to trade (no candidate with a positive validation edge net of costs)
+EXIT_DECLINED = 3
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seeds", default="1,2,3", help="market seeds to train on (default 1,2,3)")
     p.add_argument("--minutes", type=float, default=10.0, help="simulated minutes per seed (default 10)")
     p.add_argument("--session", type=Path, help="train on a captured session folder instead of the market model")
+    p.add_argument("--store", type=Path, help="train on a chDB capture store (e.g. `caerus data import`'s) instead")
+    p.add_argument("--fee-tier", type=int, default=0, help="Hyperliquid taker tier the costs use (default 0: 4.5 bps)")
+    p.add_argument("--fee-bps", type=float, default=None, help="one taker fee per leg instead of the tier's")
     p.add_argument("--train-fraction", type=float, default=0.75,
                    help="the first part of each timeline trained on; the rest is held out (default 0.75)")
     p.add_argument("--horizon-ms", type=float, default=1000.0, help="target horizon (default 1000 ms)")
@@ -59,9 +68,14 @@ def run(args: argparse.Namespace) -> int:
         if not args.minutes > 0 or not args.horizon_ms > 0 or args.folds < 1:
             raise ValueError("--minutes and --horizon-ms must be > 0 and --folds >= 1")
         source: dict[str, object]
+        if args.session is not None and args.store is not None:
+            raise ValueError("--session and --store are two sources: give one")
         if args.session is not None:
             lines = [timeline(str(args.session), session_events(args.session), args.train_fraction)]
             source = {"kind": "session", "path": str(args.session)}
+        elif args.store is not None:
+            lines = [timeline(str(args.store), sources.from_store(args.store), args.train_fraction)]
+            source = {"kind": "store", "path": str(args.store)}
         else:
             seeds = _seeds(args.seeds)
             lines = [timeline(f"seed {s}", market_events(args.market, s, args.minutes * 60.0), args.train_fraction)
@@ -72,18 +86,24 @@ def run(args: argparse.Namespace) -> int:
         ranges = [{"timeline": ln.name, "t_first": ln.t_first, "t_train_end": ln.t_split, "t_last": ln.t_last,
                    "clock": "t_exchange"} for ln in lines]
         doc = train(ds, src, TrainOptions(n_folds=args.folds, seed=args.seed, kinds=kinds,
-                                                 max_node_visits=args.max_node_visits),
+                                          max_node_visits=args.max_node_visits, fee_tier=args.fee_tier,
+                                          fee_bps=args.fee_bps),
                     {"source": source, "train_fraction": args.train_fraction, "ranges": ranges})
     except (ValueError, SourceError, MarketFileError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    if not doc["tradeable"]:
+        print(f"caerus train: no tradeable model ({args.output} says so, and the strategy refuses it): "
+              f"{doc['decline']}", file=sys.stderr)
+        return EXIT_DECLINED
     chosen = doc["selection"]["chosen"]  # type: ignore[index]
     best = next(c for c in doc["selection"]["candidates"] if c["kind"] == chosen["kind"]  # type: ignore[index]
                 and c["params"] == chosen["params"])
-    print(f"{args.output}: {doc['kind']} {chosen['params']}, mean validation R^2 {best['mean_r2']:.4f} over "
-          f"{args.folds} folds, cost {chosen['cost']:g} {best['cost_unit']}, "
-          f"{doc['training']['rows']} rows, entry {doc['decision']['entry_bps']:g} bps, "  # type: ignore[index]
-          f"hash {str(doc['hash'])[:16]}")
+    val = doc["decision"]["validation"]  # type: ignore[index]
+    print(f"{args.output}: {doc['kind']} {chosen['params']}, validation net of costs {val['total_bps']:+.1f} bps "
+          f"over {val['entries']} entries at entry {doc['decision']['entry_bps']:g} bps "  # type: ignore[index]
+          f"(mean validation R^2 {best['mean_r2']:.4f}, {args.folds} folds), cost {chosen['cost']:g} "
+          f"{best['cost_unit']}, {doc['training']['rows']} rows, hash {str(doc['hash'])[:16]}")
     return 0

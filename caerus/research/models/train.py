@@ -1,27 +1,35 @@
-"""Training: walk-forward model selection against the naive rule, then the model file (plain numbers + metadata).
+"""Training: walk-forward model selection scored net of what trading costs, then the model file (plain numbers +
+metadata) -- or a refusal to trade.
 
 Candidates: a ridge regression on standardised features (scikit-learn) over an alpha grid, and gradient-boosted
-trees (LightGBM, single-threaded and deterministic) over a small grid of sizes; the naive rule (basis - EWMA) is
-the baseline. Each candidate is fitted on every fold's training rows and scored on its validation rows only
-(caerus.research.models.walkforward: by time, purged by the target horizon); among the candidates within the
-decision cost budget, the one with the best mean validation R^2 is refitted on all the training rows and exported.
-Nothing outside the training range is read.
+trees (LightGBM, single-threaded and deterministic) over a small grid of sizes. Each candidate is fitted on every
+fold's training rows and scored on its validation rows only (caerus.research.models.walkforward: by time, purged by
+the target horizon). Nothing outside the training range is read.
+
+**Scored net of costs.** A round trip on Hyperliquid pays the spread on the way in and out and a taker fee on both
+legs: ``cost = entry_half_spread + exit_half_spread + 2 x fee`` (bps; the half spreads are the venue's at the target
+window's ends, caerus.research.features; the fee by tier from caerus.research.backtest.fills, 4.5 bps at Hyperliquid's
+base tier, or ``fee_bps``). Each candidate's out-of-fold signal (its prediction net of the half spread the strategy
+saw, as the live model signal computes it) is walked in time through each validation fold with the strategy's
+cooldown at every threshold of ``ENTRY_GRID``, each entry earning ``side * y - cost``. A candidate's score is its
+best pooled validation total over thresholds with at least ``min_entries`` entries; the candidate and threshold with
+the largest score (within the decision cost budget) are chosen. R^2 and correlation are recorded, not used to choose.
+
+**It can decline.** When no candidate has a positive pooled validation total net of costs (over ``min_entries``
+entries or more), the document says ``tradeable: false`` with the reason, and ``caerus train`` exits non-zero: the
+strategy refuses such a file (caerus.strategy.model_signal). So a market with no edge the costs leave standing (a
+follower that ignores the leader, a target shifted past what the features can know) yields no tradeable model.
+
+The naive rule at matched turnover (``decision.naive_matched``): the naive rule's threshold whose validation entries
+come closest to the chosen model's, so an out-of-sample comparison of the two compares prediction, not how much
+each trades; chosen on validation rows, like the model's.
 
 Decision cost, machine-independent: a trees candidate's mean over its fold's training rows of the summed root-to-leaf
 path lengths (node visits per decision; LightGBM's leaf indices, depths from the exported arrays), averaged over the
 folds; a linear one's nonzero weights. ``max_node_visits`` (0: none) is the budget: a candidate over it is recorded
-with its cost and R^2, marked ``over_budget``, and not chosen. Its default follows from the measured per-visit cost
-and the hot path's 2 us p50 goal (docs/research.md, Decision cost).
-
-Per fold and candidate: R^2 and correlation against the target, and the trading edge at the naive rule's count:
-with K the validation rows where ``|naive| >= naive_entry_bps``, the mean of ``side * y - half_spread`` (bps) over
-the model's K rows of largest ``|prediction net of the half spread|`` and over the naive rule's K rows.
-
-The entry threshold written to the file is chosen on the validation folds only: each fold's rows are walked in time
-with the strategy's cooldown, entering where ``|prediction net of the half spread| >= threshold`` and earning
-``side * y - half_spread``; the threshold of ``ENTRY_GRID`` with the largest pooled total is kept (the naive rule's
-total at its own entry_bps is recorded beside it). Exits at a predicted remaining move of 0 bp and a reversal of
-the naive rule's ``reversal_bps``. Same data and seed -> the same file, byte for byte.
+with its cost and score, marked ``over_budget``, and not chosen. Its default follows from the measured per-visit
+cost and the hot path's 2 us p50 goal (docs/research.md, Decision cost). Same data and seed -> the same file, byte
+for byte.
 """
 
 from __future__ import annotations
@@ -32,10 +40,12 @@ from typing import Any
 
 import numpy as np
 
+from caerus.research.backtest.fills import TAKER_BPS
 from caerus.research.features import Dataset
 from caerus.research.models.walkforward import folds
 from caerus.strategy.features import N_FEATURES, schema
 from caerus.strategy.model_signal import FORMAT, content_hash
+from caerus.wire import Venue
 
 LINEAR_GRID = ({"alpha": 1.0}, {"alpha": 100.0}, {"alpha": 10000.0})
 TREES_GRID = ({"num_leaves": 4, "n_estimators": 20, "learning_rate": 0.1},
@@ -47,7 +57,12 @@ TREES_GRID = ({"num_leaves": 4, "n_estimators": 20, "learning_rate": 0.1},
 # docs/research.md "Decision cost" for how it follows from the measured per-visit cost and the 2 us p50 goal.
 MAX_NODE_VISITS = 64
 
-ENTRY_GRID = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0)
+#: entry thresholds walked on validation (bps of predicted move net of the half spread seen): up to several times a
+#: round trip's ~10 bps of fees and spread, since a threshold below the costs can only lose
+ENTRY_GRID = (0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0, 40.0)
+#: fewest validation entries a threshold needs to be scored (fewer: a total that a handful of trades decided)
+MIN_ENTRIES = 20
+_HL = int(Venue.HYPERLIQUID)
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,17 @@ class TrainOptions:
     exit_bps: float = 0.0
     cooldown_ms: float = 1000.0
     max_node_visits: int = MAX_NODE_VISITS  # 0: no budget
+    fee_tier: int = 0  # Hyperliquid's taker tier (caerus.research.backtest.fills.TAKER_BPS)
+    fee_bps: float | None = None  # one taker fee per leg instead of the tier's
+    min_entries: int = MIN_ENTRIES
+
+    def fee_per_leg_bps(self) -> float:
+        return float(self.fee_bps) if self.fee_bps is not None else TAKER_BPS[_HL][self.fee_tier]
+
+
+def round_trip_cost(ds: Dataset, fee_per_leg_bps: float) -> np.ndarray:
+    """Per row, what a round trip on Hyperliquid costs in bps: the spread crossed in and out, and both legs' fees."""
+    return ds.entry_half_spread + ds.exit_half_spread + 2.0 * fee_per_leg_bps
 
 
 def leaf_depths(tree: dict[str, list[Any]]) -> list[int]:
@@ -110,17 +136,18 @@ def _net(pred: np.ndarray, half: np.ndarray) -> np.ndarray:
     return np.where(pred > half, pred - half, np.where(pred < -half, pred + half, 0.0))
 
 
-def _edge(signal: np.ndarray, y: np.ndarray, half: np.ndarray, k: int) -> float | None:
-    """Mean net edge (bps) of the k rows of largest |signal|, trading in its direction."""
+def _edge(signal: np.ndarray, y: np.ndarray, cost: np.ndarray, k: int) -> float | None:
+    """Mean edge net of costs (bps) of the k rows of largest |signal|, trading in its direction."""
     if k <= 0:
         return None
     top = np.argsort(-np.abs(signal), kind="stable")[:k]
-    return float((np.sign(signal[top]) * y[top] - half[top]).mean())
+    return float((np.sign(signal[top]) * y[top] - cost[top]).mean())
 
 
-def walk_entries(t: np.ndarray, signal: np.ndarray, y: np.ndarray, half: np.ndarray, threshold: float,
+def walk_entries(t: np.ndarray, signal: np.ndarray, y: np.ndarray, cost: np.ndarray, threshold: float,
                  cooldown_ns: int) -> tuple[int, float]:
-    """(entries, total net edge in bps) of entering where |signal| >= threshold, at most one per cooldown."""
+    """(entries, total edge net of ``cost`` in bps) of entering where |signal| >= threshold, at most one per
+    cooldown; each entry earns ``side * y - cost``."""
     idx = np.flatnonzero(np.abs(signal) >= threshold)
     last = -(1 << 62)
     n = 0
@@ -129,8 +156,27 @@ def walk_entries(t: np.ndarray, signal: np.ndarray, y: np.ndarray, half: np.ndar
         if t[i] - last >= cooldown_ns:
             last = t[i]
             n += 1
-            total += (1.0 if signal[i] > 0 else -1.0) * y[i] - half[i]
+            total += (1.0 if signal[i] > 0 else -1.0) * y[i] - cost[i]
     return n, total
+
+
+def threshold_grid(t: np.ndarray, signal: np.ndarray, y: np.ndarray, cost: np.ndarray, vals: list[np.ndarray],
+                   cooldown_ns: int, grid: tuple[float, ...] = ENTRY_GRID) -> list[dict[str, Any]]:
+    """Per threshold: entries and total net edge pooled over the validation folds ``vals`` (row indices; ``signal``
+    holds one value per row of the concatenated folds, in ``vals`` order)."""
+    parts = np.split(signal, np.cumsum([len(v) for v in vals])[:-1]) if vals else []
+    out = []
+    for thr in grid:
+        walks = [walk_entries(t[v], o, y[v], cost[v], thr, cooldown_ns) for v, o in zip(vals, parts, strict=True)]
+        out.append({"entry_bps": thr, "entries": sum(w[0] for w in walks),
+                    "total_bps": float(sum(w[1] for w in walks))})
+    return out
+
+
+def best_threshold(grid: list[dict[str, Any]], min_entries: int) -> dict[str, Any] | None:
+    """The grid point with the largest total among those with at least ``min_entries`` entries (None: none has)."""
+    scored = [g for g in grid if g["entries"] >= min_entries]
+    return max(scored, key=lambda g: g["total_bps"]) if scored else None
 
 
 def _r2(pred: np.ndarray, y: np.ndarray) -> float:
@@ -194,21 +240,25 @@ def _versions() -> dict[str, str]:
 
 
 def train(ds: Dataset, source: np.ndarray, opts: TrainOptions, training: dict[str, object]) -> dict[str, object]:
-    """Select, refit and export: the model document (with its ``hash``). ``source`` labels each row's timeline
-    (a seed, a session): folds split each on its own span. ``training`` describes the data (range, source)."""
+    """Select, refit and export: the model document (with its ``hash`` and ``tradeable``). ``source`` labels each
+    row's timeline (a seed, a session): folds split each on its own span. ``training`` describes the data."""
     if len(ds) < 100 * (opts.n_folds + 1):
         raise ValueError(f"{len(ds)} training rows are too few for {opts.n_folds} folds "
                          f"(need {100 * (opts.n_folds + 1)})")
     h_ns = int(ds.horizon_ms * 1e6)
     fs = folds(ds.t, opts.n_folds, h_ns, source=source)
+    fee = opts.fee_per_leg_bps()
+    cost = round_trip_cost(ds, fee)
+    cool = int(opts.cooldown_ms * 1e6)
+    vals = [f.val for f in fs]
     grids = {"linear": LINEAR_GRID, "trees": TREES_GRID}
     candidates: list[dict[str, Any]] = []
     naive_folds: list[dict[str, Any]] = []
     for f in fs:
-        yv, hv, nv = ds.y[f.val], ds.half_spread[f.val], ds.naive[f.val]
+        yv, cv, nv = ds.y[f.val], cost[f.val], ds.naive[f.val]
         k = int((np.abs(nv) >= opts.naive_entry_bps).sum())
         naive_folds.append({"fold": f.k, "n_val": len(f.val), "k_trades": k, "corr": _corr(nv, yv),
-                            "edge_bps": _edge(nv, yv, hv, k)})
+                            "edge_bps": _edge(nv, yv, cv, k)})
     for kind in opts.kinds:
         for params in grids[kind]:
             per_fold = []
@@ -221,54 +271,71 @@ def train(ds: Dataset, source: np.ndarray, opts: TrainOptions, training: dict[st
                 k = int((np.abs(ds.naive[f.val]) >= opts.naive_entry_bps).sum())
                 per_fold.append({"fold": f.k, "n_train": len(f.train), "n_val": len(f.val), "purged": f.purged,
                                  "r2": _r2(pred, yv), "corr": _corr(pred, yv), "k_trades": k,
-                                 "edge_bps": _edge(_net(pred, hv), yv, hv, k)})
+                                 "edge_bps": _edge(_net(pred, hv), yv, cost[f.val], k)})
                 oof.append(_net(pred, hv))
                 costs.append(decision_cost(kind, m, ds.X[f.train]))
-            cost = round(float(np.mean(costs)), 3)
+            grid = threshold_grid(ds.t, np.concatenate(oof), ds.y, cost, vals, cool)
+            best = best_threshold(grid, opts.min_entries)
+            c = round(float(np.mean(costs)), 3)
             candidates.append({"kind": kind, "params": params, "folds": per_fold,
-                               "mean_r2": float(np.mean([p["r2"] for p in per_fold])), "_oof": np.concatenate(oof),
-                               "cost": cost, "cost_unit": "node visits" if kind == "trees" else "nonzero weights",
-                               "over_budget": 0 < opts.max_node_visits < cost})
+                               "mean_r2": float(np.mean([p["r2"] for p in per_fold])), "validation_grid": grid,
+                               "best": best, "score_bps": best["total_bps"] if best else None,
+                               "cost": c, "cost_unit": "node visits" if kind == "trees" else "nonzero weights",
+                               "over_budget": 0 < opts.max_node_visits < c})
     within = [c for c in candidates if not c["over_budget"]]
     if not within:
         raise ValueError(f"no candidate within --max-node-visits {opts.max_node_visits} (cheapest costs "
                          f"{min(c['cost'] for c in candidates):g})")
-    best = max(within, key=lambda c: c["mean_r2"])
-    rule = "best mean validation R^2"
+    scored = [c for c in within if c["best"] is not None]
+    chosen = max(scored, key=lambda c: c["score_bps"]) if scored else max(within, key=lambda c: c["mean_r2"])
+    pick = chosen["best"]
+    tradeable = pick is not None and pick["total_bps"] > 0.0
+    if tradeable:
+        decline = None
+    elif pick is None:
+        decline = (f"no candidate entered {opts.min_entries} times or more on validation at any threshold up to "
+                   f"{ENTRY_GRID[-1]:g} bps")
+    else:
+        decline = (f"no candidate has a positive validation edge net of costs: the best, {chosen['kind']} "
+                   f"{chosen['params']} at {pick['entry_bps']:g} bps, totals {pick['total_bps']:+.1f} bps over "
+                   f"{pick['entries']} entries ({pick['total_bps'] / pick['entries']:+.2f} bps each after "
+                   f"{2 * fee:g} bps of fees and the spread)")
+    entry = pick["entry_bps"] if pick is not None else ENTRY_GRID[-1]
+    entries = pick["entries"] if pick is not None else 0
+    naive_grid = threshold_grid(ds.t, np.concatenate([ds.naive[v] for v in vals]), ds.y, cost, vals, cool)
+    naive_at = next(g for g in naive_grid if g["entry_bps"] == opts.naive_entry_bps) \
+        if opts.naive_entry_bps in ENTRY_GRID else threshold_grid(
+            ds.t, np.concatenate([ds.naive[v] for v in vals]), ds.y, cost, vals, cool, (opts.naive_entry_bps,))[0]
+    # the naive threshold trading about as often as the model on validation (ties: the higher threshold)
+    matched = min(naive_grid, key=lambda g: (abs(g["entries"] - entries), -g["entry_bps"]))
+    rule = (f"largest pooled validation total net of costs (taker fee {fee:g} bps a leg, the spread crossed in and "
+            f"out), walking each fold with the cooldown, over {opts.min_entries}+ entries")
     if opts.max_node_visits > 0:
-        rule += (f" among candidates costing <= {opts.max_node_visits} node visits (trees: mean summed path length "
+        rule += (f"; among candidates costing <= {opts.max_node_visits} node visits (trees: mean summed path length "
                  f"over the fold's training rows; linear: nonzero weights); "
                  f"{len(candidates) - len(within)} over budget, not chosen")
-    # the entry threshold, on validation rows only (each fold's rows walked in time with the cooldown)
-    cool = int(opts.cooldown_ms * 1e6)
-    vals = [f.val for f in fs]
-    oof_parts = np.split(best["_oof"], np.cumsum([len(v) for v in vals])[:-1])
-    grid: list[dict[str, Any]] = []
-    for thr in ENTRY_GRID:
-        walks = [walk_entries(ds.t[v], o, ds.y[v], ds.half_spread[v], thr, cool)
-                 for v, o in zip(vals, oof_parts, strict=True)]
-        grid.append({"entry_bps": thr, "entries": sum(w[0] for w in walks), "total_bps": sum(w[1] for w in walks)})
-    naive_walks = [walk_entries(ds.t[v], ds.naive[v], ds.y[v], ds.half_spread[v], opts.naive_entry_bps, cool)
-                   for v in vals]
-    entry = max(grid, key=lambda g: g["total_bps"])["entry_bps"]
-    final = _fit(best["kind"], best["params"], ds.X, ds.y, opts.seed)
+    final = _fit(chosen["kind"], chosen["params"], ds.X, ds.y, opts.seed)
     doc: dict[str, object] = {
         "format": FORMAT,
-        "kind": best["kind"],
+        "kind": chosen["kind"],
+        "tradeable": tradeable,
+        "decline": decline,
         "schema": schema(ds.horizon_ms),
-        best["kind"]: export_linear(final) if best["kind"] == "linear" else export_trees(final),
+        chosen["kind"]: export_linear(final) if chosen["kind"] == "linear" else export_trees(final),
         "decision": {"entry_bps": entry, "exit_bps": opts.exit_bps, "reversal_bps": opts.reversal_bps,
-                     "entry_rule": "largest pooled validation total net edge walking each fold with the cooldown",
-                     "validation_grid": grid,
-                     "naive_validation": {"entry_bps": opts.naive_entry_bps,
-                                          "entries": sum(w[0] for w in naive_walks),
-                                          "total_bps": sum(w[1] for w in naive_walks)}},
+                     "entry_rule": "largest pooled validation total net of costs walking each fold with the cooldown",
+                     "costs": {"taker_fee_bps_per_leg": fee, "fee_source": "fixed" if opts.fee_bps is not None
+                               else f"hyperliquid tier {opts.fee_tier}", "spread": "crossed in and out"},
+                     "validation": {"entries": entries, "total_bps": pick["total_bps"] if pick else None},
+                     "naive_validation": {"entry_bps": opts.naive_entry_bps, "entries": naive_at["entries"],
+                                          "total_bps": naive_at["total_bps"]},
+                     "naive_matched": matched},
         "training": {**training, "rows": len(ds), "features": N_FEATURES, "seed": opts.seed,
                      "folds": opts.n_folds, "purge_ns": h_ns, "embargo_ns": h_ns},
-        "selection": {"rule": rule, "max_node_visits": opts.max_node_visits,
-                      "chosen": {"kind": best["kind"], "params": best["params"], "cost": best["cost"]},
+        "selection": {"rule": rule, "max_node_visits": opts.max_node_visits, "min_entries": opts.min_entries,
+                      "chosen": {"kind": chosen["kind"], "params": chosen["params"], "cost": chosen["cost"]},
                       "naive": naive_folds,
-                      "candidates": [{k: v for k, v in c.items() if k != "_oof"} for c in candidates]},
+                      "candidates": candidates},
         "libraries": _versions(),
     }
     doc = _clean(doc)  # type: ignore[assignment]

@@ -32,7 +32,8 @@ def _session(out: Path, strategy_cfg: Path, shm: Path, *extra: str,
 
 def test_the_models_hash_is_in_env_json_and_the_report(tmp_path: Path) -> None:
     model = tmp_path / "model.json"
-    assert cli.main(["train", "-o", str(model), "--seeds", "1", "--minutes", "3", "--folds", "2"]) == 0
+    assert cli.main(["train", "-o", str(model), "--market", "known-edge", "--seeds", "1", "--minutes", "3",
+                     "--folds", "2"]) == 0
     doc = json.loads(model.read_text())
     cfg = tmp_path / "strategy.toml"
     cfg.write_text(f'signal = "model"\nmodel = "{model}"\n')
@@ -53,7 +54,8 @@ def test_the_models_hash_is_in_env_json_and_the_report(tmp_path: Path) -> None:
 
 def test_a_tampered_model_stops_the_session_before_it_starts(tmp_path: Path) -> None:
     model = tmp_path / "model.json"
-    assert cli.main(["train", "-o", str(model), "--seeds", "1", "--minutes", "3", "--folds", "2"]) == 0
+    assert cli.main(["train", "-o", str(model), "--market", "known-edge", "--seeds", "1", "--minutes", "3",
+                     "--folds", "2"]) == 0
     doc = json.loads(model.read_text())
     doc["decision"]["entry_bps"] = 0.01  # edited after training: the content hash no longer matches
     model.write_text(json.dumps(doc))
@@ -81,7 +83,8 @@ def test_a_model_other_than_the_pinned_one_stops_the_session_before_it_starts(tm
 
 def test_an_ab_session_alternates_naive_and_model_windows_and_reports_both_arms(tmp_path: Path) -> None:
     model = tmp_path / "model.json"
-    assert cli.main(["train", "-o", str(model), "--seeds", "1", "--minutes", "3", "--folds", "2"]) == 0
+    assert cli.main(["train", "-o", str(model), "--market", "known-edge", "--seeds", "1", "--minutes", "3",
+                     "--folds", "2"]) == 0
     cfg = tmp_path / "strategy.toml"
     # 2 s windows; a short cooldown and a market with a jump every second so both arms trade within seconds
     cfg.write_text(f'signal = "ab"\nmodel = "{model}"\nsignal_ab_window_s = 2.0\ncooldown_ms = 100.0\n'

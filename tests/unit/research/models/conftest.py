@@ -1,4 +1,5 @@
-"""Shared data for the model tests: the default market model offline, a few simulated minutes per seed."""
+"""Shared data for the model tests: a market model offline, a few simulated minutes per seed -- the ``default``
+market, or ``known-edge`` (an edge that survives costs by construction) where a test needs a tradeable model."""
 
 from __future__ import annotations
 
@@ -8,5 +9,5 @@ from caerus.research.models.data import Timeline, market_events, timeline
 
 
 @functools.lru_cache(maxsize=8)
-def line(seed: int, minutes: float = 8.0, train_fraction: float = 0.75) -> Timeline:
-    return timeline(f"seed {seed}", market_events("default", seed, minutes * 60.0), train_fraction)
+def line(seed: int, minutes: float = 8.0, train_fraction: float = 0.75, market: str = "default") -> Timeline:
+    return timeline(f"seed {seed}", market_events(market, seed, minutes * 60.0), train_fraction)

@@ -25,8 +25,9 @@ HL = int(Venue.HYPERLIQUID)
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ds, src = training_rows([line(1)], 1000.0)
+    ds, src = training_rows([line(1, market="known-edge")], 1000.0)
     doc = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",)), {"source": "test"})
+    assert doc["tradeable"], doc["decline"]
     p = tmp_path_factory.mktemp("model") / "model.json"
     p.write_text(json.dumps(doc))
     return p

@@ -38,7 +38,8 @@ def test_folds_are_by_time_and_purged_by_the_horizon() -> None:
 def test_train_twice_gives_the_same_file_and_a_model_that_loads(tmp_path: Path) -> None:
     out = [tmp_path / "a.json", tmp_path / "b.json"]
     for p in out:
-        assert cli.main(["train", "-o", str(p), "--seeds", "1", "--minutes", "4", "--folds", "3"]) == 0
+        assert cli.main(["train", "-o", str(p), "--market", "known-edge", "--seeds", "1", "--minutes", "4",
+                         "--folds", "3"]) == 0
     assert out[0].read_bytes() == out[1].read_bytes()
     m = load_model(out[0])
     doc = json.loads(out[0].read_text())

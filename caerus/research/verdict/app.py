@@ -1,0 +1,122 @@
+"""`caerus verdict`: is the model's PnL above 0 net of costs, at the fleet's latency, out of sample -- with placebo
+markets in the same run that must all say NO (caerus.research.verdict.pipeline).
+
+    caerus verdict [--market default|FILE --seeds 10 --minutes 20 | --session DIR ... | --store DIR ...]
+        [--latency-from SESSION | --latency CONST] [--wire D] [--fee-tier N | --fee-bps X]
+        [--controls decoupled,leader_delayed,lag_zero,target_future] [--train-fraction 0.6] [--folds 3]
+        [--bootstrap 2000] [--min-block-s 240] [--min-blocks 10] [--out DIR] [--json PATH]
+
+Exit 0 with the answer (YES, NO or INSUFFICIENT DATA: each a result); 3 when a control says YES (CONTROL FAILED:
+the pipeline found an edge where there is none); 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from caerus.research.backtest import sources
+from caerus.research.backtest.fills import FillError, FillRules
+from caerus.research.backtest.latency import LatencyError, LatencyModel
+from caerus.research.verdict import pipeline, render
+from caerus.research.verdict.latency import latency_points, verdict_latency
+from caerus.sim.market_config import MarketFileError
+
+EXIT_CONTROL_FAILED = 3
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--market", default=None, help="market preset or TOML run offline (default: default)")
+    src.add_argument("--session", type=Path, action="append", metavar="DIR",
+                     help="a captured session folder (repeatable: one timeline each)")
+    src.add_argument("--store", type=Path, action="append", metavar="DIR",
+                     help="a chDB capture store, e.g. from `caerus data import` (repeatable)")
+    p.add_argument("--seeds", type=int, default=10, help="market: seeds 1..N (default 10)")
+    p.add_argument("--minutes", type=float, default=20.0, help="market: simulated minutes per seed (default 20)")
+    p.add_argument("--clock-offset-ms", type=float, default=None,
+                   help="captured books: how far the receive clock runs ahead of the venues' (default: the "
+                        "store's recorded offset, else 0)")
+    lat = p.add_mutually_exclusive_group()
+    lat.add_argument("--latency-from", type=Path, metavar="SESSION",
+                     help="draw every order's path from this session's measured histograms")
+    lat.add_argument("--latency", metavar="CONST",
+                     help="a constant order latency instead (e.g. 1ms; 0 is named ZERO in the output)")
+    p.add_argument("--wire", default=None, metavar="D", help="one-way wire time to the venue (default: the profile's)")
+    p.add_argument("--fee-tier", type=int, default=0, help="Hyperliquid taker tier (default 0: 4.5 bps)")
+    p.add_argument("--fee-bps", type=float, default=None, help="one taker fee per leg instead of the tier's")
+    p.add_argument("--controls", default=",".join(pipeline.CONTROLS), help="controls to run (comma separated)")
+    p.add_argument("--train-fraction", type=float, default=0.6, help="first part of each timeline trained on")
+    p.add_argument("--horizon-ms", type=float, default=1000.0, help="target horizon (default 1000)")
+    p.add_argument("--folds", type=int, default=3, help="walk-forward folds (default 3)")
+    p.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
+    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--min-block-s", type=float, default=pipeline.bootstrap.MIN_BLOCK_S,
+                   help=f"shortest bootstrap block, s (default {pipeline.bootstrap.MIN_BLOCK_S:g}: the regime scale)")
+    p.add_argument("--min-blocks", type=int, default=pipeline.bootstrap.MIN_BLOCKS,
+                   help=f"fewest blocks for a verdict (default {pipeline.bootstrap.MIN_BLOCKS})")
+    p.add_argument("--no-latency-points", action="store_true", help="skip PnL at 0 / p50 / p99 / 2x")
+    p.add_argument("--out", type=Path, default=Path("verdicts/latest"), help="model files and verdict.json here")
+    p.add_argument("--json", type=Path, help="also write the result document here")
+
+
+def build_source(args: argparse.Namespace) -> pipeline.Source:
+    """The verdict's books from the arguments (SourceError / MarketFileError on a bad one)."""
+    if args.session or args.store:
+        loaded, offsets = [], []
+        for path in args.session or []:
+            loaded.append((Path(path).name, sources.from_session(path)))
+        for path in args.store or []:
+            ld = sources.from_store(path)
+            loaded.append((Path(path).name, ld))
+            offsets.append(_recorded_offset_ns(path))
+        offset = (int(args.clock_offset_ms * 1e6) if args.clock_offset_ms is not None
+                  else (offsets[0] if offsets and len(set(offsets)) == 1 else 0))
+        if args.clock_offset_ms is None and len(set(offsets)) > 1:
+            raise ValueError(f"--store: the stores record different clock offsets ({sorted(set(offsets))} ns): "
+                             "give --clock-offset-ms or one store at a time")
+        return pipeline.loaded_source("captured books", loaded, offset)
+    if args.seeds < 1 or not args.minutes > 0:
+        raise ValueError("--seeds must be >= 1 and --minutes > 0")
+    return pipeline.market_source(args.market or "default", tuple(range(1, args.seeds + 1)), args.minutes)
+
+
+def _recorded_offset_ns(store: Path) -> int:
+    """The receive-vs-venue clock offset an import recorded for this store (0 when none was recorded)."""
+    meta = Path(store) / "import.json"
+    if not meta.is_file():
+        return 0
+    return int(json.loads(meta.read_text()).get("clock_offset_ns", 0))
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        opts = pipeline.VerdictOptions(
+            train_fraction=args.train_fraction, horizon_ms=args.horizon_ms, folds=args.folds, train_seed=args.seed,
+            fee_tier=args.fee_tier, fee_bps=args.fee_bps,
+            controls=tuple(c for c in args.controls.split(",") if c), bootstrap=args.bootstrap,
+            min_block_s=args.min_block_s, min_blocks=args.min_blocks, latency_points=not args.no_latency_points)
+        opts.check()
+        src = build_source(args)
+        latency: LatencyModel = verdict_latency(args.latency_from, args.latency, args.wire)
+        rules = FillRules(fee_tier=args.fee_tier, fee_bps=args.fee_bps)
+        rules.check()
+        doc = pipeline.run(src, opts, latency, rules, args.out, latency_points(latency))
+    except (sources.SourceError, MarketFileError, LatencyError, FillError, ValueError, OSError) as exc:
+        print(f"caerus verdict: {exc}", file=sys.stderr)
+        return 2
+    text = render.render(doc)
+    print(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    body = json.dumps(doc, indent=1, sort_keys=True, default=str) + "\n"
+    (args.out / "verdict.json").write_text(body)
+    (args.out / "verdict.txt").write_text(text + "\n")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(body)
+    if doc["verdict"] == pipeline.CONTROL_FAILED:
+        print(f"caerus verdict: CONTROL FAILED: {doc['why']}", file=sys.stderr)
+        return EXIT_CONTROL_FAILED
+    return 0
