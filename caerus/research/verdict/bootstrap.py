@@ -95,14 +95,20 @@ def _auto_length(series: list[np.ndarray]) -> float:
     return float(np.average(est, weights=weights)) if est else float("nan")
 
 
+def block_starts(p: BlockPlan) -> np.ndarray:
+    """Every bucket a block may start at: where a whole block fits inside the bucket's own timeline."""
+    b = p.block_buckets
+    offsets = np.cumsum((0,) + p.lengths[:-1]).tolist()
+    parts = [o + np.arange(ln - b + 1) for o, ln in zip(offsets, p.lengths, strict=True) if ln >= b]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def weights(p: BlockPlan, replicates: int, seed: int) -> np.ndarray:
     """(replicates x buckets) draw counts of a moving-block bootstrap: each replicate draws blocks of
     ``p.block_buckets`` consecutive buckets, starting anywhere a whole block fits inside one timeline, until it holds
     as many buckets as the data (the last block cut to fit), so sums over a replicate are on the data's scale."""
     b, n = p.block_buckets, p.n_buckets
-    offsets = np.cumsum((0,) + p.lengths[:-1])
-    starts = np.concatenate([o + np.arange(ln - b + 1) for o, ln in zip(offsets, p.lengths, strict=True)
-                             if ln >= b]) if n else np.zeros(0, dtype=np.int64)
+    starts = block_starts(p)
     w = np.zeros((replicates, n))
     if not n:
         return w
