@@ -10,6 +10,7 @@ import pytest
 
 from caerus import cli
 from caerus.research.models import train as train_mod
+from caerus.research.features import NAMES, Dataset
 from caerus.research.models.data import training_rows
 from caerus.research.models.train import (
     TREES_GRID,
@@ -21,7 +22,7 @@ from caerus.research.models.train import (
     train,
 )
 from caerus.research.models.walkforward import folds
-from caerus.strategy.model_signal import Model, load_model, scorer
+from caerus.strategy.model_signal import Model, ModelError, load_model, scorer
 from tests.unit.research.models.conftest import line
 
 
@@ -78,15 +79,17 @@ def test_decision_cost_is_the_mean_walked_path_length_and_deterministic() -> Non
 
 
 def test_budget_excludes_the_best_candidate_when_it_costs_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A deeper, longer ensemble with the best validation R^2 is recorded but not chosen once it is over budget;
-    the cheaper one in budget is, and the rule says so."""
-    monkeypatch.setattr(train_mod, "TREES_GRID", ({"num_leaves": 2, "n_estimators": 5, "learning_rate": 0.1},
+    """A deeper, longer ensemble with the best validation score net of costs is recorded but not chosen once it is
+    over budget; the cheaper one in budget is, and the rule says so."""
+    monkeypatch.setattr(train_mod, "TREES_GRID", ({"num_leaves": 2, "n_estimators": 2, "learning_rate": 0.1},
                                                   {"num_leaves": 8, "n_estimators": 30, "learning_rate": 0.1}))
-    ds, src = training_rows([line(1)], 1000.0)
+    ds, src = training_rows([line(1, market="known-edge")], 1000.0)
     free = train(ds, src, TrainOptions(n_folds=3, kinds=("trees",), max_node_visits=0), {"source": "test"})
     sel = free["selection"]
     costs = [c["cost"] for c in sel["candidates"]]  # type: ignore[index]
+    scores = [c["score_bps"] for c in sel["candidates"]]  # type: ignore[index]
     assert sel["chosen"]["params"]["num_leaves"] == 8 and costs[0] < costs[1]  # type: ignore[index]
+    assert scores[1] > scores[0]  # chosen by its validation total net of costs
     assert not any(c["over_budget"] for c in sel["candidates"])  # type: ignore[index, union-attr]
     budget = int(costs[1]) - 1
     tight = train(ds, src, TrainOptions(n_folds=3, kinds=("trees",), max_node_visits=budget), {"source": "test"})
@@ -158,3 +161,82 @@ def test_look_ahead_shifted_target_leaves_no_validation_edge() -> None:
         r2[shift] = max(c["mean_r2"] for c in doc["selection"]["candidates"])  # type: ignore[index, union-attr]
     assert r2[0.0] > 0.05
     assert r2[5000.0] < 0.01
+
+
+def _synthetic(edge_bps: float, n: int = 6000, seed: int = 3) -> tuple[Dataset, np.ndarray]:
+    """Rows 50 ms apart whose first feature announces the next move exactly: y = edge x sign(x0); the venue's half
+    spread is 0.5 bps at both ends, so a round trip costs 1 bps of spread and 2 x 4.5 bps of fees."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, len(NAMES)))
+    y = edge_bps * np.sign(X[:, 0])
+    half = np.full(n, 0.5)
+    t = np.arange(n, dtype=np.int64) * 50_000_000
+    return Dataset(X, y, t, np.zeros(n, dtype=np.int64), half, X[:, 3], half, half, 1000.0, "synthetic"), \
+        np.zeros(n, dtype=np.int64)
+
+
+@pytest.mark.parametrize(("edge", "tradeable"), [(8.0, False), (10.0, False), (20.0, True)])
+def test_training_trades_only_an_edge_that_clears_fees_and_spread(edge: float, tradeable: bool) -> None:
+    """A perfectly predicted 8 or 10 bps move is no edge against 10 bps of round-trip costs (it would be, gross:
+    the old walk scored it positive); 20 bps is."""
+    ds, src = _synthetic(edge)
+    doc = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",)), {"source": "test"})
+    assert doc["tradeable"] is tradeable, doc["decline"]
+    val = doc["decision"]["validation"]  # type: ignore[index]
+    assert doc["decision"]["costs"]["taker_fee_bps_per_leg"] == 4.5  # type: ignore[index]
+    if tradeable:
+        assert doc["decline"] is None and val["total_bps"] == pytest.approx(val["entries"] * (edge - 10.0))
+    else:
+        assert "no candidate has a positive validation edge net of costs" in str(doc["decline"])
+        assert val["total_bps"] <= 0.0
+    cheap = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",), fee_bps=0.0), {"source": "test"})
+    assert cheap["tradeable"] is (edge > 1.0)  # without fees only the spread is left to clear
+
+
+def test_a_declined_model_is_written_refused_by_the_strategy_and_exits_non_zero(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's placebo: Hyperliquid ignores Binance (no catch-up, no fade, no arbitrage: own moves only). Train
+    exits 3 in one line, the file says it is not tradeable, and the strategy's loader refuses it."""
+    market = tmp_path / "ignores.toml"
+    market.write_text(PLACEBO_TOML)
+    out = tmp_path / "m.json"
+    rc = cli.main(["train", "-o", str(out), "--market", str(market), "--seeds", "1,2", "--minutes", "4",
+                   "--folds", "2"])
+    err = capsys.readouterr().err
+    assert rc == 3 and err.count("\n") == 1 and "no tradeable model" in err
+    doc = json.loads(out.read_text())
+    assert doc["tradeable"] is False and doc["decline"]
+    with pytest.raises(ModelError, match="is not tradeable"):
+        load_model(out)
+
+
+def test_the_naive_rule_is_matched_to_the_models_validation_turnover() -> None:
+    ds, src = training_rows([line(1, market="known-edge"), line(2, market="known-edge")], 1000.0)
+    doc = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",)), {"source": "test"})
+    dec = doc["decision"]
+    assert doc["tradeable"]
+    grid = doc["selection"]["candidates"][0]["validation_grid"]  # type: ignore[index]
+    m = dec["naive_matched"]  # type: ignore[index]
+    assert m["entry_bps"] in train_mod.ENTRY_GRID and len(grid) == len(train_mod.ENTRY_GRID)
+    gap = abs(m["entries"] - dec["validation"]["entries"])  # type: ignore[index]
+    assert gap <= 0.5 * dec["validation"]["entries"]  # type: ignore[index]
+
+
+PLACEBO_TOML = """
+annual_vol = 0.5
+jumps_per_min = 12.0
+jump_bps_min = 8.0
+jump_bps_max = 30.0
+flicker_share = 0.6
+flicker_ms = 400.0
+hl_lag_ms = 650.0
+hl_lag_sd_ms = 300.0
+catch_up = 0.0
+catch_up_late = 0.0
+hl_fade = 0.0
+hl_basis_half_life_s = 0.0
+hl_own_jumps_per_min = 6.0
+hl_own_bps_min = 6.0
+hl_own_bps_max = 18.0
+hl_own_blocks = 4
+"""
