@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from caerus import cli
-from caerus.research.models import train as train_mod
 from caerus.research.features import NAMES, Dataset
+from caerus.research.models import train as train_mod
 from caerus.research.models.data import training_rows
 from caerus.research.models.train import (
     TREES_GRID,
@@ -193,8 +193,8 @@ def test_training_trades_only_an_edge_that_clears_fees_and_spread(edge: float, t
     assert cheap["tradeable"] is (edge > 1.0)  # without fees only the spread is left to clear
 
 
-def test_a_declined_model_is_written_refused_by_the_strategy_and_exits_non_zero(tmp_path: Path,
-                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_declined_model_is_written_refused_by_the_strategy_and_exits_non_zero(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The issue's placebo: Hyperliquid ignores Binance (no catch-up, no fade, no arbitrage: own moves only). Train
     exits 3 in one line, the file says it is not tradeable, and the strategy's loader refuses it."""
     market = tmp_path / "ignores.toml"
