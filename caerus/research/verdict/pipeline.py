@@ -288,11 +288,12 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
 
 
 def _verdict(res: dict[str, Any], plan: bootstrap.BlockPlan) -> tuple[str, str]:
-    if not res["tradeable"]:
-        return NO, f"training declined: {res['decline']}"
+    # too little test data says nothing either way, whether or not training found something to trade
     if not plan.sufficient:
         return INSUFFICIENT, (f"{plan.n_blocks:.1f} blocks of {plan.intended_buckets * plan.bucket_s:g} s in the "
                               f"test ranges, {plan.min_blocks} needed")
+    if not res["tradeable"]:
+        return NO, f"training declined: {res['decline']}"
     pnl = res["arms"]["model"]["pnl"]
     ci = pnl["ci"]
     if ci is not None and ci[0] > 0:
