@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from caerus.research.backtest.fills import FillRules
+from caerus.research.backtest.latency import LatencyModel, latency_points
 from caerus.research.verdict import pipeline, render
-from caerus.research.verdict.latency import latency_points, verdict_latency
 
 CALIBRATED = "docs/markets/calibrated.toml"
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     if seeds < 1 or not minutes > 0:
         print("model_oos: --seeds must be >= 1 and --minutes > 0", file=sys.stderr)
         return 2
-    latency = verdict_latency(None, None, None)
+    latency = LatencyModel.default()  # the fleet's measured profile
     results, failed = [], []
     for k, market in enumerate(m for m in args.markets.split(",") if m):
         t0 = time.perf_counter()

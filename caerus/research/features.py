@@ -7,11 +7,12 @@ vector the live model signal would have computed at that book. Rows are taken at
 entries are decided) once both venues have a book.
 
 Target: the move an order sent at the row's time could trade, on the venue's clock: Hyperliquid's mid over the
-next ``horizon_ms`` in bps, ``(mid(t + H) - mid(t)) / mid(t)``, with ``mid(T)`` the venue's newest tradeable book
-at venue time ``T`` (``t_exchange``), and ``t`` the row's t_seen (the strategy's clock; the same clock for the
-market model, and for a capture once its clock offset is taken off: ``clock_offset_ns``). It is not the mid the
-strategy had *seen* by then: Hyperliquid's public book reaches us ~0.2-0.3 s late, and a target on that delayed
-view would score moves that were already over when the order arrived.
+next ``horizon_ms`` in bps, ``(mid(t + H) - mid(t)) / mid(t)``, with ``t`` the row's t_seen plus the order's way
+to the venue (``order_ns``) and ``mid(T)`` the book an order reaching the venue at ``T`` meets: the venue's own book
+(``t_exchange``), and on Hyperliquid the book after the next block (``block_ns``; the backtest's fill rule,
+caerus.research.backtest.fills.book_met). It is not the mid the strategy had *seen*: Hyperliquid's public book
+reaches us ~0.2-0.3 s late, and a target on that delayed view, or on the book between two blocks, would score moves
+that were already made when the order arrived.
 
 Costs, per row, on the same venue clock: ``entry_half_spread`` (bps) at ``t`` and ``exit_half_spread`` at
 ``t + H`` (what crossing in and out of Hyperliquid's spread costs); training adds both legs' taker fees
@@ -30,7 +31,7 @@ import numpy as np
 from caerus.instruments import InstrumentSet
 from caerus.research.backtest import engine
 from caerus.research.backtest.events import BookEvents
-from caerus.research.backtest.fills import FillRules
+from caerus.research.backtest.fills import FillRules, book_met
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, NAMES, SCHEMA_VERSION, FeatureState, schema
@@ -78,10 +79,11 @@ class Dataset:
 
 def dataset(events: BookEvents, instruments: InstrumentSet, *, horizon_ms: float = 1000.0,
             latency: LatencyModel | None = None, seed: int = 1, ewma_half_life_s: float = 3.0,
-            shift_ms: float = 0.0, source: str = "", clock_offset_ns: int = 0) -> Dataset:
+            shift_ms: float = 0.0, source: str = "", order_ns: int = 0, block_ns: int = 0) -> Dataset:
     """Features at every tradeable Binance book and the target over the next ``horizon_ms`` (see the module).
-    ``clock_offset_ns``: how far the source's receive clock runs ahead of the venue's (a capture's recorder; 0 for
-    the market model and a chrony-disciplined fleet), taken off the row's time before the venue's books are read."""
+    ``order_ns``: how long an order takes to reach the venue (the window's ends move that much later); ``block_ns``:
+    Hyperliquid's block interval, so each end is the book the order would meet (caerus.research.backtest.fills.
+    book_met; 0: continuous matching)."""
     latency = latency if latency is not None else LatencyModel.constant(0, 300_000)
     spec = engine.RunSpec(StrategyConfig(), instruments, latency, FillRules(), seed)
     _, recs, seen, _ = engine.prepare(events, spec, LatencyDraws(latency, seed))
@@ -103,7 +105,7 @@ def dataset(events: BookEvents, instruments: InstrumentSet, *, horizon_ms: float
     X = np.asarray(rows, dtype=np.float64).reshape(-1, N_FEATURES)
     m = np.asarray(meta, dtype=np.float64).reshape(-1, 2)
     t_seen = np.asarray(times, dtype=np.int64)
-    t = t_seen - int(clock_offset_ns)
+    t = t_seen + int(order_ns)
     symbol = m[:, 0].astype(np.int64)
     y = np.full(len(t), np.nan)
     entry_hs = np.full(len(t), np.nan)
@@ -116,9 +118,10 @@ def dataset(events: BookEvents, instruments: InstrumentSet, *, horizon_ms: float
         if not len(ts) or not len(rows_k):
             continue
         a, b = t[rows_k] + h0, t[rows_k] + h1
-        inside = (a >= ts[0]) & (b <= ts[-1])
-        ia = np.clip(np.searchsorted(ts, a, side="right") - 1, 0, None)
-        ib = np.clip(np.searchsorted(ts, b, side="right") - 1, 0, None)
+        ia = book_met(ts, a, block_ns)
+        ib = book_met(ts, b, block_ns)
+        inside = (ia >= 0) & (b <= ts[-1])
+        ia, ib = np.maximum(ia, 0), np.maximum(ib, 0)
         y[rows_k] = np.where(inside, (mids[ib] - mids[ia]) / mids[ia] * 1e4, np.nan)
         entry_hs[rows_k] = half[ia]
         exit_hs[rows_k] = half[ib]

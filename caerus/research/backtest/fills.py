@@ -139,6 +139,20 @@ def estimate_block_ns(t_exchange: np.ndarray) -> tuple[int, str]:
 
 
 
+def book_met(times: np.ndarray, t: np.ndarray, block_ns: int) -> np.ndarray:
+    """Index of the book an order reaching the venue at ``t`` meets (vectorised): the first book stamped after ``t``
+    when it is within ``block_ns`` of it (the next block moved the top: the order meets the book after it), else the
+    newest at or before ``t`` (a block that left the top as it was); ``block_ns`` 0: continuous matching. -1: before
+    the first book. The same rule as :meth:`FillModel.fill` (tests/unit/research/test_backtest_execution.py checks
+    they agree); the training target uses it so it scores the price an order would get (caerus.research.features)."""
+    if not len(times):
+        return np.full(np.shape(t), -1, dtype=np.int64)
+    i = np.searchsorted(times, t, side="right")
+    nxt = np.minimum(i, len(times) - 1)
+    hit = (block_ns > 0) & (i < len(times)) & (times[nxt] <= t + block_ns)
+    return np.where(hit, i, i - 1)
+
+
 class FillModel:
     """The target venue's books per instrument, indexed by the chosen clock, the matching rule, and what our own
     fills took from each book (depletion); state of one run."""

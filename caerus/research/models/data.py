@@ -54,18 +54,18 @@ def session_events(path: Path) -> sources.Loaded:
 
 
 def training_rows(lines: list[Timeline], horizon_ms: float, shift_ms: float = 0.0, *,
-                  latency: LatencyModel | None = None, seed: int = 1,
-                  clock_offset_ns: int = 0) -> tuple[Dataset, np.ndarray]:
+                  latency: LatencyModel | None = None, seed: int = 1, order_ns: int = 0,
+                  block_ns: int = 0) -> tuple[Dataset, np.ndarray]:
     """Rows of every timeline's training range (targets that end past the split are dropped: no row looks into
     the test range), and each row's timeline index (folds split each timeline on its own). ``latency``: when the
     strategy sees each book (default: the dataset's own, caerus.research.features), as the backtest it is scored
-    with draws it."""
+    with draws it; ``order_ns`` and ``block_ns``: where the target's window opens and closes (the dataset's)."""
     parts, src = [], []
     for k, line in enumerate(lines):
         ev = line.loaded.events
         train_ev = ev.take(np.flatnonzero(ev.t_exchange < line.t_split))
         ds = dataset(train_ev, line.loaded.instruments, horizon_ms=horizon_ms, shift_ms=shift_ms, source=line.name,
-                     latency=latency, seed=seed + k, clock_offset_ns=clock_offset_ns)
+                     latency=latency, seed=seed + k, order_ns=order_ns, block_ns=block_ns)
         parts.append(ds)
         src.append(np.full(len(ds), k))
     return Dataset.concat(parts), np.concatenate(src)

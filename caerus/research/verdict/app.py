@@ -18,10 +18,10 @@ import sys
 from pathlib import Path
 
 from caerus.research.backtest import sources
+from caerus.research.backtest.app import parse_latency
 from caerus.research.backtest.fills import FillError, FillRules
-from caerus.research.backtest.latency import LatencyError, LatencyModel
+from caerus.research.backtest.latency import LatencyError, LatencyModel, latency_points
 from caerus.research.verdict import pipeline, render
-from caerus.research.verdict.latency import latency_points, verdict_latency
 from caerus.sim.market_config import MarketFileError
 
 EXIT_CONTROL_FAILED = 3
@@ -36,15 +36,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="a chDB capture store, e.g. from `caerus data import` (repeatable)")
     p.add_argument("--seeds", type=int, default=10, help="market: seeds 1..N (default 10)")
     p.add_argument("--minutes", type=float, default=20.0, help="market: simulated minutes per seed (default 20)")
-    p.add_argument("--clock-offset-ms", type=float, default=None,
-                   help="captured books: how far the receive clock runs ahead of the venues' (default: the "
-                        "store's recorded offset, else 0)")
     lat = p.add_mutually_exclusive_group()
     lat.add_argument("--latency-from", type=Path, metavar="SESSION",
                      help="draw every order's path from this session's measured histograms")
     lat.add_argument("--latency", metavar="CONST",
-                     help="a constant order latency instead (e.g. 1ms; 0 is named ZERO in the output)")
+                     help="a constant order latency instead of the fleet's profile (e.g. 1ms; 0 is named ZERO)")
     p.add_argument("--wire", default=None, metavar="D", help="one-way wire time to the venue (default: the profile's)")
+    p.add_argument("--block-ms", type=float, default=None,
+                   help="Hyperliquid's block interval (default: the market's, or estimated from the books)")
     p.add_argument("--fee-tier", type=int, default=0, help="Hyperliquid taker tier (default 0: 4.5 bps)")
     p.add_argument("--fee-bps", type=float, default=None, help="one taker fee per leg instead of the tier's")
     p.add_argument("--controls", default=",".join(pipeline.CONTROLS), help="controls to run (comma separated)")
@@ -65,30 +64,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def build_source(args: argparse.Namespace) -> pipeline.Source:
     """The verdict's books from the arguments (SourceError / MarketFileError on a bad one)."""
     if args.session or args.store:
-        loaded, offsets = [], []
-        for path in args.session or []:
-            loaded.append((Path(path).name, sources.from_session(path)))
-        for path in args.store or []:
-            ld = sources.from_store(path)
-            loaded.append((Path(path).name, ld))
-            offsets.append(_recorded_offset_ns(path))
-        offset = (int(args.clock_offset_ms * 1e6) if args.clock_offset_ms is not None
-                  else (offsets[0] if offsets and len(set(offsets)) == 1 else 0))
-        if args.clock_offset_ms is None and len(set(offsets)) > 1:
-            raise ValueError(f"--store: the stores record different clock offsets ({sorted(set(offsets))} ns): "
-                             "give --clock-offset-ms or one store at a time")
-        return pipeline.loaded_source("captured books", loaded, offset)
+        loaded = [(Path(p).name, sources.from_session(p)) for p in args.session or []]
+        loaded += [(Path(p).name, sources.from_store(p)) for p in args.store or []]
+        return pipeline.loaded_source("captured books", loaded)
     if args.seeds < 1 or not args.minutes > 0:
         raise ValueError("--seeds must be >= 1 and --minutes > 0")
     return pipeline.market_source(args.market or "default", tuple(range(1, args.seeds + 1)), args.minutes)
 
 
-def _recorded_offset_ns(store: Path) -> int:
-    """The receive-vs-venue clock offset an import recorded for this store (0 when none was recorded)."""
-    meta = Path(store) / "import.json"
-    if not meta.is_file():
-        return 0
-    return int(json.loads(meta.read_text()).get("clock_offset_ns", 0))
+def verdict_latency(args: argparse.Namespace) -> LatencyModel:
+    """The fleet's measured profile by default; a session's histograms; or a named constant."""
+    wire = None if args.wire is None else parse_latency(args.wire)
+    if args.latency_from is not None:
+        return LatencyModel.from_session(args.latency_from, wire_ns=wire)
+    if args.latency is not None:
+        return LatencyModel.constant(parse_latency(args.latency))
+    return LatencyModel.default(wire_ns=wire)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -100,10 +91,12 @@ def run(args: argparse.Namespace) -> int:
             min_block_s=args.min_block_s, min_blocks=args.min_blocks, latency_points=not args.no_latency_points)
         opts.check()
         src = build_source(args)
-        latency: LatencyModel = verdict_latency(args.latency_from, args.latency, args.wire)
-        rules = FillRules(fee_tier=args.fee_tier, fee_bps=args.fee_bps)
+        latency = verdict_latency(args)
+        rules = FillRules(fee_tier=args.fee_tier, fee_bps=args.fee_bps,
+                          block_ns=None if args.block_ms is None else round(args.block_ms * 1e6))
         rules.check()
-        doc = pipeline.run(src, opts, latency, rules, args.out, latency_points(latency))
+        points = latency_points(latency) if opts.latency_points and latency.observed is None else []
+        doc = pipeline.run(src, opts, latency, rules, args.out, points)
     except (sources.SourceError, MarketFileError, LatencyError, FillError, ValueError, OSError) as exc:
         print(f"caerus verdict: {exc}", file=sys.stderr)
         return 2

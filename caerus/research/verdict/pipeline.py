@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,8 @@ import numpy as np
 from caerus.instruments import InstrumentSet
 from caerus.research.backtest import engine, sources
 from caerus.research.backtest.events import BookEvents
-from caerus.research.backtest.fills import FillRules
-from caerus.research.backtest.latency import LatencyModel
+from caerus.research.backtest.fills import FillRules, estimate_block_ns
+from caerus.research.backtest.latency import LatencyModel, LatencyPoint
 from caerus.research.models.data import Timeline, timeline, training_rows
 from caerus.research.models.train import TrainOptions, train
 from caerus.research.verdict import bootstrap, placebos
@@ -101,8 +101,7 @@ class Source:
     description: str
     base: Callable[[], list[tuple[str, sources.Loaded]]]
     lag_zero: Callable[[], list[tuple[str, sources.Loaded]]] | None = None  # the model's own lag-0 market
-    clock_offset_ns: int = 0
-    facts: dict[str, object] = field(default_factory=dict)
+    block_ns: int | None = None  # Hyperliquid's block interval when the source knows it (the market model)
 
 
 def market_source(market: str, seeds: tuple[int, ...], minutes: float) -> Source:
@@ -119,14 +118,17 @@ def market_source(market: str, seeds: tuple[int, ...], minutes: float) -> Source
             out.append((f"seed {s}", sources.Loaded(ev, insts, f"market {market} seed {s}, {minutes:g} min")))
         return out
 
+    block_ns = round(load_market(market).hl_block_ms * 1e6)
     return Source(market, f"market {market}: seeds {','.join(map(str, seeds))}, {minutes:g} min each",
-                  lambda: gen(False), lambda: gen(True))
+                  lambda: gen(False), lambda: gen(True), block_ns)
 
 
-def loaded_source(name: str, loaded: list[tuple[str, sources.Loaded]], clock_offset_ns: int = 0) -> Source:
-    """Captured or imported books (a session, a store): one timeline each."""
+def loaded_source(name: str, loaded: list[tuple[str, sources.Loaded]]) -> Source:
+    """Captured or imported books (a session, a store): one timeline each; the block interval estimated from
+    their Hyperliquid books (caerus.research.backtest.fills.estimate_block_ns)."""
     desc = "; ".join(f"{n}: {ld.description}" for n, ld in loaded)
-    return Source(name, desc, lambda: loaded, None, clock_offset_ns)
+    hl = np.concatenate([ld.events.t_exchange[ld.events.venue == _HL] for _, ld in loaded])
+    return Source(name, desc, lambda: loaded, None, estimate_block_ns(hl)[0])
 
 
 def _transform(pairs: list[tuple[str, sources.Loaded]], f: Callable[[BookEvents], BookEvents]) \
@@ -209,7 +211,7 @@ def summarise(arm: ArmResult, w: np.ndarray, confidence: float) -> dict[str, Any
     table = arm.table
     point = statistics(np.ones((1, len(table))), table)
     reps = statistics(w, table)
-    out: dict[str, Any] = {"latency": arm.latency, **arm.counts(),
+    out: dict[str, Any] = {"label": arm.name, "latency": arm.latency, **arm.counts(),
                            "per_timeline_pnl": [round(r.pnl, 6) for r in arm.runs]}
     for k, v in point.items():
         out[k] = {"value": _finite(v[0]), "ci": bootstrap.interval(reps[k], confidence)}
@@ -223,8 +225,9 @@ def _finite(x: float) -> float | None:
 
 
 def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: LatencyModel, rules: FillRules,
-                model_dir: Path, points: list[tuple[str, LatencyModel]]) -> dict[str, Any]:
-    """The whole pipeline on one variant: train, decide, replay, resample; its verdict."""
+                model_dir: Path, points: list[LatencyPoint]) -> dict[str, Any]:
+    """The whole pipeline on one variant: train, decide, replay, resample; its verdict. ``rules`` carry the block
+    interval the fills and the training target share."""
     lines, note = variant_books(src, variant, opts)
     shift = TARGET_SHIFT_MS if variant == "target_future" else 0.0
     res: dict[str, Any] = {"variant": variant, "control": variant != MARKET,
@@ -232,11 +235,15 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
                            "ranges": [{"timeline": ln.name, "t_first": ln.t_first, "t_split": ln.t_split,
                                        "t_last": ln.t_last, "test_minutes": round((ln.t_last - ln.t_split) / 60e9, 3)}
                                       for ln in lines]}
+    if rules.blocks and rules.block_ns is None:  # a source that does not know its block interval: the books say
+        hl = np.concatenate([ln.loaded.events.t_exchange[ln.loaded.events.venue == _HL] for ln in lines])
+        rules = replace(rules, block_ns=estimate_block_ns(hl)[0])
     bucket_ns = int(opts.bucket_s * 1e9)
     n_b = [n_buckets(ln.t_split, max(ln.t_last, ln.t_split + 1), bucket_ns) for ln in lines]
     try:
+        order_ns = latency.order_path_quantiles((0.5,))[0.5]
         ds, rows_src = training_rows(lines, opts.horizon_ms, shift_ms=shift, latency=latency, seed=opts.latency_seed,
-                                     clock_offset_ns=src.clock_offset_ns)
+                                     order_ns=order_ns, block_ns=(rules.block_ns or 0) if rules.blocks else 0)
         doc = train(ds, rows_src, TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds,
                                                fee_tier=opts.fee_tier, fee_bps=opts.fee_bps),
                     {"source": {"kind": src.name, "variant": variant}, "train_fraction": opts.train_fraction,
@@ -266,10 +273,10 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
             ln, naive_cfg, latency, rules, opts.latency_seed + k, bucket_ns)[0] for k, ln in enumerate(lines)],
             latency.source)
         if variant == MARKET and opts.latency_points:
-            for label, lat in points:
-                arms[f"latency {label}"] = ArmResult(f"latency {label}", [backtest_range(
-                    ln, model_cfg, lat, rules, opts.latency_seed + k, bucket_ns)[0] for k, ln in enumerate(lines)],
-                    lat.source)
+            for pt in points:
+                arms[f"latency {pt.name}"] = ArmResult(pt.label, [backtest_range(
+                    ln, model_cfg, pt.model, rules, opts.latency_seed + k, bucket_ns)[0] for k, ln in enumerate(lines)],
+                    pt.model.headline())
     else:
         arms = {"model": ArmResult("model", [Buckets.empty(n) for n in n_b], latency.source)}
     series = [r.table[:, PNL] for r in arms["model"].runs]
@@ -320,14 +327,18 @@ def overall(variants: list[dict[str, Any]]) -> tuple[str, str]:
 
 
 def run(src: Source, opts: VerdictOptions, latency: LatencyModel, rules: FillRules, model_dir: Path,
-        points: list[tuple[str, LatencyModel]] | None = None) -> dict[str, Any]:
-    """Every variant of ``src``; the result document (deterministic in the source, options and seeds)."""
+        points: list[LatencyPoint] | None = None) -> dict[str, Any]:
+    """Every variant of ``src``; the result document (deterministic in the source, options and seeds). The block
+    interval is the rules' when given, else the source's."""
     opts.check()
+    if rules.block_ns is None and src.block_ns is not None:
+        rules = replace(rules, block_ns=src.block_ns)
     variants = [run_variant(src, v, opts, latency, rules, model_dir, points or [])
                 for v in (MARKET, *opts.controls)]
     answer, why = overall(variants)
     return {"kind": "verdict", "source": src.description, "options": _jsonable(opts.__dict__),
-            "latency": latency.describe(), "fills": rules.describe(), "variants": variants,
+            "latency": {**latency.describe(), "headline": latency.headline()}, "fills": rules.describe(),
+            "fill_rule": rules.rule_text(), "variants": variants,
             "verdict": answer, "why": why}
 
 

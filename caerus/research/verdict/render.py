@@ -29,7 +29,8 @@ def render(doc: dict[str, Any]) -> str:
         f"verdict: {doc['source']}",
         f"  train the first {opts['train_fraction']:.0%} of each timeline (walk-forward, {opts['folds']} folds, scored "
         f"net of costs), test the rest; seed {opts['train_seed']}",
-        f"  latency: {lat['source']}; fees: taker {fees['hyperliquid']:g} bps a leg on Hyperliquid "
+        f"  {lat['headline']}",
+        f"  fills: {doc['fill_rule']}; taker {fees['hyperliquid']:g} bps a leg on Hyperliquid "
         f"({doc['fills']['fee_source']}), the spread crossed in and out, open positions closed at the end",
         f"  intervals: {boot['method']}, {boot['bucket_s']:g} s buckets, blocks of {boot['block_intended_s']:g} s "
         f"(data's choice {_f(boot['block_auto_s'], 'g')} s, floor {opts['min_block_s']:g} s), "
@@ -69,7 +70,7 @@ def render(doc: dict[str, Any]) -> str:
         if pts:
             lines.append("  PnL against latency (same model, same test ranges):")
             for k, a in pts:
-                lines.append(f"    {k[8:]:<34} PnL {_ci(a['pnl'], '+.2f'):>28} USD, orders {a['orders']}, fills "
-                             f"{a['fills']}   [{a['latency']}]")
+                lines.append(f"    {k[8:]:<4} PnL {_ci(a['pnl'], '+.2f'):>28} USD, orders {a['orders']:>5}, fills "
+                             f"{a['fills']:>5}  ({a['label']})")
     lines += ["", f"ANSWER: {doc['verdict']} -- {doc['why']}"]
     return "\n".join(lines)

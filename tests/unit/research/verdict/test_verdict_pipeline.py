@@ -15,7 +15,7 @@ from caerus import cli
 from caerus.research.backtest import results
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
-from caerus.research.backtest.latency import LatencyModel
+from caerus.research.backtest.latency import LatencyModel, latency_points
 from caerus.research.models.data import Timeline
 from caerus.research.verdict import pipeline, placebos
 from caerus.research.verdict.pnl import FEES, MARK0, MARKOUT_MS, NOTIONAL, PNL, ROUND_TRIPS, WINS
@@ -28,6 +28,34 @@ HL = int(Venue.HYPERLIQUID)
 #: small but enough: 3 seeds x 6 min, blocks of 60 s (the tests' markets have no regimes), 4 blocks needed
 SMALL = pipeline.VerdictOptions(folds=2, bootstrap=300, min_block_s=60.0, min_blocks=4)
 LATENCY = LatencyModel.constant(1_000_000, 300_000)
+
+
+def test_a_market_with_an_edge_says_yes_and_every_control_from_it_says_no(tmp_path: Path) -> None:
+    """The positive control (known-edge: a 650 ms lag, large moves) at the fleet's measured latency: the market's
+    interval is above 0, each placebo built from it declines or loses, and the answer is YES with every number's
+    sample size and the latency points."""
+    doc = pipeline.run(pipeline.market_source("known-edge", (1, 2, 3), 6.0), SMALL, LatencyModel.default(),
+                       FillRules(), tmp_path, latency_points(LatencyModel.default()))
+    verdicts = {v["variant"]: v["verdict"] for v in doc["variants"]}
+    assert verdicts == {"market": pipeline.YES, **{c: pipeline.NO for c in pipeline.CONTROLS}}
+    assert doc["verdict"] == pipeline.YES
+    market = doc["variants"][0]
+    assert market["arms"]["model"]["orders"] > 30 and market["arms"]["model"]["pnl"]["ci"][0] > 0
+    assert {k for k in market["arms"] if k.startswith("latency ")} == {"latency 0", "latency p50", "latency p99",
+                                                                        "latency 2x"}
+    assert "profile fleet-2vcpu" in doc["latency"]["headline"]
+    assert market["bootstrap"]["blocks"] >= SMALL.min_blocks
+
+
+def test_the_old_optimistic_execution_makes_the_lag_zero_control_fail_the_run(tmp_path: Path) -> None:
+    """What the controls are for: with the old rules (zero latency, an IOC filling at the book between two blocks)
+    the lag-0 market -- where Hyperliquid has already moved when any order arrives -- looks profitable, and the run
+    says CONTROL FAILED instead of trusting the market's YES."""
+    opts = replace(SMALL, controls=("lag_zero",), latency_points=False)
+    doc = pipeline.run(pipeline.market_source("known-edge", (1, 2, 3), 6.0), opts, LatencyModel.zero(),
+                       FillRules(blocks=False, deplete=False), tmp_path)
+    assert [v["verdict"] for v in doc["variants"]] == [pipeline.YES, pipeline.YES]
+    assert doc["verdict"] == pipeline.CONTROL_FAILED and "lag_zero" in doc["why"]
 
 
 def _run(market: str, tmp: Path, seeds: tuple[int, ...] = (1, 2, 3), minutes: float = 6.0,
