@@ -21,6 +21,7 @@ from caerus.research.backtest.fills import (
     PARTIAL,
     FillModel,
     FillRules,
+    book_met,
     estimate_block_ns,
 )
 from caerus.research.backtest.latency import (
@@ -61,6 +62,25 @@ def test_an_ioc_between_two_blocks_fills_at_the_next_blocks_book() -> None:
     # the old rule (continuous matching at arrival) filled it at the book the strategy saw
     old = _fills(FillRules(blocks=False), BLOCKS)
     assert old.fill(0, 1, 102.0, 0.5, 30 * MS) == (FILLED, 101.0, 0.5, 30 * MS)
+
+
+def test_the_vectorised_block_rule_meets_the_book_the_fill_model_meets() -> None:
+    """fills.book_met (what the training target reads) and FillModel.fill (what the backtest fills at) are one rule:
+    for arrivals anywhere around irregular blocks, they meet the same book at the same time."""
+    rng = np.random.default_rng(2)
+    times = np.cumsum(rng.choice([70, 140, 210, 700], size=200) * MS)
+    books = [(int(t), 100.0 + k, 1.0, 101.0 + k, 1.0) for k, t in enumerate(times)]
+    arrivals = rng.integers(-50 * MS, int(times[-1]) + 100 * MS, size=2000)
+    for block in (70 * MS, 0):
+        m = _fills(FillRules(block_ns=block or None, blocks=block > 0, deplete=False), books)
+        met = book_met(times, arrivals, block)
+        for t, i in zip(arrivals.tolist(), met.tolist(), strict=True):
+            outcome, px, _, t_match = m.fill(0, 1, 1e9, 0.1, t)
+            if i < 0:
+                assert outcome == NOT_FILLED
+            else:
+                assert px == books[i][3]
+                assert t_match == (int(times[i]) if times[i] > t else t)
 
 
 def test_no_book_within_a_block_interval_means_the_block_left_the_top_unchanged() -> None:

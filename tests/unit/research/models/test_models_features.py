@@ -6,8 +6,10 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pytest
 
 from caerus.research.backtest import engine
+from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.research.features import dataset
@@ -18,6 +20,7 @@ from caerus.wire import Venue
 from tests.unit.research.models.conftest import line
 
 BN = int(Venue.BINANCE)
+HL = int(Venue.HYPERLIQUID)
 
 
 def _records(seed: int = 1) -> tuple[list[tuple], list[int]]:
@@ -84,3 +87,24 @@ def test_shifting_the_target_makes_the_edge_vanish() -> None:
     assert n_now > 20_000 and n_later > 20_000
     assert c_now > 0.2
     assert c_later < 0.05
+
+
+def test_the_target_is_the_move_an_order_could_trade_not_the_one_it_saw() -> None:
+    """A Binance book at 10 ms, a Hyperliquid block at 40 ms moving the mid 100 -> 110 and nothing after: an order
+    reaching the venue 5 ms after the decision lands in that block, so the move is not tradeable (y = 0); without the
+    block clock (continuous matching) the same row scores the whole 1,000 bps move."""
+    rows = [(HL, 0, 99.0, 101.0), (BN, 10, 99.0, 101.0), (HL, 40, 109.0, 111.0), (BN, 1500, 109.0, 111.0),
+            (HL, 2500, 109.0, 111.0), (BN, 3000, 109.0, 111.0)]
+    cols = {"venue": [r[0] for r in rows], "flags": [1] * len(rows), "symbol": [0] * len(rows),
+            "seq": list(range(len(rows))), "t_exchange": [r[1] * 1_000_000 for r in rows],
+            "t_recv": [r[1] * 1_000_000 for r in rows], "bid_px": [r[2] for r in rows], "bid_qty": [1.0] * len(rows),
+            "ask_px": [r[3] for r in rows], "ask_qty": [1.0] * len(rows)}
+    ev = BookEvents.from_columns(cols)
+    lat = LatencyModel.constant(0, 0)
+    insts = line(1).loaded.instruments
+    blocked = dataset(ev, insts, horizon_ms=1000.0, latency=lat, order_ns=5_000_000, block_ns=70_000_000)
+    free = dataset(ev, insts, horizon_ms=1000.0, latency=lat, order_ns=5_000_000, block_ns=0)
+    assert len(blocked) >= 1 and len(free) == len(blocked)
+    first = blocked.t == 10_000_000
+    assert blocked.y[first].tolist() == [0.0]
+    assert free.y[first].tolist() == [pytest.approx(1000.0)]
