@@ -26,6 +26,8 @@ from caerus.sim import offline
 from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market
 from caerus.wire import BookFlags, Venue
 
+#: what ``caerus data import`` writes beside the store it fills (caerus.data.imports.target.META_NAME)
+IMPORT_META = "import.json"
 _VENUE_CODES = {name: code for code, name in VENUE_NAMES.items()}  # capture's names of the codes
 
 
@@ -95,9 +97,41 @@ def from_store(path: Path, start: int | None = None, end: int | None = None, ses
     path = Path(path)
     if not (path / "chdb").is_dir():
         raise SourceError(f"no chDB capture store at {path} (expected {path / 'chdb'})")
+    if (path / IMPORT_META).is_file():
+        return _from_import(path, start, end, session, instruments)
     insts = instruments or instruments_mod.DEFAULT
     events = _read(path, str(path), start, end, session, insts)
     return Loaded(events, insts, f"chDB store {path}, t_recv {_range_text(start, end)}, {len(events)} books")
+
+
+def _from_import(path: Path, start: int | None, end: int | None, session: str | None,
+                 instruments: InstrumentSet | None) -> Loaded:
+    """A store made by ``caerus data import``: its own instruments, receive times put on the venues' clock (each
+    file's recorded offset taken off: research compares them with venue times), and the real market behind each
+    venue slot named in the description (a COIN-M follower must never read as Hyperliquid)."""
+    from caerus.data.imports.meta import describe_markets, recv_on_venue_clock
+    from caerus.data.imports.records import ImportRefused
+
+    inst_file = path / instruments_mod.FILE_NAME
+    insts = instruments or instruments_mod.load(inst_file if inst_file.is_file() else None)
+    try:
+        tab = data.books(path, start=start, end=end, session=session, instruments=insts, frame="arrow")
+    except data.DataError as exc:
+        raise SourceError(str(exc)) from None
+    if tab.num_rows == 0:
+        raise SourceError(f"no imported books in {path} for t_recv in {_range_text(start, end)}")
+    try:
+        recv = recv_on_venue_clock(tab.column("t_recv").to_numpy(), tab.column("conn").to_numpy(), path)
+    except ImportRefused as exc:
+        raise SourceError(str(exc)) from None
+    tab = tab.set_column(tab.schema.get_field_index("t_recv"), "t_recv", pa.array(recv))
+    try:
+        events = events_from_books(tab)
+    except EventsError as exc:
+        raise SourceError(f"{path}: {exc}") from None
+    markets = describe_markets(path) or "markets not recorded"
+    return Loaded(events, insts, f"imported store {path} ({markets}); receive times on the venues' clock (each "
+                                 f"file's recorded offset taken off), {len(events)} books")
 
 
 def from_session(session_dir: Path, start: int | None = None, end: int | None = None) -> Loaded:
