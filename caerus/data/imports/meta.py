@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from .records import ImportRefused
-from .target import META_NAME
+
+#: the import's record, beside the store it filled
+META_NAME = "import.json"
 
 
 def load_meta(store: Path | str) -> dict[str, Any]:

@@ -34,10 +34,10 @@ from caerus.data.sql import quote
 from caerus.wire import Venue
 
 from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV
+from .meta import META_NAME
 from .records import ImportRefused, Market
 from .worker import FileResult
 
-META_NAME = "import.json"
 META_FORMAT = 1
 DEFAULT_SESSION = "import"
 SLOTS = {"binance": "binance", "hyperliquid": "hyperliquid", "leader": "binance", "follower": "hyperliquid"}

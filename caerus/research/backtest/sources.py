@@ -20,14 +20,13 @@ from caerus import data
 from caerus import instruments as instruments_mod
 from caerus.capture.clickhouse import check_url
 from caerus.capture.rows import VENUE_NAMES
+from caerus.data.imports.meta import META_NAME
 from caerus.instruments import InstrumentSet
 from caerus.research.backtest.events import COLUMNS, BookEvents, EventsError
 from caerus.sim import offline
 from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market
 from caerus.wire import BookFlags, Venue
 
-#: what ``caerus data import`` writes beside the store it fills (caerus.data.imports.target.META_NAME)
-IMPORT_META = "import.json"
 _VENUE_CODES = {name: code for code, name in VENUE_NAMES.items()}  # capture's names of the codes
 
 
@@ -97,7 +96,7 @@ def from_store(path: Path, start: int | None = None, end: int | None = None, ses
     path = Path(path)
     if not (path / "chdb").is_dir():
         raise SourceError(f"no chDB capture store at {path} (expected {path / 'chdb'})")
-    if (path / IMPORT_META).is_file():
+    if (path / META_NAME).is_file():
         return _from_import(path, start, end, session, instruments)
     insts = instruments or instruments_mod.DEFAULT
     events = _read(path, str(path), start, end, session, insts)
@@ -110,7 +109,6 @@ def _from_import(path: Path, start: int | None, end: int | None, session: str | 
     file's recorded offset taken off: research compares them with venue times), and the real market behind each
     venue slot named in the description (a COIN-M follower must never read as Hyperliquid)."""
     from caerus.data.imports.meta import describe_markets, recv_on_venue_clock
-    from caerus.data.imports.records import ImportRefused
 
     inst_file = path / instruments_mod.FILE_NAME
     insts = instruments or instruments_mod.load(inst_file if inst_file.is_file() else None)
@@ -122,7 +120,7 @@ def _from_import(path: Path, start: int | None, end: int | None, session: str | 
         raise SourceError(f"no imported books in {path} for t_recv in {_range_text(start, end)}")
     try:
         recv = recv_on_venue_clock(tab.column("t_recv").to_numpy(), tab.column("conn").to_numpy(), path)
-    except ImportRefused as exc:
+    except ValueError as exc:  # ImportRefused: a file's offset missing from the record
         raise SourceError(str(exc)) from None
     tab = tab.set_column(tab.schema.get_field_index("t_recv"), "t_recv", pa.array(recv))
     try:

@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from caerus.research.backtest import sources
 from caerus.research.backtest.sources import SourceError
@@ -98,12 +99,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus train: no tradeable model ({args.output} says so, and the strategy refuses it): "
               f"{doc['decline']}", file=sys.stderr)
         return EXIT_DECLINED
-    chosen = doc["selection"]["chosen"]  # type: ignore[index]
-    best = next(c for c in doc["selection"]["candidates"] if c["kind"] == chosen["kind"]  # type: ignore[index]
-                and c["params"] == chosen["params"])
-    val = doc["decision"]["validation"]  # type: ignore[index]
+    sel: dict[str, Any] = doc["selection"]  # type: ignore[assignment]
+    dec: dict[str, Any] = doc["decision"]  # type: ignore[assignment]
+    chosen = sel["chosen"]
+    best = next(c for c in sel["candidates"] if c["kind"] == chosen["kind"] and c["params"] == chosen["params"])
+    val = dec["validation"]
     print(f"{args.output}: {doc['kind']} {chosen['params']}, validation net of costs {val['total_bps']:+.1f} bps "
-          f"over {val['entries']} entries at entry {doc['decision']['entry_bps']:g} bps "  # type: ignore[index]
+          f"over {val['entries']} entries at entry {dec['entry_bps']:g} bps "
           f"(mean validation R^2 {best['mean_r2']:.4f}, {args.folds} folds), cost {chosen['cost']:g} "
-          f"{best['cost_unit']}, {doc['training']['rows']} rows, hash {str(doc['hash'])[:16]}")
+          f"{best['cost_unit']}, {doc['training']['rows']} rows, hash {str(doc['hash'])[:16]}")  # type: ignore[index]
     return 0
