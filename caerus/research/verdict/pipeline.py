@@ -242,8 +242,9 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
     n_b = [n_buckets(ln.t_split, max(ln.t_last, ln.t_split + 1), bucket_ns) for ln in lines]
     try:
         order_ns = latency.order_path_quantiles((0.5,))[0.5]
+        block_ns = (rules.block_ns or 0) if rules.blocks else 0
         ds, rows_src = training_rows(lines, opts.horizon_ms, shift_ms=shift, latency=latency, seed=opts.latency_seed,
-                                     order_ns=order_ns, block_ns=(rules.block_ns or 0) if rules.blocks else 0)
+                                     order_ns=order_ns, block_ns=block_ns)
         doc: dict[str, Any] = train(ds, rows_src, TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds,
                                                fee_tier=opts.fee_tier, fee_bps=opts.fee_bps),
                     {"source": {"kind": src.name, "variant": variant}, "train_fraction": opts.train_fraction,
