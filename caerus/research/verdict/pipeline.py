@@ -245,8 +245,9 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
         block_ns = (rules.block_ns or 0) if rules.blocks else 0
         ds, rows_src = training_rows(lines, opts.horizon_ms, shift_ms=shift, latency=latency, seed=opts.latency_seed,
                                      order_ns=order_ns, block_ns=block_ns)
-        doc: dict[str, Any] = train(ds, rows_src, TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds,
-                                               fee_tier=opts.fee_tier, fee_bps=opts.fee_bps),
+        topts = TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds, fee_tier=opts.fee_tier,
+                             fee_bps=opts.fee_bps)
+        doc: dict[str, Any] = train(ds, rows_src, topts,
                     {"source": {"kind": src.name, "variant": variant}, "train_fraction": opts.train_fraction,
                      "target_shift_ms": shift,
                      "ranges": [{"timeline": ln.name, "t_first": ln.t_first, "t_train_end": ln.t_split}
