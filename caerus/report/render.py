@@ -30,7 +30,7 @@ from caerus import instruments
 from caerus.metrics import rss
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
-from caerus.report import charts, path, tables
+from caerus.report import charts, path, samples, tables
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -159,7 +159,8 @@ def _path_table(s: Session) -> tuple[list[list[str]], str]:
     """The path's rows as table cells, and the sentence naming what was not measured."""
     rows = _path_rows(s)
     cells = [[("  span: " if r.span else "") + r.segment.label, f"{r.segment.start} -> {r.segment.end}",
-              tables.fmt_ns(r.p50), tables.fmt_ns(r.p99), f"{r.n:,}" if r.measured else "not measured"]
+              samples.cell(tables.fmt_ns(r.p50), 50.0, r.n), samples.cell(tables.fmt_ns(r.p99), 99.0, r.n),
+              f"{r.n:,}" if r.measured else "not measured"]
              for r in rows]
     return cells, path.missing_sentence(rows)
 
@@ -240,6 +241,7 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
         md.append("")
     md.append("## Headline\n")
     md.append(tables.markdown_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    md += [note + "\n" for note in tables.headline_notes(s.summary)]
     warming = tables.warming_line(s.summary)
     if warming:
         md.append(warming + "\n")
@@ -305,6 +307,7 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
                      + "".join(f"<li>{html.escape(c)}</li>" for c in cav) + "</ul></div>")
     parts.append("<h2>Headline</h2>")
     parts.append(tables.html_table(tables.HEADLINE_HEADERS, tables.headline_rows(s.summary)))
+    parts += [f"<p>{html.escape(note)}</p>" for note in tables.headline_notes(s.summary)]
     warming = tables.warming_line(s.summary)
     if warming:
         parts.append(f"<p>{html.escape(warming)}</p>")
@@ -352,11 +355,12 @@ def _write_report(dest: Path, md: str, page: str, chart_files: dict[str, tuple[s
 
 def _meta(s: Session, cav: list[str], kind: str = "session") -> dict[str, Any]:
     m = s.summary.get("metrics") or {}
-    ttd = m.get("tick_to_decision") or {}
+    ttd, tte = m.get("tick_to_decision") or {}, m.get("tick_to_eval") or {}
     return {
         "kind": kind, "name": s.name, "started_ns": s.summary.get("started_ns"),
         "duration_s": s.summary.get("elapsed_s", s.summary.get("duration_s")),
         "tick_to_decision": {"p50": ttd.get("p50"), "p99": ttd.get("p99"), "n": ttd.get("n", 0)},
+        "tick_to_eval": {"p50": tte.get("p50"), "p99": tte.get("p99"), "n": tte.get("n", 0)},
         "died": [n for n, p in (s.summary.get("processes") or {}).items()
                  if p.get("status") in ("died", "failed_to_start")],
         "caveats": len(cav), "source": str(s.path.resolve()),
@@ -428,6 +432,15 @@ def _href(folder: str, parent: str = "") -> str:
     return html.escape(f"{parent + '/' if parent else ''}{urllib.parse.quote(folder, safe='')}/report.html")
 
 
+def _index_latency(m: Any) -> str:
+    """"p50 / p99 (n)" of a meta.json latency entry, the p99 marked when it is only the maximum; "-" for none."""
+    if not isinstance(m, dict) or m.get("p50") is None:
+        return "-"
+    n = int(m.get("n") or 0)
+    return (f"{tables.fmt_ns(m.get('p50'))} / {samples.cell(tables.fmt_ns(m.get('p99')), 99.0, n)} "
+            f"(n={n:,})")
+
+
 def write_index(out_dir: Path) -> Path:
     """``out_dir/index.html``: every session and comparison rendered into ``out_dir``, newest first."""
     out_dir = Path(out_dir)
@@ -449,18 +462,18 @@ def write_index(out_dir: Path) -> Path:
             rows.append(f"<tr><td>{link}</td><td>comparison</td><td colspan=5>"
                         f"{html.escape(', '.join(map(str, e.get('sessions', []))))}</td></tr>")
             continue
-        ttd = e.get("tick_to_decision") or {}
         died = e.get("died") or []
         rows.append(
             f"<tr><td>{link}</td><td>{html.escape(_when(e.get('started_ns')))}</td>"
             f"<td>{html.escape(str(e.get('duration_s', '-')))} s</td>"
-            f"<td>{html.escape(tables.fmt_ns(ttd.get('p50')))}</td><td>{html.escape(tables.fmt_ns(ttd.get('p99')))}"
-            f"</td><td>{html.escape(str(e.get('caveats', 0)))}</td>"
+            f"<td>{html.escape(_index_latency(e.get('tick_to_eval')))}</td>"
+            f"<td>{html.escape(_index_latency(e.get('tick_to_decision')))}</td>"
+            f"<td>{html.escape(str(e.get('caveats', 0)))}</td>"
             f"<td class=\"{'died' if died else ''}\">{html.escape(', '.join(map(str, died)) or 'ok')}</td></tr>"
         )
-    table = ("<table><thead><tr><th>session</th><th>started</th><th>duration</th><th>tick-to-decision p50</th>"
-             "<th>p99</th><th>caveats</th><th>processes</th></tr></thead><tbody>" + "".join(rows)
-             + "</tbody></table>")
+    table = ("<table><thead><tr><th>session</th><th>started</th><th>duration</th><th>tick-to-eval p50 / p99 (n), "
+             "the headline</th><th>tick-to-decision p50 / p99 (n fires)</th><th>caveats</th><th>processes</th></tr>"
+             "</thead><tbody>" + "".join(rows) + "</tbody></table>")
     path = out_dir / "index.html"
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(_page("Caerus sessions", f"<h1>Caerus sessions ({len(entries)})</h1>{table}"))

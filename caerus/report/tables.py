@@ -11,10 +11,11 @@ from typing import Any
 
 from caerus.metrics.hdr import FLEET_TAGS, instrument_tag, split_instrument_tag
 from caerus.plan import feed_venue
+from caerus.report import samples
 
 LABELS: dict[str, str] = {
-    "tick_to_decision": "tick-to-decision (t_decision - t_recv), fires only",
-    "tick_to_eval": "tick-to-eval (t_eval - t_recv), every book the strategy read",
+    "tick_to_decision": "tick-to-decision (t_decision - t_recv), fires only: a sample of tick-to-eval",
+    "tick_to_eval": "tick-to-eval (t_eval - t_recv), every book the strategy read: the headline",
     "queue_transit": "queue transit + engine pickup (t_pickup - t_decision)",
     "book_hop": "book hop (t_seen - t_publish)",
     "wire_to_decision": "wire-to-decision (t_decision - t_wire: kernel receive stamp -> order fired), fires",
@@ -49,6 +50,8 @@ REFERENCE: dict[str, str] = {
     "info_age.hyperliquid": "285 ms p50 (floor 204 ms)",
 }
 HEADLINE_HEADERS = ["metric", "p50", "p99", "p99.9", "max", "n", "clock artifacts", "reference (C++, isolated)"]
+#: the percentiles the headline shows (p50, p99, p99.9), each flagged when it is only a maximum
+HEADLINE_PCTS = (50.0, 99.0, 99.9)
 
 
 def label(tag: str) -> str:
@@ -70,8 +73,12 @@ def fmt_ns(v: float | int | None) -> str:
     return f"{v / 1e9:.3g} s"
 
 
+#: the path's headline first: tick-to-eval (every book read) ahead of tick-to-decision (the fires, its sample)
+HEADLINE_ORDER: tuple[str, ...] = ("tick_to_eval", *(t for t in FLEET_TAGS if t != "tick_to_eval"))
+
+
 def ordered_tags(metrics: dict[str, Any]) -> list[str]:
-    return [t for t in FLEET_TAGS if t in metrics] + sorted(t for t in metrics if t not in FLEET_TAGS)
+    return [t for t in HEADLINE_ORDER if t in metrics] + sorted(t for t in metrics if t not in HEADLINE_ORDER)
 
 
 def is_instrument_tag(tag: str) -> bool:
@@ -85,7 +92,13 @@ def shown_tags(metrics: dict[str, Any]) -> list[str]:
     so are the per-instrument ones (the Instruments table)."""
     return [t for t in ordered_tags(metrics)
             if t in FLEET_TAGS or ((metrics[t] or {}).get("n") and not is_instrument_tag(t))] + [
-        t for t in FLEET_TAGS if t not in metrics]
+        t for t in HEADLINE_ORDER if t not in metrics]
+
+
+def pct_cell(m: dict[str, Any], key: str, pct: float) -> str:
+    """``m[key]`` (the ``pct`` percentile of ``m["n"]`` samples) formatted, marked when it is their maximum
+    (caerus.report.samples)."""
+    return samples.cell(fmt_ns(m.get(key)), pct, int(m.get("n") or 0))
 
 
 def headline_rows(summary: dict[str, Any]) -> list[list[str]]:
@@ -94,10 +107,57 @@ def headline_rows(summary: dict[str, Any]) -> list[list[str]]:
     for tag in shown_tags(metrics):
         m = metrics.get(tag) or {}
         rows.append([
-            label(tag), fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), fmt_ns(m.get("p999")), fmt_ns(m.get("max")),
-            f"{m.get('n', 0):,}", str(m.get("clock_artifacts", 0)) if m else "-", REFERENCE.get(tag, ""),
+            label(tag), *(pct_cell(m, key, pct) for key, pct in zip(("p50", "p99", "p999"), HEADLINE_PCTS,
+                                                                      strict=True)),
+            fmt_ns(m.get("max")), f"{m.get('n', 0):,}", str(m.get("clock_artifacts", 0)) if m else "-",
+            REFERENCE.get(tag, ""),
         ])
     return rows
+
+
+#: the reference C++ system's sample (FACTS.md): its tick-to-decision p99 is over this many orders in 4 h
+REFERENCE_ORDERS = 1_274
+
+
+def headline_notes(summary: dict[str, Any]) -> list[str]:
+    """Sentences under the headline table: tick-to-eval is the path's headline and fires are its sample; which
+    percentiles are only a maximum (the rule, caerus.report.samples); how many fires a p99 needs and how long a
+    session takes to collect them at this session's fire rate, beside the reference's 1,274 orders."""
+    metrics = summary.get("metrics") or {}
+    tte, ttd = metrics.get("tick_to_eval") or {}, metrics.get("tick_to_decision") or {}
+    n_eval, n_fire = int(tte.get("n") or 0), int(ttd.get("n") or 0)
+    notes = [f"The path's headline is tick-to-eval: every book the strategy read, fire or not (n = {n_eval:,}; "
+             f"p50 {fmt_ns(tte.get('p50'))}, p99 {fmt_ns(tte.get('p99'))}). Tick-to-decision is the fires' sample "
+             f"of the same path (a fire's tick-to-eval is its tick-to-decision; n = {n_fire:,} fires), comparable "
+             "with the reference's fires, but its tail is only as good as its n."]
+    flags = []
+    for tag in shown_tags(metrics):
+        m = metrics.get(tag) or {}
+        found = samples.flag(HEADLINE_PCTS, int(m.get("n") or 0), "fires" if tag == "tick_to_decision" else "samples")
+        if found:
+            flags.append(f"{short_label(tag)}: {found}")
+    notes.append(samples.rule_sentence() + (" Here: " + "; ".join(flags) + "." if flags else ""))
+    need = samples.min_samples(99.0)
+    seconds = summary.get("duration_s") or summary.get("elapsed_s")
+    if n_fire:
+        rate = f"{n_fire:,} fires in {float(seconds):g} s" if seconds else f"{n_fire:,} fires"
+        text = (f"A p99 of fires that is not their maximum needs >= {need} fires (the rule above); this session "
+                f"had {rate}")
+        took = samples.seconds_for(need, n_fire, float(seconds or 0))
+        ref = samples.seconds_for(REFERENCE_ORDERS, n_fire, float(seconds or 0))
+        if took is not None and ref is not None:
+            text += (f", so {need} fires take a session of about {samples.duration_text(took)} at this rate; the "
+                     f"reference's p99 is over {REFERENCE_ORDERS:,} orders (4 h), which at this rate take "
+                     f"{samples.duration_text(ref)}")
+        notes.append(text + ".")
+    else:
+        notes.append("No fires this session: tick-to-decision has no samples; tick-to-eval still measured the path.")
+    return notes
+
+
+def short_label(tag: str) -> str:
+    """A metric's name without its definition: "tick-to-decision" for tick_to_decision's label."""
+    return label(tag).split(" (")[0]
 
 
 def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
@@ -115,7 +175,7 @@ def comparison_rows(summaries: list[dict[str, Any]]) -> tuple[list[str], list[li
         row = [label(tag)]
         for s in summaries:
             m = (s.get("metrics") or {}).get(tag) or {}
-            row += [fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), fmt_ns(m.get("max")), f"{m.get('n', 0):,}"]
+            row += [pct_cell(m, "p50", 50.0), pct_cell(m, "p99", 99.0), fmt_ns(m.get("max")), f"{m.get('n', 0):,}"]
         rows.append(row)
     return headers, rows
 
@@ -205,7 +265,7 @@ def instrument_rows(summary: dict[str, Any], names: dict[int, str]) -> list[list
     def latency(m: dict[str, Any] | None) -> list[str]:
         if not m:
             return ["-", "-", "-"]  # no histogram for it (an older session, or no metrics dir)
-        return [fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), f"{m.get('n', 0):,}"]
+        return [pct_cell(m, "p50", 50.0), pct_cell(m, "p99", 99.0), f"{m.get('n', 0):,}"]
 
     def venues(name: str | None) -> list[str]:
         """p50 / p99 of each venue latency: the instrument's own (``name``), or the fleet's (None)."""
@@ -327,7 +387,7 @@ def ab_table(summary: dict) -> tuple[list[str], list[list[str]], str] | None:
         m = metrics.get(f"tick_to_decision_{arm}") or {}
         share = (st.get(f"ab.{arm}_ns") or 0) / total if total else None
         row = [arm, "-" if share is None else f"{share:.0%}", f"{st.get(f'ab.orders.{arm}', 0):,}",
-               fmt_ns(m.get("p50")), fmt_ns(m.get("p99")), f"{m.get('n', 0):,}",
+               pct_cell(m, "p50", 50.0), pct_cell(m, "p99", 99.0), f"{m.get('n', 0):,}",
                f"{ex.get(f'paper.arm.{arm}.fills', 0):,}"]
         for i in range(3):
             mean, n = ex.get(f"paper.arm.{arm}.markout.{i}"), ex.get(f"paper.arm.{arm}.markout_n.{i}", 0)
