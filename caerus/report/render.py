@@ -8,6 +8,10 @@ Layout written by ``render_sessions(paths, out_dir)``:
 * ``<out_dir>/compare-<hash>/report.{md,html}`` when several sessions were given
 * ``<out_dir>/index.html`` listing every session and comparison rendered into ``out_dir`` so far
 
+A session's report opens with the answer (caerus.report.answer): its paper fills and PnL against latency from a
+backtest of its captured books at its own latency, which rendering runs once when the folder has no result yet
+(caerus.report.pricing: ``<session>/report-backtest/``).
+
 Numbers come from the ``.hlog`` files (decoded again here, never trusted from a cache); process status, counters
 and options from ``summary.json``; machine facts from ``env.json``. A session without ``summary.json`` (its runner
 died) still renders from its hlogs, with that stated.
@@ -30,7 +34,7 @@ from caerus import instruments
 from caerus.metrics import rss
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
-from caerus.report import charts, path, samples, tables
+from caerus.report import answer, charts, path, pricing, samples, tables
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -234,6 +238,8 @@ def _instrument_names(s: Session) -> dict[int, str]:
 
 def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]]) -> str:
     md = [f"# Session {s.name}\n"]
+    md.append(answer.markdown(answer.opening(s.path, s.summary, s.env)))
+    md.append("## The session\n")
     md.append(tables.markdown_table(["", ""], _overview_rows(s)))
     if cav:
         md.append("## Caveats\n")
@@ -297,8 +303,8 @@ def _page(title: str, body: str) -> str:
 
 
 def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]]) -> str:
-    parts = [f"<h1>Session {html.escape(s.name)}</h1>",
-             tables.html_table(["", ""], _overview_rows(s), "kv")]
+    parts = [f"<h1>Session {html.escape(s.name)}</h1>", answer.html_section(answer.opening(s.path, s.summary, s.env)),
+             "<h2>The session</h2>", tables.html_table(["", ""], _overview_rows(s), "kv")]
     died = [n for n, p in (s.summary.get("processes") or {}).items() if p.get("status") in ("died", "failed_to_start")]
     if died:
         parts.append(f'<p class="died">Process(es) died during the session: {html.escape(", ".join(died))}</p>')
@@ -370,6 +376,7 @@ def _meta(s: Session, cav: list[str], kind: str = "session") -> dict[str, Any]:
 def render_session(path: Path, out_dir: Path | None = None) -> Session:
     """Render one session into its folder (and into ``out_dir/<name>/`` when given)."""
     s = load_session(path)
+    pricing.ensure(s.path)  # the opening section's backtest (a subprocess; kept once it succeeded)
     cav = caveats(s.summary, s.env)
     if s.summary_missing:
         cav.insert(0, "summary.json is missing: the session runner did not finish; process status and counts "

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,
     )
     try:
-        session_dir = run_local_session(opts)
+        session_dir = run_local_session(opts, price=not args.no_report)
     except SessionConfigError as exc:
         print(f"caerus session: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,8 @@
    any process that dies -- the session carries on and reports it;
 4. stops every process it started (SIGTERM, SIGKILL after the grace period; the feeds first, then strategy and
    execution, then capture and the emulator), removes the session's segments, collects (``summary.json``,
-   ``.hgrm`` per metric), prints the headline table and returns the folder.
+   ``.hgrm`` per metric), prints the report's opening section when asked (``price``: the backtest of the session's
+   books at its own latency, caerus.report.pricing), then the headline table, and returns the folder.
 
 The caller renders the report (tasks.py / ``caerus session`` do).
 """
@@ -49,11 +50,12 @@ from caerus.plan import (
     FleetPlan,
     plan_fleet,
 )
-from caerus.report import tables
+from caerus.report import answer, pricing, tables
 from caerus.session import launch
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
+from caerus.session.environment import child_env
 from caerus.session.exporter import start_exporter, stop_exporter
 from caerus.session.instruments import resolve_into
 from caerus.session.order_desk import EmulatorOrderDesk
@@ -265,8 +267,38 @@ def headline_table(summary: dict[str, Any]) -> Table:
     return t
 
 
-def run_local_session(opts: SessionOptions, console: Console | None = None) -> Path:
-    """Run one local session; returns its folder (which holds everything, even when a process died)."""
+def print_opening(console: Console, session_dir: Path, summary: dict[str, Any], env: dict[str, Any] | None) -> None:
+    """The report's opening section on the console (caerus.report.answer): paper fills and PnL against latency,
+    from the backtest of the session's books at its own latency (run here, caerus.report.pricing, unless kept)."""
+    pricing.ensure(session_dir, env=child_env("backtest"))
+    op = answer.opening(session_dir, summary, env)
+    console.print(f"{answer.TITLE}", style="bold", markup=False)
+    for line in op.lead:
+        console.print(line, markup=False)
+    if op.fills_rows:
+        console.print(_table("the strategy on the market it ran", op.fills_headers, op.fills_rows))
+        for note in op.fills_notes:
+            console.print(note, markup=False)
+    console.print(op.points_intro, markup=False)
+    if op.points_rows:
+        console.print(_table("PnL against latency", answer.POINT_HEADERS, op.points_rows))
+    for note in op.notes:
+        console.print(note, markup=False)
+
+
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Table:
+    t = Table(title=title)
+    for i, h in enumerate(headers):
+        t.add_column(h, justify="left" if i < 2 else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def run_local_session(opts: SessionOptions, console: Console | None = None, price: bool = False) -> Path:
+    """Run one local session; returns its folder (which holds everything, even when a process died). ``price``:
+    open the printed headline with the report's opening section, backtesting the session's books at its latency
+    (what ``caerus session`` does unless ``--no-report``)."""
     opts.validate()
     # wallets of earlier sessions whose runner is gone (SIGKILL, a crash): their keys must not outlive them
     for stale in sweep_stale_wallets():
@@ -435,7 +467,11 @@ def run_local_session(opts: SessionOptions, console: Console | None = None) -> P
     summary = collect(session_dir, run, env)
     if exporter is not None:
         stop_exporter(exporter)
+    if price:
+        print_opening(console, session_dir, summary, env)
     console.print(headline_table(summary))
+    for note in tables.headline_notes(summary):
+        console.print(note, markup=False)
     if summary.get("rss"):
         rss_table = Table(title="resident memory (RSS) per process")
         for h in tables.RSS_HEADERS:
