@@ -2,7 +2,7 @@
 
     caerus venue-sim --cert-dir DIR [--host 127.0.0.1] [--binance-port 0] [--hyperliquid-port 0] [--seed N]
         [--market default|fixed-lag|FILE.toml] [--symbols BTC,ETH,SOL] [--factor-share F] [--scenario NAME]
-        [--replay FRAMES.jsonl] [--ready-file PATH]
+        [--replay FRAMES.jsonl | --replay CAPTURE.gz ...] [--ready-file PATH]
 
 The market model's settings come from ``--market`` (a preset in caerus/sim/markets or a TOML file; default: the
 ``default`` preset); the market options below (--seed, --symbols, --hl-lag-ms, ...) override the file's values
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from caerus.sim import protocols
+from caerus.sim.capture_file import inspect, is_capture
 from caerus.sim.config import EmulatorConfig
 from caerus.sim.market_config import DEFAULT_MARKET, load_market, presets
 from caerus.sim.scenarios import describe_scenarios, get_scenario
@@ -55,7 +56,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hyperliquid-port", type=int, default=0, help="0 = ephemeral")
     p.add_argument("--seed", type=int, default=None, help="market model seed (default: the market file's, else 1)")
     p.add_argument("--scenario", default="none", help="fault scenario (see --list-scenarios) or replay:PATH")
-    p.add_argument("--replay", type=Path, help="frames file (JSON lines) to play instead of the market model")
+    p.add_argument("--replay", type=Path, action="append", metavar="PATH",
+                   help="play recorded frames instead of the market model: a frames file (JSON lines, both venues), "
+                        "or real capture files (hftbacktest's '<receive ns> <frame>' lines, gzip or not; repeat for "
+                        "several): their Binance USD-M frames at their real pace, Hyperliquid modelled by --market's "
+                        "follower following the replayed mid (docs/emulator.md, Replaying a real capture)")
     p.add_argument("--replay-retime", action="store_true",
                    help="rewrite replayed exchange timestamps to the scheduled send time")
     p.add_argument("--ready-file", type=Path, help="write the ready JSON here once listening")
@@ -98,12 +103,17 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
     """Build and validate the config; ValueError names the bad setting."""
     if args.cert_dir is None:
         raise ValueError("--cert-dir is required")
-    replay = args.replay
+    replays = list(args.replay or [])
     name = args.scenario
     if name.startswith("replay:"):
-        if replay is not None:
+        if replays:
             raise ValueError("give either --replay or --scenario replay:PATH, not both")
-        replay, name = Path(name.split(":", 1)[1]), "none"
+        replays, name = [Path(name.split(":", 1)[1])], "none"
+    captures = tuple(p for p in replays if p.is_file() and is_capture(p))
+    frames_files = [p for p in replays if p not in captures]
+    if len(frames_files) > 1 or (frames_files and captures):
+        raise ValueError(f"--replay takes one frames file or capture files, got {', '.join(map(str, replays))}")
+    replay = frames_files[0] if frames_files else None
     scenario = get_scenario(name).with_overrides(
         venues=args.scenario_venue, after_s=args.scenario_after, duration_s=args.scenario_duration,
         times=args.scenario_times,
@@ -117,10 +127,21 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         symbols = tuple(s.strip() for s in str(args.symbols).split(",") if s.strip())
         if not symbols:
             raise ValueError("--symbols must name at least one instrument")
+    if captures:
+        # the capture is the Binance side: its symbols are the emulated instruments, its pace the Binance rate
+        info = inspect(captures)
+        if symbols is not None and symbols != info.names:
+            raise ValueError(f"--symbols {','.join(symbols)}: the capture holds {', '.join(info.symbols)} (emulated as "
+                             f"{','.join(info.names)})")
+        for option, value in (("--binance-rate", args.binance_rate), ("--jumps-per-min", args.jumps_per_min),
+                              ("--factor-share", args.factor_share)):
+            if value is not None:
+                raise ValueError(f"{option} sets the model's Binance side; replaying a capture, Binance is real")
+        symbols = info.names
     market = load_market(args.market, seed=args.seed, symbols=symbols, **market_overrides)
     cfg = EmulatorConfig(
         cert_dir=args.cert_dir, host=args.host, binance_port=args.binance_port,
-        hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay,
+        hyperliquid_port=args.hyperliquid_port, scenario=scenario, market=market, replay=replay, captures=captures,
         replay_retime=args.replay_retime, binance_ping_interval_s=args.binance_ping_interval,
         binance_max_lifetime_s=args.binance_max_lifetime, hl_idle_timeout_s=args.hl_idle_timeout,
         hl_greeting=args.hl_greeting, metrics_dir=args.metrics_dir, yield_after_top=args.yield_after_top,

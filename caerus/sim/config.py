@@ -24,6 +24,9 @@ class EmulatorConfig:
     scenario: Scenario = SCENARIOS["none"]
     market: MarketConfig = field(default_factory=MarketConfig)
     replay: Path | None = None  # frames file; replaces the market model
+    # real captures (hftbacktest files, caerus.sim.capture_file): their Binance frames replace the model's Binance
+    # side, Hyperliquid is the market's follower following the replayed mid (caerus.sim.replay_market)
+    captures: tuple[Path, ...] = ()
     replay_retime: bool = False  # rewrite exchange timestamps in replayed frames to the scheduled send time
     replay_wait_s: float = 5.0  # start replay once every venue has a subscriber, or this long after the first
     binance_ping_interval_s: float = 180.0  # Binance sends a ping frame every 3 min...
@@ -82,6 +85,11 @@ class EmulatorConfig:
                              f"max_message_bytes ({self.max_message_bytes})")
         if self.replay is not None and not Path(self.replay).is_file():
             raise ValueError(f"replay file {self.replay} does not exist")
+        if self.replay is not None and self.captures:
+            raise ValueError("give either a frames file or capture files to replay, not both")
+        for capture in self.captures:
+            if not Path(capture).is_file():
+                raise ValueError(f"capture file {capture} does not exist")
         self.market.validate()
         self.scenario.validate()
 

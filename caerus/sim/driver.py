@@ -21,10 +21,12 @@ import asyncio
 import heapq
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from caerus.ipc.wait import SLEEP_TIMER_SLACK_NS, set_timer_slack
 from caerus.sim import frames
+from caerus.sim.capture_file import RealFrame, RealQuote
 from caerus.sim.depth import DepthBook, DepthEvent
 from caerus.sim.hub import Topics
 from caerus.sim.instrument_feeds import TapeFeed, binance_feed, hl_feed
@@ -32,6 +34,7 @@ from caerus.sim.lateness import Lateness
 from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
 from caerus.sim.marks import BINANCE_FUNDING, HL_FUNDING, PREMIUM_SAMPLE_NS, Marks
 from caerus.sim.order_entry import BookSink
+from caerus.sim.replay_market import ReplayMarket
 from caerus.sim.tape import Tape
 
 BOOK_TICKER = "binance:btcusdt@bookTicker"
@@ -79,6 +82,8 @@ def hl_periodic(coin: str) -> tuple[tuple[str, int, str], ...]:
 
 
 DEPTH_IDLE_S = 10.0  # keep a book this long after its last REST snapshot with no depth subscriber
+#: how often a replay waiting for its subscribers refreshes the priming tops' time
+GATE_TICK_S = 0.01
 #: how early the event loop is asked to wake before an event (its timer's resolution is one millisecond)
 PRECISE_S = 0.0015
 
@@ -108,9 +113,18 @@ class _SymbolDepth:
 class MarketDriver:
     """Runs ``MarketModel.events()`` against the wall clock and publishes frames to ``topics``."""
 
-    def __init__(self, model: MarketModel, topics: Topics, book_sink: BookSink | None = None,
-                 silence: tuple[int, int] | None = None, yield_after_top: bool = False) -> None:
+    def __init__(self, model: MarketModel | ReplayMarket, topics: Topics, book_sink: BookSink | None = None,
+                 silence: tuple[int, int] | None = None, yield_after_top: bool = False,
+                 start_gate: Callable[[], Awaitable[None]] | None = None) -> None:
         self.model = model
+        # A replayed capture (caerus.sim.replay_market): the clock starts once start_gate returns (the fleet has
+        # subscribed), the Binance frames are the capture's own and its trades replace the tape's ``trade`` frames
+        self.start_gate = start_gate
+        self.real_trades = isinstance(model, ReplayMarket)
+        self.real_served = 0  # real frames sent to a subscriber
+        self.real_recv_ns = 0  # the receive stamp of the last one (how far into the capture the clients saw)
+        self.started_ns = 0  # wall time the replay's clock started (0: not a replay, or not started)
+        self.finished = asyncio.Event()
         # Give the CPU up after each top-of-book frame sent (see _top_sent): set when the emulator shares a CPU with
         # the fleet (caerus.plan.FleetPlan.emulator_shares_hot_cpu).
         self.yield_after_top = yield_after_top
@@ -208,11 +222,32 @@ class MarketDriver:
             f.tape.offset_ns = self.epoch_ns  # klines / candles on wall minutes
         t0 = loop.time()
         events = self.model.events()
-        ev = next(events)
-        timers = [(period * 1_000_000, period * 1_000_000, key, what) for key, period, what in self._periodic]
+        ev = next(events, None)
+        t_start = 0
+        if self.start_gate is not None:
+            # A replay: the first events give both venues a book (the emulator is ready only then), then the clock
+            # waits for the fleet's subscriptions and starts at the next event, so no frame is played to nobody.
+            while ev is not None and not self.primed.is_set():
+                self._event(ev)
+                ev = next(events, None)
+            gate = asyncio.ensure_future(self.start_gate())
+            while not gate.done():
+                # the priming tops are "now" until the clock starts: a subscriber's first snapshot (Hyperliquid sends
+                # the current bbo / l2Book) carries a fresh time, not the driver's start
+                self.epoch_ns = time.time_ns()
+                await asyncio.wait({gate}, timeout=GATE_TICK_S)
+            gate.result()
+            t_start = ev.t_ns if ev is not None else 0
+            self.epoch_ns = time.time_ns() - t_start
+            for f in (*self._bn_feeds.values(), *self._hl_feeds.values()):
+                f.tape.offset_ns = self.epoch_ns
+            t0 = loop.time() - t_start / 1e9
+            self.started_ns = time.time_ns()
+        timers = [(t_start + period * 1_000_000, period * 1_000_000, key, what)
+                  for key, period, what in self._periodic]
         heapq.heapify(timers)
         late_run = 0
-        while True:
+        while ev is not None:
             periodic = timers[0][0] < ev.t_ns
             t_ns = timers[0][0] if periodic else ev.t_ns
             delay = t0 + t_ns / 1e9 - loop.time()
@@ -251,11 +286,30 @@ class MarketDriver:
                         if d.live:
                             self._depth_maybe_idle(d)
                 continue
-            if isinstance(ev, BinanceQuote):
-                self._binance(ev)
-            else:
-                self._hyperliquid(ev)
-            ev = next(events)
+            self._event(ev)
+            ev = next(events, None)
+        self.finished.set()  # a replayed capture ended: nothing more is sent (the market model never ends)
+
+    def _event(self, ev: BinanceQuote | HlBlock | RealFrame) -> None:
+        if isinstance(ev, BinanceQuote):
+            self._binance(ev)
+        elif isinstance(ev, HlBlock):
+            self._hyperliquid(ev)
+        else:
+            self._real(ev)
+        if isinstance(ev, RealQuote | RealFrame):
+            topic = ev.topic if isinstance(ev, RealFrame) else self.bn_topics[ev.symbol]
+            if topic is not None and self.topics.has(topic):  # played to someone (the fleet's feed)
+                self.real_served += 1
+                self.real_recv_ns = ev.recv_ns
+
+    def _real(self, ev: RealFrame) -> None:
+        """A real frame other than a readable bookTicker (a trade): to its topic, the venue's text retimed."""
+        if self.topics.has(ev.topic):
+            self.topics.publish(ev.topic, ev.text.at(frames.ms(self.epoch_ns, ev.t_ns)))
+            if ev.topic.endswith("@bookTicker"):
+                self._top_sent("binance", ev.t_ns)
+        self.published += 1
 
     def _top_sent(self, venue: str, t_ns: int) -> None:
         """A top-of-book frame scheduled at ``t_ns`` was handed to its subscribers' sockets: record how late it went,
@@ -290,7 +344,10 @@ class MarketDriver:
         if k == self._silent and q.t_ns >= self._silent_from:
             topic = None
         if topic is not None and self.topics.has(topic):
-            self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
+            if isinstance(q, RealQuote) and q.text is not None:  # the venue's own frame
+                self.topics.publish(topic, q.text.at(frames.ms(self.epoch_ns, q.t_ns)))
+            else:
+                self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
             self._top_sent("binance", q.t_ns)
         self.published += 1
         d = self._depths.get(k)
@@ -310,7 +367,7 @@ class MarketDriver:
         fmt, topics = self.formats[k], f.topics
         if self.topics.has(topics["aggTrade"]):
             self.topics.publish(topics["aggTrade"], frames.binance_agg_trade(trade, self.epoch_ns, fmt))
-        if self.topics.has(topics["trade"]):
+        if self.topics.has(topics["trade"]) and not self.real_trades:  # a replay serves the venue's trades
             self.topics.publish(topics["trade"], frames.binance_trade(trade, self.epoch_ns, fmt))
         f.unpushed = True  # its klines go out at the next KLINE_PUSH_MS tick
 

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
 import socket
 import ssl
 import threading
+from pathlib import Path
 from typing import Any
 
 from websockets.asyncio.server import Server, serve
 
 from caerus.sim import protocols
 from caerus.sim.binance import ORDER_PATH, BinanceServer
+from caerus.sim.capture_file import CaptureFrames, CaptureInfo, inspect
 from caerus.sim.config import EmulatorConfig, SharedState, VenueCounters
 from caerus.sim.driver import MarketDriver
 from caerus.sim.http import connection_class
@@ -30,6 +33,7 @@ from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
 from caerus.sim.order_entry import book_sink
 from caerus.sim.replay import ReplayDriver, read_frames
+from caerus.sim.replay_market import ReplayMarket, describe_follower, wait_for_venues
 from caerus.sim.tls import CertFiles, make_certificates, server_context
 
 log = logging.getLogger("caerus.sim")
@@ -63,6 +67,11 @@ class VenueEmulator:
         self._socks: dict[str, socket.socket] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._recorded = read_frames(config.replay) if config.replay is not None else None
+        # a real capture (caerus.sim.capture_file): its Binance frames played, Hyperliquid modelled from them
+        self.capture: CaptureInfo | None = inspect(config.captures) if config.captures else None
+        self._replay_market: ReplayMarket | None = None
+        if self.capture is not None:
+            self._replay_market = ReplayMarket(config.market, CaptureFrames(self.capture))
 
     # -- TLS ------------------------------------------------------------------------------------------------
     def _ssl_context(self, venue: str) -> ssl.SSLContext:
@@ -92,8 +101,10 @@ class VenueEmulator:
             silence = None
             if cfg.scenario.name == "silent-instrument":  # the last emulated instrument goes quiet, the rest flow
                 silence = (len(cfg.market.symbols) - 1, int(cfg.scenario.after_s * 1e9))
-            self.driver = MarketDriver(MarketModel(cfg.market), self.state.topics, book_sink(), silence,
-                                       yield_after_top=cfg.yield_after_top)
+            gate = (functools.partial(wait_for_venues, self.state.topics, cfg.replay_wait_s)
+                    if self._replay_market is not None else None)
+            self.driver = MarketDriver(self._replay_market or MarketModel(cfg.market), self.state.topics,
+                                       book_sink(), silence, yield_after_top=cfg.yield_after_top, start_gate=gate)
             self.state.snapshot = self.driver.current
             self.state.market = self.driver
         bn, hl = BinanceServer(self.state), HyperliquidServer(self.state)
@@ -151,6 +162,7 @@ class VenueEmulator:
             "seed": cfg.seed,
             "replay": str(cfg.replay) if cfg.replay else None,
             "symbols": list(cfg.market.symbols),
+            "capture": self._capture_description(),
         }
         log.info("venue emulator ready: %s", json.dumps(self.info))
         return self.info
@@ -179,6 +191,8 @@ class VenueEmulator:
         self._tasks.clear()
         if isinstance(self.driver, MarketDriver):
             self.driver.lateness.close()  # the last second's samples
+        if self.capture is not None and self.config.metrics_dir is not None:
+            self._write_replay_record(self.config.metrics_dir)
         for srv in self._servers:
             srv.close()
         for srv in self._servers:
@@ -205,10 +219,40 @@ class VenueEmulator:
         if isinstance(d, MarketDriver):
             out["market"] = {"events_published": d.published, "late_max_ms": round(d.late_max_ns / 1e6, 3),
                              "cpu_yields": d.yields}
+            if self._replay_market is not None:
+                out["capture"] = self._played()
         elif isinstance(d, ReplayDriver):
             out["replay"] = {"frames_sent": d.sent, "of": len(d.frames), "done": d.done.is_set(),
                              "cpu_yields": d.yields}
         return out
+
+    # -- a replayed capture: what it is and how far it played ----------------------------------------------------
+    def _capture_description(self) -> dict[str, Any] | None:
+        """The ready file's ``capture``: the real Binance side and the modelled Hyperliquid side (None: no capture)."""
+        if self.capture is None:
+            return None
+        return {**self.capture.describe(), "hyperliquid": describe_follower(self.config.market)}
+
+    def _played(self) -> dict[str, Any]:
+        """How far the capture played: real frames served, the receive stamps of the first and the last, whether it
+        ended, and what was read and skipped by kind."""
+        d, rm, info = self.driver, self._replay_market, self.capture
+        assert isinstance(d, MarketDriver) and rm is not None and info is not None
+        return {"frames_served": d.real_served, "first_recv_ns": info.first_recv_ns,
+                "last_recv_ns": d.real_recv_ns or None, "started_ns": d.started_ns or None,
+                "finished": d.finished.is_set(), "counts": dict(sorted(rm.frames.counts.items()))}
+
+    def _write_replay_record(self, folder: Path) -> None:
+        """``venue-sim.replay.json`` beside the session's metrics: what was replayed and how far (a session reads it
+        for its report)."""
+        doc = {"capture": self._capture_description(), "played": self._played()}
+        path = folder / "venue-sim.replay.json"
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(doc, indent=1) + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not write %s: %s", path, exc)
 
     async def __aenter__(self) -> VenueEmulator:
         await self.start()

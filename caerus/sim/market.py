@@ -45,6 +45,7 @@ import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from caerus.sim.catalogue import ListedInstrument
 from caerus.sim.follower import Follower
@@ -311,7 +312,16 @@ class _BinanceProcess:
         return round_to(max(self.step, self.rng.lognormvariate(0.0, 1.2) * self.scale), self.step)
 
 
-class _HlCoin:
+class PricePath(Protocol):
+    """What a Hyperliquid coin reads of the price it follows: the model's fair price, or a replayed mid
+    (caerus.sim.replay_market.ObservedPath)."""
+
+    def at(self, t_ns: int) -> float: ...
+
+    def forget_before(self, t_ns: int) -> None: ...
+
+
+class HlCoin:
     """One coin's Hyperliquid top, rebuilt each block: from its fair price ``lag`` earlier (the fixed-lag model), or
     from its :class:`caerus.sim.follower.Follower` (stochastic lag, partial catch-up, own moves)."""
 
@@ -324,7 +334,7 @@ class _HlCoin:
         self.prev: tuple[HlLevel | None, HlLevel | None] = (None, None)
         self.follower = follower
 
-    def block(self, t_ns: int, index: int, fair: FairPrice) -> HlBlock:
+    def block(self, t_ns: int, index: int, fair: PricePath) -> HlBlock:
         cfg, rng = self.cfg, self.rng
         if self.follower is None:
             px = hi = fair.at(t_ns - self.lag_ns)
@@ -415,7 +425,7 @@ class MarketModel:
                                  _Flicker(cfg, self._stream(k, inst, "flicker"), regime)
                                  if cfg.flicker_share > 0 else None)
                  for k, inst in enumerate(self.instruments) if inst.binance_symbol is not None]
-        coins = [_HlCoin(cfg, inst, k, self._stream(k, inst, "hyperliquid"), followers[k])
+        coins = [HlCoin(cfg, inst, k, self._stream(k, inst, "hyperliquid"), followers[k])
                  for k, inst in enumerate(self.instruments) if inst.hl_asset is not None]
         hl_only = [(paths[c.index], followers[c.index]) for c in coins
                    if self.instruments[c.index].binance_symbol is None]
