@@ -2,6 +2,8 @@
 
     invoke bench                   local session against the venue emulator, then its report
     invoke bench --host NAME       the same on a provisioned host (see infra/)
+    invoke bench --market replay:DATASET   the fleet on a real capture (Binance real, Hyperliquid modelled)
+    invoke record                  record the venues for hours (feeds + capture, no orders)
     invoke test                    the test suite (installs the servers it needs first)
     invoke provision|configure|deploy|collect|teardown|status
     invoke report [SESSION ...]    reports for session folders
@@ -39,7 +41,9 @@ ROOT = Path(__file__).resolve().parent
         "chaos": "seconds: SIGKILL a random hot process this often (local only); the supervisor restarts it",
         "strategy_config": "strategy TOML (local)",
         "execution_config": "execution TOML (local)",
-        "market": "local: emulated market, a preset (default, fixed-lag) or a market TOML file (default: default)",
+        "market": "local: emulated market, a preset (default, fixed-lag) or a market TOML file (default: default); "
+                  "or replay:DATASET, a real capture (an imported store or an hftbacktest file) played through the "
+                  "fleet, Binance real and Hyperliquid modelled",
         "jumps_per_min": "local: emulated information jumps per minute (default: the market's own)",
         "live": "local: the feeds read the live venues (no emulator); orders still go to the paper transport",
         "feed_client": "local: force the feeds' WebSocket client, asyncio | busy (default: the fleet plan's choice)",
@@ -142,6 +146,39 @@ def bench(
         except PrometheusError as exc:
             print(f"bench --monitor: {exc}", file=sys.stderr)
             sys.exit(1)
+    if rc:
+        sys.exit(rc)
+
+
+@task(help={
+    "duration": "how long to record: 90s, 15m, 4h or 1h30m (default 1h)",
+    "out": "sessions folder (default ./recordings)",
+    "symbols": "instruments, comma-separated (default BTC)",
+    "emulator": "record the venue emulator instead of the live venues (a dry run)",
+    "market": "record the venue emulator playing this market: a preset, a market TOML or replay:DATASET",
+    "report": "render the session report at the end",
+})
+def record(c: Context, duration: str = "1h", out: str = "recordings", symbols: str = "BTC", emulator: bool = False,
+           market: str = "", report: bool = False) -> None:
+    """Record the venues through the capture path for hours (the feeds + capture into chDB, no strategy, no orders):
+    `caerus record` (docs/sessions.md, Recording)."""
+    import argparse
+
+    from caerus.session.record_app import add_arguments
+    from caerus.session.record_app import run as run_record
+
+    argv = ["--duration", duration, "--out", out, "--symbols", symbols]
+    argv += [flag for flag, on in (("--emulator", emulator), ("--report", report)) if on]
+    if market:
+        argv += ["--market", market]
+    parser = argparse.ArgumentParser(prog="invoke record", exit_on_error=False)
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except (argparse.ArgumentError, SystemExit) as exc:
+        print(f"record: {exc}", file=sys.stderr)
+        sys.exit(2)
+    rc = run_record(args)
     if rc:
         sys.exit(rc)
 
@@ -373,7 +410,7 @@ def _infra_collection() -> Collection:
     return Collection.from_module(invoke_tasks)
 
 
-ns = Collection(bench, monitor, report, regress, test, lint, lock, sweep, train)
+ns = Collection(bench, record, monitor, report, regress, test, lint, lock, sweep, train)
 try:
     # provision / configure / deploy / collect / teardown / status
     for _t in _infra_collection().tasks.values():

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data": ("caerus.data.app", "captured books -> parquet/CSV/table: books, as-of aligned venues, sessions"),
     "venue-sim": ("caerus.sim.app", "venue emulator: Binance + Hyperliquid TLS WebSocket servers on loopback"),
     "session": ("caerus.session.app", "run a local session: emulator + whole fleet, then report"),
+    "record": ("caerus.session.record_app", "record the venues for hours: the feeds + capture into chDB, no orders"),
     "instruments": ("caerus.session.instruments_app", "resolve --symbols against both venues' listings -> "
                                                       "instruments.json"),
     "report": ("caerus.report.app", "render reports for session folders"),

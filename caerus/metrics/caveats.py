@@ -11,6 +11,9 @@ from typing import Any
 
 from caerus.metrics.hdr import FLEET_TAGS
 
+#: the fleet tags the strategy and execution record (a record-mode session runs neither)
+TRADING_TAGS = frozenset({"tick_to_decision", "tick_to_eval", "queue_transit", "book_hop"})
+
 
 def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
     out: list[str] = []
@@ -55,8 +58,10 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
             out.append(f"{tag}: no artifact counts from {', '.join(m['sidecar_missing'])} (process did not "
                        "write its sidecar): artifacts may be undercounted.")
     live = summary.get("venues") == "live"  # no emulator: its lateness is not a metric of this session
+    record = bool((summary.get("options") or {}).get("record"))  # record mode: no strategy, no execution
     missing = [t for t in FLEET_TAGS if (t not in metrics or not metrics[t].get("n"))
-               and not (live and t.startswith("emulator_lateness."))]
+               and not (live and t.startswith("emulator_lateness."))
+               and not (record and t in TRADING_TAGS)]
     if missing:
         out.append(f"No samples for: {', '.join(missing)}.")
     if not any(m.get("n") for t, m in metrics.items() if t.startswith("stack.") or t == "wire_to_decision"):
@@ -81,6 +86,8 @@ def caveats(summary: dict[str, Any], env: dict[str, Any] | None) -> list[str]:
     elif summary.get("venues", "emulator") == "emulator":
         out.append("Venues were the local emulator over loopback TLS: information age and feed numbers are not "
                    "comparable with live venues.")
+    if record:
+        out.append("Record mode: the feeds and capture only (no strategy, no execution, no orders).")
     if summary.get("synthetic"):
         out.append("SYNTHETIC session (generated data, no processes ran).")
     return out

@@ -34,7 +34,7 @@ from caerus import instruments
 from caerus.metrics import rss
 from caerus.metrics.caveats import caveats
 from caerus.metrics.summary import SessionMetrics, load_metrics
-from caerus.report import answer, charts, path, pricing, samples, tables
+from caerus.report import answer, charts, market, path, pricing, samples, tables
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -182,6 +182,7 @@ def _overview_rows(s: Session) -> list[list[str]]:
         ["session", s.name],
         ["started", _when(sm.get("started_ns"))],
         ["duration (planned / actual)", f"{sm.get('duration_s', '-')} s / {sm.get('elapsed_s', '-')} s"],
+        *market.market_rows(s.env),
         ["options", ", ".join(f"{k}={v}" for k, v in opts.items()) or "-"],
         ["isolated", "yes" if sm.get("isolated") else "NO"],
         ["hlog files", ", ".join(s.metrics.files) or "(none)"],

@@ -26,9 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("sessions"), help="sessions folder (default ./sessions)")
     parser.add_argument("--seed", type=int, default=1, help="market model seed")
     parser.add_argument("--scenario", default=None, help="emulator fault scenario name, or replay:PATH")
-    parser.add_argument("--market", default="default", metavar="NAME|FILE",
+    parser.add_argument("--market", default="default", metavar="NAME|FILE|replay:DATASET",
                         help="emulated market: a preset (default, fixed-lag) or a market TOML file, passed to "
-                             "venue-sim --market (default: default; docs/emulator.md, The emulator's market)")
+                             "venue-sim --market (default: default; docs/emulator.md, The emulator's market); or "
+                             "replay:DATASET, a real capture (an imported store or an hftbacktest file): its Binance "
+                             "frames at their real pace, Hyperliquid modelled by the default market's follower "
+                             "(docs/sessions.md, Replaying a real market)")
     parser.add_argument("--jumps-per-min", type=float, default=None,
                         help="emulated market: information jumps per minute (default: the market's own)")
     parser.add_argument("--wait-policy", choices=WAIT_POLICIES, default=None,
@@ -36,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--live", action="store_true",
                         help="feeds read the live venues (no emulator); orders still go to --transport (paper)")
     parser.add_argument("--no-capture", action="store_true", help="do not run the capture process")
+    parser.add_argument("--record", action="store_true",
+                        help="record mode: the feeds and capture only (no strategy, no execution, no orders); what "
+                             "`caerus record` runs (docs/sessions.md, Recording)")
     parser.add_argument("--transport", choices=TRANSPORTS, default="paper",
                         help="execution transport: paper (simulated fills), null (decision-only reference), emulator "
                              "(real signed Hyperliquid order entry to the venue emulator over TLS)")
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         emulator_yield=args.emulator_yield,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
         exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,
+        record=getattr(args, "record", False),
     )
     try:
         session_dir = run_local_session(opts, price=not args.no_report)

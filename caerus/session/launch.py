@@ -98,7 +98,10 @@ def caerus_argv(sub: str, *args: str) -> tuple[str, ...]:
 def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str | None,
                    jumps_per_min: float | None = None, env: tuple[tuple[str, str], ...] = (),
                    symbols: tuple[str, ...] = ("BTC",), rate_hz: float | None = None,
-                   market: str | None = None, yield_after_top: bool = False) -> ProcessSpec:
+                   market: str | None = None, yield_after_top: bool = False,
+                   captures: tuple[Path, ...] = ()) -> ProcessSpec:
+    """venue-sim's process; ``captures``: real capture files it replays (``--replay`` each; ``market`` then models the
+    Hyperliquid side)."""
     args = ["--cert-dir", str(session_dir / "certs"), "--host", "127.0.0.1", "--binance-port", "0",
             "--hyperliquid-port", "0", "--seed", str(seed), "--ready-file", str(session_dir / "venue-sim.ready.json"),
             "--metrics-dir", str(session_dir)]
@@ -112,6 +115,8 @@ def venue_sim_spec(session_dir: Path, plan: FleetPlan, seed: int, scenario: str 
         args += ["--binance-rate", f"{rate_hz:g}"]
     if yield_after_top:
         args.append("--yield-after-top")
+    for capture in captures:
+        args += ["--replay", str(Path(capture).resolve())]
     if scenario:
         if scenario.startswith("replay:"):
             args += ["--replay", scenario.split(":", 1)[1]]
@@ -130,7 +135,7 @@ def fleet_specs(
     session_dir: Path, plan: FleetPlan, seg: Segments, urls: dict[str, Any] | None, *, capture: bool, transport: str,
     strategy_config: Path | None = None, execution_config: Path | None = None, kill_file: Path | None = None,
     feed_client: str | None = None, transport_args: list[str] | None = None, instruments: Path | None = None,
-    feed_connections: int | None = None, feed_warm_every_us: float = FEED_WARM_EVERY_US,
+    feed_connections: int | None = None, feed_warm_every_us: float = FEED_WARM_EVERY_US, trading: bool = True,
 ) -> list[ProcessSpec]:
     """The fleet in start order: consumers first (they retry-attach either way; this just loses less data).
 
@@ -141,6 +146,7 @@ def fleet_specs(
     ``feed_connections`` sets each feed's pool (``--connections``); None: the feed's own choice.
     ``feed_warm_every_us`` (0: off) is the warm path (``caerus feed --warm-every-us``) of every feed that can have
     it: the busy client on a busy-polling loop (the others have no shadow to read; their argv shows it).
+    ``trading`` False (record mode): capture and the feeds only, no strategy and no execution.
     """
     kill = str(kill_file if kill_file is not None else kill_file_path(session_dir))
     specs: list[ProcessSpec] = []
@@ -165,17 +171,19 @@ def fleet_specs(
     if capture:
         add("capture", "capture", [
             *books, *(a for r in rings for a in ("--segment", seg.events(r.key))),
-            "--segment", seg.exec, "--store", str(session_dir / "capture"),
+            *(["--segment", seg.exec] if trading else []), "--store", str(session_dir / "capture"),
         ])
-    add("execution", "execution", [
-        "--segment", seg.orders, *(transport_args or ["--transport", transport]),
-        *(a for r in rings for a in ("--book-segment", seg.book(r.key))), "--exec-segment", seg.exec,
-        "--kill-file", kill, *inst, *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
-    ])
-    add("strategy", "strategy", [
-        *books, "--order-segment", seg.orders, "--exec-segment", seg.exec, "--kill-file", kill, *inst,
-        *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
-    ])
+    if trading:
+        add("execution", "execution", [
+            "--segment", seg.orders, *(transport_args or ["--transport", transport]),
+            *(a for r in rings for a in ("--book-segment", seg.book(r.key))), "--exec-segment", seg.exec,
+            "--kill-file", kill, *inst,
+            *(["--config", str(Path(execution_config).resolve())] if execution_config else []),
+        ])
+        add("strategy", "strategy", [
+            *books, "--order-segment", seg.orders, "--exec-segment", seg.exec, "--kill-file", kill, *inst,
+            *(["--config", str(Path(strategy_config).resolve())] if strategy_config else []),
+        ])
     default_symbol = {"binance": "BTCUSDT", "hyperliquid": "BTC"}
     for r in rings:
         share: list[str] = []

@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,8 @@ from caerus.plan import (
     plan_fleet,
 )
 from caerus.report import answer, pricing, tables
-from caerus.session import launch
+from caerus.report import market as report_market
+from caerus.session import launch, replay_dataset
 from caerus.session.chaos import ChaosMonkey
 from caerus.session.collect import collect
 from caerus.session.continuity import WATCH_PERIOD_S, OrderContinuity, RecoveryClock
@@ -61,6 +62,7 @@ from caerus.session.instruments import resolve_into
 from caerus.session.order_desk import EmulatorOrderDesk
 from caerus.session.order_desk import sweep_stale as sweep_stale_wallets
 from caerus.session.progress import LiveStats, one_line, render
+from caerus.session.store_growth import StoreGrowth
 from caerus.session.supervise import Restarter
 from caerus.strategy.model_signal import ModelError, strategy_model
 
@@ -69,6 +71,7 @@ from caerus.strategy.model_signal import ModelError, strategy_model
 TRANSPORTS = ("paper", "null", "emulator")
 EMULATOR_YIELD = ("auto", "on", "off")  # SessionOptions.emulator_yield
 READY_TIMEOUT_S = 60.0
+DEFAULT_SYMBOLS = "BTC"
 
 
 class SessionConfigError(ConfigError):
@@ -91,6 +94,7 @@ class SessionOptions:
     execution_config: Path | None = None  # passed to `caerus execution --config`
     # The emulated market: a preset name (caerus/sim/markets: default, fixed-lag) or a market TOML file, passed to
     # venue-sim --market; jumps_per_min (information jumps per minute) overrides the market's own when set.
+    # "replay:DATASET" plays a real capture (caerus.session.replay_dataset): Binance real, Hyperliquid modelled.
     market: str = "default"
     jumps_per_min: float | None = None
     chaos_every_s: float = 0.0  # > 0: SIGKILL a random hot process this often (caerus.session.chaos)
@@ -102,7 +106,7 @@ class SessionOptions:
     emulator_yield: str = "auto"
     # what to trade: caerus.instruments.parse_symbols syntax (BTC,ETH,SOL); listed by both venues or the session
     # stops before it starts anything
-    symbols: str = "BTC"
+    symbols: str = DEFAULT_SYMBOLS
     symbol_rate_hz: float | None = None  # emulated Binance bookTicker rate per instrument (None: the emulator's)
     feed_connections: int | None = None  # connections per feed (the pool); None: as few as the venue's limits allow
     # serve the session to Prometheus (caerus exporter) on this loopback port (0: any); None: no exporter
@@ -110,6 +114,8 @@ class SessionOptions:
     # books/s one feed process is planned to carry (None: caerus.plan.MAX_FEED_BOOKS_PER_S); a venue whose estimated
     # rate is above it is split across feed processes (caerus.plan.feed_shares)
     max_feed_books_per_s: float | None = None
+    # record mode (`caerus record`): the feeds and capture only, no strategy, no execution, no orders
+    record: bool = False
 
     def validate(self) -> None:
         problems = []
@@ -162,6 +168,30 @@ class SessionOptions:
         problem = _market_problem(self.market)
         if problem:
             problems.append(problem)
+        if replay_dataset.is_replay(self.market):
+            dataset = _dataset(self.market)
+            named = tuple(r.hl_coin for r in requests)
+            if dataset is not None and self.symbols != DEFAULT_SYMBOLS and named != dataset.names:
+                problems.append(f"--symbols {self.symbols}: the replayed capture holds {', '.join(dataset.symbols)} "
+                                f"(instruments {','.join(dataset.names)})")
+            if self.live:
+                problems.append("--market replay: plays a capture through the venue emulator; it cannot be combined "
+                                "with live venues")
+            if self.scenario is not None and self.scenario.startswith("replay:"):
+                problems.append("give either --market replay:DATASET or --scenario replay:FRAMES, not both")
+            for what, value in (("symbol rate", self.symbol_rate_hz), ("jumps per minute", self.jumps_per_min)):
+                if value is not None:
+                    problems.append(f"{what} sets the model's Binance side; replaying a capture, Binance is real")
+        if self.record:
+            if not self.capture:
+                problems.append("record mode records through capture: it cannot be combined with --no-capture")
+            if self.transport == "emulator":
+                problems.append("record mode sends no orders: it cannot be combined with transport emulator")
+            if self.chaos_every_s:
+                problems.append("record mode runs no strategy or execution: chaos is for the trading fleet")
+            for what, cfg in (("strategy", self.strategy_config), ("execution", self.execution_config)):
+                if cfg is not None:
+                    problems.append(f"record mode runs no {what}: drop its config")
         if self.symbol_rate_hz is not None and not self.symbol_rate_hz > 0:
             problems.append(f"symbol rate must be > 0 Hz, got {self.symbol_rate_hz}")
         if self.max_feed_books_per_s is not None and not 0 < self.max_feed_books_per_s < float("inf"):
@@ -176,7 +206,9 @@ class SessionOptions:
         d["out"] = str(self.out)
         for key in ("strategy_config", "execution_config"):
             d[key] = str(Path(d[key]).resolve()) if d[key] else None
-        if Path(self.market).is_file():
+        if replay_dataset.is_replay(self.market):
+            d["market"] = replay_dataset.PREFIX + str(Path(self.market[len(replay_dataset.PREFIX):]).resolve())
+        elif Path(self.market).is_file():
             d["market"] = str(Path(self.market).resolve())
         d["duration_s"] = float(self.duration_s)
         if self.scenario and self.scenario.startswith("replay:"):
@@ -184,9 +216,23 @@ class SessionOptions:
         return d
 
 
+def _dataset(market: str) -> replay_dataset.Dataset | None:
+    """The replayed dataset ``market`` names (None: its problem is reported by :func:`_market_problem`)."""
+    try:
+        return replay_dataset.resolve(market)
+    except ValueError:
+        return None
+
+
 def _market_problem(market: str) -> str | None:
     """The emulator's own check of a market preset or file (a typo or a bad key stops the session before it starts
-    anything)."""
+    anything); for ``replay:DATASET``, that the dataset can be replayed."""
+    if replay_dataset.is_replay(market):
+        try:
+            replay_dataset.resolve(market)
+        except ValueError as exc:
+            return str(exc)
+        return None
     try:
         from caerus.sim.market_config import load_market
     except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
@@ -300,6 +346,10 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
     open the printed headline with the report's opening section, backtesting the session's books at its latency
     (what ``caerus session`` does unless ``--no-report``)."""
     opts.validate()
+    # a replay: the capture's instruments are the session's, its files are venue-sim's market
+    dataset = replay_dataset.resolve(opts.market) if replay_dataset.is_replay(opts.market) else None
+    if dataset is not None:
+        opts = replace(opts, symbols=",".join(dataset.names))
     # wallets of earlier sessions whose runner is gone (SIGKILL, a crash): their keys must not outlive them
     for stale in sweep_stale_wallets():
         print(f"removed the stale order-desk wallet {stale} (its session's runner is gone)", file=sys.stderr)
@@ -340,6 +390,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
                           on_event=lambda m: print(f"supervisor: {m}", file=sys.stderr, flush=True))
     rss = RssSampler()  # every fleet process's resident memory, from outside (summary.json "rss")
     chaos: ChaosMonkey | None = None
+    growth: StoreGrowth | None = None
+    recorded_s = 0.0
     continuity = OrderContinuity()  # every exec record of every execution incarnation, once
     recovery = RecoveryClock(start_mono)  # time from each restarted death to the first book / order
     config_written = False
@@ -375,13 +427,16 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
                 sim_spec = launch.venue_sim_spec(session_dir, plan, opts.seed, opts.scenario, opts.jumps_per_min,
                                                  desk.sim_env() if desk is not None else (),
                                                  symbols=_emulated(opts), rate_hz=opts.symbol_rate_hz,
-                                                 market=opts.market,
+                                                 market=replay_dataset.FOLLOWER_MARKET if dataset else opts.market,
+                                                 captures=dataset.files if dataset else (),
                                                  yield_after_top=emulator_yields(opts.emulator_yield, plan))
                 sim = launch.start(sim_spec, session_dir)
                 procs.append(sim)
                 started.append(sim_spec)
                 write_processes()
                 urls = _wait_ready(sim, session_dir / "venue-sim.ready.json", READY_TIMEOUT_S, start_mono)
+            env["market"] = _market_record(opts, dataset, urls)
+            console.print(f"market: {report_market.market_line(env['market'])}")
             # the instruments from the venues' listings, before any fleet process starts (an unlisted symbol
             # stops the session here, naming it)
             inst_file = _instruments(session_dir, opts, urls)
@@ -391,7 +446,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
                                        strategy_config=strategy_config, instruments=inst_file,
                                        feed_connections=opts.feed_connections,
                                        feed_warm_every_us=opts.feed_warm_every_us,
-                                       execution_config=opts.execution_config, feed_client=opts.feed_client)
+                                       execution_config=opts.execution_config, feed_client=opts.feed_client,
+                                       trading=not opts.record)
             _write_config(session_dir, opts, plan, seg, [*started, *specs])
             config_written = True
             if opts.exporter_port is not None:
@@ -400,7 +456,8 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
             for spec in specs:
                 procs.append(launch.start(spec, session_dir))
             write_processes()
-            console.print(f"kill file: {run['kill_file']} (touch it to halt trading)")
+            if not opts.record:  # nothing trades in record mode
+                console.print(f"kill file: {run['kill_file']} (touch it to halt trading)")
             live = LiveStats(seg, [s.name for s in specs], start_ns)
             live.on_exec.append(continuity.add)
             run["fleet_started_ns"] = time.time_ns()
@@ -409,8 +466,10 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
             if opts.chaos_every_s:
                 chaos = ChaosMonkey(opts.chaos_every_s, plan.hot_processes, opts.seed, time.monotonic(),
                                     on_event=lambda m: print(m, file=sys.stderr, flush=True))
+            if opts.capture:  # the store's size: what a recording host's disk fills at (store_growth)
+                growth = StoreGrowth(session_dir / "capture", time.monotonic())
             _watch(opts, console, live, procs, start_mono, write_processes, time.monotonic(), rss, restarter,
-                   chaos, recovery)
+                   chaos, recovery, growth)
         except KeyboardInterrupt:
             interrupted = True
             try:  # after SIGHUP the terminal may be gone (EIO): stopping the fleet must not depend on this line
@@ -425,6 +484,9 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
             live.poll()
             recovery.tick(restarter.tracks, live.snapshots, live.writer_pids, time.monotonic())
         rss.sample(force=True)  # the last reading before the fleet is stopped
+        recorded_s = time.monotonic() - growth.start if growth is not None else 0.0
+        if growth is not None:
+            growth.sample(force=True)
         # the feeds first, so the strategy and execution read every book they published (a ring's last records are
         # not lost to a reader stopped at the same moment); then those two; capture (the rings' other reader) and
         # the emulator last
@@ -443,12 +505,16 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
         if desk is not None:
             desk.close()  # the session's test wallet key goes with it
     end_ns = time.time_ns()
+    if growth is not None:  # capture has exited: what its store keeps
+        growth.finish(recorded_s)
     leftovers = _cleanup_segments(sid)
     if live is not None:
         live.close()
     if not config_written:  # the fleet never started: record what did run
         _write_config(session_dir, opts, plan, seg, [r.spec for r in procs])
     env.setdefault("chrony", {})["end"] = chrony_tracking()
+    if dataset is not None and env.get("market", {}).get("kind") == "replay":
+        env["market"] = replay_dataset.add_played(env["market"], session_dir)
     (session_dir / "env.json").write_text(json.dumps(env, indent=1))
     run.update({
         "ended_ns": end_ns, "elapsed_s": round((end_ns - start_ns) / 1e9, 3),
@@ -462,6 +528,7 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
         "interrupted": interrupted, "failure": failure, "segments_removed": leftovers,
         "live_errors": live.errors if live else [],
         "rss": rss.summary(),
+        "capture_store": growth.summary() if growth is not None else None,
     })
     rss.write_series(session_dir / SERIES_FILE)  # every sample, for the report's RSS-over-time chart
     summary = collect(session_dir, run, env)
@@ -486,6 +553,16 @@ def run_local_session(opts: SessionOptions, console: Console | None = None, pric
         console.print(f"[red]processes not ok: {', '.join(not_ok)}[/red]")
     console.print(f"session folder: {session_dir}")
     return session_dir
+
+
+def _market_record(opts: SessionOptions, dataset: replay_dataset.Dataset | None,
+                   urls: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``env.json`` says the session's market was (the report's header names it)."""
+    if dataset is not None:
+        return replay_dataset.market_record(dataset, urls)
+    if opts.live:
+        return {"kind": "live", "binance": {"real": True}, "hyperliquid": {"real": True}}
+    return replay_dataset.emulated_record(opts.market, opts.seed, _emulated(opts))
 
 
 def _continuity(continuity: OrderContinuity, live: LiveStats, restarter: Restarter) -> dict[str, Any]:
@@ -537,8 +614,14 @@ def book_rates(opts: SessionOptions) -> dict[str, float]:
         from caerus.sim.market_config import load_market
     except ImportError:  # emulator not importable here: the plan's estimates
         return rates
-    market = load_market(opts.market)
-    if opts.symbol_rate_hz is None:
+    if replay_dataset.is_replay(opts.market):  # a replay: the capture's own rate, the follower market's blocks
+        dataset = _dataset(opts.market)
+        if dataset is not None and dataset.head_rate_hz > 0:
+            rates["binance"] = dataset.head_rate_hz / len(dataset.names)
+        market = load_market(replay_dataset.FOLLOWER_MARKET)
+    else:
+        market = load_market(opts.market)
+    if opts.symbol_rate_hz is None and not replay_dataset.is_replay(opts.market):
         rates["binance"] = float(market.binance_rate_hz)
     rates["hyperliquid"] = 1000.0 / float(market.hl_block_ms)
     return rates
@@ -604,7 +687,7 @@ def _write_config(session_dir: Path, opts: SessionOptions, plan: FleetPlan, seg:
 def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[launch.Running],
            start_mono: float, write_processes: Any, fleet_start_mono: float, rss: RssSampler | None = None,
            restarter: Restarter | None = None, chaos: ChaosMonkey | None = None,
-           recovery: RecoveryClock | None = None) -> None:
+           recovery: RecoveryClock | None = None, growth: StoreGrowth | None = None) -> None:
     mode = opts.progress
     if mode == "auto":
         mode = "rich" if console.is_terminal else "lines"
@@ -634,6 +717,8 @@ def _watch(opts: SessionOptions, console: Console, live: LiveStats, procs: list[
             recovery.tick(restarter.tracks, live.snapshots, live.writer_pids, time.monotonic())
         if chaos is not None:
             chaos.tick(procs, time.monotonic())
+        if growth is not None:
+            growth.sample()
         return time.monotonic() - fleet_start_mono
 
     if mode == "rich":
