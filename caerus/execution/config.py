@@ -10,6 +10,7 @@ from typing import Annotated
 
 import msgspec
 
+from caerus import fees
 from caerus.config import ConfigBase, ConfigError, NonNegative, Positive
 
 __all__ = ["CEILINGED", "HARD_MAX_BOOK_AGE_MS", "HARD_MAX_ORDERS_PER_S", "HARD_MAX_ORDER_AGE_MS",
@@ -94,14 +95,34 @@ def check_ceilings(cfg: RiskConfig) -> None:
 
 
 class PaperConfig(ConfigBase, frozen=True):
-    """Paper trading: fills against the target venue's book prevailing ``latency_ms`` after the send."""
+    """Paper trading: fills against the target venue's book prevailing ``latency_ms`` after the send.
+
+    Fees: every paper fill takes liquidity (IOC), so it pays its venue's taker rate at the configured tier of the
+    one schedule the emulator and the backtest charge too (caerus.fees: Binance regular 5.0 bps, Hyperliquid
+    tier 0 4.5 bps), unless ``fee_bps`` fixes one rate for every venue."""
 
     # 0 = fill at once against the latest book, inside send_msg (one EXEC record per order); > 0 = fill against
     # the book prevailing latency_ms later, reported as a second EXEC record (flags & EXEC_FLAG_REPLY).
     latency_ms: NonNegative = 0.0
-    fee_bps: NonNegative = 4.5  # taker fee charged on fill notional (Hyperliquid base tier taker: 4.5 bps)
+    fee_bps: NonNegative | None = None  # one fixed taker fee (bps of notional) for every venue; None: the tiers
+    binance_fee_tier: Annotated[int, msgspec.Meta(ge=0)] = 0  # Binance VIP level (0 = regular)
+    hyperliquid_fee_tier: Annotated[int, msgspec.Meta(ge=0)] = 0  # Hyperliquid 14-day volume tier
     limit_to_top_size: bool = True  # fill at most the top-of-book size (rest of the IOC cancelled: PARTIAL)
     markout_ms: tuple[Positive, ...] = (100.0, 1000.0, 5000.0)  # horizons for fill markouts
+
+    def check(self) -> None:
+        super().check()
+        for venue in fees.VENUES:
+            try:
+                fees.tier(venue, getattr(self, f"{venue}_fee_tier"))
+            except ValueError as exc:
+                raise ConfigError(f"{venue}_fee_tier: {exc}") from None
+
+    def taker_bps(self, venue: str) -> float:
+        """The taker fee (bps of notional) a paper fill on ``venue`` ("binance" | "hyperliquid") pays."""
+        if self.fee_bps is not None:
+            return self.fee_bps
+        return fees.taker_bps(venue, getattr(self, f"{venue}_fee_tier"))
 
 
 class ExecutionConfig(ConfigBase, frozen=True):

@@ -8,7 +8,8 @@ UNKNOWN and later got a final result), and -- for orders with no final result wh
 unknown (the engine said UNKNOWN) or sent_no_result (SENT only: the null transport, or a session cut short).
 
 PnL: a :class:`caerus.execution.paper.PaperAccount` per venue booked with the confirmed fills only (average
-cost, taker fee ``fee_bps``). The open position is marked at the last confirmed fill price of its venue (the
+cost, each venue's taker fee as the paper transport charges it: ``PaperConfig.taker_bps``, or one fixed
+``fee_bps``). The open position is marked at the last confirmed fill price of its venue (the
 session reads no books), so ``pnl`` = realized - fees, and ``open_position`` says what is left unmarked.
 """
 
@@ -34,8 +35,9 @@ _EPS = 1e-12
 
 
 class ConfirmedOrders:
-    def __init__(self, fee_bps: float = PaperConfig().fee_bps) -> None:
-        self.fee_bps = fee_bps
+    def __init__(self, fee_bps: float | None = None) -> None:
+        self.fee_bps = fee_bps  # None: each venue's taker fee of the paper transport's default tier
+        self._paper = PaperConfig(fee_bps=fee_bps)
         # order_id -> [qty, latest outcome, cumulative fill, was_unknown]
         self.orders: dict[int, list[Any]] = {}
         self.accounts: dict[int, PaperAccount] = {}
@@ -62,7 +64,10 @@ class ConfirmedOrders:
             px = rec[EXEC_I.FILL_PX]
             acct = self.accounts.get(venue)
             if acct is None:
-                acct = self.accounts[venue] = PaperAccount(self.fee_bps, ())
+                # a plugin venue (no schedule in caerus.fees) pays Hyperliquid's base taker rate, as every venue
+                # did before fees were per venue
+                name = Venue(venue).name.lower() if venue in Venue._value2member_map_ else "hyperliquid"
+                acct = self.accounts[venue] = PaperAccount(self._paper.taker_bps(name), ())
             acct.fill(rec[EXEC_I.SIDE], px, fill - st[2], 0)
             st[2] = fill
             self.last_px[venue] = px
@@ -97,6 +102,7 @@ class ConfirmedOrders:
         return {
             "orders_by_final_state": {k: n for k, n in by_state.items() if n},
             "pnl": realized - fees, "realized": realized, "fees": fees, "fee_bps": self.fee_bps,
+            "taker_fee_bps": {n: self._paper.taker_bps(n) for n in ("binance", "hyperliquid")},
             "open_position": {k: d["position"] for k, d in venues.items() if abs(d["position"]) > _EPS},
             "venues": venues,
         }

@@ -3,7 +3,8 @@
 Fill rule: an order sent at ``t_sent`` is matched against the book *prevailing* at ``t_sent + latency`` (the
 newest book of its venue received at or before then). A buy fills at the ask when its limit >= ask, a sell at the
 bid when its limit <= bid, for at most the top-of-book size when ``limit_to_top_size`` (the rest of the IOC is
-cancelled: PARTIAL); otherwise NOT_FILLED. No valid book -> NOT_FILLED.
+cancelled: PARTIAL); otherwise NOT_FILLED. No valid book -> NOT_FILLED. Every fill pays its venue's taker fee
+(``PaperConfig.taker_bps``: the tier of caerus.fees' schedule, as the emulator and the backtest charge it).
 
 With ``latency_ms == 0`` the fill is decided inside ``send_msg`` against the latest book the engine has polled.
 Otherwise ``send_msg`` returns SENT and the result is delivered later as a VenueReply through ``on_reply``, when
@@ -62,7 +63,8 @@ class PaperTransport:
         if self.replies and on_reply is None:
             raise ValueError("paper transport with latency_ms > 0 needs an on_reply callback")
         # one account per venue and instrument; ``accounts`` is the first instrument's (a default session's BTC)
-        self.instrument_accounts = {(int(v), k): PaperAccount(cfg.fee_bps, cfg.markout_ms) for v in Venue
+        self.taker_bps = {int(v): cfg.taker_bps(v.name.lower()) for v in Venue}
+        self.instrument_accounts = {(int(v), k): PaperAccount(self.taker_bps[int(v)], cfg.markout_ms) for v in Venue
                                     for k in range(books.instruments)}
         self.accounts = {int(v): self.instrument_accounts[(int(v), 0)] for v in Venue}
         self._pending: collections.deque[tuple[int, tuple]] = collections.deque()  # (due ns, order), due order
@@ -152,6 +154,7 @@ class PaperTransport:
         return {
             "transport": self.name,
             "config": {"latency_ms": self.cfg.latency_ms, "fee_bps": self.cfg.fee_bps,
+                       "taker_fee_bps": {Venue(v).name.lower(): bps for v, bps in self.taker_bps.items()},
                        "limit_to_top_size": self.cfg.limit_to_top_size, "markout_ms": list(self.cfg.markout_ms)},
             "outcomes": dict(self.outcomes),
             "unsettled_orders": len(self._pending),

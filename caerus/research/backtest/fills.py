@@ -39,13 +39,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from caerus import fees
 from caerus.wire import TRADEABLE, TRADEABLE_MASK, Outcome, Venue
 
 CLOCKS = ("exchange", "publish", "recv")
-#: taker fee (bps) by tier, tier 0 first: Hyperliquid perps (14-day volume tiers) and Binance USD-M (VIP 0..9)
+#: taker fee (bps) by tier, tier 0 first: Hyperliquid perps (14-day volume tiers) and Binance USD-M (VIP 0..9),
+#: from the one schedule the emulator and the paper transport charge too (caerus.fees)
 TAKER_BPS: dict[int, tuple[float, ...]] = {
-    int(Venue.HYPERLIQUID): (4.5, 4.0, 3.5, 3.0, 2.8, 2.6, 2.4),
-    int(Venue.BINANCE): (5.0, 4.0, 3.5, 3.2, 3.0, 2.7, 2.5, 2.2, 2.0, 1.7),
+    int(Venue.HYPERLIQUID): fees.taker_bps_by_tier("hyperliquid"),
+    int(Venue.BINANCE): fees.taker_bps_by_tier("binance"),
 }
 FILLED, PARTIAL, NOT_FILLED = int(Outcome.FILLED), int(Outcome.PARTIAL), int(Outcome.NOT_FILLED)
 _EPS = 1e-12
@@ -76,8 +78,8 @@ class FillRules:
     @classmethod
     def paper(cls, **kw: object) -> FillRules:
         """The paper transport's rules (caerus.execution.transports.paper, ``latency_ms = 0``): the book the engine
-        had read at pickup, no block clock, no depletion (it does not deplete), fees the tier's (Hyperliquid's
-        tier 0 is the paper transport's 4.5 bps)."""
+        had read at pickup, no block clock, no depletion (it does not deplete), fees the tier's (caerus.fees: the
+        paper transport charges each venue's tier-0 taker rate too)."""
         return cls(clock="publish", blocks=False, deplete=False, **kw)  # type: ignore[arg-type]
 
     def check(self) -> None:

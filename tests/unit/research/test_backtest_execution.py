@@ -304,8 +304,8 @@ def test_fees_are_facts_taker_fees_by_tier_on_every_fill_and_paper_agrees() -> N
     app.add_arguments(parser)
     loaded = sources.offline_market(120, seed=2)
     paper = app.build_options(parser.parse_args(["--offline", "120", "--paper"]), loaded)
-    assert paper.fills.fee_bps_of(HL) == PaperConfig().fee_bps == 4.5
-    assert paper.fills.fee_bps_of(BN) == 5.0  # not the paper's one rate for every venue
+    assert paper.fills.fee_bps_of(HL) == PaperConfig().taker_bps("hyperliquid") == 4.5
+    assert paper.fills.fee_bps_of(BN) == PaperConfig().taker_bps("binance") == 5.0  # each venue's, as the paper
     doc, _ = runner.run_backtest(loaded, runner.BacktestOptions())
     filled = [o for o in doc["orders"] if o["fill_qty"] > 0]
     assert filled and doc["metrics"]["total"]["pnl"]["fees"] == pytest.approx(
