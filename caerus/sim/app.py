@@ -88,6 +88,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     v.add_argument("--binance-max-lifetime", type=float, default=86_400.0, metavar="S")
     v.add_argument("--hl-idle-timeout", type=float, default=60.0, metavar="S")
     v.add_argument("--hl-greeting", action="store_true", help="send the non-JSON greeting on HL connect")
+    v.add_argument("--binance-gtd-min-lead", type=float, default=600.0, metavar="S",
+                   help="a GTD order's goodTillDate must be more than this far ahead (the venue: 600 s)")
+    fe = p.add_argument_group("fees (caerus/fees.py; what every fill pays)")
+    fe.add_argument("--binance-fee-tier", type=int, default=0, metavar="N",
+                    help="Binance VIP level 0..9 (0 = regular: maker 2.0 / taker 5.0 bps)")
+    fe.add_argument("--hl-fee-tier", type=int, default=0, metavar="N",
+                    help="Hyperliquid perps tier 0..6 (0: maker 1.5 / taker 4.5 bps)")
     f = p.add_argument_group("fleet conventions")
     f.add_argument("--cpus", default="", help="CPU list to pin to (e.g. 0)")
     f.add_argument("--metrics-dir", type=Path, help="write venue-sim.hlog here: how late each top-of-book frame "
@@ -145,6 +152,8 @@ def config_from_args(args: argparse.Namespace) -> EmulatorConfig:
         replay_retime=args.replay_retime, binance_ping_interval_s=args.binance_ping_interval,
         binance_max_lifetime_s=args.binance_max_lifetime, hl_idle_timeout_s=args.hl_idle_timeout,
         hl_greeting=args.hl_greeting, metrics_dir=args.metrics_dir, yield_after_top=args.yield_after_top,
+        binance_fee_tier=args.binance_fee_tier, hl_fee_tier=args.hl_fee_tier,
+        binance_gtd_min_lead_s=args.binance_gtd_min_lead,
     )
     cfg.validate()
     if args.ready_file is not None and not args.ready_file.parent.is_dir():

@@ -22,7 +22,19 @@ from decimal import Decimal
 from typing import Any
 
 from caerus.sim import catalogue, price_band
-from caerus.sim.desk import DESK, Book, book_fill, book_key, cross, decimal_of, forget_oldest, mark, position
+from caerus.sim.desk import (
+    DESK,
+    Book,
+    book_fill,
+    book_key,
+    cross,
+    decimal_of,
+    fee_tier,
+    forget_oldest,
+    mark,
+    position,
+)
+from caerus.sim.ledger import Fill
 from caerus.sim.verify import binance_signature_ok
 
 #: every symbol the emulated Binance lists (caerus.sim.catalogue): its rules and its catalogue name
@@ -90,20 +102,23 @@ def _match_resting(key: str, book: Book, now_ms: int) -> None:
 
 
 def _b_order_event(result: dict[str, Any], x: str, now_ms: int, last: tuple[float, float] = (0.0, 0.0),
-                   trade_id: int = 0, realised: float = 0.0, maker: bool = False) -> None:
+                   trade_id: int = 0, booked: Fill | None = None, maker: bool = False) -> None:
     """One ORDER_TRADE_UPDATE (execution type ``x``) for the order as it now stands; ``last`` is (price, qty) of
-    the fill a TRADE event reports."""
+    the fill a TRADE event reports and ``booked`` what that fill did to the account (realised PnL ``rp``, the
+    commission ``n`` in ``N``)."""
     spec = BINANCE_SYMBOLS[result["symbol"]]
     qd = spec["qty_decimals"]
     lpx, lqty = last
+    realised, commission = (booked.closed_pnl, booked.fee) if booked is not None else (0.0, 0.0)
     DESK.events["binance"].append({"e": "ORDER_TRADE_UPDATE", "E": now_ms, "T": now_ms, "o": {
         "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": result["type"],
         "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
-        "ap": result["avgPrice"], "sp": "0", "x": x, "X": result["status"], "i": result["orderId"],
+        "ap": result["avgPrice"], "sp": result["stopPrice"], "x": x, "X": result["status"], "i": result["orderId"],
         "l": f"{lqty:.{qd}f}", "z": result["executedQty"], "L": _px(lpx, spec) if lqty else "0", "N": "USDT",
-        "n": "0", "T": now_ms, "t": trade_id, "b": "0", "a": "0", "m": maker, "R": result["reduceOnly"],
-        "wt": "CONTRACT_PRICE", "ot": result["origType"], "ps": "BOTH", "cp": False, "rp": f"{realised:.8f}",
-        "pP": False, "si": 0, "ss": 0, "V": "NONE", "pm": "NONE", "gtd": 0}})
+        "n": f"{commission:.8f}" if booked is not None else "0", "T": now_ms, "t": trade_id, "b": "0", "a": "0",
+        "m": maker, "R": result["reduceOnly"], "wt": result["workingType"], "ot": result["origType"], "ps": "BOTH",
+        "cp": result["closePosition"], "rp": f"{realised:.8f}", "pP": result["priceProtect"], "si": 0, "ss": 0,
+        "V": "NONE", "pm": "NONE", "gtd": result["goodTillDate"]}})
 
 
 def _b_account_event(symbol: str, now_ms: int) -> None:
@@ -125,7 +140,7 @@ def _b_trade(result: dict[str, Any], px: float, qty: float, now_ms: int, *, make
     the TRADE and ACCOUNT_UPDATE events."""
     spec = BINANCE_SYMBOLS[result["symbol"]]
     qd = spec["qty_decimals"]
-    booked = book_fill("binance", result["side"] == "BUY", px, qty, spec["name"])
+    booked = book_fill("binance", result["side"] == "BUY", px, qty, spec["name"], maker=maker)
     done = float(result["executedQty"]) + qty
     quote = float(result["cumQuote"]) + px * qty
     result.update(executedQty=f"{done:.{qd}f}", cumQty=f"{done:.{qd}f}", cumQuote=f"{quote:.5f}",
@@ -133,11 +148,11 @@ def _b_trade(result: dict[str, Any], px: float, qty: float, now_ms: int, *, make
                   status="FILLED" if done >= float(result["origQty"]) - 1e-12 else "PARTIALLY_FILLED")
     trade_id = next(DESK.trade_ids)
     DESK.ledger.fills["binance"].appendleft({
-        "buyer": result["side"] == "BUY", "commission": "0", "commissionAsset": "USDT", "id": trade_id,
+        "buyer": result["side"] == "BUY", "commission": f"{booked.fee:.8f}", "commissionAsset": "USDT", "id": trade_id,
         "maker": maker, "orderId": result["orderId"], "price": _px(px, spec), "qty": f"{qty:.{qd}f}",
         "quoteQty": f"{px * qty:.8f}", "realizedPnl": f"{booked.closed_pnl:.8f}", "side": result["side"],
         "positionSide": "BOTH", "symbol": result["symbol"], "time": now_ms})
-    _b_order_event(result, "TRADE", now_ms, (px, qty), trade_id, booked.closed_pnl, maker)
+    _b_order_event(result, "TRADE", now_ms, (px, qty), trade_id, booked, maker)
     _b_account_event(result["symbol"], now_ms)
 
 
@@ -469,7 +484,8 @@ def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
 
 def binance_account(now_ms: int) -> dict[str, Any]:
     """The USDT account as ``v2/account.status`` and ``GET /fapi/v2|v3/account`` show it, from the ledger:
-    wallet = start + realised PnL, unrealised PnL at the marks, initial margin = notional / leverage."""
+    wallet = start + realised PnL - commissions paid, unrealised PnL at the marks, initial margin = notional /
+    leverage; ``feeTier`` the VIP level the emulator charges (caerus.fees)."""
     upnl = margin = 0.0
     positions = []
     for symbol, spec in BINANCE_SYMBOLS.items():
@@ -493,12 +509,27 @@ def binance_account(now_ms: int) -> dict[str, Any]:
              "positionInitialMargin": f"{margin:.8f}", "openOrderInitialMargin": "0.00000000",
              "crossWalletBalance": f"{wallet:.8f}", "crossUnPnl": f"{upnl:.8f}", "availableBalance": f"{avail:.8f}",
              "maxWithdrawAmount": f"{avail:.8f}", "updateTime": now_ms}
-    return {"totalInitialMargin": f"{margin:.8f}", "totalMaintMargin": f"{margin / 4:.8f}",
+    return {"feeTier": DESK.fee_tiers["binance"], "feeBurn": False, "canTrade": True, "canDeposit": True,
+            "canWithdraw": True, "multiAssetsMargin": False, "tradeGroupId": -1,
+            "totalInitialMargin": f"{margin:.8f}", "totalMaintMargin": f"{margin / 4:.8f}",
             "totalWalletBalance": f"{wallet:.8f}", "totalUnrealizedProfit": f"{upnl:.8f}",
             "totalMarginBalance": f"{equity:.8f}", "totalPositionInitialMargin": f"{margin:.8f}",
             "totalOpenOrderInitialMargin": "0.00000000", "totalCrossWalletBalance": f"{wallet:.8f}",
             "totalCrossUnPnl": f"{upnl:.8f}", "availableBalance": f"{avail:.8f}",
             "maxWithdrawAmount": f"{avail:.8f}", "assets": [asset], "positions": positions}
+
+
+def binance_commission_rate(symbol: str) -> dict[str, Any]:
+    """``GET /fapi/v1/commissionRate``: the maker / taker rates of the account's tier (caerus.fees)."""
+    tier = fee_tier("binance")
+    return {"symbol": symbol, "makerCommissionRate": _rate(tier.maker_rate),
+            "takerCommissionRate": _rate(tier.taker_rate), "rpiCommissionRate": _rate(0.0)}
+
+
+def _rate(rate: float) -> str:
+    """A fee rate as the venue prints one: ``0.0002``, ``0.0005`` (no trailing zeros, at least one decimal)."""
+    text = f"{rate:.8f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
 
 
 def binance_balance(now_ms: int) -> list[dict[str, Any]]:

@@ -6,6 +6,7 @@ less ``signature``), then the request is answered by the same order-desk functio
 ``POST | GET | DELETE | PUT /fapi/v1/order`` (order.place / status / cancel / modify), ``GET /fapi/v1/openOrders``,
 ``DELETE /fapi/v1/allOpenOrders``, ``GET /fapi/v2|v3/account``, ``/fapi/v2|v3/balance``,
 ``/fapi/v2|v3/positionRisk``, ``GET /fapi/v1/userTrades``, ``GET /fapi/v1/leverageBracket``,
+``GET /fapi/v1/commissionRate`` (the account's fee tier),
 ``POST /fapi/v1/leverage`` and ``POST /fapi/v1/marginType``. The API key is the ``X-MBX-APIKEY`` header (-2015
 otherwise); errors carry Binance's ``{"code", "msg"}`` body and HTTP status.
 """
@@ -57,6 +58,7 @@ class BinanceTradingRest:
             ("DELETE", "/fapi/v1/allOpenOrders"): lambda r, p: self._cancel_all(p),
             ("GET", "/fapi/v1/userTrades"): lambda r, p: self._user_trades(p),
             ("GET", "/fapi/v1/leverageBracket"): lambda r, p: self._leverage_bracket(p),
+            ("GET", "/fapi/v1/commissionRate"): lambda r, p: self._commission_rate(p),
             ("POST", "/fapi/v1/leverage"): lambda r, p: self._leverage(p),
             ("POST", "/fapi/v1/marginType"): lambda r, p: self._margin_type(p),
             **{("GET", f"/fapi/{v}/account"): (lambda r, p: HttpReply(200, orders.binance_account(_now_ms())))
@@ -143,6 +145,13 @@ class BinanceTradingRest:
             return _err(400, -1121, "Invalid symbol.") if sym not in BINANCE_SYMBOLS else \
                 HttpReply(200, [_brackets(sym)])
         return HttpReply(200, [_brackets(s) for s in BINANCE_SYMBOLS])
+
+    @staticmethod
+    def _commission_rate(params: dict[str, str]) -> HttpReply:
+        sym = params.get("symbol")
+        if sym not in BINANCE_SYMBOLS:
+            return _err(400, -1121, "Invalid symbol.")
+        return HttpReply(200, orders.binance_commission_rate(sym))
 
     @staticmethod
     def _leverage(params: dict[str, str]) -> HttpReply:

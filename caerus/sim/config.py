@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from caerus import fees
 from caerus.sim.hub import Topics
 from caerus.sim.market import MarketConfig
 from caerus.sim.scenarios import SCENARIOS, VENUES, FaultBudget, Scenario
@@ -48,6 +49,12 @@ class EmulatorConfig:
     metrics_dir: Path | None = None  # write venue-sim.hlog (emulator lateness) here
     # sched_yield after each top-of-book frame sent: the emulator shares a CPU with the fleet
     yield_after_top: bool = False
+    # what the accounts pay per fill (caerus.fees): Binance VIP level (0 = regular: 2.0 / 5.0 bps maker / taker)
+    # and Hyperliquid's perps tier (0: 1.5 / 4.5 bps)
+    binance_fee_tier: int = 0
+    hl_fee_tier: int = 0
+    # Binance refuses a GTD order whose goodTillDate is not more than 600 s ahead (-5040); compressible for tests
+    binance_gtd_min_lead_s: float = 600.0
 
     @property
     def seed(self) -> int:
@@ -83,6 +90,13 @@ class EmulatorConfig:
         if self.hl_max_subscription_bytes > self.max_message_bytes:
             raise ValueError(f"hl_max_subscription_bytes ({self.hl_max_subscription_bytes}) must be <= "
                              f"max_message_bytes ({self.max_message_bytes})")
+        for venue, name in (("binance", "binance_fee_tier"), ("hyperliquid", "hl_fee_tier")):
+            try:
+                fees.tier(venue, getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if not self.binance_gtd_min_lead_s >= 0:
+            raise ValueError(f"binance_gtd_min_lead_s must be >= 0, got {self.binance_gtd_min_lead_s!r}")
         if self.replay is not None and not Path(self.replay).is_file():
             raise ValueError(f"replay file {self.replay} does not exist")
         if self.replay is not None and self.captures:

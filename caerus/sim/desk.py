@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 from eth_account import Account
 
+from caerus import fees
 from caerus.sim.ledger import Fill, Ledger, start_balance_from_env
 
 ENV_API_KEY = "CAERUS_SIM_BINANCE_API_KEY"
@@ -58,6 +59,9 @@ class OrderDesk:
     hyperliquid_address: str | None = None
     hyperliquid_network: str = "any"  # "mainnet" | "testnet" | "any" (which phantom-agent source is accepted)
     hyperliquid_vaults: set[str] = field(default_factory=set)  # vault addresses the wallet may trade for
+    # each venue's fee tier (caerus.fees; EmulatorConfig.binance_fee_tier / hl_fee_tier): what every fill pays
+    fee_tiers: dict[str, int] = field(default_factory=lambda: dict.fromkeys(fees.VENUES, 0))
+    binance_gtd_min_lead_ms: int = 600_000  # a GTD goodTillDate must be later than now + this (EmulatorConfig)
     hl_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # oid -> order record (POST /info queries)
     hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
     binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
@@ -178,10 +182,30 @@ def reset() -> None:
     DESK.__dict__.update(OrderDesk().__dict__)
 
 
-def book_fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC") -> Fill:
-    """Book a fill into the venue's account (position in ``name``, realised PnL): the one ledger both venues'
-    views read."""
-    return DESK.ledger.book_fill(venue, book_key(venue, name), is_buy, px, qty)
+def configure_fees(binance_tier: int = 0, hyperliquid_tier: int = 0) -> None:
+    """The fee tier each venue's account trades at (caerus.fees); ValueError naming a tier the venue lacks."""
+    fees.tier("binance", binance_tier)  # raises naming the venue and its tiers
+    fees.tier("hyperliquid", hyperliquid_tier)
+    DESK.fee_tiers = {"binance": binance_tier, "hyperliquid": hyperliquid_tier}
+
+
+def configure_venue(*, binance_fee_tier: int = 0, hl_fee_tier: int = 0,
+                    binance_gtd_min_lead_s: float = 600.0) -> None:
+    """The emulator's venue settings (EmulatorConfig): each account's fee tier and Binance's GTD minimum lead."""
+    configure_fees(binance_fee_tier, hl_fee_tier)
+    DESK.binance_gtd_min_lead_ms = int(binance_gtd_min_lead_s * 1000)
+
+
+def fee_tier(venue: str) -> fees.FeeTier:
+    """The venue's fee tier this emulator charges."""
+    return fees.tier(venue, DESK.fee_tiers[venue])
+
+
+def book_fill(venue: str, is_buy: bool, px: float, qty: float, name: str = "BTC", *, maker: bool = False) -> Fill:
+    """Book a fill into the venue's account (position in ``name``, realised PnL, and the fee of the venue's tier:
+    maker when the order rested, taker when it took liquidity): the one ledger both venues' views read."""
+    fee = fee_tier(venue).rate(maker) * px * qty
+    return DESK.ledger.book_fill(venue, book_key(venue, name), is_buy, px, qty, fee)
 
 
 

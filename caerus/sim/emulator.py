@@ -31,7 +31,7 @@ from caerus.sim.driver import MarketDriver
 from caerus.sim.http import connection_class
 from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
-from caerus.sim.order_entry import book_sink
+from caerus.sim.order_entry import book_sink, configure_venue
 from caerus.sim.replay import ReplayDriver, read_frames
 from caerus.sim.replay_market import ReplayMarket, describe_follower, wait_for_venues
 from caerus.sim.tls import CertFiles, make_certificates, server_context
@@ -93,6 +93,8 @@ class VenueEmulator:
     # -- lifecycle --------------------------------------------------------------------------------------------
     async def start(self) -> dict[str, Any]:
         cfg = self.config
+        configure_venue(binance_fee_tier=cfg.binance_fee_tier, hl_fee_tier=cfg.hl_fee_tier,
+                        binance_gtd_min_lead_s=cfg.binance_gtd_min_lead_s)
         self.certs = make_certificates(cfg.cert_dir)
         if self._recorded is not None:
             self.driver = ReplayDriver(self._recorded, self.state.topics, retime=cfg.replay_retime,

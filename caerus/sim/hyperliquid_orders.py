@@ -89,14 +89,15 @@ def _hl_events(record: dict[str, Any], status: str, now_ms: int) -> None:
 
 def _hl_trade(record: dict[str, Any], px: float, qty: float, now_ms: int, *, crossed: bool) -> None:
     """Book one fill of a Hyperliquid order: the ledger, the fills history (``userFills``) and the stream event,
-    with the venue's ``dir``, ``startPosition`` and ``closedPnl``."""
+    with the venue's ``dir``, ``startPosition``, ``closedPnl`` (before the fee, as the venue reports it) and
+    ``fee`` in USDC: the tier's taker rate when the order crossed, its maker rate when it rested."""
     coin = record["coin"]
-    booked = book_fill("hyperliquid", record["side"] == "B", px, qty, coin)
+    booked = book_fill("hyperliquid", record["side"] == "B", px, qty, coin, maker=not crossed)
     szd = _sz_decimals(coin)
     fill = {"coin": coin, "px": _hl_px(px, szd), "sz": _hl_sz(qty, szd), "side": record["side"], "time": now_ms,
             "startPosition": f"{booked.start:.{szd}f}", "dir": hl_direction(booked),
             "closedPnl": f"{booked.closed_pnl:.6f}", "hash": f"0x{record['oid']:064x}", "oid": record["oid"],
-            "crossed": crossed, "fee": "0.0", "tid": next(DESK.trade_ids), "feeToken": "USDC",
+            "crossed": crossed, "fee": _hl_usd(booked.fee), "tid": next(DESK.trade_ids), "feeToken": "USDC",
             **({"cloid": record["cloid"]} if record["cloid"] else {})}
     DESK.ledger.fills["hyperliquid"].appendleft(fill)
     DESK.events["hyperliquid"].append({"channel": "userFills", "data": {"user": DESK.hyperliquid_address,
@@ -116,6 +117,12 @@ def _hl_px(px: float, sz_decimals: int) -> str:
     if decimals == 0:
         return text
     text = text.rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _hl_usd(value: float) -> str:
+    """A USDC amount as the venue prints a fill's fee: at most 6 decimals, trailing zeros dropped (one kept)."""
+    text = f"{value:.6f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
 
 
@@ -313,7 +320,8 @@ def hyperliquid_post_response(msg: dict[str, Any], *, now_ms: int | None = None)
 
 def hyperliquid_clearinghouse_state(now_ms: int) -> dict[str, Any]:
     """``clearinghouseState`` from the ledger: each coin's position (``szi`` signed) valued at the mark, its
-    unrealised PnL and margin at the chosen leverage, and account value = start + realised + unrealised PnL."""
+    unrealised PnL and margin at the chosen leverage, and account value = start + realised PnL - fees paid - USDC
+    sent out + unrealised PnL."""
     positions, notional, margin, upnl_total = [], 0.0, 0.0, 0.0
     for inst in catalogue.HYPERLIQUID:
         key = book_key("hyperliquid", inst.name)

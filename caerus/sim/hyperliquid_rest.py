@@ -10,7 +10,8 @@ deserialize, or an unknown ``type``, is answered 422 as the venue does.
 ``meta`` lists every Hyperliquid coin of caerus.sim.catalogue in asset-index order; ``metaAndAssetCtxs`` has one
 context per coin (a coin this session does not emulate shows no book), ``allMids`` every emulated coin's mid;
 ``l2Book`` every emulated coin's (null for a coin not listed, as the venue answers); ``userFills`` the ledger's
-fills, ``userFees`` the base fee tier, ``fundingHistory`` hourly entries at the current rate, ``exchangeStatus``.
+fills, ``userFees`` the fee tier the emulator charges (caerus.fees), ``fundingHistory`` hourly entries at the
+current rate, ``exchangeStatus``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from caerus import fees
 from caerus.sim import frames, orders
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.orders import HL_ASSETS, HL_MAX_LEVERAGE, hyperliquid_action
@@ -32,15 +34,29 @@ DESERIALIZE = "Failed to deserialize the JSON body into the target type"
 MAX_LEVERAGE = HL_MAX_LEVERAGE
 FUNDING_INTERVAL_MS = 3_600_000  # hourly funding
 FUNDING_HISTORY_MAX = 500  # entries per fundingHistory answer
-#: ``userFees``: the base tier (the emulator charges no fees; the rates are what the venue's base tier shows)
-USER_FEES: dict[str, Any] = {
-    "dailyUserVlm": [],
-    "feeSchedule": {"cross": "0.00045", "add": "0.00015", "spotCross": "0.0007", "spotAdd": "0.0004",
-                    "tiers": {"vip": [], "mm": []}, "referralDiscount": "0.04", "stakingDiscountTiers": []},
-    "userCrossRate": "0.00045", "userAddRate": "0.00015", "userSpotCrossRate": "0.0007",
-    "userSpotAddRate": "0.0004", "activeReferralDiscount": "0.0", "trial": None, "feeTrialReward": "0.0",
-    "nextTrialAvailableTimestamp": None, "stakingLink": None,
-    "activeStakingDiscount": {"bpsOfMaxSupply": "0.0", "discount": "0.0"}}
+def user_fees() -> dict[str, Any]:
+    """``userFees``: the rates the emulator charges (the account's tier of caerus.fees: ``userCrossRate`` taker,
+    ``userAddRate`` maker) and the perps schedule's tiers, no volume history."""
+    tier = orders.fee_tier("hyperliquid")
+    base, *higher = fees.tiers("hyperliquid")
+    return {
+        "dailyUserVlm": [],
+        "feeSchedule": {"cross": _rate(base.taker_rate), "add": _rate(base.maker_rate), "spotCross": "0.0007",
+                        "spotAdd": "0.0004",
+                        "tiers": {"vip": [{"ntlCutoff": f"{t.min_volume_usd:.1f}", "cross": _rate(t.taker_rate),
+                                           "add": _rate(t.maker_rate)} for t in higher], "mm": []},
+                        "referralDiscount": "0.04", "stakingDiscountTiers": []},
+        "userCrossRate": _rate(tier.taker_rate), "userAddRate": _rate(tier.maker_rate), "userSpotCrossRate": "0.0007",
+        "userSpotAddRate": "0.0004", "activeReferralDiscount": "0.0", "trial": None, "feeTrialReward": "0.0",
+        "nextTrialAvailableTimestamp": None, "stakingLink": None,
+        "activeStakingDiscount": {"bpsOfMaxSupply": "0.0", "discount": "0.0"}}
+
+
+def _rate(rate: float) -> str:
+    text = f"{rate:.8f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
 USDC_TOKEN_ID = "0x6d1e7cde53ba9467b783cb7c530ce054"  # USDC's token id on Hyperliquid
 
 
@@ -85,7 +101,7 @@ class HyperliquidRest:
             "userFillsByTime": lambda r: [f for f in orders.hyperliquid_user_fills()
                                           if int(r.get("startTime") or 0) <= f["time"]
                                           <= int(r.get("endTime") or 2**62)],
-            "userFees": lambda r: USER_FEES,
+            "userFees": lambda r: user_fees(),
             "exchangeStatus": lambda r: {"time": time.time_ns() // 1_000_000, "specialStatuses": None},
             "fundingHistory": self._funding_history,
             "candleSnapshot": self._candles,

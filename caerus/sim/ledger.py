@@ -1,9 +1,11 @@
 """The emulator's account ledger: one definition of an account's money and positions, read by both venues' views.
 
 Per venue it keeps the starting balance (``CAERUS_SIM_START_BALANCE``, USD/USDT/USDC alike), the realised PnL of
-closing fills, the position in each instrument (signed size, average entry price), the chosen leverage and margin
-type per instrument, and a bounded history of fills. Equity, unrealised PnL and margin are computed here from the
-positions and the marks the caller passes (the order desk's top of book). Pure bookkeeping: no sockets, no clock.
+closing fills, the trading fees paid (the venue's rate for the fill, caerus.fees, charged by the caller), the money
+sent out of the account (Hyperliquid ``usdSend`` / ``withdraw3``), the position in each instrument (signed size,
+average entry price), the chosen leverage and margin type per instrument, and a bounded history of fills. Equity,
+unrealised PnL and margin are computed here from the positions and the marks the caller passes (the order desk's
+top of book). Pure bookkeeping: no sockets, no clock.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class Fill:
 
     start: float  # signed position before the fill
     end: float  # signed position after
-    closed_pnl: float  # realised by the part of the fill that reduced the position
+    closed_pnl: float  # realised by the part of the fill that reduced the position (before the fee)
+    fee: float = 0.0  # the trading fee the fill paid (quote currency), taken from the wallet
 
     @property
     def closing(self) -> bool:
@@ -52,6 +55,8 @@ class Ledger:
 
     start_balance: float = DEFAULT_START_BALANCE
     realised: dict[str, float] = field(default_factory=lambda: collections.defaultdict(float))  # venue -> PnL
+    fees: dict[str, float] = field(default_factory=lambda: collections.defaultdict(float))  # venue -> fees paid
+    sent: dict[str, float] = field(default_factory=lambda: collections.defaultdict(float))  # venue -> sent out
     positions: dict[str, tuple[float, float]] = field(default_factory=dict)  # book key -> (signed size, entry)
     leverage: dict[str, tuple[int, bool]] = field(default_factory=dict)  # book key -> (leverage, is cross)
     fills: dict[str, collections.deque[dict[str, Any]]] = field(
@@ -60,8 +65,9 @@ class Ledger:
     def position(self, key: str) -> tuple[float, float]:
         return self.positions.get(key, (0.0, 0.0))
 
-    def book_fill(self, venue: str, key: str, is_buy: bool, px: float, qty: float) -> Fill:
-        """Apply one fill to the position under ``key`` (average entry kept; PnL realised on the reduced part)."""
+    def book_fill(self, venue: str, key: str, is_buy: bool, px: float, qty: float, fee: float = 0.0) -> Fill:
+        """Apply one fill to the position under ``key`` (average entry kept; PnL realised on the reduced part) and
+        take its ``fee`` from the venue's wallet."""
         pos, entry = self.position(key)
         signed = qty if is_buy else -qty
         new = round(pos + signed, 8)
@@ -77,11 +83,13 @@ class Ledger:
         elif (pos > 0) == (signed > 0):
             entry = (entry * abs(pos) + px * qty) / abs(new)  # added to: weighted average
         self.positions[key] = (new, entry)
-        return Fill(pos, new, closed)
+        self.fees[venue] += fee
+        return Fill(pos, new, closed, fee)
 
     def wallet(self, venue: str) -> float:
-        """Wallet balance: the start plus realised PnL (the emulator charges no fees nor funding)."""
-        return self.start_balance + self.realised[venue]
+        """Wallet balance: the start plus realised PnL, less the fees paid and the money sent out (funding
+        payments are not charged)."""
+        return self.start_balance + self.realised[venue] - self.fees[venue] - self.sent[venue]
 
     def unrealised(self, key: str, mark: float | None) -> float:
         size, entry = self.position(key)

@@ -95,6 +95,14 @@ def book_sink() -> BookSink | None:
     return fn  # type: ignore[return-value]
 
 
+def configure_venue(*, binance_fee_tier: int, hl_fee_tier: int, binance_gtd_min_lead_s: float) -> None:
+    """Hand the emulator's venue settings (EmulatorConfig) to ``caerus.sim.orders`` when it is there."""
+    fn, _ = _handler("configure_venue")
+    if fn is not None:
+        fn(binance_fee_tier=binance_fee_tier, hl_fee_tier=hl_fee_tier,  # type: ignore[call-arg]
+           binance_gtd_min_lead_s=binance_gtd_min_lead_s)
+
+
 def configure_credentials_from_env() -> bool:
     """Let ``caerus.sim.orders`` pick up its ``CAERUS_SIM_*`` test credentials (process start-up only)."""
     fn, _ = _handler("configure_from_env")

@@ -21,6 +21,9 @@ def test_good_config(tmp_path: Path) -> None:
                                      "--scenario-after", "0.5", "--hl-lag-ms", "250"))
     assert cfg.seed == 9 and cfg.scenario.name == "stall" and cfg.scenario.after_s == 0.5
     assert cfg.market.hl_lag_ms == 250
+    assert (cfg.binance_fee_tier, cfg.hl_fee_tier, cfg.binance_gtd_min_lead_s) == (0, 0, 600.0)  # the venues' base
+    tiers = app.config_from_args(parse("--cert-dir", str(tmp_path), "--binance-fee-tier", "2", "--hl-fee-tier", "3"))
+    assert (tiers.binance_fee_tier, tiers.hl_fee_tier) == (2, 3)
 
 
 def test_symbols_and_factor_share(tmp_path: Path) -> None:
@@ -54,6 +57,9 @@ def test_replay_scenario_spelling(tmp_path: Path) -> None:
         (("--cert-dir", "X", "--symbols", "BTC,ETH,BTC"), "'BTC' more than once"),
         (("--cert-dir", "X", "--symbols", ","), "--symbols"),
         (("--cert-dir", "X", "--symbols", "BTC,ETH", "--factor-share", "2"), "factor_share"),
+        (("--cert-dir", "X", "--binance-fee-tier", "10"), "binance_fee_tier: binance fee tier must be an integer 0..9"),
+        (("--cert-dir", "X", "--hl-fee-tier", "7"), "hl_fee_tier: hyperliquid fee tier must be an integer 0..6"),
+        (("--cert-dir", "X", "--binance-gtd-min-lead", "-1"), "binance_gtd_min_lead_s"),
     ],
 )
 def test_bad_config_exits_2_with_a_message(argv: tuple[str, ...], message: str,

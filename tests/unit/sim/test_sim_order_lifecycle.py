@@ -151,12 +151,14 @@ def test_binance_resting_order_fills_when_the_market_crosses_it_and_the_wallet_m
     events = orders.drain_events("binance")
     trade = next(e for e in events if e["e"] == "ORDER_TRADE_UPDATE")["o"]
     assert trade["x"] == "TRADE" and trade["X"] == "FILLED" and trade["i"] == sell["orderId"] and trade["m"]
-    assert float(trade["rp"]) == pytest.approx(10.0)  # (101000 - 100000) * 0.01
+    assert float(trade["rp"]) == pytest.approx(10.0)  # (101000 - 100000) * 0.01, before the commission
+    # regular tier: the market buy paid the taker rate (5 bps of 1000), the resting sell the maker rate (2 bps of 1010)
+    assert (trade["n"], trade["N"]) == ("0.20200000", "USDT")
     account = next(e for e in events if e["e"] == "ACCOUNT_UPDATE")["a"]
-    assert float(account["B"][0]["wb"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0)
+    assert float(account["B"][0]["wb"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0 - 0.5 - 0.202)
     assert float(account["P"][0]["pa"]) == 0.0
     balance = _b("v2/account.balance")["result"][0]
-    assert float(balance["balance"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0)
+    assert float(balance["balance"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0 - 0.702)
 
 
 def test_binance_account_reports_equity_from_positions_and_marks() -> None:
@@ -164,8 +166,10 @@ def test_binance_account_reports_equity_from_positions_and_marks() -> None:
     orders.update_book("binance", 100_990.0, 5.0, 101_010.0, 5.0)  # mark 101000
     acct = _b("v2/account.status")["result"]
     assert float(acct["totalUnrealizedProfit"]) == pytest.approx(10.0)
-    assert float(acct["totalMarginBalance"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0)
+    # equity = wallet (start less the market buy's 0.5 USDT taker commission) + unrealised PnL
+    assert float(acct["totalMarginBalance"]) == pytest.approx(orders.DESK.ledger.start_balance - 0.5 + 10.0)
     assert float(acct["totalInitialMargin"]) == pytest.approx(101_000 * 0.01 / 20)
+    assert acct["feeTier"] == 0
 
 
 def test_bands_positions_and_pnl_measure_from_the_markets_mark_not_the_mid() -> None:
