@@ -42,7 +42,8 @@ ORDER_ENTRY_HELP = """order entry: the emulator accepts orders only from the cre
   CAERUS_SIM_BINANCE_SECRET                   its HMAC secret, and/or
   CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE  a PEM Ed25519 public key (Ed25519-signed requests)
   CAERUS_SIM_HL_ADDRESS                       the Hyperliquid wallet (0x...) whose signatures are accepted
-  CAERUS_SIM_HL_NETWORK                       mainnet | testnet | any (default any): the signing domain accepted
+  CAERUS_SIM_HL_NETWORK                       testnet | mainnet (default testnet): the network it plays; an action
+                                              signed for the other one is refused, as the venue refuses it
   CAERUS_SIM_HL_VAULTS                        comma-separated vault addresses the wallet may trade for (default none)
 """
 
@@ -174,10 +175,6 @@ async def _serve(cfg: EmulatorConfig, ready_file: Path | None) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    from caerus.sim.order_entry import configure_credentials_from_env
-
-    if configure_credentials_from_env():
-        log.info("order entry: test credentials taken from CAERUS_SIM_* environment variables")
     emu = VenueEmulator(cfg)
     info = await emu.start()
     if ready_file is not None:
@@ -207,6 +204,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         protocols.load_plugins()
         cfg = config_from_args(args)
+        from caerus.sim.order_entry import configure_credentials_from_env
+
+        if configure_credentials_from_env():  # a bad CAERUS_SIM_* value exits 2 here, naming it
+            log.info("order entry: test credentials taken from CAERUS_SIM_* environment variables")
         if args.cpus:
             from caerus.plan import parse_cpu_list, pin_current_process
 

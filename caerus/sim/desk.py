@@ -34,6 +34,7 @@ ENV_ED25519_PUBLIC_KEY_FILE = "CAERUS_SIM_BINANCE_ED25519_PUBLIC_KEY_FILE"
 ENV_HL_ADDRESS = "CAERUS_SIM_HL_ADDRESS"
 ENV_HL_NETWORK = "CAERUS_SIM_HL_NETWORK"
 ENV_HL_VAULTS = "CAERUS_SIM_HL_VAULTS"  # comma-separated vault addresses the wallet may trade for
+HL_NETWORKS = ("testnet", "mainnet")
 #: the most requests the Binance rate-limit log keeps: 10x the largest limit (2400 weight a minute), so a reported
 #: count saturates only far past the point where the venue would have refused the client (bounds memory whatever
 #: the request rate)
@@ -57,7 +58,10 @@ class OrderDesk:
     binance_hmac_secret: str | None = None
     binance_ed25519_public_key: Ed25519PublicKey | None = None
     hyperliquid_address: str | None = None
-    hyperliquid_network: str = "any"  # "mainnet" | "testnet" | "any" (which phantom-agent source is accepted)
+    # the network the emulated Hyperliquid is: "testnet" (what the official SDK signs for any URL but mainnet's)
+    # or "mainnet"; an L1 action's phantom agent must carry its source ("a" / "b") and a user-signed action its
+    # hyperliquidChain ("Mainnet" / "Testnet"), as on the venue
+    hyperliquid_network: str = "testnet"
     hyperliquid_vaults: set[str] = field(default_factory=set)  # vault addresses the wallet may trade for
     # each venue's fee tier (caerus.fees; EmulatorConfig.binance_fee_tier / hl_fee_tier): what every fill pays
     fee_tiers: dict[str, int] = field(default_factory=lambda: dict.fromkeys(fees.VENUES, 0))
@@ -94,7 +98,7 @@ DESK = OrderDesk()
 
 def configure_test_credentials(*, binance_api_key: str | None = None, binance_hmac_secret: str | None = None,
                                binance_ed25519_public_key: Ed25519PublicKey | bytes | None = None,
-                               hyperliquid_address: str | None = None, hyperliquid_network: str = "any",
+                               hyperliquid_address: str | None = None, hyperliquid_network: str = "testnet",
                                hyperliquid_vaults: tuple[str, ...] = ()) -> None:
     """Which credentials the emulator accepts. ``binance_ed25519_public_key`` may be PEM bytes."""
     if isinstance(binance_ed25519_public_key, bytes):
@@ -102,8 +106,9 @@ def configure_test_credentials(*, binance_api_key: str | None = None, binance_hm
         if not isinstance(key, Ed25519PublicKey):
             raise ValueError("binance_ed25519_public_key is not an Ed25519 public key")
         binance_ed25519_public_key = key
-    if hyperliquid_network not in ("mainnet", "testnet", "any"):
-        raise ValueError(f"hyperliquid_network must be mainnet|testnet|any, got {hyperliquid_network!r}")
+    if hyperliquid_network not in HL_NETWORKS:
+        raise ValueError(f"hyperliquid_network ({ENV_HL_NETWORK}) must be mainnet or testnet (the emulator plays one "
+                         f"network, as each venue is one), got {hyperliquid_network!r}")
     DESK.binance_api_key = binance_api_key
     DESK.binance_hmac_secret = binance_hmac_secret
     DESK.binance_ed25519_public_key = binance_ed25519_public_key
@@ -124,7 +129,7 @@ def configure_from_env(env: Mapping[str, str] | None = None) -> bool:
     configure_test_credentials(binance_api_key=env.get(ENV_API_KEY) or None,
                                binance_hmac_secret=env.get(ENV_SECRET) or None, binance_ed25519_public_key=pub,
                                hyperliquid_address=env.get(ENV_HL_ADDRESS) or None,
-                               hyperliquid_network=env.get(ENV_HL_NETWORK) or "any",
+                               hyperliquid_network=env.get(ENV_HL_NETWORK) or "testnet",
                                hyperliquid_vaults=tuple(v.strip() for v in env.get(ENV_HL_VAULTS, "").split(",")
                                                         if v.strip()))
     return True

@@ -2,9 +2,11 @@
 order-related info answers, as the venue gives them, including its rejections.
 
 Checked: request shape (``type: error``), action type (``order``, ``cancel``, ``cancelByCloid``, ``modify``,
-``batchModify``, ``scheduleCancel`` at least 5 s ahead, ``updateLeverage``; any other is "Unsupported action
-type"), the EIP-712 signature recovering to the configured wallet (otherwise ``status: err`` "User or API Wallet
-0x... does not exist."), vault, ``expiresAfter``, nonce freshness and reuse, then per order: asset, price, size,
+``batchModify``, ``scheduleCancel`` at least 5 s ahead, ``updateLeverage``, and the user-signed ``usdSend`` and
+``withdraw3``; any other is "Unsupported action type"), the EIP-712 signature recovering to the configured wallet
+for the network this venue is (an L1 action's phantom-agent source "a" mainnet / "b" testnet, a user-signed
+action's ``hyperliquidChain``; otherwise ``status: err`` "User or API Wallet 0x... does not exist." or the chain
+named), vault, ``expiresAfter``, nonce freshness and reuse, then per order: asset, price, size,
 the 80% band around the mark (caerus.sim.price_band), reduce-only against the position, minimum value; IOC / GTC /
 ALO against the book. Resting orders fill when the market reaches them and ``scheduleCancel`` cancels every open
 order at its time (:func:`on_book`). Signatures are checked by the emulator's own verifier (caerus.sim.verify).
@@ -20,7 +22,7 @@ from typing import Any
 from caerus.sim import catalogue, price_band
 from caerus.sim.desk import DESK, Book, book_fill, book_key, cross, decimal_of, forget_oldest, mark, position
 from caerus.sim.ledger import hl_direction
-from caerus.sim.verify import hyperliquid_signer
+from caerus.sim.verify import HL_USER_SIGNED, hyperliquid_signer, hyperliquid_user_signer
 
 #: every coin the emulated Hyperliquid lists, by asset index (meta order)
 HL_ASSETS: dict[int, dict[str, Any]] = {
@@ -139,10 +141,12 @@ def _hl_request_error(req_id: Any, text: str) -> dict[str, Any]:
 
 
 def _hl_recover(action: dict[str, Any], nonce: int, sig: dict[str, Any], vault: str | None,
-                expires_after: int | None) -> list[str]:
-    nets = {"mainnet": (True,), "testnet": (False,), "any": (True, False)}[DESK.hyperliquid_network]
-    return [hyperliquid_signer(action, nonce, sig, is_mainnet=m, vault_address=vault,
-                               expires_after=expires_after).lower() for m in nets]
+                expires_after: int | None) -> str:
+    """Who signed an L1 action for the network this venue is: the phantom agent's source is this network's, so an
+    action signed for the other network recovers to some other address (refused as an unknown wallet, as the venue
+    does)."""
+    return hyperliquid_signer(action, nonce, sig, is_mainnet=DESK.hyperliquid_network == "mainnet",
+                              vault_address=vault, expires_after=expires_after).lower()
 
 
 def _hl_order_status(o: Any, now_ms: int) -> dict[str, Any]:
@@ -384,6 +388,49 @@ def hyperliquid_info_order(req: dict[str, Any]) -> dict[str, Any] | None:
     return {"status": "order", "order": rec}
 
 
+_HL_CHAIN = {"mainnet": "Mainnet", "testnet": "Testnet"}
+_DECIMAL = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+
+
+def _hl_user_signed(action: dict[str, Any], nonce: int, sig: dict[str, Any],
+                    now_ms: int | None) -> dict[str, Any] | str:
+    """A user-signed action (``usdSend``, ``withdraw3``): USDC leaving the account, signed by the wallet itself over
+    the action's fields with the network in ``hyperliquidChain``. Refused: an action for the other network, a
+    signer that is not the wallet, a nonce that is not the action's ``time`` or is stale / reused, more than the
+    account can withdraw."""
+    chain, chain_id, amount = action.get("hyperliquidChain"), action.get("signatureChainId"), action.get("amount")
+    dest, when = action.get("destination"), action.get("time")
+    if not (isinstance(chain, str) and isinstance(chain_id, str) and re.fullmatch(r"0x[0-9a-fA-F]+", chain_id)
+            and isinstance(amount, str) and _DECIMAL.match(amount) and isinstance(dest, str)
+            and _HL_ADDRESS.match(dest) and isinstance(when, int) and not isinstance(when, bool)):
+        return (f"Failed to deserialize the JSON body into the target type: {action.get('type')} needs "
+                "hyperliquidChain, signatureChainId (hex), destination (an address), amount (a decimal string) and "
+                "time (an integer)")
+    expected = _HL_CHAIN[DESK.hyperliquid_network]
+    if chain != expected:
+        return {"status": "err", "response": f"Invalid hyperliquidChain {chain!r}: this is {expected}; the action "
+                                             "was signed for another network."}
+    try:
+        signer = hyperliquid_user_signer(action, sig).lower()
+    except Exception as exc:  # a malformed signature is answered, never raised
+        return f"Invalid signature: {type(exc).__name__}"
+    if DESK.hyperliquid_address is None or DESK.hyperliquid_address != signer:
+        return {"status": "err", "response": f"User or API Wallet {signer} does not exist."}
+    now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    if when != nonce:
+        return {"status": "err", "response": f"Invalid nonce: the action's time {when} is not the nonce {nonce}."}
+    if not (now_ms - HL_NONCE_PAST_MS < nonce < now_ms + HL_NONCE_FUTURE_MS):
+        return {"status": "err", "response": f"Invalid nonce: {nonce} is outside the allowed window."}
+    if nonce in DESK.seen_nonces:
+        return {"status": "err", "response": f"Invalid nonce: duplicate nonce {nonce}."}
+    withdrawable = float(hyperliquid_clearinghouse_state(now_ms)["withdrawable"])
+    if float(amount) > withdrawable:
+        return {"status": "err", "response": "Insufficient balance for withdrawal."}
+    DESK.seen_nonces.add(nonce)
+    DESK.ledger.sent["hyperliquid"] += float(amount)
+    return {"status": "ok", "response": {"type": "default"}}
+
+
 def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, Any] | str:
     """The venue's answer to one signed action (the ``POST /exchange`` body, the WebSocket post's payload):
     ``{"status": "ok" | "err", "response": ...}``, or a str when the payload does not deserialize (HTTP 422)."""
@@ -397,17 +444,19 @@ def hyperliquid_action(payload: Any, *, now_ms: int | None = None) -> dict[str, 
     if not isinstance(action, dict) or isinstance(nonce, bool) or not isinstance(nonce, int) \
             or not isinstance(sig, dict) or not vault_ok or not expires_ok:
         return "Failed to deserialize the JSON body into the target type"
+    if action.get("type") in HL_USER_SIGNED:
+        return _hl_user_signed(action, nonce, sig, now_ms)
     shape = _hl_shape_error(action)
     if shape == "unsupported":
         return {"status": "err", "response": f"Unsupported action type {action.get('type')!r}."}
     if shape is not None:
         return shape
     try:
-        signers = _hl_recover(action, nonce, sig, vault, expires_after)
+        signer = _hl_recover(action, nonce, sig, vault, expires_after)
     except Exception as exc:  # any malformed signature (eth-keys raises its own types too): answered, not raised
         return f"Invalid signature: {type(exc).__name__}"
-    if DESK.hyperliquid_address is None or DESK.hyperliquid_address not in signers:
-        return {"status": "err", "response": f"User or API Wallet {signers[0]} does not exist."}
+    if DESK.hyperliquid_address is None or DESK.hyperliquid_address != signer:
+        return {"status": "err", "response": f"User or API Wallet {signer} does not exist."}
     if vault is not None and vault.lower() not in DESK.hyperliquid_vaults:
         return {"status": "err", "response": f"Vault not registered: {vault.lower()}"}
     now_ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms

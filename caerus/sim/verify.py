@@ -11,6 +11,10 @@ each check from the documentation, with different building blocks where it can:
   + a vault byte (0x00, or 0x01 and the 20-byte vault address); the phantom agent ``{source: "a" mainnet | "b"
   testnet, connectionId}`` is EIP-712 typed data (domain ``Exchange``/``1``/chainId 1337/zero address). The signer
   is recovered with eth-account's documented path: ``encode_typed_data`` + ``Account.recover_message``.
+- Hyperliquid user-signed actions (``usdSend``, ``withdraw3``): EIP-712 typed data straight over the action's
+  fields, domain ``HyperliquidSignTransaction``/``1``/chainId = the action's ``signatureChainId`` (any chain the
+  wallet signed on)/zero address, primary type ``HyperliquidTransaction:<Name>``; the network is the signed
+  ``hyperliquidChain`` field ("Mainnet" | "Testnet"), which the caller checks.
 """
 
 from __future__ import annotations
@@ -89,6 +93,29 @@ def hyperliquid_connection_id(action: dict[str, Any], nonce: int, vault_address:
         data.append(0)
         data += expires_after.to_bytes(8, "big")
     return keccak(bytes(data))
+
+
+#: user-signed action type -> (EIP-712 primary type, its fields after the chain), as the exchange endpoint documents
+HL_USER_SIGNED: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
+    "usdSend": ("HyperliquidTransaction:UsdSend", (("destination", "string"), ("amount", "string"),
+                                                  ("time", "uint64"))),
+    "withdraw3": ("HyperliquidTransaction:Withdraw", (("destination", "string"), ("amount", "string"),
+                                                     ("time", "uint64"))),
+}
+
+
+def hyperliquid_user_signer(action: dict[str, Any], signature: dict[str, Any]) -> str:
+    """The (checksummed) address that signed a user-signed action (its type one of :data:`HL_USER_SIGNED`), over
+    the action's own fields and ``signatureChainId``."""
+    primary, fields = HL_USER_SIGNED[action["type"]]
+    domain = {"name": "HyperliquidSignTransaction", "version": "1", "chainId": int(action["signatureChainId"], 16),
+              "verifyingContract": "0x0000000000000000000000000000000000000000"}
+    names = (("hyperliquidChain", "string"), *fields)
+    types = {primary: [{"name": n, "type": t} for n, t in names]}
+    message = {n: action[n] for n, _ in names}
+    signable = encode_typed_data(domain, types, message)
+    vrs = (int(signature["v"]), int(signature["r"], 16), int(signature["s"], 16))
+    return Account.recover_message(signable, vrs=vrs)
 
 
 def hyperliquid_signer(action: dict[str, Any], nonce: int, signature: dict[str, Any], *, is_mainnet: bool,

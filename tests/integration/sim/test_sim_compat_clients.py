@@ -292,13 +292,18 @@ def _ccxt_binance(sim: VenueSim, keys: bool) -> Any:
     return ex
 
 
-def _ccxt_hyperliquid(sim: VenueSim, wallet: Any | None) -> Any:
+def _ccxt_hyperliquid(sim: VenueSim, wallet: Any | None, testnet: bool = True) -> Any:
+    """ccxt's hyperliquid pointed at the emulator. The emulator plays testnet (CAERUS_SIM_HL_NETWORK's default), so
+    a bot uses ccxt's documented testnet switch, sandbox mode (its actions are then signed for testnet); the base
+    URLs are set after it, since it swaps in the testnet URLs."""
     import ccxt.pro as ccxtpro
 
     config: dict[str, Any] = {"cafile": sim["ca_file"]}
     if wallet is not None:
         config |= {"walletAddress": wallet.address, "privateKey": wallet.key.hex()}
     ex = ccxtpro.hyperliquid(config)
+    if testnet:
+        ex.set_sandbox_mode(True)
     ex.urls["api"]["public"] = ex.urls["api"]["private"] = https(sim["hyperliquid_url"])
     ex.urls["api"]["ws"]["public"] = sim["hyperliquid_url"] + "/ws"
     return ex

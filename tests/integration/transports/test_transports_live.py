@@ -160,7 +160,8 @@ def test_hyperliquid_post_accepted(order_server: OrderServer) -> None:
 
 
 def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: OrderServer, tmp_path: Path) -> None:
-    # Mainnet credentials, confirmed for this account (the local desk stands in for the venue).
+    # Mainnet credentials, confirmed for this account (the local desk stands in for the venue, playing mainnet).
+    orders.DESK.hyperliquid_network = "mainnet"
     creds = dataclasses.replace(load_credentials("hyperliquid", order_server.creds_file), network="mainnet")
     confirm = tmp_path / "confirm"
     confirm.write_text(f"hyperliquid mainnet {creds.account_id}\n")

@@ -111,7 +111,7 @@ def test_hl_signed_order_fills() -> None:
 
 def test_hl_ioc_no_match_gtc_rests_alo_refused() -> None:
     orders.update_book("hyperliquid", 99_990, 1.0, 100_010, 1.0)
-    s = HyperliquidSigner(HL.key.hex(), is_mainnet=True)
+    s = HyperliquidSigner(HL.key.hex(), is_mainnet=False)  # the desk plays testnet unless configured otherwise
     assert "could not immediately match" in _statuses(orders.hyperliquid_post_response(_hl(s)))[0]["error"]
     assert "resting" in _statuses(orders.hyperliquid_post_response(_hl(s, tif="Gtc")))[0]
     assert "Post only" in _statuses(orders.hyperliquid_post_response(_hl(s, px=100_020, tif="Alo")))[0]["error"]
@@ -153,6 +153,13 @@ def test_hl_network_pinning_and_malformed_requests() -> None:
     orders.configure_test_credentials(hyperliquid_address=HL.address, hyperliquid_network="mainnet")
     r = orders.hyperliquid_post_response(_hl(HyperliquidSigner(HL.key.hex(), is_mainnet=False)))
     assert r["data"]["response"]["payload"]["status"] == "err"  # testnet signature on a mainnet desk
+    assert _statuses(orders.hyperliquid_post_response(_hl(HyperliquidSigner(HL.key.hex(), is_mainnet=True))))
+    orders.configure_test_credentials(hyperliquid_address=HL.address)  # the default: testnet
+    r = orders.hyperliquid_post_response(_hl(HyperliquidSigner(HL.key.hex(), is_mainnet=True)))
+    payload = r["data"]["response"]["payload"]
+    assert payload["status"] == "err" and "does not exist" in payload["response"]  # mainnet signature on testnet
+    with pytest.raises(ValueError, match="must be mainnet or testnet"):
+        orders.configure_test_credentials(hyperliquid_address=HL.address, hyperliquid_network="any")
     bad = orders.hyperliquid_post_response({"method": "post", "id": 9, "request": {"type": "info"}})
     assert bad["data"] == {"id": 9, "response": {"type": "error", "payload": bad["data"]["response"]["payload"]}}
     assert orders.hyperliquid_post_response({"method": "subscribe"})["data"]["response"]["type"] == "error"
