@@ -10,10 +10,12 @@ Paths (anything else is refused with HTTP 404 at the handshake):
 * ``/ws-fapi/v1`` order entry, answered by ``caerus.sim.orders.binance_ws_api_response``.
 * Any other request on the port (no WebSocket upgrade) is REST: caerus.sim.binance_rest.
 
-A stream on the wrong route (bookTicker on ``/market``, aggTrade on ``/public``) is acknowledged and then stays
-silent, like the real venue: only a data watchdog notices. A ``SUBSCRIBE`` to a stream this emulator does not
-model is refused (error code 2 naming it), never acknowledged and left silent; a name in the URL path that is not
-a stream is ignored, as the venue ignores it (ccxt puts a connection number there).
+A stream on the wrong route (bookTicker on ``/market``, aggTrade on ``/public``, trade on ``/market``) is
+acknowledged and then stays silent, like the real venue: only a data watchdog notices. Each such subscription is
+logged naming the route that carries the stream and counted (``silent`` in the stats, "trade on /market"). A
+``SUBSCRIBE`` to a stream this emulator does not model is refused (error code 2 naming it), never acknowledged and
+left silent; a name in the URL path that is not a stream is ignored, as the venue ignores it (ccxt puts a
+connection number there).
 ``SET_PROPERTY ["combined", true|false]`` switches the wrapper for every stream of the connection. The server
 sends protocol pings every ``binance_ping_interval_s``, closes every connection after ``binance_max_lifetime_s``
 (24 h) with 1001 and disconnects (1008) a client sending more than 10 messages per second.
@@ -248,6 +250,11 @@ class BinanceServer:
             self.state.topics.add(key, sub, stream if sc.combined else None)
         else:
             sc.subscribed[stream] = None  # acknowledged, never fed: the silent wrong route
+            if stream_route is not None and sc.route != "private":
+                kind = stream.partition("@")[2]
+                self.counters.silent[f"{kind} on /{sc.route}"] += 1
+                log.info("binance: %s subscribed on /%s, which does not carry it (the venue serves it on /%s): "
+                         "acknowledged and silent, as the venue does", stream, sc.route, stream_route)
 
     def _request(self, msg: str | bytes, sub: Subscriber, sc: _StreamConn) -> str | None:
         try:

@@ -121,6 +121,9 @@ class VenueCounters:
     # requests refused, by the limit's setting name (hl_max_connections_total, hl_max_subscription_bytes, ...) or
     # by what was wrong (invalid_subscription): stats() reports them, so a refusal is never silent
     refused: collections.Counter[str] = field(default_factory=collections.Counter)
+    # subscriptions acknowledged and never fed, as the venue does for a stream on the route that does not carry it
+    # (Binance: "trade on /market"), by stream kind and route: stats() reports them, so the silence is explained
+    silent: collections.Counter[str] = field(default_factory=collections.Counter)
 
     @property
     def active(self) -> int:

@@ -206,11 +206,13 @@ class VenueEmulator:
         log.info("venue emulator stopped: %s", json.dumps(self.stats()))
 
     def connection_counts(self) -> dict[str, dict[str, Any]]:
-        """Per venue: connections opened / closed / active, handshakes rejected, TLS failures, HTTP requests, and
-        the requests refused by each limit (``refused``: setting name or reason -> count)."""
+        """Per venue: connections opened / closed / active, handshakes rejected, TLS failures, HTTP requests, the
+        requests refused by each limit (``refused``: setting name or reason -> count), and the subscriptions
+        acknowledged and left silent as the venue leaves them (``silent``: "trade on /market" -> count)."""
         return {
             v: {"opened": c.opened, "closed": c.closed, "active": c.active, "rejected": c.rejected,
-                "tls_failed": c.tls_failed, "http_requests": c.http_requests, "refused": dict(c.refused)}
+                "tls_failed": c.tls_failed, "http_requests": c.http_requests, "refused": dict(c.refused),
+                "silent": dict(c.silent)}
             for v, c in self.state.counters.items()
         }
 

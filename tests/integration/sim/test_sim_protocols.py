@@ -105,6 +105,26 @@ def test_binance_wrong_route_acks_then_stays_silent(tmp_path: Path) -> None:
     assert mark["e"] == "markPriceUpdate" and mark["s"] == "BTCUSDT"
 
 
+def test_binance_trade_stream_is_served_on_public_and_silent_on_market_and_counted(tmp_path: Path) -> None:
+    """Issue 51 item 4: ``<symbol>@trade`` is a /public stream (where the venue serves it, and where ccxt 4.5.90
+    subscribes it); on /market it is acknowledged and stays silent, as the venue does, and the emulator counts and
+    logs it (``silent``), so the silence is explained."""
+    async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> tuple:
+        async with open_ws(emu, "binance", "/market/ws", ctx) as wrong, \
+                open_ws(emu, "binance", "/public/ws", ctx) as right:
+            for ws in (wrong, right):
+                await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["btcusdt@trade"], "id": 9}))
+            right_frames = await recv_for(right, 3.0)
+            wrong_frames = await recv_for(wrong, 0.2)  # by now /public has carried trades; /market has not
+        return wrong_frames, right_frames, emu.connection_counts()["binance"]["silent"]
+
+    wrong_frames, right_frames, silent = run_with(config(tmp_path), body)
+    trades = [json.loads(t) for _, t in right_frames][1:]
+    assert trades and all(t["e"] == "trade" and t["s"] == "BTCUSDT" for t in trades)
+    assert [json.loads(t) for _, t in wrong_frames] == [{"result": None, "id": 9}]
+    assert silent == {"trade on /market": 1}
+
+
 def test_unknown_paths_are_refused_at_handshake(tmp_path: Path) -> None:
     async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> list[int]:
         codes = []
