@@ -7,7 +7,8 @@ Paths (anything else is refused with HTTP 404 at the handshake):
 * ``/market/ws..`` and ``/market/stream..`` the same for aggTrade / markPrice / miniTicker / ticker / kline.
 * ``/private/ws[/<listenKey>]`` and ``/private/stream[?streams=<listenKey>]``: the user-data route; a listen key
   comes from ``POST /fapi/v1/listenKey`` (caerus.sim.binance_rest).
-* ``/ws-fapi/v1`` order entry, answered by ``caerus.sim.orders.binance_ws_api_response``.
+* ``/ws-fapi/v1`` the WebSocket API, answered by ``caerus.sim.orders.binance_ws_api_response`` with this connection's
+  session (``session.logon``) and this server's market data (``depth``, ``ticker.book``, ``ticker.price``).
 * Any other request on the port (no WebSocket upgrade) is REST: caerus.sim.binance_rest.
 
 A stream on the wrong route (bookTicker on ``/market``, aggTrade on ``/public``, trade on ``/market``) is
@@ -30,10 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import http.client
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import ServerConnection
@@ -45,7 +49,7 @@ from caerus.sim.binance_rest import BinanceRest
 from caerus.sim.config import SharedState
 from caerus.sim.http import HttpReply, HttpRequest
 from caerus.sim.hub import Subscriber, spawn
-from caerus.sim.order_entry import binance_order_reply, is_order_place
+from caerus.sim.order_entry import binance_order_reply, binance_session, is_order_place
 
 log = logging.getLogger("caerus.sim")
 
@@ -188,14 +192,25 @@ class BinanceServer:
 
     async def _order_entry(self, conn: ServerConnection) -> None:
         lose = self.state.config.scenario.name == "lost-reply"
+        session = binance_session(time.time_ns() // 1_000_000)  # this connection's (session.logon)
         async for msg in conn:
-            reply = binance_order_reply(msg)
+            reply = binance_order_reply(msg, session, self.ws_api_market)
             if lose and is_order_place(msg) and self.state.budget.claim(self.venue):
                 orders.drain_events(self.venue)  # lost with its account events
                 log.info("binance order executed and its reply dropped (scenario lost-reply)")
                 continue
             await conn.send(reply)
             self.publish_account_events()
+
+    def ws_api_market(self, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+        """A WebSocket API market-data request (``depth``, ``ticker.book``, ``ticker.price``), answered by the REST
+        market data (the same book and quotes): (HTTP status, result or {"code", "msg"})."""
+        path = {"depth": "/fapi/v1/depth", "ticker.book": "/fapi/v1/ticker/bookTicker",
+                "ticker.price": "/fapi/v1/ticker/price"}[method]
+        query = {k: ("true" if v else "false") if isinstance(v, bool) else str(v) for k, v in params.items()
+                 if k in ("symbol", "limit")}
+        reply = self.rest(HttpRequest("GET", path, query, http.client.HTTPMessage(), b""))
+        return reply.status, reply.body
 
     def publish_account_events(self) -> None:
         """The user-data events the order desk queued, to every connection subscribed to the account's key."""

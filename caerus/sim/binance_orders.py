@@ -16,12 +16,12 @@ position`` and ``userDataStream.*``. Resting orders fill at their price when the
 
 from __future__ import annotations
 
-import secrets
 import time
 from decimal import Decimal
 from typing import Any
 
 from caerus.sim import catalogue, price_band
+from caerus.sim.binance_auth import binance_user_data_error, error, integer, listen_key
 from caerus.sim.desk import (
     DESK,
     Book,
@@ -35,7 +35,6 @@ from caerus.sim.desk import (
     position,
 )
 from caerus.sim.ledger import Fill
-from caerus.sim.verify import binance_signature_ok
 
 #: every symbol the emulated Binance lists (caerus.sim.catalogue): its rules and its catalogue name
 BINANCE_SYMBOLS: dict[str, dict[str, Any]] = {
@@ -44,43 +43,20 @@ BINANCE_SYMBOLS: dict[str, dict[str, Any]] = {
     for sym, i in catalogue.BINANCE.items()}
 
 
-#: Binance USD-M rate limits (also in GET /fapi/v1/exchangeInfo); ``count`` is filled per reply from the desk's log
-RATE_LIMITS = [
-    {"rateLimitType": "REQUEST_WEIGHT", "interval": "MINUTE", "intervalNum": 1, "limit": 2400},
-    {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": 300},
-    {"rateLimitType": "ORDERS", "interval": "MINUTE", "intervalNum": 1, "limit": 1200},
-]
-
-
-_INTERVAL_MS = {"SECOND": 1000, "MINUTE": 60_000}
-
-
-def _window_ms(lim: dict[str, object]) -> int:
-    return _INTERVAL_MS[str(lim["interval"])] * int(lim["intervalNum"])  # type: ignore[call-overload]
-
-
-#: how long a request stays in the desk's log: the widest window any limit counts over
-_WIDEST_MS = max(_window_ms(lim) for lim in RATE_LIMITS)
-
-
-_PLACE = ("order.place", "v1/order.place")
-
-
 _OPEN = ("NEW", "PARTIALLY_FILLED")
 
 
-MAX_RECV_WINDOW_MS = 60_000
-
-
-#: marks a request whose signature the REST layer already checked over the query string as sent (an object no
-#: JSON frame can carry, so a WebSocket client cannot claim it)
-REST_VERIFIED = object()
+def venue_now_ms() -> int:
+    """The emulated Binance's clock (this host's, plus the offset tests of skew set)."""
+    return time.time_ns() // 1_000_000 + DESK.binance_clock_offset_ms
 
 
 def on_book(key: str, book: Book) -> None:
-    """A new top of book for ``key``: the resting orders it reaches fill."""
+    """A new top of book for ``key``: GTD orders past their time expire, then the resting orders it reaches fill."""
     if DESK.binance_open.get(key):
-        _match_resting(key, book, time.time_ns() // 1_000_000)
+        now_ms = venue_now_ms()
+        _expire(key, now_ms)
+        _match_resting(key, book, now_ms)
 
 
 def _match_resting(key: str, book: Book, now_ms: int) -> None:
@@ -114,7 +90,7 @@ def _b_order_event(result: dict[str, Any], x: str, now_ms: int, last: tuple[floa
         "s": result["symbol"], "c": result["clientOrderId"], "S": result["side"], "o": result["type"],
         "f": result["timeInForce"], "q": result["origQty"], "p": result["price"],
         "ap": result["avgPrice"], "sp": result["stopPrice"], "x": x, "X": result["status"], "i": result["orderId"],
-        "l": f"{lqty:.{qd}f}", "z": result["executedQty"], "L": _px(lpx, spec) if lqty else "0", "N": "USDT",
+        "l": f"{lqty:.{qd}f}", "z": result["executedQty"], "L": price_text(lpx, spec) if lqty else "0", "N": "USDT",
         "n": f"{commission:.8f}" if booked is not None else "0", "T": now_ms, "t": trade_id, "b": "0", "a": "0",
         "m": maker, "R": result["reduceOnly"], "wt": result["workingType"], "ot": result["origType"], "ps": "BOTH",
         "cp": result["closePosition"], "rp": f"{realised:.8f}", "pP": result["priceProtect"], "si": 0, "ss": 0,
@@ -130,7 +106,8 @@ def _b_account_event(symbol: str, now_ms: int) -> None:
     upnl = DESK.ledger.unrealised(key, mark("binance", spec["name"]))
     DESK.events["binance"].append({"e": "ACCOUNT_UPDATE", "E": now_ms, "T": now_ms, "a": {
         "m": "ORDER", "B": [{"a": "USDT", "wb": wallet, "cw": wallet, "bc": "0"}],
-        "P": [{"s": symbol, "pa": f"{amt:.{spec['qty_decimals']}f}", "ep": _px(entry, spec), "bep": _px(entry, spec),
+        "P": [{"s": symbol, "pa": f"{amt:.{spec['qty_decimals']}f}", "ep": price_text(entry, spec),
+               "bep": price_text(entry, spec),
                "cr": f"{DESK.ledger.realised['binance']:.8f}", "up": f"{upnl:.8f}",
                "mt": "cross" if DESK.ledger.leverage_of(key)[1] else "isolated", "iw": "0", "ps": "BOTH"}]}})
 
@@ -144,167 +121,148 @@ def _b_trade(result: dict[str, Any], px: float, qty: float, now_ms: int, *, make
     done = float(result["executedQty"]) + qty
     quote = float(result["cumQuote"]) + px * qty
     result.update(executedQty=f"{done:.{qd}f}", cumQty=f"{done:.{qd}f}", cumQuote=f"{quote:.5f}",
-                  avgPrice=_px(quote / done, spec), updateTime=now_ms,
+                  avgPrice=price_text(quote / done, spec), updateTime=now_ms,
                   status="FILLED" if done >= float(result["origQty"]) - 1e-12 else "PARTIALLY_FILLED")
     trade_id = next(DESK.trade_ids)
     DESK.ledger.fills["binance"].appendleft({
         "buyer": result["side"] == "BUY", "commission": f"{booked.fee:.8f}", "commissionAsset": "USDT", "id": trade_id,
-        "maker": maker, "orderId": result["orderId"], "price": _px(px, spec), "qty": f"{qty:.{qd}f}",
+        "maker": maker, "orderId": result["orderId"], "price": price_text(px, spec), "qty": f"{qty:.{qd}f}",
         "quoteQty": f"{px * qty:.8f}", "realizedPnl": f"{booked.closed_pnl:.8f}", "side": result["side"],
         "positionSide": "BOTH", "symbol": result["symbol"], "time": now_ms})
     _b_order_event(result, "TRADE", now_ms, (px, qty), trade_id, booked, maker)
     _b_account_event(result["symbol"], now_ms)
 
 
-def _px(value: float, spec: dict[str, Any]) -> str:
+def price_text(value: float, spec: dict[str, Any]) -> str:
     """A Binance price in an order answer: at least 2 decimals, more when the symbol's tick has more."""
     return f"{value:.{max(2, spec['price_decimals'])}f}"
 
 
-def _log_request(now_ms: int, is_order: bool) -> None:
-    """Note one request in the desk's log and drop what has left the widest window, on every request whatever its
-    flags: the log holds one window's requests, never all of them (issue 44: ``returnRateLimits: false`` used to
-    skip the only pruning, so 200k ``time`` calls stayed forever). The deque's ``maxlen`` (desk.REQUEST_LOG_MAX)
-    also bounds a window's worth."""
-    log = DESK.requests_ms
-    log.append((now_ms, is_order))
-    while log and log[0][0] <= now_ms - _WIDEST_MS:
-        log.popleft()
+#: conditional types the venue moved to its Algo Service (2025-12-09): ``order.place`` / ``POST /fapi/v1/order``
+#: refuse them with -4120; ``algoOrder.place`` / ``POST /fapi/v1/algoOrder`` take them (caerus.sim.binance_algo)
+CONDITIONAL_TYPES = ("STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET", "TRAILING_STOP_MARKET")
+TIME_IN_FORCE = ("GTC", "IOC", "FOK", "GTX", "GTD")
+GTD_MAX_MS = 253_402_300_799_000  # the latest goodTillDate the venue takes
 
 
-def _rate_limits(now_ms: int) -> list[dict[str, Any]]:
-    """The limits with this connection's usage: requests in the last minute, orders in each order window."""
-    log = DESK.requests_ms
-    out = []
-    for lim in RATE_LIMITS:
-        window = _window_ms(lim)
-        orders_only = lim["rateLimitType"] == "ORDERS"
-        count = sum(1 for t, is_order in log if t > now_ms - window and (is_order or not orders_only))
-        out.append({**lim, "count": count})
-    return out
+def gtd_refusal(req_id: Any, tif: str, params: dict[str, Any], now_ms: int) -> tuple[int, dict[str, Any] | None]:
+    """(goodTillDate to keep, in whole seconds as the venue keeps it, or 0; the venue's refusal or None): GTD needs
+    a goodTillDate later than now + the minimum lead (600 s on the venue) and before 253402300799000 (-5040)."""
+    if tif != "GTD":
+        return 0, None
+    gtd = integer(params.get("goodTillDate"))
+    if gtd is None:
+        return 0, error(req_id, -1102, "Mandatory parameter 'goodTillDate' was not sent, was empty/null, or "
+                                       "malformed.")
+    if not now_ms + DESK.binance_gtd_min_lead_ms < gtd < GTD_MAX_MS:
+        lead_s = DESK.binance_gtd_min_lead_ms // 1000
+        return 0, error(req_id, -5040, f"The goodTillDate timestamp must be greater than the current time plus "
+                                       f"{lead_s} seconds and smaller than {GTD_MAX_MS}")
+    return gtd - gtd % 1000, None
 
 
-def _b_error(req_id: Any, code: int, msg: str, status: int = 400) -> dict[str, Any]:
-    return {"id": req_id, "status": status, "error": {"code": code, "msg": msg}}
-
-
-def _integer(v: Any) -> int | None:
-    """An integer from a JSON number or a string of digits, else None."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str) and v.isdigit():
-        return int(v)
-    return None
-
-
-def binance_ws_api_response(msg: dict[str, Any], *, now_ms: int | None = None) -> dict[str, Any]:
-    """The Binance USD-M WebSocket API's answer to one request frame (already JSON-decoded), with the
-    ``rateLimits`` usage unless the request set ``returnRateLimits: false``."""
-    now_ms = (time.time_ns() // 1_000_000 if now_ms is None else now_ms) + DESK.binance_clock_offset_ms
-    method = msg.get("method") if isinstance(msg, dict) else None
-    if method == "time":  # NONE security: no key, no signature
-        reply: dict[str, Any] = {"id": msg.get("id"), "status": 200, "result": {"serverTime": now_ms}}
-    elif method == "order.status":
-        reply = _binance_order_status(msg, now_ms)
-    elif method in ("order.cancel", "v1/order.cancel"):
-        reply = _binance_cancel(msg, now_ms)
-    elif method in ("order.modify", "v1/order.modify"):
-        reply = _binance_modify(msg, now_ms)
-    elif method in ("v2/account.status", "account.status", "v2/account.balance", "account.balance"):
-        reply = _binance_account(msg, now_ms)
-    elif method in ("v2/account.position", "account.position"):
-        reply = _binance_positions(msg, now_ms)
-    elif method in ("userDataStream.start", "userDataStream.ping", "userDataStream.stop"):
-        reply = _binance_user_stream(msg)
-    else:
-        reply = _binance_answer(msg, now_ms)
-    # an accepted order counts against the order limits; every request against the request weight
-    _log_request(now_ms, method in ("order.place", "v1/order.place") and "result" in reply)
-    params = msg.get("params") if isinstance(msg, dict) else None
-    if not (isinstance(params, dict) and params.get("returnRateLimits") in (False, "false")):
-        reply["rateLimits"] = _rate_limits(now_ms)
-    return reply
-
-
-def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    req_id = msg.get("id") if isinstance(msg, dict) else None
-    method = msg.get("method") if isinstance(msg, dict) else None
-    if method not in _PLACE:
-        return _b_error(req_id, -1000, f"Unknown method {method!r}; this emulator answers order.place, "
-                                       "order.cancel, order.modify, order.status, v2/account.position, "
-                                       "v2/account.status, v2/account.balance, userDataStream.* and time only.")
+def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """``order.place`` (TRADE, signed): LIMIT (GTC / IOC / FOK / GTX / GTD) and MARKET, checked as the venue
+    checks them; the conditional types are the Algo Service's (-4120)."""
+    req_id = msg.get("id")
     bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad
     params = msg["params"]
     for name in ("symbol", "side", "type", "quantity"):
         if params.get(name) in (None, ""):
-            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
-                                           "malformed.")
+            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
+                                        "malformed.")
     spec = BINANCE_SYMBOLS.get(params["symbol"])
     if spec is None:
-        return _b_error(req_id, -1121, "Invalid symbol.")
+        return error(req_id, -1121, "Invalid symbol.")
     side, otype = params["side"], params["type"]
     if side not in ("BUY", "SELL"):
-        return _b_error(req_id, -1117, "Invalid side.")
+        return error(req_id, -1117, "Invalid side.")
+    if otype in CONDITIONAL_TYPES:
+        return error(req_id, -4120, "Order type not supported for this endpoint. Please use the Algo Order API "
+                                    "endpoints instead.")
     if otype not in ("LIMIT", "MARKET"):
-        return _b_error(req_id, -1116, "Invalid orderType.")
+        return error(req_id, -1116, "Invalid orderType.")
     tif = params.get("timeInForce", "GTC") if otype == "LIMIT" else "GTC"
-    if tif not in ("GTC", "IOC", "FOK", "GTX"):
-        return _b_error(req_id, -1115, "Invalid timeInForce.")
+    if tif not in TIME_IN_FORCE:
+        return error(req_id, -1115, "Invalid timeInForce.")
     qty = decimal_of(params["quantity"])
     if otype == "MARKET" and params.get("price") not in (None, ""):
-        return _b_error(req_id, -1106, "Parameter 'price' sent when not required.")
+        return error(req_id, -1106, "Parameter 'price' sent when not required.")
     price = decimal_of(params.get("price")) if otype == "LIMIT" else Decimal(0)
     if qty is None or price is None:
-        return _b_error(req_id, -1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
-    if qty <= 0:
-        return _b_error(req_id, -4003, "Quantity less than or equal to zero.")
-    if otype == "LIMIT" and price <= 0:
-        return _b_error(req_id, -4001, "Price less than 0.")
-    if qty % spec["step"] != 0:
-        return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
-    if price % spec["tick"] != 0:
-        return _b_error(req_id, -4014, "Price not increased by tick size.")
-    if qty > spec["max_qty"]:
-        return _b_error(req_id, -1013, "Filter failure: LOT_SIZE")
+        return error(req_id, -1102, "Mandatory parameter 'price' was not sent, was empty/null, or malformed.")
+    bad = check_size_and_price(req_id, spec, qty, price if otype == "LIMIT" else None)
+    if bad is not None:
+        return bad
+    gtd, bad = gtd_refusal(req_id, tif, params, now_ms)
+    if bad is not None:
+        return bad
     is_buy, name = side == "BUY", spec["name"]
     band = price_band.binance_refusal(price, mark("binance", name), spec["tick"]) if otype == "LIMIT" else None
     if band is not None:
-        return _b_error(req_id, *band)
+        return error(req_id, *band)
     reduce_only = params.get("reduceOnly") in (True, "true")
     book = DESK.books.get(book_key("binance", name))
     # a market order is priced at the touch it would take; before the first book it finds no liquidity (EXPIRED)
     touch = (book.ask_px if is_buy else book.bid_px) if book is not None else None
     ref = float(price) if otype == "LIMIT" else touch
     if not reduce_only and ref is not None and ref * float(qty) < float(spec["min_notional"]):
-        return _b_error(req_id, -4164, f"Order's notional must be no smaller than {spec['min_notional']} "
-                                       "(unless you choose reduce only).")
+        return error(req_id, -4164, f"Order's notional must be no smaller than {spec['min_notional']} "
+                                    "(unless you choose reduce only).")
     if reduce_only:
         amt, _ = position("binance", name)
         if amt == 0.0 or (amt > 0) == is_buy or float(qty) > abs(amt) + 1e-12:
-            return _b_error(req_id, -2022, "ReduceOnly Order is rejected.")
+            return error(req_id, -2022, "ReduceOnly Order is rejected.")
     cid = params.get("newClientOrderId") or f"sim{next(DESK.ids)}"
     prior = DESK.binance_orders.get(DESK.binance_client_ids.get(cid, -1))
     if prior is not None and prior["status"] in _OPEN:
-        return _b_error(req_id, -4116, "ClientOrderId is duplicated.")
+        return error(req_id, -4116, "ClientOrderId is duplicated.")
+    if tif == "GTX" and cross("binance", is_buy, float(price), float(qty), name) is not None:
+        return error(req_id, -5022, "Due to the order could not be executed as maker, the Post Only order will "
+                                    "be rejected. The order will not be recorded in the order history")
+    result = open_order(params["symbol"], side, otype, qty, price, tif, reduce_only, cid, now_ms, gtd=gtd)
+    return {"id": req_id, "status": 200, "result": dict(result)}
+
+
+def check_size_and_price(req_id: Any, spec: dict[str, Any], qty: Decimal, price: Decimal | None,
+                         ) -> dict[str, Any] | None:
+    """The LOT_SIZE and PRICE_FILTER checks (-4003, -4001, -1111, -4014, -1013); ``price`` None for none."""
+    if qty <= 0:
+        return error(req_id, -4003, "Quantity less than or equal to zero.")
+    if price is not None and price <= 0:
+        return error(req_id, -4001, "Price less than 0.")
+    if qty % spec["step"] != 0:
+        return error(req_id, -1111, "Precision is over the maximum defined for this asset.")
+    if price is not None and price % spec["tick"] != 0:
+        return error(req_id, -4014, "Price not increased by tick size.")
+    if qty > spec["max_qty"]:
+        return error(req_id, -1013, "Filter failure: LOT_SIZE")
+    return None
+
+
+def open_order(symbol: str, side: str, otype: str, qty: Decimal, price: Decimal, tif: str, reduce_only: bool,
+               cid: str, now_ms: int, *, gtd: int = 0, orig_type: str | None = None, stop_price: str = "0.00",
+               working_type: str = "CONTRACT_PRICE", close_position: bool = False,
+               price_protect: bool = False) -> dict[str, Any]:
+    """Put an accepted order into the matching engine: its NEW event, the fill against the book when it crosses
+    (taker), then EXPIRED for what an IOC / FOK / market order could not fill, or resting (GTC / GTX / GTD). A
+    triggered conditional order enters here too (``orig_type`` its type, ``stop_price`` its trigger)."""
+    spec = BINANCE_SYMBOLS[symbol]
+    is_buy, name = side == "BUY", spec["name"]
     fill = cross("binance", is_buy, float("inf") if otype == "MARKET" and is_buy else float(price), float(qty),
                   name)
-    if tif == "GTX" and fill is not None:
-        return _b_error(req_id, -5022, "Due to the order could not be executed as maker, the Post Only order will "
-                                       "be rejected. The order will not be recorded in the order history")
     if tif == "FOK" and fill is not None and fill[1] < float(qty):
         fill = None  # all or nothing
     result = {
-        "orderId": next(DESK.ids), "symbol": params["symbol"], "status": "NEW", "clientOrderId": cid,
-        "price": str(price) if otype == "LIMIT" else "0", "avgPrice": _px(0.0, spec), "origQty": str(qty),
+        "orderId": next(DESK.ids), "symbol": symbol, "status": "NEW", "clientOrderId": cid,
+        "price": str(price) if otype == "LIMIT" else "0", "avgPrice": price_text(0.0, spec), "origQty": str(qty),
         "executedQty": f"{0:.{spec['qty_decimals']}f}", "cumQty": f"{0:.{spec['qty_decimals']}f}",
         "cumQuote": f"{0:.5f}", "timeInForce": tif, "type": otype, "reduceOnly": reduce_only,
-        "closePosition": False, "side": side, "positionSide": "BOTH", "stopPrice": "0.00",
-        "workingType": "CONTRACT_PRICE", "priceProtect": False, "origType": otype, "priceMatch": "NONE",
-        "selfTradePreventionMode": "NONE", "goodTillDate": 0, "updateTime": now_ms,
+        "closePosition": close_position, "side": side, "positionSide": "BOTH", "stopPrice": stop_price,
+        "workingType": working_type, "priceProtect": price_protect, "origType": orig_type or otype,
+        "priceMatch": "NONE", "selfTradePreventionMode": "NONE", "goodTillDate": gtd, "updateTime": now_ms,
     }
     DESK.binance_orders[result["orderId"]] = result
     DESK.binance_client_ids[cid] = result["orderId"]
@@ -317,48 +275,65 @@ def _binance_answer(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
         _b_order_event(result, "EXPIRED", now_ms)
     elif result["status"] in _OPEN:
         DESK.binance_open[book_key("binance", name)].add(result["orderId"])
-    return {"id": req_id, "status": 200, "result": dict(result)}
+    return result
 
 
-def _binance_find(msg: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def expire_due(now_ms: int) -> None:
+    """GTD orders whose goodTillDate has come, on every book: EXPIRED on the emulator's clock (the account-event
+    pump calls this, so an order expires on time whether or not its market moves)."""
+    for key in list(DESK.binance_open):
+        _expire(key, now_ms)
+
+
+def _expire(key: str, now_ms: int) -> None:
+    for order_id in sorted(DESK.binance_open[key]):
+        result = DESK.binance_orders.get(order_id)
+        if result is not None and result["timeInForce"] == "GTD" and 0 < result["goodTillDate"] <= now_ms \
+                and result["status"] in _OPEN:
+            result.update(status="EXPIRED", updateTime=now_ms)
+            _b_order_event(result, "EXPIRED", now_ms)
+            DESK.binance_open[key].discard(order_id)
+
+
+def find_order(msg: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the order a cancel / modify / status names by ``orderId`` or ``origClientOrderId``, None) or (None, the
     error answer)."""
     req_id, params = msg.get("id"), msg["params"]
     if params.get("symbol") in (None, ""):
-        return None, _b_error(req_id, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or "
+        return None, error(req_id, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or "
                                              "malformed.")
-    order_id = _integer(params.get("orderId"))
+    order_id = integer(params.get("orderId"))
     if order_id is None and isinstance(params.get("origClientOrderId"), str):
         order_id = DESK.binance_client_ids.get(params["origClientOrderId"])
     if order_id is None and "orderId" not in params and "origClientOrderId" not in params:
-        return None, _b_error(req_id, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were "
+        return None, error(req_id, -1102, "Param 'origClientOrderId' or 'orderId' must be sent, but both were "
                                              "empty/null!")
     result = DESK.binance_orders.get(order_id) if order_id is not None else None
     if result is None or result["symbol"] != params["symbol"]:
-        return None, _b_error(req_id, -2013, "Order does not exist.")
+        return None, error(req_id, -2013, "Order does not exist.")
     return result, None
 
 
-def _binance_cancel(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def cancel(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``order.cancel`` (TRADE, signed): an open order becomes CANCELED (its event on the user stream); any other
     order is -2011 Unknown order sent."""
     bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad
-    result, bad = _binance_find(msg)
+    result, bad = find_order(msg)
     if bad is not None and bad["error"]["code"] == -2013:
-        return _b_error(msg.get("id"), -2011, "Unknown order sent.")
+        return error(msg.get("id"), -2011, "Unknown order sent.")
     if result is None:
         return bad  # type: ignore[return-value]
     if result["status"] not in _OPEN:
-        return _b_error(msg.get("id"), -2011, "Unknown order sent.")
+        return error(msg.get("id"), -2011, "Unknown order sent.")
     result.update(status="CANCELED", updateTime=now_ms)
     DESK.binance_open[book_key("binance", BINANCE_SYMBOLS[result["symbol"]]["name"])].discard(result["orderId"])
     _b_order_event(result, "CANCELED", now_ms)
     return {"id": msg.get("id"), "status": 200, "result": dict(result)}
 
 
-def _binance_modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``order.modify`` (TRADE, signed): a resting LIMIT order's price and quantity change in place (same
     orderId, an AMENDMENT event); it fills at once if the new price crosses the book."""
     bad = binance_user_data_error(msg, now_ms)
@@ -367,26 +342,26 @@ def _binance_modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     req_id, params = msg.get("id"), msg["params"]
     for name in ("side", "quantity", "price"):
         if params.get(name) in (None, ""):
-            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
+            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
                                            "malformed.")
-    result, bad = _binance_find(msg)
+    result, bad = find_order(msg)
     if result is None:
         return bad  # type: ignore[return-value]
     if result["status"] not in _OPEN:
-        return _b_error(req_id, -2013, "Order does not exist.")
+        return error(req_id, -2013, "Order does not exist.")
     spec = BINANCE_SYMBOLS[result["symbol"]]
     qty, price = decimal_of(params["quantity"]), decimal_of(params["price"])
     if qty is None or price is None or params["side"] != result["side"]:
-        return _b_error(req_id, -1102, "Mandatory parameter 'side', 'quantity' or 'price' was malformed.")
+        return error(req_id, -1102, "Mandatory parameter 'side', 'quantity' or 'price' was malformed.")
     if price % spec["tick"] != 0:
-        return _b_error(req_id, -4014, "Price not increased by tick size.")
+        return error(req_id, -4014, "Price not increased by tick size.")
     if qty % spec["step"] != 0 or qty <= Decimal(result["executedQty"]):
-        return _b_error(req_id, -1111, "Precision is over the maximum defined for this asset.")
+        return error(req_id, -1111, "Precision is over the maximum defined for this asset.")
     band = price_band.binance_refusal(price, mark("binance", spec["name"]), spec["tick"])
     if band is not None:
-        return _b_error(req_id, *band)
+        return error(req_id, *band)
     if str(price) == result["price"] and str(qty) == result["origQty"]:
-        return _b_error(req_id, -5027, "No need to modify the order.")
+        return error(req_id, -5027, "No need to modify the order.")
     result.update(price=str(price), origQty=str(qty), updateTime=now_ms)
     _b_order_event(result, "AMENDMENT", now_ms)
     book = DESK.books.get(book_key("binance", spec["name"]))
@@ -396,54 +371,20 @@ def _binance_modify(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
 
 
 
-def binance_user_data_error(msg: dict[str, Any], now_ms: int) -> dict[str, Any] | None:
-    """The checks every signed USER_DATA request passes (key, signature, time window); None when it passes."""
-    req_id = msg.get("id")
-    params = msg.get("params")
-    if not isinstance(params, dict):
-        return _b_error(req_id, -1102, "Mandatory parameter 'params' was not sent, was empty/null, or malformed.")
-    if not params.get("apiKey") or params.get("apiKey") != DESK.binance_api_key:
-        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
-    for name in ("timestamp", "signature"):
-        if params.get(name) in (None, ""):
-            return _b_error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
-                                           "malformed.")
-    if msg.get("verified") is not REST_VERIFIED and not binance_signature_ok(
-            params, hmac_secret=DESK.binance_hmac_secret, ed25519_public_key=DESK.binance_ed25519_public_key):
-        return _b_error(req_id, -1022, "Signature for this request is not valid.")
-    ts, window = _integer(params.get("timestamp")), _integer(params.get("recvWindow", 5000))
-    if ts is None or window is None:
-        return _b_error(req_id, -1102, "Mandatory parameter 'timestamp' was not sent, was empty/null, or malformed.")
-    if window > MAX_RECV_WINDOW_MS:
-        return _b_error(req_id, -1131, "recvWindow must be less than 60000")
-    if ts >= now_ms + 1000 or now_ms - ts > window:
-        return _b_error(req_id, -1021, "Timestamp for this request is outside of the recvWindow.")
-    return None
-
-
-def listen_key(api_key: str | None) -> str | None:
-    """The account's user-data listen key (one per account, kept while valid); None for an unknown API key."""
-    if DESK.binance_api_key is None or api_key != DESK.binance_api_key:
-        return None
-    if not DESK.listen_keys:
-        DESK.listen_keys.add(secrets.token_urlsafe(48)[:64])
-    return next(iter(DESK.listen_keys))
-
-
-def _binance_user_stream(msg: dict[str, Any]) -> dict[str, Any]:
+def user_stream(msg: dict[str, Any]) -> dict[str, Any]:
     """``userDataStream.start | ping | stop`` (USER_STREAM: API key only, no signature): the listen key whose
     events the ``/private`` route streams."""
     req_id, params = msg.get("id"), msg.get("params")
     key = listen_key(params.get("apiKey") if isinstance(params, dict) else None)
     if key is None:
-        return _b_error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
+        return error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
     if msg.get("method") == "userDataStream.stop":
         DESK.listen_keys.discard(key)
         return {"id": req_id, "status": 200, "result": {}}
     return {"id": req_id, "status": 200, "result": {"listenKey": key}}
 
 
-def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``v2/account.position`` (USER_DATA): the desk's position per symbol (one-way mode, ``positionSide``
     BOTH), every symbol when ``symbol`` is absent."""
     bad = binance_user_data_error(msg, now_ms)
@@ -452,7 +393,7 @@ def _binance_positions(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     params = msg["params"]
     symbol = params.get("symbol")
     if symbol is not None and symbol not in BINANCE_SYMBOLS:
-        return _b_error(msg.get("id"), -1121, "Invalid symbol.")
+        return error(msg.get("id"), -1121, "Invalid symbol.")
     out = [_binance_position(name, spec, now_ms) for name, spec in BINANCE_SYMBOLS.items()
            if symbol in (None, name)]
     return {"id": msg.get("id"), "status": 200, "result": out}
@@ -463,20 +404,21 @@ def _binance_position(symbol: str, spec: dict[str, Any], now_ms: int) -> dict[st
     m = mark("binance", spec["name"])
     px = m if m is not None else entry
     return {"symbol": symbol, "positionSide": "BOTH", "positionAmt": f"{amt:.{spec['qty_decimals']}f}",
-            "entryPrice": _px(entry, spec), "breakEvenPrice": _px(entry, spec), "markPrice": _px(px, spec),
+            "entryPrice": price_text(entry, spec), "breakEvenPrice": price_text(entry, spec),
+            "markPrice": price_text(px, spec),
             "unRealizedProfit": f"{(px - entry) * amt:.8f}", "liquidationPrice": "0", "isolatedMargin": "0",
             "notional": f"{px * amt:.8f}", "marginAsset": "USDT", "isolatedWallet": "0",
             "initialMargin": "0", "maintMargin": "0", "positionInitialMargin": "0", "openOrderInitialMargin": "0",
             "adl": 0, "bidNotional": "0", "askNotional": "0", "updateTime": now_ms}
 
 
-def _binance_order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``order.status`` (USER_DATA, signed): the order as it now stands, by ``orderId`` or ``origClientOrderId``;
     -2013 when this desk never took it."""
     bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad
-    result, bad = _binance_find(msg)
+    result, bad = find_order(msg)
     if result is None:
         return bad  # type: ignore[return-value]
     return {"id": msg.get("id"), "status": 200, "result": {**result, "time": result["updateTime"]}}
@@ -541,7 +483,7 @@ def binance_balance(now_ms: int) -> list[dict[str, Any]]:
              "marginAvailable": True, "updateTime": now_ms}]
 
 
-def _binance_account(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
+def account_request(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     bad = binance_user_data_error(msg, now_ms)
     if bad is not None:
         return bad

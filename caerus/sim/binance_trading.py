@@ -6,7 +6,9 @@ less ``signature``), then the request is answered by the same order-desk functio
 ``POST | GET | DELETE | PUT /fapi/v1/order`` (order.place / status / cancel / modify), ``GET /fapi/v1/openOrders``,
 ``DELETE /fapi/v1/allOpenOrders``, ``GET /fapi/v2|v3/account``, ``/fapi/v2|v3/balance``,
 ``/fapi/v2|v3/positionRisk``, ``GET /fapi/v1/userTrades``, ``GET /fapi/v1/leverageBracket``,
-``GET /fapi/v1/commissionRate`` (the account's fee tier),
+``GET /fapi/v1/commissionRate`` (the account's fee tier), the Algo Service's conditional orders
+``POST | GET | DELETE /fapi/v1/algoOrder``, ``GET /fapi/v1/openAlgoOrders``, ``allAlgoOrders``,
+``DELETE /fapi/v1/algoOpenOrders`` (caerus.sim.binance_algo),
 ``POST /fapi/v1/leverage`` and ``POST /fapi/v1/marginType``. The API key is the ``X-MBX-APIKEY`` header (-2015
 otherwise); errors carry Binance's ``{"code", "msg"}`` body and HTTP status.
 """
@@ -59,6 +61,13 @@ class BinanceTradingRest:
             ("GET", "/fapi/v1/userTrades"): lambda r, p: self._user_trades(p),
             ("GET", "/fapi/v1/leverageBracket"): lambda r, p: self._leverage_bracket(p),
             ("GET", "/fapi/v1/commissionRate"): lambda r, p: self._commission_rate(p),
+            ("POST", "/fapi/v1/algoOrder"): lambda r, p: ws("algoOrder.place", p),
+            ("DELETE", "/fapi/v1/algoOrder"): lambda r, p: ws("algoOrder.cancel", p),
+            ("GET", "/fapi/v1/algoOrder"): lambda r, p: self._reply(
+                orders.binance_algo_query({"id": None, "params": p, "verified": REST_VERIFIED}, _now_ms())),
+            ("GET", "/fapi/v1/openAlgoOrders"): lambda r, p: self._algo_listing(p, open_only=True),
+            ("GET", "/fapi/v1/allAlgoOrders"): lambda r, p: self._algo_listing(p, open_only=False),
+            ("DELETE", "/fapi/v1/algoOpenOrders"): lambda r, p: self._algo_cancel_all(p),
             ("POST", "/fapi/v1/leverage"): lambda r, p: self._leverage(p),
             ("POST", "/fapi/v1/marginType"): lambda r, p: self._margin_type(p),
             **{("GET", f"/fapi/{v}/account"): (lambda r, p: HttpReply(200, orders.binance_account(_now_ms())))
@@ -98,14 +107,34 @@ class BinanceTradingRest:
             return HttpReply(bad["status"], bad["error"])
         return None
 
-    @staticmethod
-    def _ws(method: str, params: dict[str, str]) -> HttpReply:
+    @classmethod
+    def _ws(cls, method: str, params: dict[str, str]) -> HttpReply:
         """Answer with the WebSocket API's function for ``method`` (the signature already checked)."""
-        reply = orders.binance_ws_api_response({"id": None, "method": method, "params": params,
-                                                "verified": REST_VERIFIED})
+        return cls._reply(orders.binance_ws_api_response({"id": None, "method": method, "params": params,
+                                                          "verified": REST_VERIFIED}))
+
+    @staticmethod
+    def _reply(reply: dict[str, Any]) -> HttpReply:
         if "error" in reply:
             return HttpReply(reply["status"], reply["error"])
         return HttpReply(200, reply["result"])
+
+    @staticmethod
+    def _algo_listing(params: dict[str, str], open_only: bool) -> HttpReply:
+        sym = params.get("symbol")
+        if sym is not None and sym not in BINANCE_SYMBOLS:
+            return _err(400, -1121, "Invalid symbol.")
+        if sym is None and not open_only:
+            return _err(400, -1102, "Mandatory parameter 'symbol' was not sent, was empty/null, or malformed.")
+        return HttpReply(200, orders.binance_algo_listing(sym, open_only))
+
+    @staticmethod
+    def _algo_cancel_all(params: dict[str, str]) -> HttpReply:
+        sym = params.get("symbol")
+        if sym not in BINANCE_SYMBOLS:
+            return _err(400, -1121, "Invalid symbol.")
+        orders.binance_algo_cancel_all(sym, _now_ms())
+        return HttpReply(200, {"code": 200, "msg": "The operation of cancel all open order is done."})
 
     @staticmethod
     def _open_orders(params: dict[str, str]) -> HttpReply:

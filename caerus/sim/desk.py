@@ -48,6 +48,14 @@ class Book:
     ask_px: float
     ask_qty: float
     mark: float | None = None  # the market's mark (caerus.sim.marks); None: the mid stands in
+    # the last trade price (what a conditional order's CONTRACT_PRICE watches): where the market last moved through,
+    # by the trade tape's rule (caerus.sim.tape: a falling bid traded at the old bid, a rising ask at the old ask);
+    # None before the first such move (the mid stands in)
+    last: float | None = None
+
+    @property
+    def last_price(self) -> float:
+        return self.last if self.last is not None else (self.bid_px + self.ask_px) / 2
 
 
 @dataclass
@@ -70,6 +78,12 @@ class OrderDesk:
     hl_cloids: dict[str, int] = field(default_factory=dict)  # client order id (0x + 32 hex) -> oid
     binance_orders: dict[int, dict[str, Any]] = field(default_factory=dict)  # orderId -> the order as last answered
     binance_client_ids: dict[str, int] = field(default_factory=dict)  # clientOrderId -> orderId
+    # conditional (Algo Service) orders: algoId -> the order as last answered, clientAlgoId -> algoId, the ones
+    # waiting for their trigger per book key, and the triggered ones waiting for their order to end (FINISHED)
+    binance_algos: dict[int, dict[str, Any]] = field(default_factory=dict)
+    binance_algo_client_ids: dict[str, int] = field(default_factory=dict)
+    binance_algo_open: dict[str, set[int]] = field(default_factory=lambda: collections.defaultdict(set))
+    binance_algo_triggered: set[int] = field(default_factory=set)
     # positions, balances, realised PnL, leverage and fills history of both venues' accounts (caerus.sim.ledger)
     ledger: Ledger = field(default_factory=lambda: Ledger(start_balance_from_env()))
     # resting orders per book key: Hyperliquid oids and Binance orderIds the market's moves may fill

@@ -31,7 +31,7 @@ from caerus.sim.driver import MarketDriver
 from caerus.sim.http import connection_class
 from caerus.sim.hyperliquid import HyperliquidServer
 from caerus.sim.market import MarketModel
-from caerus.sim.order_entry import book_sink, configure_venue
+from caerus.sim.order_entry import book_sink, configure_venue, on_clock
 from caerus.sim.replay import ReplayDriver, read_frames
 from caerus.sim.replay_market import ReplayMarket, describe_follower, wait_for_venues
 from caerus.sim.tls import CertFiles, make_certificates, server_context
@@ -171,10 +171,12 @@ class VenueEmulator:
 
     @staticmethod
     async def _pump_account_events(bn: BinanceServer, hl: HyperliquidServer) -> None:
-        """Publish the account events the market queued between requests (a resting order the market filled,
-        the scheduleCancel dead man's switch): the servers publish after each answer, this catches the rest."""
+        """Publish the account events the market queued between requests (a resting order the market filled, a
+        conditional order triggered, a GTD order expired, the scheduleCancel dead man's switch): the servers
+        publish after each answer, this catches the rest. Each tick is also order entry's clock."""
         while True:
             await asyncio.sleep(ACCOUNT_EVENTS_PERIOD_S)
+            on_clock()  # what is due at a time (GTD expiry) happens whether or not the market moved
             bn.publish_account_events()
             hl.publish_account_events()
 

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 log = logging.getLogger("caerus.sim")
 
 
-def _handler(name: str) -> tuple[Callable[[dict], dict] | None, str]:
+def _handler(name: str) -> tuple[Callable[..., Any] | None, str]:
     try:
         mod = importlib.import_module("caerus.sim.orders")
     except ImportError as exc:
@@ -31,8 +31,10 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-def binance_order_reply(text: str | bytes) -> str:
-    """Reply frame for one Binance WebSocket API request frame."""
+def binance_order_reply(text: str | bytes, session: dict[str, Any] | None = None,
+                        market: Callable[[str, dict[str, Any]], tuple[int, Any]] | None = None) -> str:
+    """Reply frame for one Binance WebSocket API request frame; ``session`` is the connection's (see
+    :func:`binance_session`), ``market`` answers the market-data methods (``depth``, ``ticker.book``...)."""
     try:
         msg = json.loads(text)
     except ValueError as exc:
@@ -44,11 +46,24 @@ def binance_order_reply(text: str | bytes) -> str:
     if fn is None:
         return _dumps({"id": msg.get("id"), "status": 503, "error": {"code": -1000, "msg": why}})
     try:
-        return _dumps(fn(msg))
+        return _dumps(fn(msg, session=session, market=market))
     except Exception as exc:  # a bug in order handling must not kill the connection silently
         log.exception("binance_ws_api_response failed")
         return _dumps({"id": msg.get("id"), "status": 500,
                        "error": {"code": -1000, "msg": f"emulator order handler failed: {exc!r}"}})
+
+
+def binance_session(connected_ms: int) -> dict[str, Any]:
+    """A new WebSocket API connection's session state (``session.logon`` fills it in)."""
+    fn, _ = _handler("new_session")
+    return fn(connected_ms) if fn is not None else {"connectedSince": connected_ms}
+
+
+def on_clock() -> None:
+    """Let order entry act on the emulator's clock (GTD expiry): the account-event pump calls this."""
+    fn, _ = _handler("on_clock")
+    if fn is not None:
+        fn()
 
 
 def is_order_place(text: str | bytes) -> bool:
@@ -57,7 +72,7 @@ def is_order_place(text: str | bytes) -> bool:
         msg = json.loads(text)
     except ValueError:
         return False
-    return isinstance(msg, dict) and msg.get("method") in ("order.place", "v1/order.place")
+    return isinstance(msg, dict) and msg.get("method") in ("order.place", "v1/order.place", "algoOrder.place")
 
 
 def hyperliquid_post_reply(msg: dict) -> str:
@@ -92,18 +107,17 @@ def book_sink() -> BookSink | None:
     """``caerus.sim.orders.update_book`` when available: the market driver feeds it each top of book so
     emulated order fills happen against the emulated market."""
     fn, _ = _handler("update_book")
-    return fn  # type: ignore[return-value]
+    return fn
 
 
 def configure_venue(*, binance_fee_tier: int, hl_fee_tier: int, binance_gtd_min_lead_s: float) -> None:
     """Hand the emulator's venue settings (EmulatorConfig) to ``caerus.sim.orders`` when it is there."""
     fn, _ = _handler("configure_venue")
     if fn is not None:
-        fn(binance_fee_tier=binance_fee_tier, hl_fee_tier=hl_fee_tier,  # type: ignore[call-arg]
-           binance_gtd_min_lead_s=binance_gtd_min_lead_s)
+        fn(binance_fee_tier=binance_fee_tier, hl_fee_tier=hl_fee_tier, binance_gtd_min_lead_s=binance_gtd_min_lead_s)
 
 
 def configure_credentials_from_env() -> bool:
     """Let ``caerus.sim.orders`` pick up its ``CAERUS_SIM_*`` test credentials (process start-up only)."""
     fn, _ = _handler("configure_from_env")
-    return bool(fn()) if fn is not None else False  # type: ignore[call-arg]
+    return bool(fn()) if fn is not None else False

@@ -3,8 +3,9 @@ the real venues do, including their rejections. Pure functions over a small stat
 counters): no sockets, no logging, so the emulator's servers call them from any framework.
 
 This module is the entry point the servers (caerus.sim.order_entry) and tests use; the work is done per venue in
-caerus.sim.binance_orders and caerus.sim.hyperliquid_orders over the shared desk and account state in
-caerus.sim.desk (imports go that way only: this module -> a venue's module -> the desk).
+caerus.sim.binance_ws_api (the WebSocket API's method table over binance_algo, binance_orders and binance_auth)
+and caerus.sim.hyperliquid_orders over the shared desk and account state in caerus.sim.desk (imports go that way
+only: this module -> a venue's modules -> the desk; .importlinter's sim-order-entry-layers).
 
 What is checked, and the errors given (Binance codes as documented for USD-M futures):
 - Binance: method (-1000 unknown), apiKey known (-2015, HTTP 401), mandatory params (-1102), signature over the
@@ -36,19 +37,21 @@ emulator's own verifier (caerus.sim.verify), never by the production signing cod
 
 from __future__ import annotations
 
-from caerus.sim import binance_orders, hyperliquid_orders
+from caerus.sim import binance_algo, binance_orders, hyperliquid_orders
+from caerus.sim.binance_auth import (
+    MAX_RECV_WINDOW_MS,
+    REST_VERIFIED,
+    binance_user_data_error,
+    listen_key,
+    new_session,
+)
 from caerus.sim.binance_orders import (
     BINANCE_SYMBOLS,
-    MAX_RECV_WINDOW_MS,
-    RATE_LIMITS,
-    REST_VERIFIED,
     binance_account,
     binance_balance,
     binance_commission_rate,
-    binance_user_data_error,
-    binance_ws_api_response,
-    listen_key,
 )
+from caerus.sim.binance_ws_api import RATE_LIMITS, binance_ws_api_response
 from caerus.sim.desk import (
     DESK,
     ENV_API_KEY,
@@ -88,6 +91,10 @@ from caerus.sim.hyperliquid_orders import (
     hyperliquid_user_fills,
 )
 
+binance_algo_query = binance_algo.query  # GET /fapi/v1/algoOrder
+binance_algo_listing = binance_algo.listing  # GET /fapi/v1/openAlgoOrders, allAlgoOrders
+binance_algo_cancel_all = binance_algo.cancel_all  # DELETE /fapi/v1/algoOpenOrders
+
 __all__ = [
     "BINANCE_SYMBOLS",
     "DESK",
@@ -110,6 +117,9 @@ __all__ = [
     "Book",
     "OrderDesk",
     "binance_account",
+    "binance_algo_cancel_all",
+    "binance_algo_listing",
+    "binance_algo_query",
     "binance_balance",
     "binance_commission_rate",
     "binance_user_data_error",
@@ -131,6 +141,8 @@ __all__ = [
     "hyperliquid_user_fills",
     "listen_key",
     "mark",
+    "new_session",
+    "on_clock",
     "position",
     "reset",
     "update_book",
@@ -143,8 +155,28 @@ def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qt
     'hyperliquid') and its mark (price bands, positions' mark and unrealised PnL); the market driver calls this
     for every emulated instrument's top. The venue's resting orders it reaches fill."""
     key = book_key(venue, symbol)
-    book = DESK.books[key] = Book(bid_px, bid_qty, ask_px, ask_qty, mark)
+    books = DESK.books
+    prev = books.get(key)
+    if prev is None:
+        last = None
+    elif bid_px < prev.bid_px:
+        last = prev.bid_px  # a seller hit the old bid
+    elif ask_px > prev.ask_px:
+        last = prev.ask_px  # a buyer lifted the old ask
+    else:
+        last = prev.last
+    book = books[key] = Book(bid_px, bid_qty, ask_px, ask_qty, mark, last)
     if venue == "hyperliquid":
         hyperliquid_orders.on_book(key, book)
     else:
         binance_orders.on_book(key, book)
+        if DESK.binance_algo_open or DESK.binance_algo_triggered:  # none placed yet (the fleet's case): no call
+            binance_algo.on_book(key, book)
+
+
+def on_clock() -> None:
+    """The emulator's clock ticked (the account-event pump, every 20 ms): what is due at a time, not at a price,
+    happens now whether or not the market moved: Binance GTD orders (plain and conditional) expire."""
+    now_ms = binance_orders.venue_now_ms()
+    binance_orders.expire_due(now_ms)
+    binance_algo.on_clock(now_ms)

@@ -27,7 +27,7 @@ def test_missing_orders_module_gives_error_frames(monkeypatch: pytest.MonkeyPatc
 def test_raising_handler_gives_500_and_error_channel(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = types.ModuleType("caerus.sim.orders")
 
-    def boom(msg: dict) -> dict:
+    def boom(msg: dict, **connection: object) -> dict:  # Binance's gets the connection's session and market
         raise RuntimeError("bug")
 
     fake.binance_ws_api_response = boom  # type: ignore[attr-defined]
@@ -41,7 +41,7 @@ def test_raising_handler_gives_500_and_error_channel(monkeypatch: pytest.MonkeyP
 
 def test_answers_come_from_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = types.ModuleType("caerus.sim.orders")
-    fake.binance_ws_api_response = lambda msg: {"id": msg["id"], "status": 200, "result": {"ok": 1}}  # type: ignore[attr-defined]
+    fake.binance_ws_api_response = lambda msg, **kw: {"id": msg["id"], "status": 200, "result": {"ok": 1}}  # type: ignore[attr-defined]
     fake.hyperliquid_post_response = lambda msg: {"channel": "post", "data": {"id": msg["id"]}}  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "caerus.sim.orders", fake)
     assert json.loads(order_entry.binance_order_reply('{"id":3}')) == {"id": 3, "status": 200, "result": {"ok": 1}}
