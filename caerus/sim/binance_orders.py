@@ -1,17 +1,19 @@
-"""Binance USD-M order handling in the emulator: the WebSocket API's order and account methods (the REST trading
-endpoints, caerus.sim.binance_trading, call them too), as the venue answers them, including its rejections.
+"""Binance USD-M order handling in the emulator: the WebSocket API's order and account methods (the method table
+is caerus.sim.binance_ws_api; the REST trading endpoints, caerus.sim.binance_trading, call the same functions), as
+the venue answers them, including its rejections.
 
-Checked, with the venue's codes (USD-M futures): method (-1000 unknown), apiKey known (-2015, HTTP 401), mandatory
-params (-1102), signature over the sorted params with the configured HMAC secret or Ed25519 public key (-1022),
-``timestamp`` within ``recvWindow`` (-1021; a window over 60000 is -1131), symbol (-1121), side / type /
-timeInForce (-1117 / -1116 / -1115), quantity > 0 (-4003), quantity step and price tick (-1111 / -4014), price > 0
-(-4001), quantity above max (-1013 LOT_SIZE), minNotional -4164, duplicate open clientOrderId -4116, crossing GTX
--5022, reduce-only beyond the position -2022, PERCENT_PRICE -4016 / -4024 around the mark (caerus.sim.price_band).
+Checked, with the venue's codes (USD-M futures), after the signed-request checks of caerus.sim.binance_auth: symbol
+(-1121), side / type / timeInForce (-1117 / -1116 / -1115), a conditional type (-4120: the venue's Algo Order API
+takes those, caerus.sim.binance_algo), quantity > 0 (-4003), quantity step and price tick (-1111 / -4014), price >
+0 (-4001), quantity above max (-1013 LOT_SIZE), GTD's goodTillDate (-1102 missing, -5040 not more than the minimum
+lead ahead or past 253402300799000), minNotional -4164, duplicate open clientOrderId -4116, crossing GTX -5022,
+reduce-only beyond the position -2022, PERCENT_PRICE -4016 / -4024 around the mark (caerus.sim.price_band).
 A LIMIT IOC fills at the opposite best price if it crosses (partially when the book is smaller, ending EXPIRED),
-else EXPIRED; GTC rests (NEW) unless it crosses; MARKET fills at the touch (a price is -1106). ``order.cancel``
-(-2011 when not open), ``order.modify`` (in place, AMENDMENT), ``order.status``, ``v2/account.status | balance |
-position`` and ``userDataStream.*``. Resting orders fill at their price when the market reaches them
-(:func:`on_book`). State: the shared desk (caerus.sim.desk).
+else EXPIRED; GTC / GTD rest (NEW) unless they cross; MARKET fills at the touch (a price is -1106). Every fill pays
+the account's fee (caerus.fees: taker when it crossed, maker when it rested). ``order.cancel`` (-2011 when not
+open), ``order.modify`` (in place, AMENDMENT), ``order.status``, ``v2/account.status | balance | position`` and
+``userDataStream.*``. Resting orders fill at their price when the market reaches them and GTD orders expire at
+their time (:func:`on_book`, :func:`expire_due` on the emulator's clock). State: the shared desk (caerus.sim.desk).
 """
 
 from __future__ import annotations
