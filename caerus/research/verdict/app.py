@@ -66,10 +66,26 @@ def build_source(args: argparse.Namespace) -> pipeline.Source:
     if args.session or args.store:
         loaded = [(Path(p).name, sources.from_session(p)) for p in args.session or []]
         loaded += [(Path(p).name, sources.from_store(p)) for p in args.store or []]
-        return pipeline.loaded_source("captured books", loaded)
+        followers = {follower_market(Path(p)) for p in args.store or []} | ({"hyperliquid"} if args.session else set())
+        if len(followers) > 1:
+            raise ValueError(f"the sources' followers are different markets ({', '.join(sorted(followers))}): "
+                             "one verdict is about one pair")
+        return pipeline.loaded_source("captured books", loaded, followers.pop())
     if args.seeds < 1 or not args.minutes > 0:
         raise ValueError("--seeds must be >= 1 and --minutes > 0")
     return pipeline.market_source(args.market or "default", tuple(range(1, args.seeds + 1)), args.minutes)
+
+
+def follower_market(store: Path) -> str:
+    """The true market in an imported store's follower slot ("hyperliquid" for a store the fleet captured)."""
+    from caerus.data.imports.meta import load_meta
+
+    if not (store / "import.json").is_file():
+        return "hyperliquid"
+    m = [m for m in load_meta(store).get("markets", []) if m.get("slot") == "hyperliquid"]
+    if len(m) != 1:
+        raise ValueError(f"--store {store}: {len(m)} markets in the follower's slot, one needed")
+    return f"{m[0]['venue']} {m[0]['product']} {m[0]['symbol']}"
 
 
 def verdict_latency(args: argparse.Namespace) -> LatencyModel:
@@ -86,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         opts = pipeline.VerdictOptions(
             train_fraction=args.train_fraction, horizon_ms=args.horizon_ms, folds=args.folds, train_seed=args.seed,
-            fee_tier=args.fee_tier, fee_bps=args.fee_bps,
             controls=tuple(c for c in args.controls.split(",") if c), bootstrap=args.bootstrap,
             min_block_s=args.min_block_s, min_blocks=args.min_blocks, latency_points=not args.no_latency_points)
         opts.check()

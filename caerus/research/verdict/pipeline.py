@@ -40,6 +40,7 @@ from caerus.research.backtest import engine, sources
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules, estimate_block_ns
 from caerus.research.backtest.latency import LatencyModel, LatencyPoint
+from caerus.research.calibrate.leadlag import lead_lag
 from caerus.research.models.data import Timeline, timeline, training_rows
 from caerus.research.models.train import TrainOptions, train
 from caerus.research.verdict import bootstrap, placebos
@@ -71,8 +72,6 @@ class VerdictOptions:
     folds: int = 3
     kinds: tuple[str, ...] = ("linear", "trees")
     train_seed: int = 1
-    fee_tier: int = 0  # Hyperliquid taker tier (4.5 bps at 0)
-    fee_bps: float | None = None  # one taker fee a leg instead of the tier's
     controls: tuple[str, ...] = CONTROLS
     bucket_s: float = 10.0
     min_block_s: float = bootstrap.MIN_BLOCK_S
@@ -102,6 +101,8 @@ class Source:
     base: Callable[[], list[tuple[str, sources.Loaded]]]
     lag_zero: Callable[[], list[tuple[str, sources.Loaded]]] | None = None  # the model's own lag-0 market
     block_ns: int | None = None  # Hyperliquid's block interval when the source knows it (the market model)
+    follower_blocks: bool = True  # the follower matches on a block clock (Hyperliquid; not a Binance product)
+    follower: str = "hyperliquid"  # the follower's true market, for the output
 
 
 def market_source(market: str, seeds: tuple[int, ...], minutes: float) -> Source:
@@ -123,12 +124,14 @@ def market_source(market: str, seeds: tuple[int, ...], minutes: float) -> Source
                   lambda: gen(False), lambda: gen(True), block_ns)
 
 
-def loaded_source(name: str, loaded: list[tuple[str, sources.Loaded]]) -> Source:
-    """Captured or imported books (a session, a store): one timeline each; the block interval estimated from
-    their Hyperliquid books (caerus.research.backtest.fills.estimate_block_ns)."""
+def loaded_source(name: str, loaded: list[tuple[str, sources.Loaded]], follower: str = "hyperliquid") -> Source:
+    """Captured or imported books (a session, a store): one timeline each. ``follower``: the true market in the
+    follower's slot (an imported store may hold a Binance product there, which matches continuously: no block
+    clock); for Hyperliquid the block interval is estimated from its books (fills.estimate_block_ns)."""
     desc = "; ".join(f"{n}: {ld.description}" for n, ld in loaded)
+    blocks = follower.startswith("hyperliquid")
     hl = np.concatenate([ld.events.t_exchange[ld.events.venue == _HL] for _, ld in loaded])
-    return Source(name, desc, lambda: loaded, None, estimate_block_ns(hl)[0])
+    return Source(name, desc, lambda: loaded, None, estimate_block_ns(hl)[0] if blocks else None, blocks, follower)
 
 
 def _transform(pairs: list[tuple[str, sources.Loaded]], f: Callable[[BookEvents], BookEvents]) \
@@ -245,25 +248,26 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
         block_ns = (rules.block_ns or 0) if rules.blocks else 0
         ds, rows_src = training_rows(lines, opts.horizon_ms, shift_ms=shift, latency=latency, seed=opts.latency_seed,
                                      order_ns=order_ns, block_ns=block_ns)
-        topts = TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds, fee_tier=opts.fee_tier,
-                             fee_bps=opts.fee_bps)
+        # training is scored at the fee the backtest charges (one definition: the fill rules')
+        topts = TrainOptions(n_folds=opts.folds, seed=opts.train_seed, kinds=opts.kinds,
+                             fee_bps=rules.fee_bps_of(_HL))
         doc: dict[str, Any] = train(ds, rows_src, topts,
                     {"source": {"kind": src.name, "variant": variant}, "train_fraction": opts.train_fraction,
                      "target_shift_ms": shift,
                      "ranges": [{"timeline": ln.name, "t_first": ln.t_first, "t_train_end": ln.t_split}
                                 for ln in lines]})
-    except ValueError as exc:
-        res.update({"tradeable": False, "decline": f"training failed: {exc}", "verdict": INSUFFICIENT,
-                    "why": str(exc)})
-        return res
+    except ValueError as exc:  # too few rows to train on: nothing is traded, and the data is what is short
+        doc = {"tradeable": False, "decline": f"training could not run: {exc}"}
+        res["training_failed"] = str(exc)
     path = model_dir / f"model-{variant}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    dec = doc["decision"]
-    res.update({"model": {"path": str(path), "hash": doc["hash"], "kind": doc["kind"],
-                          "params": doc["selection"]["chosen"]["params"], "entry_bps": dec["entry_bps"],
-                          "validation": dec["validation"], "training_rows": doc["training"]["rows"]},
-                "tradeable": doc["tradeable"], "decline": doc["decline"]})
+    res.update({"tradeable": doc["tradeable"], "decline": doc["decline"]})
+    if "hash" in doc:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        dec = doc["decision"]
+        res["model"] = {"path": str(path), "hash": doc["hash"], "kind": doc["kind"],
+                        "params": doc["selection"]["chosen"]["params"], "entry_bps": dec["entry_bps"],
+                        "validation": dec["validation"], "training_rows": doc["training"]["rows"]}
     if doc["tradeable"]:
         model_cfg = StrategyConfig(signal="model", model=str(path))
         arms = {"model": ArmResult("model", [], latency.source)}
@@ -298,6 +302,8 @@ def run_variant(src: Source, variant: str, opts: VerdictOptions, latency: Latenc
 
 def _verdict(res: dict[str, Any], plan: bootstrap.BlockPlan) -> tuple[str, str]:
     # too little test data says nothing either way, whether or not training found something to trade
+    if "training_failed" in res:
+        return INSUFFICIENT, f"too little data to train on: {res['training_failed']}"
     if not plan.sufficient:
         return INSUFFICIENT, (f"{plan.n_blocks:.1f} blocks of {plan.intended_buckets * plan.bucket_s:g} s in the "
                               f"test ranges, {plan.min_blocks} needed")
@@ -333,12 +339,24 @@ def run(src: Source, opts: VerdictOptions, latency: LatencyModel, rules: FillRul
     """Every variant of ``src``; the result document (deterministic in the source, options and seeds). The block
     interval is the rules' when given, else the source's."""
     opts.check()
-    if rules.block_ns is None and src.block_ns is not None:
+    if not src.follower_blocks:
+        rules = replace(rules, blocks=False)  # a follower that matches continuously (a Binance product)
+    elif rules.block_ns is None and src.block_ns is not None:
         rules = replace(rules, block_ns=src.block_ns)
     variants = [run_variant(src, v, opts, latency, rules, model_dir, points or [])
                 for v in (MARKET, *opts.controls)]
     answer, why = overall(variants)
-    return {"kind": "verdict", "source": src.description, "options": _jsonable(opts.__dict__),
+    facts: dict[str, Any] = {"follower": src.follower}
+    if src.lag_zero is None:  # captured books: the lead-lag they show, on each training range
+        facts["lead_lag"] = {}
+        for name, ld in src.base():
+            ln = timeline(name, ld, opts.train_fraction)
+            try:
+                ll = lead_lag(ld.events.take(np.flatnonzero(ld.events.t_exchange < ln.t_split)), _BN, _HL)
+                facts["lead_lag"][name] = {**ll.describe(), "text": ll.text()}
+            except ValueError as exc:
+                facts["lead_lag"][name] = {"text": f"not estimated: {exc}"}
+    return {"kind": "verdict", "source": src.description, "facts": facts, "options": _jsonable(opts.__dict__),
             "latency": {**latency.describe(), "headline": latency.headline()}, "fills": rules.describe(),
             "fill_rule": rules.rule_text(), "variants": variants,
             "verdict": answer, "why": why}

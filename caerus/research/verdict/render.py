@@ -30,8 +30,9 @@ def render(doc: dict[str, Any]) -> str:
         f"  train the first {opts['train_fraction']:.0%} of each timeline (walk-forward, {opts['folds']} folds, scored "
         f"net of costs), test the rest; seed {opts['train_seed']}",
         f"  {lat['headline']}",
-        f"  fills: {doc['fill_rule']}; taker {fees['hyperliquid']:g} bps a leg on Hyperliquid "
-        f"({doc['fills']['fee_source']}), the spread crossed in and out, open positions closed at the end",
+        f"  fills: {doc['fill_rule']}; taker {fees['hyperliquid']:g} bps a leg on the follower "
+        f"({doc['facts']['follower']}; {doc['fills']['fee_source']}), the spread crossed in and out, open positions "
+        f"closed at the end",
         f"  intervals: {boot['method']}, {boot['bucket_s']:g} s buckets, blocks of {boot['block_intended_s']:g} s "
         f"(data's choice {_f(boot['block_auto_s'], 'g')} s, floor {opts['min_block_s']:g} s), "
         f"{opts['bootstrap']} replicates, {opts['min_blocks']} blocks needed",
@@ -45,10 +46,13 @@ def render(doc: dict[str, Any]) -> str:
         blocks = v.get("bootstrap", {}).get("blocks")
         lines.append(f"{label[:58]:<58} {'yes' if v['tradeable'] else 'no':>9} {arm.get('orders', 0):>7} "
                      f"{arm.get('fills', 0):>6} {_ci(pnl, '+.2f'):>28} {_f(blocks, '.1f'):>7}  {v['verdict']}")
+    for name, ll in doc["facts"].get("lead_lag", {}).items():
+        lines.append(f"  lead-lag of the follower on {name}'s training range: {ll['text']}")
     lines.append("")
     for v in variants:
-        if not v["tradeable"]:
-            lines.append(f"  {v['variant']}: {v['why']}")
+        if not v["tradeable"] or v["verdict"] == "INSUFFICIENT DATA":
+            extra = f" (training: {v['decline'] or 'tradeable'})" if v["verdict"] == "INSUFFICIENT DATA" else ""
+            lines.append(f"  {v['variant']}: {v['why']}{extra}")
     if market["tradeable"]:
         m = market["arms"]["model"]
         mod = market["model"]

@@ -166,3 +166,27 @@ def test_events_are_untouched_by_the_controls() -> None:
         assert len(out) == len(ln.loaded.events)
     for c, v in before.items():
         assert np.array_equal(getattr(ln.loaded.events, c), v)
+
+
+def test_a_real_imported_pair_names_its_follower_matches_it_continuously_and_is_insufficient(tmp_path: Path) -> None:
+    """USD-M BTCUSDT as the leader, COIN-M BTCUSD_PERP in the follower's slot (cut from the real captures): the
+    verdict names the true follower, turns Hyperliquid's block clock off for it (a Binance product matches
+    continuously), charges the fee given, reports the pair's lead-lag on the training range and, on seconds of data,
+    answers INSUFFICIENT DATA -- never YES."""
+    from caerus.data.imports import ImportOptions, run_import
+    from caerus.research.verdict import app
+
+    real = Path(__file__).parents[3] / "fixtures" / "data" / "real"
+    store = tmp_path / "pair"
+    run_import(store, [real / "usdm_btcusdt_20240808_head.gz"], ImportOptions(jobs=1, instrument="BTC"), out=None)
+    run_import(store, [real / "cm_btcusd_perp_20240808_head.gz"],
+               ImportOptions(jobs=1, instrument="BTC", slot="follower"), out=None)
+    assert app.follower_market(store) == "binance coinm BTCUSD_PERP"
+    rc = cli.main(["verdict", "--store", str(store), "--fee-bps", "5", "--folds", "2", "--bootstrap", "200",
+                   "--no-latency-points", "--out", str(tmp_path / "v")])
+    doc = json.loads((tmp_path / "v" / "verdict.json").read_text())
+    assert rc == 0 and doc["verdict"] == pipeline.INSUFFICIENT
+    assert doc["facts"]["follower"] == "binance coinm BTCUSD_PERP"
+    assert doc["fills"]["blocks"] is False and doc["fills"]["taker_fee_bps"]["hyperliquid"] == 5.0
+    assert "binance coinm BTCUSD_PERP" in doc["source"] and "lead_lag" in doc["facts"]
+    assert not any(v["verdict"] == pipeline.YES for v in doc["variants"])
