@@ -51,6 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--horizon-ms", type=float, default=1000.0, help="target horizon (default 1000)")
     p.add_argument("--folds", type=int, default=3, help="walk-forward folds (default 3)")
     p.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
+    p.add_argument("--kind", choices=("auto", "linear", "trees"), default="auto",
+                   help="model family trained (auto: both, chosen on validation)")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--min-block-s", type=float, default=pipeline.bootstrap.MIN_BLOCK_S,
                    help=f"shortest bootstrap block, s (default {pipeline.bootstrap.MIN_BLOCK_S:g}: the regime scale)")
@@ -102,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         opts = pipeline.VerdictOptions(
             train_fraction=args.train_fraction, horizon_ms=args.horizon_ms, folds=args.folds, train_seed=args.seed,
+            kinds=("linear", "trees") if args.kind == "auto" else (args.kind,),
             controls=tuple(c for c in args.controls.split(",") if c), bootstrap=args.bootstrap,
             min_block_s=args.min_block_s, min_blocks=args.min_blocks, latency_points=not args.no_latency_points)
         opts.check()

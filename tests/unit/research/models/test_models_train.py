@@ -195,12 +195,10 @@ def test_training_trades_only_an_edge_that_clears_fees_and_spread(edge: float, t
 
 def test_a_declined_model_is_written_refused_by_the_strategy_and_exits_non_zero(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's placebo: Hyperliquid ignores Binance (no catch-up, no fade, no arbitrage: own moves only). Train
-    exits 3 in one line, the file says it is not tradeable, and the strategy's loader refuses it."""
-    market = tmp_path / "ignores.toml"
-    market.write_text(PLACEBO_TOML)
+    """The issue's placebo (the no-lead preset): Hyperliquid ignores Binance (no catch-up, no fade, no arbitrage: own
+    moves only). Train exits 3 in one line, the file says it is not tradeable, and the strategy's loader refuses it."""
     out = tmp_path / "m.json"
-    rc = cli.main(["train", "-o", str(out), "--market", str(market), "--seeds", "1,2", "--minutes", "4",
+    rc = cli.main(["train", "-o", str(out), "--market", "no-lead", "--seeds", "1,2", "--minutes", "4",
                    "--folds", "2"])
     err = capsys.readouterr().err
     assert rc == 3 and err.count("\n") == 1 and "no tradeable model" in err
@@ -220,23 +218,3 @@ def test_the_naive_rule_is_matched_to_the_models_validation_turnover() -> None:
     assert m["entry_bps"] in train_mod.ENTRY_GRID and len(grid) == len(train_mod.ENTRY_GRID)
     gap = abs(m["entries"] - dec["validation"]["entries"])  # type: ignore[index]
     assert gap <= 0.5 * dec["validation"]["entries"]  # type: ignore[index]
-
-
-PLACEBO_TOML = """
-annual_vol = 0.5
-jumps_per_min = 12.0
-jump_bps_min = 8.0
-jump_bps_max = 30.0
-flicker_share = 0.6
-flicker_ms = 400.0
-hl_lag_ms = 650.0
-hl_lag_sd_ms = 300.0
-catch_up = 0.0
-catch_up_late = 0.0
-hl_fade = 0.0
-hl_basis_half_life_s = 0.0
-hl_own_jumps_per_min = 6.0
-hl_own_bps_min = 6.0
-hl_own_bps_max = 18.0
-hl_own_blocks = 4
-"""
