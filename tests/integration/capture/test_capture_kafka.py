@@ -18,17 +18,18 @@ from tests.fixtures.capture_rings import (
 )
 from tests.fixtures.common import free_port
 
-TOPIC = "caerus_states"
+TOPIC = "caerus_states"  # the tests that own a cluster (outages) keep the default topic
 
 
-def _start(rings: SessionRings, names: list[str], kafka: MockKafka, tmp_path: Path, *extra: str) -> CaptureProcess:
+def _start(rings: SessionRings, names: list[str], kafka: MockKafka, tmp_path: Path, *extra: str,
+           topic: str = TOPIC) -> CaptureProcess:
     args = [a for n in names for a in ("--segment", n)]
-    return CaptureProcess([*args, "--brokers", kafka.bootstrap, "--topic", TOPIC, "--store", str(tmp_path / "s"),
+    return CaptureProcess([*args, "--brokers", kafka.bootstrap, "--topic", topic, "--store", str(tmp_path / "s"),
                            "--stats-segment", f"{rings.sid}.stats.capture", "--kafka-linger-ms", "5", *extra],
                           tmp_path / "capture.log")
 
 
-def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mock_kafka: MockKafka,
+def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mock_kafka: MockKafka, kafka_topic: str,
                                                  tmp_path: Path) -> None:
     rings = session_rings
     rings.create()
@@ -41,7 +42,7 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     for i in range(10):
         rings.writers[f"{sid}.exec"].publish(*exec_record(i))
     expected = 1000 + 9 + 10 + 5
-    cap = _start(rings, rings.names(), mock_kafka, tmp_path)
+    cap = _start(rings, rings.names(), mock_kafka, tmp_path, topic=kafka_topic)
     try:
         snap = wait_counters(f"{sid}.stats.capture", lambda s: s["kafka.delivered"] == expected, proc=cap)
     finally:
@@ -50,7 +51,7 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert snap["kafka.dropped"] == 0 and snap["kafka.errors"] == 0
     summary = read_summary(tmp_path / "s")
     assert summary["kafka"]["delivered"] == expected and summary["kafka"]["undelivered_at_exit"] == 0
-    got = consume_rows(mock_kafka.bootstrap, TOPIC, expected)
+    got = consume_rows(mock_kafka.bootstrap, kafka_topic, expected)
     assert len(got) == expected
     by_table: dict[str, list[dict]] = {}
     for key, table, line in got:
@@ -71,54 +72,56 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert seqs == sorted(seqs)
 
 
-def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, mock_kafka: MockKafka, tmp_path: Path) -> None:
+def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, own_mock_kafka: MockKafka, tmp_path: Path) -> None:
+    # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
     rings = SessionRings(sid="out")
     rings.create("out.book.binance")
     w = rings.writers["out.book.binance"]
-    cap = _start(rings, ["out.book.binance"], mock_kafka, tmp_path, "--kafka-buffer", "5000")
+    cap = _start(rings, ["out.book.binance"], own_mock_kafka, tmp_path, "--kafka-buffer", "5000")
     try:
         for i in range(1000):
             w.publish(*book(1, i))
         wait_counters("out.stats.capture", lambda s: s["kafka.delivered"] == 1000, proc=cap)
-        mock_kafka.pause()  # the broker stops answering
+        own_mock_kafka.pause()  # the broker stops answering
         for i in range(1000, 4000):
             w.publish(*book(1, i))
         during = wait_counters("out.stats.capture", lambda s: s["kafka.queued"] == 4000, proc=cap)
-        mock_kafka.resume()
+        own_mock_kafka.resume()
         after = wait_counters("out.stats.capture", lambda s: s["kafka.delivered"] == 4000, proc=cap)
     finally:
-        if mock_kafka.paused:
-            mock_kafka.resume()
+        if own_mock_kafka.paused:
+            own_mock_kafka.resume()
         rc = cap.stop()
         rings.close()
     assert rc == 0, cap.output()
     assert during["kafka.delivered"] == 1000 and during["kafka.buffered"] == 3000 and during["kafka.dropped"] == 0
     assert after["kafka.dropped"] == 0 and after["kafka.errors"] == 0
-    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(mock_kafka.bootstrap, TOPIC, 4000))
+    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(own_mock_kafka.bootstrap, TOPIC, 4000))
     assert seqs == list(range(1000, 5000))
 
 
-def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, mock_kafka: MockKafka,
+def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, own_mock_kafka: MockKafka,
                                                          tmp_path: Path) -> None:
+    # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
     rings = SessionRings(sid="drop")
     rings.create("drop.book.binance")
     w = rings.writers["drop.book.binance"]
     bound = 1000
-    cap = _start(rings, ["drop.book.binance"], mock_kafka, tmp_path, "--kafka-buffer", str(bound))
+    cap = _start(rings, ["drop.book.binance"], own_mock_kafka, tmp_path, "--kafka-buffer", str(bound))
     try:
         for i in range(100):
             w.publish(*book(1, i))
         wait_counters("drop.stats.capture", lambda s: s["kafka.delivered"] == 100, proc=cap)
-        mock_kafka.pause()
+        own_mock_kafka.pause()
         for i in range(100, 3100):
             w.publish(*book(1, i))
         during = wait_counters("drop.stats.capture", lambda s: s["records.book.binance"] == 3100
                                and s["kafka.queued"] + s["kafka.dropped"] == 3100, proc=cap)
-        mock_kafka.resume()
+        own_mock_kafka.resume()
         after = wait_counters("drop.stats.capture", lambda s: s["kafka.delivered"] == 100 + bound, proc=cap)
     finally:
-        if mock_kafka.paused:
-            mock_kafka.resume()
+        if own_mock_kafka.paused:
+            own_mock_kafka.resume()
         rc = cap.stop()
         rings.close()
     assert rc == 0, cap.output()
@@ -127,7 +130,7 @@ def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, mock_kaf
     summary = read_summary(tmp_path / "s")["kafka"]
     assert summary["delivered"] + summary["dropped"] == 3100 and summary["undelivered_at_exit"] == 0
     # What arrived is exactly the rows queued before the buffer filled: nothing extra, nothing missing.
-    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(mock_kafka.bootstrap, TOPIC, 100 + bound))
+    seqs = sorted(json.loads(line)["seq"] for _, _, line in consume_rows(own_mock_kafka.bootstrap, TOPIC, 100 + bound))
     assert seqs == list(range(1000, 1000 + 100 + bound))
 
 
@@ -139,16 +142,17 @@ def test_unreachable_broker_at_start_is_a_clear_error(shm_dir: Path, tmp_path: P
     assert f"broker 127.0.0.1:{port} unreachable" in cap.output()
 
 
-def test_broker_gone_at_exit_counts_undelivered_rows(shm_dir: Path, mock_kafka: MockKafka, tmp_path: Path) -> None:
+def test_broker_gone_at_exit_counts_undelivered_rows(shm_dir: Path, own_mock_kafka: MockKafka, tmp_path: Path) -> None:
+    # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
     rings = SessionRings(sid="gone")
     rings.create("gone.book.binance")
     w = rings.writers["gone.book.binance"]
-    cap = _start(rings, ["gone.book.binance"], mock_kafka, tmp_path, "--kafka-exit-flush", "3")
+    cap = _start(rings, ["gone.book.binance"], own_mock_kafka, tmp_path, "--kafka-exit-flush", "3")
     try:
         for i in range(200):
             w.publish(*book(1, i))
         wait_counters("gone.stats.capture", lambda s: s["kafka.delivered"] == 200, proc=cap)
-        mock_kafka.pause()
+        own_mock_kafka.pause()
         for i in range(200, 700):
             w.publish(*book(1, i))
         wait_counters("gone.stats.capture", lambda s: s["kafka.queued"] == 700, proc=cap)

@@ -18,25 +18,26 @@ from tests.fixtures.capture_kafka import MockKafka
 from tests.fixtures.capture_rings import CaptureProcess, SessionRings, book, event, exec_record, wait_counters
 from tests.fixtures.common import free_port
 
-TOPIC = "caerus_states"
-
 
 class SinkProcess(CaptureProcess):
     def __init__(self, args: list[str], log: Path) -> None:
         super().__init__(args, log, command="sink")
 
 
-def _produce_books(kafka: MockKafka, first: int, n: int, venue: int = 1, per_message: int = 100) -> None:
-    out = KafkaOutput(kafka.bootstrap, TOPIC, linger_ms=5, rows_per_message=per_message)
+def _produce_books(kafka: MockKafka, topic: str, first: int, n: int, venue: int = 1, per_message: int = 100) -> None:
+    out = KafkaOutput(kafka.bootstrap, topic, linger_ms=5, rows_per_message=per_message)
     a = np.array([book(venue, i) for i in range(first, first + n)], dtype=BOOK.dtype)
     for table, df in rows.tables_from("book", a).items():
         assert out.write(table, df, "sk") == n
     assert out.close(30) == 0 and out.delivered == n
 
 
-def _sink(kafka: MockKafka, ch: ClickHouseServer, tmp_path: Path, name: str, *extra: str) -> SinkProcess:
-    return SinkProcess(["--brokers", kafka.bootstrap, "--topic", TOPIC, "--clickhouse", ch.url, "--batch-wait",
-                        "0.2", "--summary", str(tmp_path / f"{name}.json"), *extra], tmp_path / f"{name}.log")
+def _sink(kafka: MockKafka, topic: str, ch: ClickHouseServer, tmp_path: Path, name: str, *extra: str) -> SinkProcess:
+    # a consumer group of the test's own too: a member another test's sink left in a shared group would hold the
+    # next join for the group's session timeout (45 s)
+    return SinkProcess(["--brokers", kafka.bootstrap, "--topic", topic, "--group", f"{topic}.sink", "--clickhouse",
+                        ch.url, "--batch-wait", "0.2", "--summary", str(tmp_path / f"{name}.json"), *extra],
+                       tmp_path / f"{name}.log")
 
 
 def _count(ch: ClickHouseServer, table: str, key: str) -> tuple[int, int]:
@@ -46,7 +47,8 @@ def _count(ch: ClickHouseServer, table: str, key: str) -> tuple[int, int]:
 
 
 def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, mock_kafka: MockKafka,
-                                                   clickhouse_server: ClickHouseServer, tmp_path: Path) -> None:
+                                                   kafka_topic: str, clickhouse_server: ClickHouseServer,
+                                                   tmp_path: Path) -> None:
     rings = session_rings
     rings.create()
     sid = rings.sid
@@ -62,9 +64,10 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
         rings.writers[f"{sid}.exec"].publish(*exec_record(i))
     total = 4001 + 12 + 20 + 10
     args = [a for n in rings.names() for a in ("--segment", n)]
-    cap = CaptureProcess([*args, "--brokers", mock_kafka.bootstrap, "--topic", TOPIC, "--stats-segment",
+    cap = CaptureProcess([*args, "--brokers", mock_kafka.bootstrap, "--topic", kafka_topic, "--stats-segment",
                           f"{sid}.stats.capture"], tmp_path / "capture.log")
-    sink = _sink(mock_kafka, clickhouse_server, tmp_path, "sink", "--stats-segment", f"{sid}.stats.sink")
+    sink = _sink(mock_kafka, kafka_topic, clickhouse_server, tmp_path, "sink", "--stats-segment",
+                 f"{sid}.stats.sink")
     try:
         wait_counters(f"{sid}.stats.capture", lambda s: s["kafka.delivered"] == total, proc=cap)
         snap = wait_counters(f"{sid}.stats.sink", lambda s: sum(s[f"rows.{t}"] for t in rows.TABLES) == total,
@@ -89,13 +92,14 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
     assert nan_row == ["1", repr(withdrawn[BOOK_I.ASK_PX])]
 
 
-def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
-                                           tmp_path: Path) -> None:
-    _produce_books(mock_kafka, 0, 3000)
-    first = _sink(mock_kafka, clickhouse_server, tmp_path, "first", "--idle-exit", "3")
+def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, kafka_topic: str,
+                                           clickhouse_server: ClickHouseServer, tmp_path: Path) -> None:
+    _produce_books(mock_kafka, kafka_topic, 0, 3000)
+    first = _sink(mock_kafka, kafka_topic, clickhouse_server, tmp_path, "first", "--idle-exit", "3")
     assert first.wait() == 0, first.output()
     # A second consumer group reads the whole topic again: every row is inserted a second time.
-    again = _sink(mock_kafka, clickhouse_server, tmp_path, "again", "--idle-exit", "3", "--group", "replay")
+    again = _sink(mock_kafka, kafka_topic, clickhouse_server, tmp_path, "again", "--idle-exit", "3", "--group",
+                  f"{kafka_topic}.replay")
     assert again.wait() == 0, again.output()
     assert json.loads((tmp_path / "first.json").read_text())["rows"]["books"] == 3000
     assert json.loads((tmp_path / "again.json").read_text())["rows"]["books"] == 3000
@@ -104,16 +108,16 @@ def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, clickhouse_ser
     assert int(clickhouse_server.query("SELECT count() FROM caerus.books")) == 3000  # merged away for good
 
 
-def test_clickhouse_down_then_up_retries_without_duplicates(mock_kafka: MockKafka,
-                                                            clickhouse_server: ClickHouseServer,
+def test_clickhouse_down_then_up_retries_without_duplicates(mock_kafka: MockKafka, kafka_topic: str,
+                                                            own_clickhouse_server: ClickHouseServer,
                                                             shm_dir: Path, tmp_path: Path) -> None:
-    ch = clickhouse_server
-    sink = _sink(mock_kafka, ch, tmp_path, "sink", "--stats-segment", "ck.stats.sink")
+    ch = own_clickhouse_server  # this test stops and starts the server: it owns one
+    sink = _sink(mock_kafka, kafka_topic, ch, tmp_path, "sink", "--stats-segment", "ck.stats.sink")
     try:
-        _produce_books(mock_kafka, 0, 1000)
+        _produce_books(mock_kafka, kafka_topic, 0, 1000)
         wait_counters("ck.stats.sink", lambda s: s["rows.books"] == 1000, proc=sink)
         ch.stop()
-        _produce_books(mock_kafka, 1000, 2000)
+        _produce_books(mock_kafka, kafka_topic, 1000, 2000)
         down = wait_counters("ck.stats.sink", lambda s: s["clickhouse.down"] == 1 and s["insert_retries"] >= 2,
                              proc=sink)
         ch.start()
@@ -125,22 +129,22 @@ def test_clickhouse_down_then_up_retries_without_duplicates(mock_kafka: MockKafk
     assert up["rejected"] == 0 and up["malformed"] == 0
     assert _count(ch, "books", "(venue, seq, t_recv)") == (3000, 3000)
     # Offsets were committed only for inserted batches: a new sink in the same group finds nothing left to do.
-    rest = _sink(mock_kafka, ch, tmp_path, "rest", "--idle-exit", "3")
+    rest = _sink(mock_kafka, kafka_topic, ch, tmp_path, "rest", "--idle-exit", "3")
     assert rest.wait() == 0, rest.output()
     assert json.loads((tmp_path / "rest.json").read_text())["consumed"] == 0
 
 
-def test_malformed_messages_are_counted_and_skipped(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
-                                                    tmp_path: Path) -> None:
+def test_malformed_messages_are_counted_and_skipped(mock_kafka: MockKafka, kafka_topic: str,
+                                                    clickhouse_server: ClickHouseServer, tmp_path: Path) -> None:
     p = Producer({"bootstrap.servers": mock_kafka.bootstrap})
-    p.produce(TOPIC, b'{"venue":"binance"}', b"binance")  # no table header
-    p.produce(TOPIC, b"not json", b"binance", headers=[("table", b"books")])
+    p.produce(kafka_topic, b'{"venue":"binance"}', b"binance")  # no table header
+    p.produce(kafka_topic, b"not json", b"binance", headers=[("table", b"books")])
     good = json.dumps({"session": "sk", "venue": "binance", "seq": 1}).encode()
-    p.produce(TOPIC, good + b"\n[1, 2]", b"binance", headers=[("table", b"books")])  # one good row, one bad
-    p.produce(TOPIC, b"{}", b"binance", headers=[("table", b"nosuchtable")])
+    p.produce(kafka_topic, good + b"\n[1, 2]", b"binance", headers=[("table", b"books")])  # one good row, one bad
+    p.produce(kafka_topic, b"{}", b"binance", headers=[("table", b"nosuchtable")])
     assert p.flush(30) == 0
-    _produce_books(mock_kafka, 0, 50, per_message=1)
-    sink = _sink(mock_kafka, clickhouse_server, tmp_path, "sink", "--idle-exit", "3")
+    _produce_books(mock_kafka, kafka_topic, 0, 50, per_message=1)
+    sink = _sink(mock_kafka, kafka_topic, clickhouse_server, tmp_path, "sink", "--idle-exit", "3")
     assert sink.wait() == 0, sink.output()
     summary = json.loads((tmp_path / "sink.json").read_text())
     assert summary["consumed"] == 54 and summary["malformed"] == 4 and summary["rows"]["books"] == 51
@@ -158,14 +162,14 @@ def test_sink_bad_config_is_a_clear_error(mock_kafka: MockKafka, tmp_path: Path)
     assert s.wait() == 2 and "--brokers 'nohostport'" in s.output()
 
 
-def test_sink_authenticates_with_a_password_file(mock_kafka: MockKafka, clickhouse_server: ClickHouseServer,
-                                                 tmp_path: Path) -> None:
+def test_sink_authenticates_with_a_password_file(mock_kafka: MockKafka, kafka_topic: str,
+                                                 clickhouse_server: ClickHouseServer, tmp_path: Path) -> None:
     ch = clickhouse_server
     secret = tmp_path / "ch.password"
     secret.write_text(ch.writer_password + "\n")
     secret.chmod(0o644)
     auth = ["--clickhouse-user", ch.writer_user, "--clickhouse-password-file", str(secret)]
-    s = _sink(mock_kafka, ch, tmp_path, "open", *auth)
+    s = _sink(mock_kafka, kafka_topic, ch, tmp_path, "open", *auth)
     assert s.wait() == 2 and f"{secret} is owned by uid {os.geteuid()} with mode 0644" in s.output()
     assert "with mode 0600" in s.output()
     secret.chmod(0o600)
@@ -177,11 +181,11 @@ def test_sink_authenticates_with_a_password_file(mock_kafka: MockKafka, clickhou
     wrong = tmp_path / "wrong.password"
     wrong.write_text("not-the-password\n")
     wrong.chmod(0o600)
-    s = _sink(mock_kafka, ch, tmp_path, "wrong", "--clickhouse-user", ch.writer_user, "--clickhouse-password-file",
-              str(wrong))
+    s = _sink(mock_kafka, kafka_topic, ch, tmp_path, "wrong", "--clickhouse-user", ch.writer_user,
+              "--clickhouse-password-file", str(wrong))
     assert s.wait() == 2 and "check the user and password" in s.output()
-    _produce_books(mock_kafka, 0, 200)
-    s = _sink(mock_kafka, ch, tmp_path, "auth", "--idle-exit", "3", *auth)
+    _produce_books(mock_kafka, kafka_topic, 0, 200)
+    s = _sink(mock_kafka, kafka_topic, ch, tmp_path, "auth", "--idle-exit", "3", *auth)
     assert s.wait() == 0, s.output()
     assert json.loads((tmp_path / "auth.json").read_text())["rows"]["books"] == 200
     assert _count(ch, "books", "(venue, seq, t_recv)") == (200, 200)

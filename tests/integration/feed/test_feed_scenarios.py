@@ -166,7 +166,7 @@ def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, exp
 
 
 def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_factory, client: str) -> None:
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     fb = feed_factory("binance", sim)
     fh = feed_factory("hyperliquid", sim)
     fb.wait_for("binance books", lambda f: len(f.valid()) >= 100)
@@ -300,7 +300,7 @@ def test_wrong_route_scenario_is_stale_then_recovers(venue_sim_factory, feed_fac
 
 
 def test_subscribing_on_the_market_route_is_noticed_by_the_watchdog(venue_sim_factory, feed_factory) -> None:
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     feed = feed_factory("binance", sim, "--route", "market", "--allow-silent-route")
     feed.wait_for("two stale connections", lambda f: f.counters()["fail.stale"] >= 2)
     assert feed.stop() == 0
@@ -367,7 +367,7 @@ def test_greeting_is_counted_not_fatal(venue_sim_factory, feed_factory) -> None:
 
 
 def test_spin_wait_policy_runs_and_is_recorded(venue_sim_factory, feed_factory) -> None:
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     feed = feed_factory("binance", sim, "--wait-policy", "hybrid")
     feed.wait_for("books", lambda f: len(f.valid()) >= 50)
     assert feed.stop() == 0
@@ -400,7 +400,7 @@ def test_bad_config_exits_2_before_starting_anything(tmp_path: Path, shm_dir: Pa
 @pytest.mark.parametrize(("venue", "channel", "n"), [("binance", "depth5", 30), ("hyperliquid", "l2Book", 3)])
 def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_factory, venue: str, channel: str,
                                                    n: int) -> None:
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     feed = feed_factory(venue, sim, "--channel", channel, "--stale-after", "3")
     feed.wait_for(f"{channel} books", lambda f: len(f.valid()) >= n)
     assert feed.stop() == 0
@@ -413,7 +413,7 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
                                                                 shm_dir: Path) -> None:
     # Two feeds on the same emulator stream: one rotating every 1 s, one never. The emulator broadcasts the same
     # frames to both, so over the span both covered, the rotating feed must have published exactly the same ids.
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     feeds = []
     try:
@@ -464,7 +464,7 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
 def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factory) -> None:
     import signal
 
-    sim = venue_sim_factory(scenario="none")
+    sim = venue_sim_factory(shared=True)  # reads the healthy market only
     feed = feed_factory("hyperliquid", sim)
     feed.wait_for("books", lambda f: len(f.valid()) >= 10)
     os.kill(feed.proc.pid, signal.SIGINT)

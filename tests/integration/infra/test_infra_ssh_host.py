@@ -44,8 +44,8 @@ def _sha(path: str) -> str | None:
     return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
 
 
-def test_infra_host_key_pinned_then_mismatch_refused(infra_test_host: InfraHost) -> None:
-    h = infra_test_host
+def test_infra_host_key_pinned_then_mismatch_refused(own_infra_test_host: InfraHost) -> None:
+    h = own_infra_test_host  # it re-keys sshd: a server of its own
     said: list[str] = []
     connect(h.record, h.store.known_hosts, said.append).close()
     kh = h.store.known_hosts
@@ -428,7 +428,7 @@ def test_infra_apply_live_runs_handlers_once_and_only_on_change(infra_test_host:
         host.close()
 
 
-def test_infra_reboot_wait_reconnects_after_new_boot(infra_test_host: InfraHost) -> None:
+def test_infra_reboot_wait_reconnects_after_new_boot(own_infra_test_host: InfraHost) -> None:
     """The reboot path for real over SSH: the "reboot" stops sshd, the host comes back with a new boot id."""
     import threading
     import time
@@ -436,7 +436,7 @@ def test_infra_reboot_wait_reconnects_after_new_boot(infra_test_host: InfraHost)
     from infra.configure import BOOT_ID, reboot_and_wait
     from infra.remote import open_host
 
-    h = infra_test_host
+    h = own_infra_test_host  # the "reboot" kills sshd: a server of its own
     boot = h.prefix / BOOT_ID.lstrip("/")
     boot.parent.mkdir(parents=True)
     boot.write_text("boot-1\n")
@@ -506,7 +506,7 @@ def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_h
     assert Path(result["sessions"][0]).exists()
 
 
-def test_infra_bench_wait_survives_a_dropped_connection(infra_test_host: InfraHost, tmp_path: Path) -> None:
+def test_infra_bench_wait_survives_a_dropped_connection(own_infra_test_host: InfraHost, tmp_path: Path) -> None:
     """sshd goes away mid-session (and our connection with it); polling retries, reconnects, and finishes."""
     import threading
     import time
@@ -514,7 +514,7 @@ def test_infra_bench_wait_survives_a_dropped_connection(infra_test_host: InfraHo
     from infra.remote import open_host
     from infra.remote_bench import start_detached, wait_finished
 
-    h = infra_test_host
+    h = own_infra_test_host  # it stops and restarts sshd: a server of its own
     server = h.server
     caerus = _fake_caerus(tmp_path / "caerus")
     run_dir = str(tmp_path / "run")

@@ -26,7 +26,8 @@ def _run(sim: Any, out: Path, symbols: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
-def test_the_instruments_command_writes_the_list_the_fleet_reads(venue_sim: Any, tmp_path: Path) -> None:
+def test_the_instruments_command_writes_the_list_the_fleet_reads(shared_venue_sim: Any, tmp_path: Path) -> None:
+    venue_sim = shared_venue_sim  # reads the venues' listings only
     res = _run(venue_sim, tmp_path / "ok", "BTC,ETH,SOL")
     assert res.returncode == 0, res.stderr
     insts = instruments.load(tmp_path / "ok" / instruments.FILE_NAME)

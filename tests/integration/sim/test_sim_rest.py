@@ -201,7 +201,7 @@ def test_klines_recent_trades_and_candles_come_from_the_trade_tape(venue_sim_fac
     the trades the streams publish (so a bar's count equals the trades in its minute)."""
     import urllib.request
 
-    sim = venue_sim_factory()
+    sim = venue_sim_factory(shared=True)  # reads the healthy market's tape only
     ctx = ssl.create_default_context(cafile=sim["ca_file"])
 
     def get(url: str, body: bytes | None = None) -> Any:
