@@ -1,0 +1,3 @@
+"""Synthetic session folders for the report tests."""
+
+from tests.fixtures.report_sessions import two_sessions  # noqa: F401
