@@ -4,7 +4,7 @@
     invoke bench --host NAME       the same on a provisioned host (see infra/)
     invoke bench --market replay:DATASET   the fleet on a real capture (Binance real, Hyperliquid modelled)
     invoke record                  record the venues for hours (feeds + capture, no orders)
-    invoke test                    the test suite (installs the servers it needs first)
+    invoke test                    the test suite (installs the servers it needs first); --fast: the fast tier
     invoke provision|configure|deploy|collect|teardown|status
     invoke report [SESSION ...]    reports for session folders
     invoke regress [--base REV]    latency regression check
@@ -323,16 +323,61 @@ def regress(
         sys.exit(code)
 
 
-@task(help={"k": "pytest -k expression", "unit": "unit tests only (no servers)", "no_deps": "skip system deps"})
-def test(c: Context, k: str = "", unit: bool = False, no_deps: bool = False) -> None:
-    """Install the system packages the integration tests need (when missing), then run pytest."""
-    if not (unit or no_deps):
+@task(help={
+    "k": "pytest -k expression",
+    "unit": "unit tests only (no servers)",
+    "fast": "the fast tier: everything not marked slow (unit and in-process tests), for the edit-test loop",
+    "no_deps": "skip system deps",
+    "workers": "parallel test processes for the tests that can share the machine (default: one per CPU this "
+               "process may use; 1: everything in one serial run)",
+    "coverage": "measure line coverage of caerus/ (subprocesses included) and print the report",
+})
+def test(c: Context, k: str = "", unit: bool = False, fast: bool = False, no_deps: bool = False, workers: int = 0,
+         coverage: bool = False) -> None:
+    """Install the system packages the integration tests need (when missing), then run pytest: the tests that can
+    share the machine on every CPU (pytest-xdist), then those marked ``serial`` alone (docs/testing.md)."""
+    if not (unit or fast or no_deps):
         c.run(f"bash {shlex.quote(str(ROOT / 'scripts' / 'install-test-deps.sh'))}", pty=False)
-    # The shell runs this line: every value is shell-quoted (a Python repr is not shell quoting: `$(...)` inside
-    # single quotes of a repr that switched to double quotes would run).
-    argv = [sys.executable, "-m", "pytest", "tests/unit" if unit else "tests", *(["-k", k] if k else [])]
-    with c.cd(str(ROOT)):
-        c.run(shlex.join(argv), pty=False, env={"PYTHONPATH": str(ROOT)})
+    if coverage:
+        with c.cd(str(ROOT)):
+            c.run(shlex.join([sys.executable, "-m", "coverage", "erase"]), pty=False)
+    codes = []
+    for argv in suite_commands(k=k, unit=unit, fast=fast, workers=workers or len(os.sched_getaffinity(0)),
+                              coverage=coverage):
+        # The shell runs this line: every value is shell-quoted (a Python repr is not shell quoting: `$(...)`
+        # inside single quotes of a repr that switched to double quotes would run).
+        with c.cd(str(ROOT)):
+            # Bytecode caches on (the environment may say otherwise): the suite starts hundreds of Python processes
+            # that would each compile caerus/ again, and pytest keeps its rewritten test modules there too.
+            result = c.run(shlex.join(argv), pty=False, warn=True,
+                           env={"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": ""})
+        codes.append(result.exited)
+    if coverage:
+        with c.cd(str(ROOT)):
+            c.run(shlex.join([sys.executable, "-m", "coverage", "combine", "-q"]), pty=False, warn=True)
+            c.run(shlex.join([sys.executable, "-m", "coverage", "report"]), pty=False, warn=True)
+    # 5 (pytest: no test selected) is fine for one pass (-k may match only the other one), not for all of them
+    failed = [code for code in codes if code not in (0, 5)] or ([5] if set(codes) == {5} else [])
+    if failed:
+        sys.exit(failed[0])
+
+
+def suite_commands(*, k: str = "", unit: bool = False, fast: bool = False, workers: int = 2,
+                  coverage: bool = False) -> list[list[str]]:
+    """The pytest runs of `invoke test`: with more than one worker, the tests not marked ``serial`` on
+    ``workers`` xdist processes, then the ``serial`` ones in one process on an otherwise quiet machine."""
+    runner = [sys.executable, "-m", *(["coverage", "run", "-m"] if coverage else []), "pytest"]
+    paths = ["tests/unit" if unit else "tests"]
+    selected = "not slow" if fast else ""
+    tail = ["-k", k] if k else []
+    if workers <= 1:
+        return [[*runner, *paths, *(["-m", selected] if selected else []), *tail]]
+
+    def marks(serial: str) -> list[str]:
+        return ["-m", f"{serial} and ({selected})" if selected else serial]
+
+    return [[*runner, *paths, *marks("not serial"), "-n", str(workers), "--dist", "loadgroup", *tail],
+            [*runner, *paths, *marks("serial"), "-p", "no:xdist", *tail]]
 
 
 @task

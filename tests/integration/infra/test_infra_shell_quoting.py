@@ -31,13 +31,15 @@ def test_invoke_test_k_runs_nothing_through_a_real_shell(tmp_path: Path) -> None
     class Printing(Context):
         def run(self, command: str, **kwargs: Any) -> Any:  # invoke's real runner and shell, pytest swapped out
             assert command.startswith(pytest_prefix)
-            results.append(super().run(command.replace(pytest_prefix, printer_prefix, 1), hide=True, warn=True,
-                                       in_stream=False, **kwargs))
+            kwargs["warn"] = True
+            results.append(super().run(command.replace(pytest_prefix, printer_prefix, 1), hide=True, in_stream=False,
+                                       **kwargs))
             return results[-1]
 
-    tasks.test(Printing(), k=hostile, no_deps=True)
-    [result] = results
-    assert result.exited == 0 and json.loads(result.stdout) == ["tests", "-k", hostile]
+    tasks.test(Printing(), k=hostile, no_deps=True, workers=2)
+    assert [(r.exited, json.loads(r.stdout)) for r in results] == [
+        (0, ["tests", "-m", "not serial", "-n", "2", "--dist", "loadgroup", "-k", hostile]),
+        (0, ["tests", "-m", "serial", "-p", "no:xdist", "-k", hostile])]
     assert not marker.exists()
 
 

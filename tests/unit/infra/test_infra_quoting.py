@@ -62,19 +62,42 @@ class RecordingHost:
 
 def test_invoke_test_k_reaches_pytest_as_one_argument() -> None:
     c = MockContext(run=Result())
-    tasks.test(c, k=HOSTILE, no_deps=True)
-    [call] = c.run.call_args_list
-    command = call.args[0]
-    assert command == shlex.join([sys.executable, "-m", "pytest", "tests", "-k", HOSTILE])
-    assert shlex.split(command) == [sys.executable, "-m", "pytest", "tests", "-k", HOSTILE]
-    assert f"-k {HOSTILE!r}" not in command  # the old Python-repr form, which a shell would expand
+    tasks.test(c, k=HOSTILE, no_deps=True, workers=2)
+    commands = [call.args[0] for call in c.run.call_args_list]
+    assert commands == [
+        shlex.join([sys.executable, "-m", "pytest", "tests", "-m", "not serial", "-n", "2", "--dist", "loadgroup",
+                    "-k", HOSTILE]),
+        shlex.join([sys.executable, "-m", "pytest", "tests", "-m", "serial", "-p", "no:xdist", "-k", HOSTILE])]
+    for command in commands:  # the parallel pass and the serial pass alike
+        assert shlex.split(command)[-2:] == ["-k", HOSTILE]
+        assert f"-k {HOSTILE!r}" not in command  # the old Python-repr form, which a shell would expand
 
 
 def test_invoke_test_without_k_and_with_deps() -> None:
     c = MockContext(run=Result())
-    tasks.test(c, unit=True)
+    tasks.test(c, unit=True, workers=1)
     assert [call.args[0] for call in c.run.call_args_list] == [
         shlex.join([sys.executable, "-m", "pytest", "tests/unit"])]
+
+
+def test_invoke_test_fast_tier_leaves_out_slow_in_both_passes() -> None:
+    c = MockContext(run=Result())
+    tasks.test(c, fast=True, workers=2)  # the fast tier installs no system packages: one call per pass
+    assert [shlex.split(call.args[0])[3:6] for call in c.run.call_args_list] == [
+        ["tests", "-m", "not serial and (not slow)"], ["tests", "-m", "serial and (not slow)"]]
+
+
+@pytest.mark.parametrize(("exits", "code"), [((0, 0), None), ((1, 0), 1), ((0, 1), 1), ((5, 0), None),
+                                             ((0, 5), None), ((5, 5), 5), ((2, 1), 2)])
+def test_invoke_test_runs_both_passes_and_fails_when_either_failed(exits: tuple[int, int], code: int | None) -> None:
+    c = MockContext(run=[Result(exited=e) for e in exits])
+    if code is None:
+        tasks.test(c, no_deps=True, workers=2)
+    else:
+        with pytest.raises(SystemExit) as exc:
+            tasks.test(c, no_deps=True, workers=2)
+        assert exc.value.code == code
+    assert len(c.run.call_args_list) == 2  # the serial pass runs even when the parallel one failed
 
 
 @pytest.mark.parametrize("chronyc", ["chronyc; touch PWNED", "chronyc -h /run/x $(touch PWNED)",
