@@ -7,8 +7,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks import feed_wire
+
+pytestmark = pytest.mark.serial("the benchmark pins its server and client to CPUs")
 
 
 def test_message_stamp_reads_the_before_send_stamp_and_the_number_from_bytes_and_text() -> None:

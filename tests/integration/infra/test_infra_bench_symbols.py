@@ -15,7 +15,8 @@ from invoke import Context
 import tasks
 from tests.fixtures.infra_sshd import InfraHost
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("a whole-fleet session on the test host, pinned by its plan (taskset)")]
 
 ROOT = Path(__file__).resolve().parents[3]
 

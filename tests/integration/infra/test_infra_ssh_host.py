@@ -478,6 +478,7 @@ def test_infra_remote_bench_refuses_live_when_build_lacks_it(infra_test_host: In
     assert "--live" not in json.loads((path / "env.json").read_text())["argv"]
 
 
+@pytest.mark.serial("a whole-fleet session on the test host, pinned by its plan (taskset)")
 def test_infra_e2e_deploy_then_emulator_session_on_host_then_report(infra_test_host: InfraHost, caerus_wheel: Path,
                                                                     wheelhouse_cache: Path, tmp_path: Path) -> None:
     """The real chain on the test host: deployed wheel -> `caerus session` (emulator) run over SSH, detached and

@@ -23,7 +23,8 @@ import pytest
 from caerus.monitoring import prometheus
 from tests.fixtures.common import free_port, require_binary
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("a whole-fleet session: the plan pins the hot processes to CPUs")]
 
 ROOT = Path(__file__).resolve().parents[3]
 SESSION_TIMEOUT_S = 240

@@ -37,7 +37,8 @@ from caerus.metrics import hdr
 from caerus.research.backtest import consistency, fills, latency, observed, runner, sources
 from caerus.strategy.config import StrategyConfig
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("a whole-fleet session: the plan pins the hot processes to CPUs")]
 
 ROOT = Path(__file__).resolve().parents[3]
 REPLY = 0x80

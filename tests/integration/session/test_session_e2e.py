@@ -26,7 +26,8 @@ from caerus.metrics.rss import SERIES_FILE, read_series
 from caerus.report import tables
 from tests.fixtures.common import require_binary
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("whole-fleet sessions: the plan pins the hot processes to CPUs")]
 
 ROOT = Path(__file__).resolve().parents[3]
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"

@@ -28,7 +28,8 @@ import pytest
 
 from caerus.session.order_desk import PREFIX, EmulatorOrderDesk
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("two whole-fleet session runners: the plan pins the hot processes to CPUs")]
 
 ROOT = Path(__file__).resolve().parents[3]
 FLEET = ("venue-sim", "capture", "execution", "strategy", "feed-binance", "feed-hyperliquid")

@@ -18,7 +18,8 @@ import pytest
 
 from tests.integration.session.test_session_e2e import _env, _only_session, _session_cmd
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.serial("a whole-fleet session: the plan pins the hot processes to CPUs")]
 
 
 def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_venue(tmp_path: Path) -> None:

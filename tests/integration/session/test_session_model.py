@@ -12,11 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from caerus import cli
 from caerus.capture.store import ChdbStore
 from caerus.strategy.ab import arm_at
 from caerus.wire import ExecFlags, OrderFlags
 from tests.fixtures.model_files import chain, trees_doc, write
+
+pytestmark = pytest.mark.serial("whole-fleet sessions: the plan pins the hot processes to CPUs")
 
 ROOT = Path(__file__).resolve().parents[3]
 
