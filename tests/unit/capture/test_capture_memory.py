@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+import pytest
+
 from caerus.capture.pipeline import Capture, CaptureConfig
 from caerus.ipc.swmr import SwmrWriter
 from caerus.wire import BOOK, EVENT, EXEC
@@ -41,6 +43,7 @@ class NullOutput:
         return {}
 
 
+@pytest.mark.slow
 def test_capture_flushes_keep_nothing(shm_dir: Path) -> None:
     segs = ["c.book.binance", "c.book.hyperliquid", "c.exec", "c.events.binance"]
     wb, wh = SwmrWriter.create(segs[0], BOOK, 4096), SwmrWriter.create(segs[1], BOOK, 4096)

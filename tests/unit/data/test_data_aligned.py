@@ -56,6 +56,7 @@ def test_aligned_cases_by_name(folder: Path) -> None:
     assert df.loc[14, "other_t_recv_ts"] == pd.Timestamp(T + 170, tz="UTC")
 
 
+@pytest.mark.slow
 def test_aligned_in_slices_equals_one_query(folder: Path) -> None:
     whole = data.aligned(folder)
     for rows in (1, 2, 3):

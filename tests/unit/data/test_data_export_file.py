@@ -44,6 +44,7 @@ def _copied_batches(engine: ChdbEngine, q: str, schema: pa.Schema) -> Iterator[p
         stream.close()
 
 
+@pytest.mark.slow
 def test_zero_copy_chunks_equal_the_copied_read(store: Path) -> None:
     with open_source(store) as src:
         engine = src.engine

@@ -124,12 +124,14 @@ def _check(transport: Any, replies: list[Any], pending: dict[int, Any]) -> None:
             assert r.fill_px > 0 and r.fill_qty > 0, r
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replies=st.lists(_binance_replies, min_size=1, max_size=6))
 def test_binance_reply_reader_never_raises_and_never_loses_an_order(replies: list[Any]) -> None:
     _check(_once(_binance), replies, {1: 101, 2: 102, 3: 103})
 
 
+@pytest.mark.slow
 @FUZZ
 @given(replies=st.lists(_hl_replies, min_size=1, max_size=6))
 def test_hyperliquid_reply_reader_never_raises_and_never_loses_an_order(replies: list[Any]) -> None:

@@ -64,6 +64,7 @@ _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | s
 
 
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 @given(status=st.text(max_size=20) | st.sampled_from(["filled", "open", "canceled", "triggered"]),
        orig=_json, left=_json, px=_json)
 def test_hyperliquid_order_status_never_raises_and_reports_only_sane_numbers(status: str, orig: Any, left: Any,

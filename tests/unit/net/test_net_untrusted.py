@@ -90,6 +90,7 @@ _TOKENS = st.sampled_from([b"[", b"]", b"{", b"}", b'"', b"\\", b'\\"', b"\\\\",
 _JSONISH = st.lists(_TOKENS, max_size=60).map(b"".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None, derandomize=True, database=None)
 @given(data=_JSONISH)
 def test_the_string_scan_agrees_with_a_tokenizer_wherever_a_decoder_would_read(data: bytes) -> None:

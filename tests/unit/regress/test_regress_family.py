@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import pytest
+
 from benchmarks.regress.stats import REGRESSION, compare, gate_family, holm, min_detectable_effect
 
 REPS = 9
@@ -36,6 +38,7 @@ def test_holm_adjustment_matches_the_step_down_definition() -> None:
     assert holm([float("nan"), 0.001]) == [1.0, 0.002]
 
 
+@pytest.mark.slow
 def test_200_equal_metrics_over_100_runs_keep_the_run_level_false_alarm_rate_at_most_5_percent() -> None:
     rng = np.random.default_rng(20261202)
     alarms_family = alarms_per_metric = 0
@@ -49,6 +52,7 @@ def test_200_equal_metrics_over_100_runs_keep_the_run_level_false_alarm_rate_at_
     assert alarms_per_metric > alarms_family
 
 
+@pytest.mark.slow
 def test_a_planted_20_percent_shift_in_one_gating_metric_is_still_caught() -> None:
     rng = np.random.default_rng(7)
     caught = 0

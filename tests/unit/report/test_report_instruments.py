@@ -48,6 +48,7 @@ def test_rows_name_each_instrument_and_total_the_fleet(many: Path) -> None:
     assert tables.instrument_rows({"counters": {"strategy": {"books": 3}}}, {}) == []  # one instrument: no table
 
 
+@pytest.mark.slow
 def test_the_report_has_the_table_the_chart_and_the_newest_cost_curve(many: Path) -> None:
     d = many
     curve = {"benchmark": "symbols_scaling", "started_ns": 1_800_000_000_000_000_000,

@@ -28,6 +28,7 @@ def test_session_folder_has_collected_files(two_sessions: tuple[Path, Path, Path
     assert any("feed-hyperliquid DIED" in c for c in summary["caveats"])
 
 
+@pytest.mark.slow
 def test_report_contains_every_metric_and_caveats(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
     _, a, _ = two_sessions
     out = tmp_path / "reports"
@@ -56,6 +57,7 @@ def test_report_contains_every_metric_and_caveats(two_sessions: tuple[Path, Path
     assert Path(result["index"]).exists()
 
 
+@pytest.mark.slow
 def test_comparison_and_index_list_every_session(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
     _, a, b = two_sessions
     out = tmp_path / "reports"
@@ -83,6 +85,7 @@ def test_newest_session_and_clear_errors(two_sessions: tuple[Path, Path, Path], 
     assert not (tmp_path / "out").exists()  # validated before writing anything
 
 
+@pytest.mark.slow
 def test_session_without_summary_still_renders(two_sessions: tuple[Path, Path, Path], tmp_path: Path) -> None:
     _, _, b = two_sessions
     c = tmp_path / "20260103T000000Z-cccc"
@@ -142,6 +145,7 @@ def test_headline_leaves_out_optional_metrics_without_samples_but_never_a_fleet_
     assert label("tick_to_decision") in labels and label("queue_transit") in labels  # fleet tags always shown
 
 
+@pytest.mark.slow
 def test_rss_over_time_is_drawn_from_the_sessions_samples(two_sessions: tuple[Path, Path, Path],
                                                           tmp_path: Path) -> None:
     _, a, b = two_sessions

@@ -108,6 +108,7 @@ def _measure(run_phase: object, n: int) -> tuple[int, int]:
     return growth, unreachable
 
 
+@pytest.mark.slow
 def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path) -> None:
     cfg = StrategyConfig(mode="bench", housekeeping_ms=0.001, yield_after_order=False)
     t0 = time.time_ns()
@@ -156,6 +157,7 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
         consumer.close(unlink=True)
 
 
+@pytest.mark.slow
 def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # The rate check keeps the last max_orders_per_s pickup times (a preallocated ring): small enough that the

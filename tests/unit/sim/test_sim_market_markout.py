@@ -30,6 +30,7 @@ def test_the_fixed_lag_market_pays_the_naive_rule_by_construction() -> None:
     assert doc["reliably_positive"] is True
 
 
+@pytest.mark.slow
 def test_the_default_market_does_not(tmp_path: Path) -> None:
     out = tmp_path / "mk.json"
     assert market_markout.main(["--seeds", "3", "--duration", "200", "--json", str(out)]) == 0

@@ -114,6 +114,7 @@ def test_a_zero_dispersion_lag_is_a_constant() -> None:
     assert set(lags) == {300.0}
 
 
+@pytest.mark.slow
 def test_catch_up_below_one_shows_in_the_regression_of_hyperliquid_on_binance() -> None:
     def slope(cfg: MarketConfig) -> float:
         bt, bm, ht, hm = mids(take(cfg, 600))
@@ -140,6 +141,7 @@ def _binance_jumps(bt: list[int], bm: list[float], bps: float) -> list[tuple[int
     return [(bt[i], bm[i - 1], bm[i]) for i in range(1, len(bm)) if abs(bm[i] / bm[i - 1] - 1) * 1e4 > bps]
 
 
+@pytest.mark.slow
 def test_flickers_revert_on_binance_and_hyperliquid_never_follows_them() -> None:
     # Flickers draw from a stream of their own: the same seed without them has the same fair price, the same quote
     # times and the same Hyperliquid books, so every difference is a flicker.
@@ -246,6 +248,7 @@ def test_without_regimes_the_clocks_are_the_identity() -> None:
     assert r.state(10**12) == 0
 
 
+@pytest.mark.slow
 def test_the_volatile_regime_carries_more_jumps() -> None:
     cfg = MarketConfig(seed=2, annual_vol=0.001, jumps_per_min=6.0, regime_jump_mult=5.0, regime_calm_s=60.0,
                        regime_volatile_s=30.0)

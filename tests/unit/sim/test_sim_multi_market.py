@@ -128,6 +128,7 @@ def _corr(x: list[float], y: list[float]) -> float:
     return sxy / math.sqrt(sxx * syy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jumps_per_min", [0.0, 6.0])
 def test_the_common_factor_makes_instruments_co_move(jumps_per_min: float) -> None:
     base = MarketConfig(seed=5, symbols=("BTC", "ETH"), jumps_per_min=jumps_per_min, annual_vol=2.0)

@@ -130,6 +130,7 @@ def test_naive_mode_of_the_model_object_decides_as_the_naive_rule(model_file: Pa
     assert naive.guards == model.guards and naive.decisions == model.decisions
 
 
+@pytest.mark.slow
 def test_backtest_and_live_loop_compute_the_same_features_and_decisions(model_file: Path) -> None:
     """The backtest engine and the live loop's way of driving a Desk (on_book per record, fired at the decision)
     give the same features, decisions and guard counts on the same (record, t_seen) sequence."""

@@ -217,6 +217,7 @@ def hl_feed(shm_dir: Path, sane_recursion: None) -> Iterator[_Feed]:
 # -- properties --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FUZZ
 @given(raw=BINANCE_FRAMES)
 def test_binance_feed_loop_accounts_for_every_frame_and_never_publishes_a_bad_book(binance_feed: _Feed,

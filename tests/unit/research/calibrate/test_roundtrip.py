@@ -40,6 +40,7 @@ def settings_of(cal: Calibration) -> dict[str, float]:
     return {market_toml.PARAMETERS[k][0]: e.value for k, e in cal.estimates.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(TOLERANCES))
 def test_each_setting_is_recovered_within_its_tolerance(calibrated: Calibration, setting: str) -> None:
     truth, tol = TOLERANCES[setting]

@@ -53,6 +53,7 @@ def settings_of(cal: Calibration) -> dict[str, float]:
     return {market_toml.PARAMETERS[k][0]: e.value for k, e in cal.estimates.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(BOUNDS))
 def test_each_identified_setting_is_recovered(calibrated: Calibration, setting: str) -> None:
     low, high = BOUNDS[setting]

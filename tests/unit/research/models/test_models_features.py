@@ -31,6 +31,7 @@ def _records(seed: int = 1) -> tuple[list[tuple], list[int]]:
     return recs, seen
 
 
+@pytest.mark.slow
 def test_feature_updates_allocate_nothing_per_book() -> None:
     recs, seen = _records()
     st = FeatureState()
@@ -54,6 +55,7 @@ def test_feature_updates_allocate_nothing_per_book() -> None:
     assert grown < 16 * 1024, grown  # a float kept per book would be > 480 KB
 
 
+@pytest.mark.slow
 def test_training_rows_are_the_live_vector_and_the_naive_signal() -> None:
     """The dataset's rows are what a live FeatureState holds at those books, and its basis_dev is exactly the
     naive LatencyArb's signal at the same books."""
@@ -75,6 +77,7 @@ def test_training_rows_are_the_live_vector_and_the_naive_signal() -> None:
     assert np.array_equal(np.asarray(naive)[:n], ds.X[:, F_BASIS_DEV])
 
 
+@pytest.mark.slow
 def test_shifting_the_target_makes_the_edge_vanish() -> None:
     """Features predict the next second's Hyperliquid move; the same features against a move 5-6 s later (beyond
     what they can know) have no correlation: the features hold no future information."""
