@@ -13,7 +13,6 @@ import tracemalloc
 from pathlib import Path
 
 import pandas as pd
-
 import pytest
 
 from caerus.capture.pipeline import Capture, CaptureConfig

@@ -7,7 +7,6 @@ with 9 repetitions a side as the runner's default.
 from __future__ import annotations
 
 import numpy as np
-
 import pytest
 
 from benchmarks.regress.stats import REGRESSION, compare, gate_family, holm, min_detectable_effect

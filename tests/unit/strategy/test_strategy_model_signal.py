@@ -25,6 +25,10 @@ from caerus.strategy.model_signal import ModelArb, ModelError, content_hash, loa
 from tests.unit.research.models.conftest import line
 from tests.unit.strategy.reference_features import NAMES_V1
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -130,7 +134,6 @@ def test_naive_mode_of_the_model_object_decides_as_the_naive_rule(model_file: Pa
     assert naive.guards == model.guards and naive.decisions == model.decisions
 
 
-@pytest.mark.slow
 def test_backtest_and_live_loop_compute_the_same_features_and_decisions(model_file: Path) -> None:
     """The backtest engine and the live loop's way of driving a Desk (on_book per record, fired at the decision)
     give the same features, decisions and guard counts on the same (record, t_seen) sequence."""

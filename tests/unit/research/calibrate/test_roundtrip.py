@@ -13,6 +13,10 @@ from caerus.research.calibrate.fit import Calibration, calibrate
 from caerus.sim.market import MarketConfig
 from tests.fixtures.research_books import offline_books
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 MINUTES = 15.0
 TRUE = MarketConfig(annual_vol=0.8, jumps_per_min=8.0, jump_bps_min=12.0, jump_bps_max=35.0, hl_lag_ms=250.0,
                     hl_block_ms=90.0, hl_block_jitter_ms=20.0)
@@ -40,7 +44,6 @@ def settings_of(cal: Calibration) -> dict[str, float]:
     return {market_toml.PARAMETERS[k][0]: e.value for k, e in cal.estimates.items()}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(TOLERANCES))
 def test_each_setting_is_recovered_within_its_tolerance(calibrated: Calibration, setting: str) -> None:
     truth, tol = TOLERANCES[setting]

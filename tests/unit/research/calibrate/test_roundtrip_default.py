@@ -11,6 +11,10 @@ from caerus.research.calibrate.fit import Calibration, calibrate
 from caerus.sim.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 MINUTES = 20.0
 TRUE = load_market("default")
 #: setting -> (low, high) the estimate must fall in; the reason for each width in the comment
@@ -53,7 +57,6 @@ def settings_of(cal: Calibration) -> dict[str, float]:
     return {market_toml.PARAMETERS[k][0]: e.value for k, e in cal.estimates.items()}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("setting", sorted(BOUNDS))
 def test_each_identified_setting_is_recovered(calibrated: Calibration, setting: str) -> None:
     low, high = BOUNDS[setting]

@@ -15,6 +15,10 @@ from caerus.research.calibrate.market_toml import render
 from caerus.sim.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 MINUTES = 20.0  # ~80 answered moves: about 4 a minute are clear of other jumps 2.5 s before and 2 s after
 SEED = 1
 LAGS = (50.0, 300.0, 650.0)

@@ -20,6 +20,10 @@ from caerus.strategy.config import StrategyConfig
 from caerus.wire import Venue
 from tests.unit.research.models.conftest import line
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 HL = int(Venue.HYPERLIQUID)
 
 
@@ -44,7 +48,6 @@ def _orders(out: engine.RunOutput) -> list[tuple]:
     return list(zip(*(o[c].tolist() for c in engine.ORDER_COLUMNS if c != "arm"), strict=True))
 
 
-@pytest.mark.slow
 def test_ab_windows_alternate_the_arms_as_live(model_file: Path) -> None:
     window_s = 30.0
     ab = _run(StrategyConfig(signal="ab", model=str(model_file), signal_ab_window_s=window_s))

@@ -92,6 +92,7 @@ def test_shifting_the_target_makes_the_edge_vanish() -> None:
     assert c_later < 0.05
 
 
+@pytest.mark.slow
 def test_the_target_is_the_move_an_order_could_trade_not_the_one_it_saw() -> None:
     """A Binance book at 10 ms, a Hyperliquid block at 40 ms moving the mid 100 -> 110 and nothing after: an order
     reaching the venue 5 ms after the decision lands in that block, so the move is not tradeable (y = 0); without the

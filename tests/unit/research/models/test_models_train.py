@@ -25,6 +25,10 @@ from caerus.research.models.walkforward import folds
 from caerus.strategy.model_signal import Model, ModelError, load_model, scorer
 from tests.unit.research.models.conftest import line
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 
 def test_folds_are_by_time_and_purged_by_the_horizon() -> None:
     t = np.arange(0, 100_000_000_000, 10_000_000, dtype=np.int64)  # a row every 10 ms for 100 s
@@ -36,7 +40,6 @@ def test_folds_are_by_time_and_purged_by_the_horizon() -> None:
         assert len(np.intersect1d(f.train, f.val)) == 0
 
 
-@pytest.mark.slow
 def test_train_twice_gives_the_same_file_and_a_model_that_loads(tmp_path: Path) -> None:
     out = [tmp_path / "a.json", tmp_path / "b.json"]
     for p in out:
@@ -79,7 +82,6 @@ def test_decision_cost_is_the_mean_walked_path_length_and_deterministic() -> Non
     assert decision_cost("linear", lin, X) == np.count_nonzero(export_linear(lin)["weights"])
 
 
-@pytest.mark.slow
 def test_budget_excludes_the_best_candidate_when_it_costs_too_much(monkeypatch: pytest.MonkeyPatch) -> None:
     """A deeper, longer ensemble with the best validation score net of costs is recorded but not chosen once it is
     over budget; the cheaper one in budget is, and the rule says so."""

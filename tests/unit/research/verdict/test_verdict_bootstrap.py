@@ -55,6 +55,7 @@ def test_too_few_blocks_is_insufficient(minutes: float, sufficient: bool) -> Non
     assert p.describe()["sufficient"] is sufficient
 
 
+@pytest.mark.slow
 def test_moving_blocks_cover_the_truth_on_dependent_data_where_independent_draws_do_not() -> None:
     """AR(1) PnL with mean 0 and strong persistence (regimes): the block interval of the total covers 0 about 95 %
     of the time; resampling buckets one by one (blocks of 1) covers it far less often."""

@@ -25,6 +25,10 @@ from caerus.strategy.config import StrategyConfig
 from caerus.wire import Venue
 from tests.unit.research.models.conftest import line
 
+# long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
+# leaves the whole module out
+pytestmark = pytest.mark.slow
+
 HL = int(Venue.HYPERLIQUID)
 #: small but enough: 3 seeds x 6 min, blocks of 60 s (the tests' markets have no regimes), 4 blocks needed
 SMALL = pipeline.VerdictOptions(folds=2, bootstrap=300, min_block_s=60.0, min_blocks=4)
