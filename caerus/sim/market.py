@@ -9,9 +9,10 @@ Each emulated instrument (``MarketConfig.symbols``, names from caerus.sim.catalo
   correlate by about ``factor_share``. With one instrument the whole path is the factor: the BTC-only model
   draw for draw.
 * Binance USD-M leads. Each symbol's top of book changes at its own bursty Poisson times (base rate
-  ``binance_rate_hz`` per symbol, occasionally multiplied during short bursts), on its own tick with quantities
-  on its own step (the catalogue's). Every change is a bookTicker event with an update id increasing per symbol
-  (ids jump, as on the real venue).
+  ``binance_rate_hz`` updates per second per symbol, occasionally multiplied during short rate bursts), in
+  batches of updates sent back to back (``binance_batch_alpha``: sizes with a power-law tail, as real bookTicker
+  streams arrive), on its own tick with quantities on its own step (the catalogue's). Every change is a
+  bookTicker event with an update id increasing per symbol (ids jump, as on the real venue).
 * Hyperliquid follows: ONE block clock for every coin (~70 ms, jittered); a block's top of book for a coin is
   built on Hyperliquid's grid for the coin (5 significant figures, at most ``6 - szDecimals`` decimals, integers
   always allowed). The model yields one ``HlBlock`` per coin per block; ``changed`` says whether that coin's top
@@ -47,12 +48,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from caerus.sim.catalogue import ListedInstrument
+from caerus.sim.catalogue import BY_NAME, ListedInstrument
 from caerus.sim.follower import Follower
 from caerus.sim.market_config import MarketConfig
 from caerus.sim.regime import Regime
 
-__all__ = ["BinanceQuote", "HlBlock", "HlLevel", "MarketConfig", "MarketModel", "hl_tick"]
+__all__ = ["BinanceQuote", "HlBlock", "HlLevel", "MarketConfig", "MarketModel", "batch_mean", "binance_update_times",
+           "hl_tick"]
 
 BINANCE_TICK = 0.1  # BTCUSDT perpetual price tick (USD)
 BINANCE_QTY_STEP = 0.001  # BTCUSDT perpetual quantity step (BTC)
@@ -269,11 +271,26 @@ class _Flicker:
         return self.mult
 
 
+def batch_mean(alpha: float, most: int) -> float:
+    """E[N] of the batch law P(N >= k) = k^-alpha for k <= ``most`` (0 beyond): sum of k^-alpha, k = 1..most."""
+    return math.fsum(k ** -alpha for k in range(1, most + 1))
+
+
+def batch_size(rng: random.Random, alpha: float, most: int) -> int:
+    """One batch's update count: floor(U^(-1/alpha)), U uniform in (0, 1], capped at ``most``."""
+    return min(most, int((1.0 - rng.random()) ** (-1.0 / alpha)))
+
+
 class _BinanceProcess:
-    """One symbol's bookTicker process: bursty Poisson times, then each quote's top on the symbol's grid."""
+    """One symbol's bookTicker process: bursty Poisson times of batches of updates (one update each without
+    batches), then each quote's top on the symbol's grid.
+
+    Batches (``binance_batch_alpha`` > 0) draw their sizes and inner gaps from a stream of their own (``batch_rng``),
+    and batch starts use the rate-burst draws the model always made, so with batches off every draw is the model's
+    before them."""
 
     def __init__(self, cfg: MarketConfig, inst: ListedInstrument, index: int, rng: random.Random,
-                 flicker: _Flicker | None = None) -> None:
+                 flicker: _Flicker | None = None, batch_rng: random.Random | None = None) -> None:
         self.cfg, self.index, self.rng = cfg, index, rng
         self.tick, self.step = float(inst.tick), float(inst.step)
         self.scale = REFERENCE_PRICE / inst.start_price  # sizes in BTC-equivalent notional
@@ -281,14 +298,26 @@ class _BinanceProcess:
         self.burst_until = -1
         self.t_ns = 0
         self.flicker = flicker
+        self.batch_rng = batch_rng if cfg.binance_batch_alpha > 0 else None
+        # batches start at binance_rate_hz / E[N], so binance_rate_hz stays updates per second
+        self.start_rate_hz = cfg.binance_rate_hz / (batch_mean(cfg.binance_batch_alpha, cfg.binance_batch_max)
+                                                    if self.batch_rng is not None else 1.0)
+        self.batch_left = 0  # updates of the current batch still to come
+        self.batch_gap_s = cfg.binance_batch_gap_us / 1e6
 
     def next_time(self) -> int:
-        cfg, rng = self.cfg, self.rng
-        rate = cfg.binance_rate_hz * (cfg.burst_multiplier if self.t_ns < self.burst_until else 1.0)
+        cfg, rng, batch = self.cfg, self.rng, self.batch_rng
+        if batch is not None and self.batch_left > 0:
+            self.batch_left -= 1
+            self.t_ns += max(1, int(batch.expovariate(1.0) * self.batch_gap_s * 1e9))
+            return self.t_ns
+        rate = self.start_rate_hz * (cfg.burst_multiplier if self.t_ns < self.burst_until else 1.0)
         gap_s = rng.expovariate(rate)
         if self.t_ns >= self.burst_until and rng.random() < cfg.burst_prob_per_s * gap_s:
             self.burst_until = self.t_ns + int(cfg.burst_len_s * 1e9)
         self.t_ns += max(1, int(gap_s * 1e9))
+        if batch is not None:
+            self.batch_left = batch_size(batch, cfg.binance_batch_alpha, cfg.binance_batch_max) - 1
         return self.t_ns
 
     def quote(self, fair: float) -> BinanceQuote:
@@ -310,6 +339,25 @@ class _BinanceProcess:
 
     def _qty(self) -> float:
         return round_to(max(self.step, self.rng.lognormvariate(0.0, 1.2) * self.scale), self.step)
+
+
+def binance_update_times(cfg: MarketConfig, duration_s: float, seed: int = 1) -> list[int]:
+    """The update times (ns) of one symbol's Binance process over ``duration_s``, prices not drawn: the law
+    ``MarketModel.events()`` schedules BTC's quotes with under ``cfg``'s arrival settings (rate, rate bursts,
+    batches), from streams seeded by ``seed`` -- the same law, not the same draws as a full run (there the process's
+    stream also draws the quotes). For fitting the arrival settings by simulation (caerus.research.calibrate)."""
+    if not duration_s > 0:
+        raise ValueError(f"duration must be > 0 s, got {duration_s!r}")
+    cfg.validate()
+    proc = _BinanceProcess(cfg, BY_NAME["BTC"], 0, random.Random(f"caerus-sim:{seed}:times"), None,
+                           random.Random(f"caerus-sim:{seed}:times:batch"))
+    end = int(duration_s * 1e9)
+    out: list[int] = []
+    t_ns = proc.next_time()
+    while t_ns < end:
+        out.append(t_ns)
+        t_ns = proc.next_time()
+    return out
 
 
 class PricePath(Protocol):
@@ -423,7 +471,8 @@ class MarketModel:
                                             regime)
         procs = [_BinanceProcess(cfg, inst, k, self._stream(k, inst, "binance"),
                                  _Flicker(cfg, self._stream(k, inst, "flicker"), regime)
-                                 if cfg.flicker_share > 0 else None)
+                                 if cfg.flicker_share > 0 else None,
+                                 self._stream(k, inst, "batch") if cfg.binance_batch_alpha > 0 else None)
                  for k, inst in enumerate(self.instruments) if inst.binance_symbol is not None]
         coins = [HlCoin(cfg, inst, k, self._stream(k, inst, "hyperliquid"), followers[k])
                  for k, inst in enumerate(self.instruments) if inst.hl_asset is not None]
