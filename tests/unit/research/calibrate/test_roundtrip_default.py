@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from caerus.research.calibrate import market_toml
-from caerus.research.calibrate.fit import Calibration, calibrate
+from caerus.research.calibrate.fit import FADE_HY_MAX, Calibration, calibrate
 from caerus.sim.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
@@ -23,9 +23,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "hl_block_jitter_ms": (TRUE.hl_block_jitter_ms - 2, TRUE.hl_block_jitter_ms + 2),
     # replaced flickers whose middle move is under the threshold are lost: biased low by ~0.03
     "flicker_share": (TRUE.flicker_share - 0.1, TRUE.flicker_share + 0.1),
-    # direct pairs with the false pairs (near-miss placebo) and replacement taken out: 481/443/522 ms for 400 over
-    # seeds 1-3 (false pairs the placebo leaves, ~10 % on the pairs' mean, and a replacement hazard ~0.09/s high)
-    "flicker_ms": (TRUE.flicker_ms * 0.9, TRUE.flicker_ms * 1.5),
+    # direct pairs with the false pairs (near-miss placebo) and replacement taken out: 474/691/383 ms for 400 over
+    # seeds 1-3 (false pairs the placebo leaves, ~10 % on the pairs' mean, and a replacement hazard ~0.09/s high).
+    # Seed 2 since the quote-arrival refit (issue 46) is a path with long volatile spells (141 s), where the
+    # replacement correction, a difference of two rates, is largest: 691, SE 60 (seeds 4-6: 512/434/403)
+    "flicker_ms": (TRUE.flicker_ms * 0.9, TRUE.flicker_ms * 1.8),
     "regime_vol_mult": (TRUE.regime_vol_mult - 0.3, TRUE.regime_vol_mult + 0.3),
     # windows straddling a switch mix the two rates: biased towards 1
     "regime_jump_mult": (1.8, TRUE.regime_jump_mult + 0.5),
@@ -44,7 +46,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # autocovariance at 10-180 s of one 20-minute path with a 60 s half-life: 75/139/30 s over seeds 1-3 (the fit's
     # own SE, 1-2 s, ignores that the path is one draw): a factor 2.5
     "hl_basis_half_life_s": (TRUE.hl_basis_half_life_s / 2.5, TRUE.hl_basis_half_life_s * 2.5),
-    "hl_fade": (TRUE.hl_fade - 0.2, min(1.0, TRUE.hl_fade + 0.2)),
+    # the spread at the last update before each move's response, one 20-minute path: 0.91/0.83/0.46 over seeds
+    # 1-3 (seeds 4-6: 0.81/0.69/0.86). The fit's SE (0.02-0.03) understates the spread across paths: before the
+    # quote-arrival refit (issue 46) seeds 4 and 8 read 0.44 and 0.45 too, seeds 1-3 happened to sit above 0.6
+    "hl_fade": (TRUE.hl_fade - 0.4, min(1.0, TRUE.hl_fade + 0.2)),
 }
 
 
@@ -82,6 +87,7 @@ def test_the_toml_loads_as_a_stochastic_market_with_every_setting(calibrated: Ca
 
 
 def test_the_lead_lag_peaks_are_not_reported_on_a_fading_market(calibrated: Calibration) -> None:
-    assert calibrated.estimates["fade"].value > 0.5
+    fade = calibrated.estimates["fade"]
+    assert fade.value > 0.4 and fade.value - 2.0 * fade.se > FADE_HY_MAX  # fit.calibrate's rule for a fading market
     assert "hy_peak_ms" not in calibrated.cross_checks and "cc_peak_ms" not in calibrated.cross_checks
     assert any("not a lag" in note for note in calibrated.notes)

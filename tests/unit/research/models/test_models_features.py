@@ -89,7 +89,12 @@ def test_shifting_the_target_makes_the_edge_vanish() -> None:
     c_later = abs(np.corrcoef(later.naive, later.y)[0, 1])
     assert n_now > 20_000 and n_later > 20_000
     assert c_now > 0.2
-    assert c_later < 0.05
+    # 6 minutes hold ~360 independent 1 s targets: a correlation with none has an SE of ~0.05, so the bound is 3 SE
+    # (it was 0.05, one SE: on the default market before its quote arrivals were refit, issue 46, seeds 1-4 read
+    # 0.026-0.045, and the same market with other arrival settings 0.001-0.124; the refit market reads 0.05-0.18 on
+    # seeds 1-4, this seed 0.087) and well below the real target's
+    assert c_later < 0.16
+    assert c_later < c_now / 2
 
 
 @pytest.mark.slow
