@@ -7,6 +7,10 @@ standard error. Bad input ends with one line naming what was wrong and exit stat
 the lag law (too few answered moves, no response peak, a median at a boundary of the searched range: lag_law) end
 with one line naming the setting and why, exit status 3 and nothing written, unless ``--lag-from-preset`` asks for
 the default preset's lag to be written instead (the header and a line on stderr saying so).
+
+``--binance-only`` fits Binance's settings alone from a capture without a co-recorded Hyperliquid (fit.calibrate_leader:
+the price's settings, and the quote arrivals on the receive stamps); every Hyperliquid setting is the preset's, the
+header saying so.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from caerus.research.calibrate.fit import CLOCKS, CalibrationError, FitSettings, calibrate
+from caerus.research.calibrate.fit import CLOCKS, CalibrationError, FitSettings, calibrate, calibrate_leader
 from caerus.research.calibrate.market_toml import NotIdentified, refusal, render, unidentified
 
 #: exit status when the books do not identify a setting the market needs (2: bad input)
@@ -38,6 +42,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lag-from-preset", action="store_true",
                    help="when the books do not identify the lag law, write the default preset's hl_lag_ms and "
                         "hl_lag_sd_ms (the header saying why) instead of refusing with exit status 3")
+    p.add_argument("--binance-only", action="store_true",
+                   help="fit Binance's settings alone (price, jumps, flickers, regimes, quote arrivals on receive "
+                        "times) from Binance books without a Hyperliquid capture; Hyperliquid's from the preset")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
         symbols = [args.symbol] if args.symbol else None
         books = read_books(args.source, symbols, args.start, args.end, session=args.session,
-                           venues=["binance", "hyperliquid"])
-        cal = calibrate(books, settings)
+                           venues=["binance"] if args.binance_only else ["binance", "hyperliquid"])
+        cal = calibrate_leader(books, settings) if args.binance_only else calibrate(books, settings)
         known = _model_settings()
         missing = unidentified(cal, known)
         text = render(cal, args.source, known=known, carry_unidentified=args.lag_from_preset)

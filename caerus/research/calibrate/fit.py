@@ -21,6 +21,10 @@ What each estimate comes from (docs/research.md, "Calibration"):
 * flicker share and lifetime: caerus.research.calibrate.moves (direct pairs, near-miss placebo, replacement).
 * block cadence and jitter: distinct Hyperliquid update times.
 * catch-up fraction: slope of Hyperliquid's move over one block after the lag on Binance's move.
+
+:func:`calibrate_leader` (``caerus calibrate --binance-only``) reads Binance alone, for a capture without a
+co-recorded Hyperliquid: the leader's estimates above and the quote arrivals on the receive stamps
+(caerus.research.calibrate.arrivals); the Hyperliquid settings are left to the preset.
 """
 
 from __future__ import annotations
@@ -134,7 +138,8 @@ def venue_series(books: pd.DataFrame, venue: str, clock: str) -> Series:
     return Series(t, np.log(0.5 * (bid + ask)))
 
 
-def _rows(books: pd.DataFrame, venue: str, clock: str) -> tuple[est.IntArray, est.FloatArray, est.FloatArray]:
+def _rows(books: pd.DataFrame, venue: str, clock: str,
+          keep_same_time: bool = False) -> tuple[est.IntArray, est.FloatArray, est.FloatArray]:
     rows = books[books["venue"].astype(str) == venue]
     if "flags" in rows.columns:
         flags = rows["flags"].to_numpy(dtype=np.int64)
@@ -147,6 +152,8 @@ def _rows(books: pd.DataFrame, venue: str, clock: str) -> tuple[est.IntArray, es
     t, bid, ask = t[ok], bid[ok], ask[ok]
     order = np.argsort(t, kind="stable")
     t, bid, ask = t[order], bid[order], ask[order]
+    if keep_same_time:  # every update (the arrival process counts them all)
+        return t, bid, ask
     last = np.append(t[1:] != t[:-1], True)[: t.size]  # keep the last row of each time
     return t[last], bid[last], ask[last]
 
@@ -194,62 +201,11 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
     out["block_ms"] = _scaled(cadence.median_gap_ns, 1 / MS)
     out["block_jitter_ms"] = est.Estimate(cadence.jitter_ns / MS, float("nan"), cadence.median_gap_ns.n)
 
-    # Binance's noise (Roll) on tick returns below the jump threshold: a cross-check and the variance's correction
-    # (the model's jump-sized noise is its flickers, left out here and classified below)
-    threshold = _jump_threshold(lead, cfg)
-    small = np.diff(lead.x)
-    noise = est.roll_noise(small[np.abs(small) <= threshold])
-    out["noise_share"] = noise.share
-    checks["noise_sd_bps"] = noise.noise_sd * 1e4
-
-    # large moves: information jumps (persist) and flickers (revert within the window)
-    checks["jump_threshold_bps"] = threshold * 1e4
-    classes = mv.classify_moves(lead.t, lead.x, threshold, int(cfg.flicker_window_ms * MS),
-                                dead_ns=int(cfg.jump_dead_ms * MS))
-    jumps = classes.jumps
-    n_flick = int(classes.flicker_t.size)
-    out["flicker_share"] = mv.share(n_flick, n_flick + classes.raw_jumps)
-
-    # regimes: windows split by realised variance (large moves left out)
-    stats = rg.window_stats(lead.t, lead.x, int(cfg.regime_step_ms * MS), int(cfg.regime_window_s * 1e9),
-                            classes.candidates_t)
-    regimes = rg.split(stats, seed=cfg.seed)
-    out["regime_vol_mult"], out["regime_jump_mult"] = regimes.vol_mult, regimes.jump_mult
-    checks["regime_bic_gain"] = regimes.bic_gain
-    if regimes.two:
-        out["regime_calm_s"], out["regime_volatile_s"] = regimes.calm_s, regimes.volatile_s
-        checks["volatile_time_share"] = regimes.volatile_share
-    else:
-        notes.append("one volatility regime (two do not describe the windows better): multipliers 1, spell "
-                     "lengths not estimated")
-    calm = ~regimes.volatile
-
-    # flicker lifetime: direct pairs, false pairs (near-miss placebo) and replacement (the flicker arrival rate in
-    # each pair's regime) taken out
-    hazard = _replace_hazard(classes, stats, regimes.volatile, int(cfg.regime_window_s * 1e9))
-    checks["flicker_replace_per_s"] = hazard * 1e9
-    try:
-        out["flicker_ms"] = _scaled(mv.flicker_lifetime(classes.direct, classes.near_miss, classes.near_miss_scale,
-                                                        cfg.flicker_window_ms * MS, hazard), 1 / MS)
-    except ValueError as exc:
-        notes.append(f"flicker_ms not estimated: {exc}")
-    calm_min = float(calm.sum()) * stats.seconds / 60.0
-    jump_w = np.clip((jumps.t - stats.start[0]) // int(cfg.regime_window_s * 1e9), 0, calm.size - 1)
-    n_calm_jumps = int(calm[jump_w].sum())
-    out["jumps_per_min"] = est.Estimate(n_calm_jumps / calm_min, np.sqrt(max(n_calm_jumps, 1)) / calm_min,
-                                        n_calm_jumps)
-    if jumps.index.size >= 5:
-        lo, hi = mv.uniform_bounds_robust(np.expm1(np.abs(jumps.size)) * 1e4)
-        out["jump_bps_min"], out["jump_bps_max"] = lo, hi
-    else:
-        notes.append(f"{jumps.index.size} jump(s) above {threshold * 1e4:.1f} bp: jump sizes not estimated")
-
-    # diffusion volatility (calm windows): mean square of grid returns, noise taken off
-    sq, n_ret = float(stats.sum_sq[calm].sum()), int(stats.n_ret[calm].sum())
-    per_year = 1e9 / (cfg.regime_step_ms * MS) * est.SECONDS_PER_YEAR
-    var = max(sq / n_ret - 2.0 * noise.noise_sd**2, 0.0) * per_year
-    sigma = float(np.sqrt(var))
-    out["annual_vol"] = est.Estimate(sigma, sigma * float(np.sqrt(0.5 / n_ret)), n_ret)
+    lf = _leader(lead, cfg)
+    out.update(lf.estimates)
+    checks.update(lf.checks)
+    notes.extend(lf.notes)
+    jumps, stats, regimes = lf.jumps, lf.stats, lf.regimes
 
     # the moves Hyperliquid answered, read on its unexposed side (catch-up and fading from these); the threshold a
     # move must cross is half the catch-up found on a first pass (a fixed half would miss every move below it)
@@ -348,6 +304,130 @@ def calibrate(books: pd.DataFrame, settings: FitSettings | None = None) -> Calib
         notes.append(f"{own.rate_per_clean_min.n} own move(s) of Hyperliquid: their sizes not estimated")
     return Calibration(symbol, cfg.clock, start, end, {LEADER: int(lead.t.size), FOLLOWER: int(follow.t.size)},
                        out, checks, notes, unidentified)
+
+
+@dataclass(frozen=True)
+class _LeaderFit:
+    """What the leader's price alone gives: its estimates, cross-checks and notes, and what the follower's
+    estimators read from it (the jumps, the regime windows and their labels)."""
+
+    estimates: dict[str, est.Estimate]
+    checks: dict[str, float]
+    notes: list[str]
+    jumps: est.Jumps
+    stats: rg.WindowStats
+    regimes: rg.Regimes
+
+
+def _leader(lead: Series, cfg: FitSettings) -> _LeaderFit:
+    """Binance's settings from its mid alone: noise, jumps and flickers, regimes, flicker lifetime, volatility."""
+    out: dict[str, est.Estimate] = {}
+    checks: dict[str, float] = {}
+    notes: list[str] = []
+    # Binance's noise (Roll) on tick returns below the jump threshold: a cross-check and the variance's correction
+    # (the model's jump-sized noise is its flickers, left out here and classified below)
+    threshold = _jump_threshold(lead, cfg)
+    small = np.diff(lead.x)
+    noise = est.roll_noise(small[np.abs(small) <= threshold])
+    out["noise_share"] = noise.share
+    checks["noise_sd_bps"] = noise.noise_sd * 1e4
+
+    # large moves: information jumps (persist) and flickers (revert within the window)
+    checks["jump_threshold_bps"] = threshold * 1e4
+    classes = mv.classify_moves(lead.t, lead.x, threshold, int(cfg.flicker_window_ms * MS),
+                                dead_ns=int(cfg.jump_dead_ms * MS))
+    jumps = classes.jumps
+    n_flick = int(classes.flicker_t.size)
+    out["flicker_share"] = mv.share(n_flick, n_flick + classes.raw_jumps)
+
+    # regimes: windows split by realised variance (large moves left out)
+    stats = rg.window_stats(lead.t, lead.x, int(cfg.regime_step_ms * MS), int(cfg.regime_window_s * 1e9),
+                            classes.candidates_t)
+    regimes = rg.split(stats, seed=cfg.seed)
+    out["regime_vol_mult"], out["regime_jump_mult"] = regimes.vol_mult, regimes.jump_mult
+    checks["regime_bic_gain"] = regimes.bic_gain
+    if regimes.two:
+        out["regime_calm_s"], out["regime_volatile_s"] = regimes.calm_s, regimes.volatile_s
+        checks["volatile_time_share"] = regimes.volatile_share
+    else:
+        notes.append("one volatility regime (two do not describe the windows better): multipliers 1, spell "
+                     "lengths not estimated")
+    calm = ~regimes.volatile
+
+    # flicker lifetime: direct pairs, false pairs (near-miss placebo) and replacement (the flicker arrival rate in
+    # each pair's regime) taken out
+    hazard = _replace_hazard(classes, stats, regimes.volatile, int(cfg.regime_window_s * 1e9))
+    checks["flicker_replace_per_s"] = hazard * 1e9
+    try:
+        out["flicker_ms"] = _scaled(mv.flicker_lifetime(classes.direct, classes.near_miss, classes.near_miss_scale,
+                                                        cfg.flicker_window_ms * MS, hazard), 1 / MS)
+    except ValueError as exc:
+        notes.append(f"flicker_ms not estimated: {exc}")
+    calm_min = float(calm.sum()) * stats.seconds / 60.0
+    jump_w = np.clip((jumps.t - stats.start[0]) // int(cfg.regime_window_s * 1e9), 0, calm.size - 1)
+    n_calm_jumps = int(calm[jump_w].sum())
+    out["jumps_per_min"] = est.Estimate(n_calm_jumps / calm_min, np.sqrt(max(n_calm_jumps, 1)) / calm_min,
+                                        n_calm_jumps)
+    if jumps.index.size >= 5:
+        lo, hi = mv.uniform_bounds_robust(np.expm1(np.abs(jumps.size)) * 1e4)
+        out["jump_bps_min"], out["jump_bps_max"] = lo, hi
+    else:
+        notes.append(f"{jumps.index.size} jump(s) above {threshold * 1e4:.1f} bp: jump sizes not estimated")
+
+    # diffusion volatility (calm windows): mean square of grid returns, noise taken off
+    sq, n_ret = float(stats.sum_sq[calm].sum()), int(stats.n_ret[calm].sum())
+    per_year = 1e9 / (cfg.regime_step_ms * MS) * est.SECONDS_PER_YEAR
+    var = max(sq / n_ret - 2.0 * noise.noise_sd**2, 0.0) * per_year
+    sigma = float(np.sqrt(var))
+    out["annual_vol"] = est.Estimate(sigma, sigma * float(np.sqrt(0.5 / n_ret)), n_ret)
+    return _LeaderFit(out, checks, notes, jumps, stats, regimes)
+
+
+#: the note a Binance-only calibration carries (market_toml writes the preset's follower settings)
+BINANCE_ONLY_NOTE = ("Binance only: no follower read; every Hyperliquid setting is carried over from the preset "
+                     "(no co-recorded Hyperliquid capture)")
+
+
+def calibrate_leader(books: pd.DataFrame, settings: FitSettings | None = None,
+                     arrival_clock: str | None = "t_recv") -> Calibration:
+    """Binance's settings alone, from the leader's books (for a capture of Binance without a co-recorded
+    Hyperliquid: no follower is read and every Hyperliquid setting is left to the preset, a note says so): the
+    price's settings as :func:`calibrate` estimates them (volatility, jumps, flickers, regimes) and, on
+    ``arrival_clock`` (receive stamps by default; None: not estimated), the quote-arrival settings
+    (caerus.research.calibrate.arrivals: rate, rate bursts, batches)."""
+    cfg = settings or FitSettings()
+    cfg.validate()
+    missing = [c for c in REQUIRED_COLUMNS if c not in books.columns]
+    if missing:
+        raise CalibrationError(f"books lack column(s) {', '.join(missing)} (expected caerus.data.books' columns)")
+    if arrival_clock is not None and arrival_clock not in CLOCKS:
+        raise CalibrationError(f"arrival clock must be one of {', '.join(CLOCKS)}, got {arrival_clock!r}")
+    if "session" in books.columns and books["session"].nunique() > 1:
+        names = sorted(str(v) for v in books["session"].unique())
+        raise CalibrationError(f"the books come from {len(names)} sessions ({', '.join(names[:5])}): choose one")
+    symbol, rows = _pick_symbol(books, cfg.symbol)
+    lead = venue_series(rows, LEADER, cfg.clock)
+    if lead.t.size < 50:
+        raise CalibrationError(f"{symbol}: {lead.t.size} usable {LEADER} books, need at least 50")
+    start, end = int(lead.t[0]), int(lead.t[-1])
+    if end - start < 60 * 1_000_000_000:
+        raise CalibrationError(f"{symbol}: {LEADER}'s books span {(end - start) / 1e9:.1f} s, need at least 60 s")
+    lf = _leader(lead, cfg)
+    out, checks, notes = dict(lf.estimates), dict(lf.checks), list(lf.notes)
+    if arrival_clock is not None:
+        from caerus.research.calibrate import arrivals
+
+        t, _, _ = _rows(rows, LEADER, arrival_clock, keep_same_time=True)
+        try:
+            arr = arrivals.estimate(t, seed=cfg.seed + 1)
+        except ValueError as exc:
+            notes.append(f"quote arrivals not estimated: {exc}")
+        else:
+            out.update(arr.estimates())
+            checks.update({f"arrivals_{k}": v for k, v in arr.cross_checks.items()})
+            notes.extend(arr.notes)
+    notes.append(BINANCE_ONLY_NOTE)
+    return Calibration(symbol, cfg.clock, start, end, {LEADER: int(lead.t.size)}, out, checks, notes)
 
 
 def _scaled(e: est.Estimate, k: float) -> est.Estimate:

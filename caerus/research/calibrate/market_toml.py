@@ -52,6 +52,13 @@ PARAMETERS: dict[str, tuple[str, str, int]] = {
     "own_bps_min": ("hl_own_bps_min", "bp", 2),
     "own_bps_max": ("hl_own_bps_max", "bp", 2),
     "own_blocks": ("hl_own_blocks", "blocks", 0),
+    # Binance's quote arrivals (caerus.research.calibrate.arrivals; fit.calibrate_leader)
+    "binance_rate_hz": ("binance_rate_hz", "updates per s outside bursts", 1),
+    "burst_prob_per_s": ("burst_prob_per_s", "per s", 3),
+    "burst_multiplier": ("burst_multiplier", "x the quiet rate", 3),
+    "burst_len_s": ("burst_len_s", "s", 3),
+    "binance_batch_alpha": ("binance_batch_alpha", "tail index of updates per batch", 3),
+    "binance_batch_gap_us": ("binance_batch_gap_us", "us", 1),
 }
 #: the preset whose values a setting keeps when the books cannot identify it (named in the header)
 PRESET = "default"

@@ -109,3 +109,30 @@ def test_lag_from_preset_writes_the_preset_s_lag_and_says_so(short_session: Path
     fitted = next(line for line in text.splitlines() if line.startswith("# fitted from these books: "))
     assert "hl_lag_ms" not in fitted
 
+
+def test_binance_only_fits_binance_and_carries_every_hyperliquid_setting(session_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "binance.toml"
+    done = _calibrate(str(session_dir), "-o", str(out), "--symbol", "BTC", "--binance-only")
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "# rows: binance " in text and "hyperliquid" not in text.split("# rows:")[1].splitlines()[0]
+    assert "note: Binance only: no follower read" in text
+    fitted = next(line for line in text.splitlines() if line.startswith("# fitted from these books:"))
+    for key in ("annual_vol", "jumps_per_min", "flicker_share", "binance_rate_hz", "binance_batch_alpha"):
+        assert key in fitted
+    assert "hl_" not in fitted and "catch_up" not in fitted
+    cfg = load_market(out)
+    preset = load_market("default")
+    for key in ("hl_lag_ms", "hl_lag_sd_ms", "hl_block_ms", "catch_up", "hl_fade", "hl_basis_half_life_s"):
+        assert getattr(cfg, key) == getattr(preset, key), key
+
+
+def test_binance_only_refuses_a_capture_shorter_than_a_minute(tmp_path: Path) -> None:
+    fixture = REPO / "tests" / "fixtures" / "data" / "real" / "usdm_btcusdt_20240808_head.gz"
+    imp = subprocess.run([sys.executable, "-m", "caerus", "data", "import", str(tmp_path / "store"), str(fixture),
+                          "--jobs", "1"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert imp.returncode == 0, imp.stderr
+    done = _calibrate(str(tmp_path / "store"), "-o", str(tmp_path / "m.toml"), "--symbol", "BTCUSDT", "--binance-only")
+    assert done.returncode == 2
+    assert "BTCUSDT: binance's books span 2.0 s, need at least 60 s" in done.stderr
+    assert not (tmp_path / "m.toml").exists()
