@@ -2,10 +2,13 @@
 
     .venv-peers/bin/python -m benchmarks.peers [--quick] [--json PATH] [--docs docs/peers.md] [--frames FILE]
 
-Runs in .venv-peers (Python 3.13, locks/peers.txt; cryptofeed 3 requires 3.13): started from another interpreter,
-it re-runs itself there when that venv exists. Sections (each its own module): feed decode (feed_decode), process
-hop (process_hop), WebSocket receive (ws_receive), backtest throughput (backtest: read from backtest_speed's JSON).
-Prints the table (p50/p99 and every contender's ratio to Caerus from the same run) and rewrites docs/peers.md.
+Runs in .venv-peers (Python 3.13, locks/peers.txt; cryptofeed 3 requires 3.13; benchmarks/peers_venv finds it, in
+this checkout or the main worktree it is a git worktree of): started from another interpreter, it re-runs itself
+there when that venv exists. Sections (each its own module): feed decode (feed_decode), process hop (process_hop),
+WebSocket receive (ws_receive), backtest throughput (backtest: read from backtest_speed's JSON). Every section times
+its contenders under one protocol (benchmarks/protocol: warmed, the same interleaved repetitions, the same
+statistic), printed under the table. Prints the table (p50/p99 and every contender's ratio to Caerus from the same
+run) and rewrites docs/peers.md.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import peers_venv
+
 ROOT = Path(__file__).resolve().parents[2]
-PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+PEERS_PYTHON = peers_venv.python()
 
 
 def _in_peers_venv() -> bool:
@@ -49,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.call([str(PEERS_PYTHON), "-m", "benchmarks.peers", *argv], cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     if not _in_peers_venv():
-        print(f"peers: the peers are not installed here and {PEERS_PYTHON} does not exist: python3.13 -m venv "
-              ".venv-peers && .venv-peers/bin/pip install --require-hashes -r locks/peers.txt", file=sys.stderr)
+        print(f"peers: the peers are not installed here and {PEERS_PYTHON} does not exist: {peers_venv.HOW}",
+              file=sys.stderr)
         return 2
     sections = args.only or ["feed", "hop", "ws", "backtest"]
     shm = tempfile.mkdtemp(prefix="caerus-peers-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -83,7 +88,7 @@ def _run(args: argparse.Namespace, sections: list[str]) -> int:
         settings["feed"] = {"binance_frames": len(fr.binance_combined), "hyperliquid_frames": len(fr.hyperliquid),
                             "binance_depth5_frames": len(fr.binance_depth_combined),
                             "rounds": rounds, "source": str(args.frames) if args.frames else "caerus venue-sim"}
-        rows += feed_decode.compare(fr, rounds)
+        rows += feed_decode.compare(fr, rounds, settings)
     if "hop" in sections:
         from benchmarks.peers import process_hop
 
@@ -95,9 +100,11 @@ def _run(args: argparse.Namespace, sections: list[str]) -> int:
     if "backtest" in sections:
         from benchmarks.peers import backtest
 
-        rows += backtest.rows(args.backtest_json)
+        recorded = settings.setdefault("protocol", {})
+        rows += backtest.rows(args.backtest_json, recorded)  # type: ignore[arg-type]
     gs = table.goals(rows)
-    md = table.markdown(rows) + "\n\n" + table.goals_text(gs)
+    md = (table.markdown(rows) + "\n\n" + table.goals_text(gs) + "\n\nTiming protocol (benchmarks/protocol), as "
+          "recorded:\n\n" + table.protocol_text(settings.get("protocol", {})))  # type: ignore[arg-type]
     print(md)
     doc = {"benchmark": "peers", "quick": args.quick, "started": started, "machine": table.machine(),
            "settings": settings, "rows": table.as_json(rows), "goals": gs}

@@ -15,8 +15,16 @@ live connection, from the frame its WebSocket library hands over to the object i
   ``LiveClock`` stamp); the hand-off keeps the ``QuoteTick`` (the client would publish it on its message bus).
   Its Hyperliquid parsing lives in Rust inside ``HyperliquidWebSocketClient``, with no Python entry for one frame:
   "not available" with that reason.
+- On depth5, nautilus_trader twice: **decode + top of book**, like for like with Caerus (which decodes the 5 levels
+  a side and keeps the top): its data client's wrapper decode and routing, ``BinanceOrderBookMsg`` decode, and its
+  top-of-book object (``QuoteTick``) built from the best levels the way its bookTicker path builds one
+  (``parse_to_quote_tick``: ``Price`` / ``Quantity.from_str``); and **full book**: what its futures data client does
+  with the frame (``_handle_book_partial_update``: ``parse_to_order_book_deltas``, 11 ``OrderBookDelta`` objects),
+  more work than Caerus does, so labelled as such and never the goal's row.
 
-Timing: ``perf_counter_ns`` around each ``handle`` call, so every contender carries the same ~50 ns timer cost.
+Timing: ``perf_counter_ns`` around each ``handle`` call, so every contender carries the same ~50 ns timer cost;
+benchmarks/protocol's rules: one whole pass over the frames first (dropped: every decoder and cache warm), then the
+same number of interleaved rounds for every contender, p50/p99 over all of them.
 """
 
 from __future__ import annotations
@@ -52,6 +60,12 @@ class Decoder:
     close: Callable[[], None] = lambda: None
     version: str = ""
     notes: list[str] = field(default_factory=list)
+    variant: str = ""  # a second way the same tool is measured (its row: "name version, variant")
+
+    @property
+    def label(self) -> str:
+        """The row's contender: name, version and, for a second way of measuring the tool, what that way is."""
+        return f"{self.name} {self.version}".strip() + (f", {self.variant}" if self.variant else "")
 
 
 def time_each(handle: Callable[[Any], object], frames: list[Any]) -> np.ndarray:
@@ -174,7 +188,9 @@ def cryptofeed(venue: str) -> Decoder:
 # -- nautilus_trader --------------------------------------------------------------------------------------------
 
 
-def nautilus(venue: str) -> Decoder:
+def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
+    """nautilus_trader's Binance data client steps; on depth5 ``top_of_book`` picks the like-for-like variant (decode
+    + a QuoteTick from the best levels) over its full-book handler (5-level OrderBookDeltas)."""
     try:
         import msgspec
         from nautilus_trader.adapters.binance.common.schemas.market import (
@@ -184,7 +200,9 @@ def nautilus(venue: str) -> Decoder:
         )
         from nautilus_trader.adapters.binance.common.symbol import BinanceSymbol
         from nautilus_trader.common.component import LiveClock
+        from nautilus_trader.model.data import QuoteTick
         from nautilus_trader.model.identifiers import InstrumentId
+        from nautilus_trader.model.objects import Price, Quantity
     except ImportError as exc:
         return Decoder("nautilus_trader", venue,
                        unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
@@ -213,10 +231,20 @@ def nautilus(venue: str) -> Decoder:
         kept.append(msg.data.parse_to_order_book_deltas(instrument_id=ids[msg.data.s], ts_init=clock.timestamp_ns(),
                                                         snapshot=True))
 
+    def handle_book_top(raw: bytes) -> None:  # the same decode; the top of book as its bookTicker path builds one
+        data = book_dec.decode(raw).data
+        bid, ask = data.b[0], data.a[0]
+        ts_init = clock.timestamp_ns()
+        kept.append(QuoteTick(instrument_id=ids[data.s], bid_price=Price.from_str(bid.price),
+                              ask_price=Price.from_str(ask.price), bid_size=Quantity.from_str(bid.size),
+                              ask_size=Quantity.from_str(ask.size), ts_event=data.T * 1_000_000 if data.T else ts_init,
+                              ts_init=ts_init))
+
+    top = top_of_book and venue == "binance_depth"
     if venue == "binance":
         handlers["@bookTicker"] = handle_book_ticker
     else:
-        handlers["@depth5"] = handle_book_partial
+        handlers["@depth5"] = handle_book_top if top else handle_book_partial
 
     def handle(raw: bytes) -> None:  # BinanceCommonDataClient._handle_ws_message's routing
         wrapper = wrapper_dec.decode(raw)
@@ -229,7 +257,7 @@ def nautilus(venue: str) -> Decoder:
     def handed_off() -> list[tuple[float, float]]:
         # the fixed-point Price's decimal value: as_double() is not always the nearest double (94831.90000000001
         # for "94831.9", tests/peers caught it), which would be a conversion artefact, not a different book
-        if venue == "binance":
+        if venue == "binance" or top:
             got = [(float(q.bid_price.as_decimal()), float(q.ask_price.as_decimal())) for q in kept]
         else:  # the snapshot's best levels (OrderSide BUY = 1, SELL = 2; the first delta clears the book)
             got = []
@@ -240,9 +268,20 @@ def nautilus(venue: str) -> Decoder:
         kept.clear()
         return got
 
+    notes = ["combined stream (its subscription); its data client's steps, no message bus"]
+    variant = ""
+    if venue == "binance_depth":
+        variant = "decode + top of book" if top else "full book"
+        notes.append("like for like with Caerus: the 5 levels decoded, the top kept as its QuoteTick" if top else
+                     "NOT like for like: builds the 5-level OrderBookDeltas (11 objects) where Caerus keeps the top")
     return Decoder("nautilus_trader", venue, handle, kept.clear, handed_off,
-                   prepare=lambda raw, combined: combined, version=_version("nautilus_trader"),
-                   notes=["combined stream (its subscription); its data client's steps, no message bus"])
+                   prepare=lambda raw, combined: combined, version=_version("nautilus_trader"), variant=variant,
+                   notes=notes)
+
+
+def nautilus_top(venue: str) -> Decoder | None:
+    """nautilus_trader's decode + top of book on depth5 (None elsewhere: bookTicker is its top of book already)."""
+    return nautilus(venue, top_of_book=True) if venue == "binance_depth" else None
 
 
 def _version(dist: str) -> str:
@@ -251,10 +290,17 @@ def _version(dist: str) -> str:
     try:
         return version(dist)
     except PackageNotFoundError:
+        if dist == "caerus":  # the checkout on PYTHONPATH (a worktree's venv need not install it): its version
+            import tomllib
+            from pathlib import Path
+
+            pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+            return str(tomllib.loads(pyproject.read_text())["project"]["version"])
         return "not installed"
 
 
-CONTENDERS: tuple[Callable[[str], Decoder], ...] = (caerus, cryptofeed, nautilus)
+#: every contender's factory for a venue (None: the tool has no second way to measure on that venue)
+CONTENDERS: tuple[Callable[[str], Decoder | None], ...] = (caerus, cryptofeed, nautilus_top, nautilus)
 
 
 def inputs_for(frames: Any, venue: str) -> tuple[list[bytes], list[bytes]]:
@@ -291,35 +337,47 @@ def disagreement(expected: list[tuple[float, float]], got: list[tuple[float, flo
     return None
 
 
-def compare(frames: Any, rounds: int) -> list[Any]:
-    """Every contender on both venues, interleaved rounds (one warm-up round first, dropped); table rows."""
+def compare(frames: Any, rounds: int, settings: dict[str, object] | None = None) -> list[Any]:
+    """Every contender on every stream under benchmarks/protocol (one pass dropped first, then ``rounds``
+    interleaved rounds, each checked against the frames' books); table rows."""
+    from benchmarks import protocol
     from benchmarks.peers.table import Row, rows_for
 
     rows: list[Row] = []
+    recorded: dict[str, object] = {}
     for venue in VENUES:
         raw, combined = inputs_for(frames, venue)
         if not raw:
             rows.append(Row(LABELS[venue], "all", unavailable="the frames file has no such frames"))
             continue
-        decoders = [make(venue) for make in CONTENDERS]
+        decoders = [d for d in (make(venue) for make in CONTENDERS) if d is not None]
         live = [d for d in decoders if not d.unavailable]
-        inputs = {d.name: [d.prepare(r, c) for r, c in zip(raw, combined, strict=True)] for d in live}
-        parts: dict[str, list[np.ndarray]] = {d.name: [] for d in live}
         expected = reference_values(raw, venue)
+
+        def one_pass(d: Decoder, data: list[Any], expected: list[tuple[float, float]] = expected,
+                     venue: str = venue) -> np.ndarray:
+            t = run(d, data)
+            problem = disagreement(expected, d.handed_off())
+            if problem:  # a contender that did not hand off the same books is not timed, it is wrong
+                raise SystemExit(f"peers: {d.label} on {venue}: {problem}")
+            return t
+
+        contenders = []
+        for d in live:
+            data = [d.prepare(r, c) for r, c in zip(raw, combined, strict=True)]
+            contenders.append(protocol.Contender(d.label, lambda _, d=d, data=data: one_pass(d, data),
+                                                 lambda d=d, data=data: one_pass(d, data),
+                                                 f"one pass over the {len(raw)} frames, dropped"))
         try:
-            for rnd in range(rounds + 1):
-                for d in live:
-                    t = run(d, inputs[d.name])
-                    problem = disagreement(expected, d.handed_off())
-                    if problem:  # a contender that did not hand off the same books is not timed, it is wrong
-                        raise SystemExit(f"peers: {d.name} on {venue}: {problem}")
-                    if rnd:
-                        parts[d.name].append(t)
+            timed = protocol.interleaved(contenders, rounds)
         finally:
             for d in live:
                 d.close()
-        samples = {f"{d.name} {d.version}": np.concatenate(parts[d.name]) for d in live}
-        notes = {f"{d.name} {d.version}": "; ".join(d.notes) for d in live}
-        rows += rows_for(LABELS[venue], samples, next(iter(samples)), notes,
-                         {f"{d.name} {d.version}".strip(): d.unavailable for d in decoders if d.unavailable})
+        recorded[LABELS[venue]] = protocol.as_json(timed)
+        samples = {t.name: np.concatenate(t.results) for t in timed}
+        notes = {d.label: "; ".join(d.notes) for d in live}
+        rows += rows_for(LABELS[venue], samples, live[0].label, notes,
+                         {d.label: d.unavailable for d in decoders if d.unavailable})
+    if settings is not None:
+        settings.setdefault("protocol", {}).update(recorded)  # type: ignore[union-attr]
     return rows

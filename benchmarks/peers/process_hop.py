@@ -5,8 +5,14 @@ inproc is for), multiprocessing.shared_memory guarded by a naive lock, and faste
 The processes, pinning (writer on the first CPU, reader on the last), pacing and stamping are benchmarks.ipc_hop's
 (``_run``): one definition of how a hop is measured. The ring's reader spins and its writer spins between messages
 (the fleet's setting); the others block in their receive and their writer sleeps, as each is normally used (a
-spinning writer would starve multiprocessing.Queue's feeder thread). Rounds are interleaved: every transport runs
-once per round, in the same order.
+spinning writer would starve multiprocessing.Queue's feeder thread). A spinning ring against blocking peers is not
+like for like (the peers pay a kernel wake-up the ring never waits for), so pyzmq ipc also runs spin against spin:
+its reader polls with ``recv(zmq.NOBLOCK)`` (pyzmq's non-blocking receive: ``zmq.Again`` when nothing is there)
+and its writer spins between messages, as the ring's do; both pyzmq rows stand side by side.
+
+benchmarks/protocol's rules: every transport runs the same number of interleaved rounds (the order rotated each
+round), in fresh processes each round, whose first ``ipc_hop.WARMUP`` messages are dropped (the warm-up, inside
+every round); p50/p99 over all rounds.
 """
 
 from __future__ import annotations
@@ -55,7 +61,9 @@ def _swmr_hybrid(seg: str) -> tuple[Callable, Callable]:
     return writer_setup, reader_setup
 
 
-def _zmq_ipc(path: str, n: int) -> tuple[Callable, Callable]:
+def _zmq_ipc(path: str, n: int, spin: bool = False) -> tuple[Callable, Callable]:
+    """PUSH/PULL over ipc; ``spin``: the reader polls with NOBLOCK instead of blocking in recv."""
+
     def writer_setup() -> Callable[[int], None]:
         import zmq
 
@@ -81,7 +89,18 @@ def _zmq_ipc(path: str, n: int) -> tuple[Callable, Callable]:
         sock.bind(f"ipc://{path}")
         recv = sock.recv
         time.sleep(0.2)  # the writer connects: messages sent before the pipe exists would wait in its queue
-        return lambda: int.from_bytes(recv(), "little")
+        if not spin:
+            return lambda: int.from_bytes(recv(), "little")
+        noblock, again = zmq.NOBLOCK, zmq.Again
+
+        def recv_spin() -> int:
+            while True:
+                try:
+                    return int.from_bytes(recv(noblock), "little")
+                except again:
+                    pass
+
+        return recv_spin
 
     return writer_setup, reader_setup
 
@@ -153,47 +172,68 @@ def _zmq_inproc(n: int, gap_ns: int) -> np.ndarray:
 def compare(quick: bool, settings: dict[str, object]) -> list[Row]:
     from importlib.metadata import version
 
+    from benchmarks import protocol
+
     n = (3000 if quick else 20_000) + ipc_hop.WARMUP
     rounds = 2 if quick else 4
     gap_ns = 300_000
     cpus_all = available_cpus()
     cpus = (cpus_all[0], cpus_all[-1])
+    zmq_v = version("pyzmq")
     names = ["caerus SWMR ring", "caerus SWMR ring, hybrid reader", "multiprocessing.Queue",
-             f"pyzmq {version('pyzmq')} ipc (PUSH/PULL)",
-             f"pyzmq {version('pyzmq')} inproc (PAIR, threads)", "shared_memory + naive Lock",
+             f"pyzmq {zmq_v} ipc (PUSH/PULL)", f"pyzmq {zmq_v} ipc (PUSH/PULL), spinning",
+             f"pyzmq {zmq_v} inproc (PAIR, threads)", "shared_memory + naive Lock",
              f"faster-fifo {version('faster-fifo')}"]
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     lost = dict.fromkeys(names, 0)
     with tempfile.TemporaryDirectory(prefix="caerus-peers-hop-") as tmp:
         out_dir = Path(tmp)
-        for rnd in range(rounds):
-            shm_w, shm_r, shm = _shm_lock()
-            runs = {
-                names[0]: (*ipc_hop._swmr(f"peers.hop{rnd}"), ipc_hop._pace_spin),
-                names[1]: (*_swmr_hybrid(f"peers.hophy{rnd}"), ipc_hop._pace_spin),
-                names[2]: (*ipc_hop._mp_queue(), ipc_hop._pace_sleep),
-                names[3]: (*_zmq_ipc(str(out_dir / f"zmq{rnd}.sock"), n), ipc_hop._pace_sleep),
-                names[5]: (shm_w, shm_r, ipc_hop._pace_sleep),
-                names[6]: (*ipc_hop._faster_fifo(), ipc_hop._pace_sleep),
-            }
+
+        def transport(k: int, rnd: int) -> tuple[Callable, Callable, Callable[[int], None], object]:
+            """(writer setup, reader setup, writer pacing, shared memory to release) of transport ``k``, round
+            ``rnd``: fresh segments, sockets and paths every round."""
+            if k == 0:
+                return (*ipc_hop._swmr(f"peers.hop{rnd}"), ipc_hop._pace_spin, None)
+            if k == 1:
+                return (*_swmr_hybrid(f"peers.hophy{rnd}"), ipc_hop._pace_spin, None)
+            if k == 2:
+                return (*ipc_hop._mp_queue(), ipc_hop._pace_sleep, None)
+            if k in (3, 4):
+                spin = k == 4
+                return (*_zmq_ipc(str(out_dir / f"zmq{k}-{rnd}.sock"), n, spin),
+                        ipc_hop._pace_spin if spin else ipc_hop._pace_sleep, None)
+            if k == 6:
+                w, r, shm = _shm_lock()
+                return w, r, ipc_hop._pace_sleep, shm
+            return (*ipc_hop._faster_fifo(), ipc_hop._pace_sleep, None)
+
+        def one_round(k: int, rnd: int) -> np.ndarray:
+            if k == 5:
+                return _zmq_inproc(n, gap_ns)
+            w, r, pace, shm = transport(k, rnd)
             try:
-                for name in names:
-                    if name == names[4]:
-                        parts[name].append(_zmq_inproc(n, gap_ns))
-                        continue
-                    w, r, pace = runs[name]
-                    s = ipc_hop._run(f"r{rnd}-{names.index(name)}", w, r, n, gap_ns, pace, cpus, out_dir)
-                    lost[name] += int((s < 0).sum())
-                    parts[name].append(s[s >= 0])
+                s = ipc_hop._run(f"r{rnd}-{k}", w, r, n, gap_ns, pace, cpus, out_dir)
             finally:
-                shm.close()  # type: ignore[attr-defined]
-                shm.unlink()  # type: ignore[attr-defined]
+                if shm is not None:
+                    shm.close()  # type: ignore[attr-defined]
+                    shm.unlink()  # type: ignore[attr-defined]
+            lost[names[k]] += int((s < 0).sum())
+            return s[s >= 0]
+
+        warm = f"inside each round: fresh processes, their first {ipc_hop.WARMUP} messages dropped"
+        timed = protocol.interleaved([protocol.Contender(name, lambda rnd, k=k: one_round(k, rnd), None, warm)
+                                      for k, name in enumerate(names)], rounds)
     settings["hop"] = {"load_average_at_end": os.getloadavg(),
                        "samples_per_round": n - ipc_hop.WARMUP, "rounds": rounds, "gap_us": gap_ns / 1000,
                        "writer_cpu": cpus[0], "reader_cpu": cpus[1]}
-    samples = {k: np.concatenate(v) for k, v in parts.items()}
+    settings.setdefault("protocol", {})["process hop"] = protocol.as_json(timed)  # type: ignore[index]
+    samples = {t.name: np.concatenate(t.results) for t in timed}
     notes = {names[0]: "reader spins, writer spins (a core each)",
              names[1]: "writer spins, reader spins then sched_yields (the fleet's setting on a shared core)",
-             names[4]: "two threads of one process: not a process hop",
-             names[5]: f"one-slot mailbox polled under the lock; {lost[names[5]]} messages overwritten unseen"}
-    return rows_for("process hop (one-way, 300 us pacing)", samples, names[0], notes)
+             names[3]: "reader blocks in recv, writer sleeps between messages (its usual use): pays a kernel wake-up",
+             names[4]: "reader polls recv(NOBLOCK), writer spins between messages: spin against spin, like the ring",
+             names[5]: "two threads of one process: not a process hop",
+             names[6]: f"one-slot mailbox polled under the lock; {lost[names[6]]} messages overwritten unseen"}
+    return rows_for(HOP, samples, names[0], notes)
+
+
+HOP = "process hop (one-way, 300 us pacing)"

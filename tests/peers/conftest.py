@@ -13,7 +13,7 @@ import importlib.util
 
 import pytest
 
-PEERS = ("cryptofeed", "nautilus_trader", "picows", "zmq")
+PEERS = ("cryptofeed", "nautilus_trader", "picows", "zmq", "hftbacktest", "numba", "uvloop")
 MISSING = [m for m in PEERS if importlib.util.find_spec(m) is None]
 collect_ignore_glob = ["test_*.py"] if MISSING else []
 

@@ -78,13 +78,56 @@ def test_ratios_are_contender_over_caerus_and_the_verdict_says_who_wins() -> Non
     assert json.loads(json.dumps(table.as_json(rows)))[3]["p50_ns"] is None
 
 
-def test_the_backtest_row_comes_from_backtest_speeds_json(tmp_path: Path) -> None:
+def _bt_doc(hashmap: float, roivec: float, identical: bool = True) -> dict[str, object]:
+    def hft(name: str, rate: float) -> dict[str, object]:
+        return {"name": name, "books_per_s": rate, "compiled_in_timed_regions": 0,
+                "agreement": {"identical": identical, "orders_identical_prefix": 312 if identical else 7,
+                              "orders_caerus": 312}}
+
+    return {"extra": {"total_books_per_s": 3e6, "loop_books_per_s": 4e6, "repetitions": 5,
+                      "load_average": {"start": [2.5, 2, 2]}, "protocol": [{"contender": "x", "repetitions": 5}],
+                      "hftbacktest": {"hashmap": hft("hftbacktest HashMapMarketDepthBacktest", hashmap),
+                                      "roivec": hft("hftbacktest ROIVectorMarketDepthBacktest", roivec)}}}
+
+
+def test_the_backtest_rows_come_from_backtest_speeds_json_with_both_backtesters(tmp_path: Path) -> None:
     assert backtest.rows(None)[0].unavailable.startswith("not run here")
     path = tmp_path / "bt.json"
+    path.write_text(json.dumps(_bt_doc(1e6, 6e6)))
+    recorded: dict[str, object] = {}
+    ours, loop, hashmap, roivec = backtest.rows(path, recorded)
+    assert hashmap.ratio_p50 == 3.0 and roivec.ratio_p50 == 0.5 and loop.ratio_p50 == 0.75
+    assert "ROIVectorMarketDepthBacktest" in roivec.contender and "6,000,000 books/s" in roivec.note
+    assert "median of 5" in ours.note and "orders identical 312/312" in roivec.note
+    assert table.verdict(ours) == "reference" and table.verdict(hashmap) == "Caerus faster"
+    assert table.verdict(roivec) == "**peer faster at p50**" and table.verdict(loop) == "a Caerus variant"
+    assert recorded == {table.BACKTEST: [{"contender": "x", "repetitions": 5}]}
+    path.write_text(json.dumps(_bt_doc(1e6, 6e6, identical=False)))
+    assert "ORDERS DIFFER: first 7 of 312 identical" in backtest.rows(path)[3].note
+    # the JSON before issue 49 (one cold hftbacktest run) is not listed as if it were a measurement
     path.write_text(json.dumps({"extra": {"total_books_per_s": 3e6, "peer": {"books_per_s": 1e6}}}))
-    ours, peer = backtest.rows(path)
-    assert peer.ratio_p50 == 3.0 and "1,000,000 books/s" in peer.note and "3,000,000 books/s" in ours.note
-    assert table.verdict(ours) == "reference" and table.verdict(peer) == "Caerus faster"
+    assert "no books/s for caerus and hftbacktest's backtesters" in backtest.rows(path)[0].unavailable
+
+
+def test_each_goal_reads_its_like_for_like_row(tmp_path: Path) -> None:
+    depth, hop = "feed decode: Binance USD-M depth5@100ms", "process hop (one-way, 300 us pacing)"
+    rows = [table.Row(depth, "caerus 0.1.0", ratio_p50=1.0),
+            table.Row(depth, "nautilus_trader 1.231.0, decode + top of book", ratio_p50=1.25),
+            table.Row(depth, "nautilus_trader 1.231.0, full book", ratio_p50=20.0),
+            table.Row(hop, "caerus SWMR ring", ratio_p50=1.0),
+            table.Row(hop, "caerus SWMR ring, hybrid reader", ratio_p50=1.0),
+            table.Row(hop, "pyzmq 27.3.0 ipc (PUSH/PULL)", ratio_p50=36.0),
+            table.Row(hop, "pyzmq 27.3.0 ipc (PUSH/PULL), spinning", ratio_p50=4.0)]
+    path = tmp_path / "bt.json"
+    path.write_text(json.dumps(_bt_doc(1e6, 6e6)))
+    by = {g["name"]: g for g in table.goals(rows + backtest.rows(path))}
+    d5 = by["feed per-message cost, Binance USD-M depth5: Caerus / nautilus_trader (decode + top of book) p50"]
+    assert d5["actual"] == 0.8 and d5["met"]
+    spin = by["ring hop, spin against spin: pyzmq ipc (spinning) p50 / SWMR ring (spinning) p50"]
+    assert spin["actual"] == 4.0 and spin["met"] is False
+    assert next(g for n, g in by.items() if n.startswith("ring hop: pyzmq ipc (blocking: "))["actual"] == 36.0
+    bt = by["backtest books/s: Caerus / hftbacktest's faster backtester (same books, rule and run)"]
+    assert bt["actual"] == 0.5 and bt["met"] is False  # the faster one (ROIVector), not the 3x over HashMap
 
 
 def test_without_the_peers_venv_the_command_says_how_to_make_it(
