@@ -37,6 +37,7 @@ import json
 import os
 import pstats
 import selectors
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -265,13 +266,18 @@ def main(argv: list[str] | None = None) -> int:
                 raise protocol.ProtocolError(f"{name}: the repetitions sent different orders")
             ag = agreement(out.orders, first["orders_list"], int(first["t0"]))
             ratios[f"caerus_over_{kind}"] = rate[CAERUS] / rate[name]
+            # the same ratio repetition by repetition (each pair ran back to back: the machine's load drifts less
+            # within a pair than across the run), the median of the pairs beside the ratio of the medians
+            paired = sorted(p / c for c, p in zip(ref.seconds, by[name].seconds, strict=True))
             hft[kind] = {"name": name, "books_per_s": rate[name], "events": first["events"],
                          "events_per_s": first["events"] / by[name].median_s, "orders": first["orders"],
                          "fills": first["fills"], "agreement": ag, "warm_up": by[name].warm_up_result,
                          "signatures_before_timing": first["signatures_before_timing"],
                          "signatures_after_timing": runs[-1]["signatures_after_timing"],
-                         "compiled_in_timed_regions": sum(len(r["compiled_in_timed_region"]) for r in runs)}
-            print(f"caerus / {name}: {ratios[f'caerus_over_{kind}']:.2f}x")
+                         "compiled_in_timed_regions": sum(len(r["compiled_in_timed_region"]) for r in runs),
+                         "paired_ratios": paired}
+            print(f"caerus / {name}: {ratios[f'caerus_over_{kind}']:.2f}x (per repetition pair: median "
+                  f"{statistics.median(paired):.2f}x, {paired[0]:.2f}-{paired[-1]:.2f}x)")
             print(agreement_text(name, ag))
         faster = max(BACKTESTERS, key=lambda k: rate[BACKTESTERS[k]])
         ratios["caerus_over_faster_hftbacktest"] = ratios[f"caerus_over_{faster}"]

@@ -27,9 +27,11 @@ How each peer is used (its own documented entry points; see `benchmarks/peers/*.
 - feed decode: frames recorded from `caerus venue-sim` (Binance combined `btcusdt@bookTicker` and `depth5`,
   Hyperliquid `bbo`); Caerus's feed loop (decode, checks, publish into an SWMR ring); cryptofeed's exchange
   `message_handler` with a callback; nautilus_trader's Binance data client steps (wrapper decode, routing,
-  `BinanceQuoteMsg`, `parse_to_quote_tick`). On depth5 nautilus_trader runs twice: decode + top of book (its
-  `QuoteTick` from the best levels: like for like, the goal's row) and its full-book handler (5-level
-  `OrderBookDeltas`: more work than Caerus does, labelled so).
+  `BinanceQuoteMsg`, `parse_to_quote_tick`). On depth5 nautilus_trader runs three ways after its decode (wrapper,
+  routing, `BinanceOrderBookMsg`: the 5 levels a side, as Caerus decodes them): the top of book as floats (the
+  leanest reading, no checks or publish: the goal's row), the top as its `QuoteTick` (its hand-off object, as its
+  bookTicker row builds one), and its full-book handler (5-level `OrderBookDeltas`: more work than Caerus does,
+  labelled so).
 - process hop: writer and reader in two pinned processes, one-way latency of an 8-byte stamp. pyzmq runs blocking
   (its usual use: the reader pays a kernel wake-up) and spinning (`recv(NOBLOCK)`, a spinning writer), beside the
   spinning ring: spin against spin is the like-for-like row.

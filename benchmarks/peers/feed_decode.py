@@ -15,12 +15,14 @@ live connection, from the frame its WebSocket library hands over to the object i
   ``LiveClock`` stamp); the hand-off keeps the ``QuoteTick`` (the client would publish it on its message bus).
   Its Hyperliquid parsing lives in Rust inside ``HyperliquidWebSocketClient``, with no Python entry for one frame:
   "not available" with that reason.
-- On depth5, nautilus_trader twice: **decode + top of book**, like for like with Caerus (which decodes the 5 levels
-  a side and keeps the top): its data client's wrapper decode and routing, ``BinanceOrderBookMsg`` decode, and its
-  top-of-book object (``QuoteTick``) built from the best levels the way its bookTicker path builds one
-  (``parse_to_quote_tick``: ``Price`` / ``Quantity.from_str``); and **full book**: what its futures data client does
-  with the frame (``_handle_book_partial_update``: ``parse_to_order_book_deltas``, 11 ``OrderBookDelta`` objects),
-  more work than Caerus does, so labelled as such and never the goal's row.
+- On depth5, nautilus_trader three ways, each after its data client's wrapper decode and routing and its
+  ``BinanceOrderBookMsg`` decode (the 5 levels a side, as Caerus decodes them): **decode + top of book**, the best
+  levels kept as floats (the record Caerus hands off holds floats; nautilus does no checks and publishes nothing
+  here, so this is the leanest reading, the goal's row); **decode + top of book as its QuoteTick**, its top-of-book
+  object built the way its bookTicker path builds one (``parse_to_quote_tick``: ``Price`` / ``Quantity.from_str``;
+  the bookTicker row times the same); and **full book**: what its futures data client does with the frame
+  (``_handle_book_partial_update``: ``parse_to_order_book_deltas``, 11 ``OrderBookDelta`` objects), more work than
+  Caerus does, so labelled as such.
 
 Timing: ``perf_counter_ns`` around each ``handle`` call, so every contender carries the same ~50 ns timer cost;
 benchmarks/protocol's rules: one whole pass over the frames first (dropped: every decoder and cache warm), then the
@@ -188,9 +190,9 @@ def cryptofeed(venue: str) -> Decoder:
 # -- nautilus_trader --------------------------------------------------------------------------------------------
 
 
-def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
-    """nautilus_trader's Binance data client steps; on depth5 ``top_of_book`` picks the like-for-like variant (decode
-    + a QuoteTick from the best levels) over its full-book handler (5-level OrderBookDeltas)."""
+def nautilus(venue: str, depth: str = "full") -> Decoder:
+    """nautilus_trader's Binance data client steps; on depth5 ``depth`` picks what follows its decode: ``top`` (the
+    best levels as floats), ``quote`` (its QuoteTick from them) or ``full`` (its handler: 5-level OrderBookDeltas)."""
     try:
         import msgspec
         from nautilus_trader.adapters.binance.common.schemas.market import (
@@ -231,7 +233,7 @@ def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
         kept.append(msg.data.parse_to_order_book_deltas(instrument_id=ids[msg.data.s], ts_init=clock.timestamp_ns(),
                                                         snapshot=True))
 
-    def handle_book_top(raw: bytes) -> None:  # the same decode; the top of book as its bookTicker path builds one
+    def handle_book_quote(raw: bytes) -> None:  # the same decode; the top of book as its bookTicker path builds one
         data = book_dec.decode(raw).data
         bid, ask = data.b[0], data.a[0]
         ts_init = clock.timestamp_ns()
@@ -240,11 +242,16 @@ def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
                               ask_size=Quantity.from_str(ask.size), ts_event=data.T * 1_000_000 if data.T else ts_init,
                               ts_init=ts_init))
 
-    top = top_of_book and venue == "binance_depth"
+    def handle_book_top(raw: bytes) -> None:  # the same decode; the best levels as floats
+        data = book_dec.decode(raw).data
+        bid, ask = data.b[0], data.a[0]
+        kept.append((float(bid.price), float(bid.size), float(ask.price), float(ask.size)))
+
+    mode = depth if venue == "binance_depth" else ""
     if venue == "binance":
         handlers["@bookTicker"] = handle_book_ticker
     else:
-        handlers["@depth5"] = handle_book_top if top else handle_book_partial
+        handlers["@depth5"] = {"top": handle_book_top, "quote": handle_book_quote}.get(mode, handle_book_partial)
 
     def handle(raw: bytes) -> None:  # BinanceCommonDataClient._handle_ws_message's routing
         wrapper = wrapper_dec.decode(raw)
@@ -257,7 +264,9 @@ def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
     def handed_off() -> list[tuple[float, float]]:
         # the fixed-point Price's decimal value: as_double() is not always the nearest double (94831.90000000001
         # for "94831.9", tests/peers caught it), which would be a conversion artefact, not a different book
-        if venue == "binance" or top:
+        if mode == "top":
+            got = [(t[0], t[2]) for t in kept]
+        elif venue == "binance" or mode == "quote":
             got = [(float(q.bid_price.as_decimal()), float(q.ask_price.as_decimal())) for q in kept]
         else:  # the snapshot's best levels (OrderSide BUY = 1, SELL = 2; the first delta clears the book)
             got = []
@@ -269,19 +278,28 @@ def nautilus(venue: str, top_of_book: bool = False) -> Decoder:
         return got
 
     notes = ["combined stream (its subscription); its data client's steps, no message bus"]
-    variant = ""
-    if venue == "binance_depth":
-        variant = "decode + top of book" if top else "full book"
-        notes.append("like for like with Caerus: the 5 levels decoded, the top kept as its QuoteTick" if top else
-                     "NOT like for like: builds the 5-level OrderBookDeltas (11 objects) where Caerus keeps the top")
+    variant = {"top": "decode + top of book", "quote": "decode + top of book as its QuoteTick",
+               "full": "full book"}.get(mode, "")
+    notes.append({"top": "like for like with Caerus, leanest: the 5 levels decoded, the top kept as floats (no checks, "
+                         "nothing published)",
+                  "quote": "the 5 levels decoded, the top kept as its QuoteTick (Price/Quantity.from_str), as its "
+                           "bookTicker row does",
+                  "full": "NOT like for like: builds the 5-level OrderBookDeltas (11 objects) where Caerus keeps the "
+                          "top"}.get(mode, ""))
+    notes = [n for n in notes if n]
     return Decoder("nautilus_trader", venue, handle, kept.clear, handed_off,
                    prepare=lambda raw, combined: combined, version=_version("nautilus_trader"), variant=variant,
                    notes=notes)
 
 
 def nautilus_top(venue: str) -> Decoder | None:
-    """nautilus_trader's decode + top of book on depth5 (None elsewhere: bookTicker is its top of book already)."""
-    return nautilus(venue, top_of_book=True) if venue == "binance_depth" else None
+    """nautilus_trader's decode + top of book (floats) on depth5 (None elsewhere: bookTicker is a top of book)."""
+    return nautilus(venue, "top") if venue == "binance_depth" else None
+
+
+def nautilus_quote(venue: str) -> Decoder | None:
+    """nautilus_trader's decode + its QuoteTick on depth5 (None elsewhere: its bookTicker row is that)."""
+    return nautilus(venue, "quote") if venue == "binance_depth" else None
 
 
 def _version(dist: str) -> str:
@@ -300,7 +318,7 @@ def _version(dist: str) -> str:
 
 
 #: every contender's factory for a venue (None: the tool has no second way to measure on that venue)
-CONTENDERS: tuple[Callable[[str], Decoder | None], ...] = (caerus, cryptofeed, nautilus_top, nautilus)
+CONTENDERS: tuple[Callable[[str], Decoder | None], ...] = (caerus, cryptofeed, nautilus_top, nautilus_quote, nautilus)
 
 
 def inputs_for(frames: Any, venue: str) -> tuple[list[bytes], list[bytes]]:

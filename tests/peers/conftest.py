@@ -3,8 +3,10 @@
     .venv-peers/bin/python -m pytest tests/peers -q     (.venv-peers: Python 3.13, locks/peers.txt)
 
 CI installs locks/dev.txt only (the peers need Python 3.13 and are never a runtime or dev dependency), so in any
-other environment these modules are not collected, and the run's header says so; the harness itself is tested in
-tests/unit/benchmarks/ everywhere.
+other environment these modules are not collected, and the run's header and summary say so (never a silent skip);
+the harness itself -- the rows, the goals, the timing protocol's rules and its refusal of a compiled-while-timed
+sample -- is tested in tests/unit/benchmarks/ everywhere. Here: every peer hands off Caerus's books
+(test_peers_agree) and the timing protocol holds against the real hftbacktest (test_timing_protocol).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "peers" / "frames.j
 EXPECTED_AVAILABLE = {("binance", "caerus", ""), ("binance", "cryptofeed", ""), ("binance", "nautilus_trader", ""),
                       ("hyperliquid", "caerus", ""), ("hyperliquid", "cryptofeed", ""), ("binance_depth", "caerus", ""),
                       ("binance_depth", "nautilus_trader", "decode + top of book"),
+                      ("binance_depth", "nautilus_trader", "decode + top of book as its QuoteTick"),
                       ("binance_depth", "nautilus_trader", "full book")}
 
 
