@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from caerus.report import pricing, samples, tables
+from caerus.report.market import market_line
 
 TITLE = "What this session's speed is worth"
 #: the order path's segments the fleet itself spends (measured in a session), in path order
@@ -50,19 +51,20 @@ def market_text(summary: dict[str, Any], env: dict[str, Any] | None) -> str:
     """The market the session ran, as its own records name it (env.json's ``market`` when it has one, else the
     session's options: live venues, or the emulator's market preset or file, and any scenario)."""
     named = (env or {}).get("market")
+    opts = summary.get("options") or {}
+    scenario = f", scenario {opts['scenario']}" if opts.get("scenario") else ""
+    if isinstance(named, dict) and named.get("kind"):  # caerus.session's record: one naming for every section
+        return market_line(named) + scenario
     if isinstance(named, dict) and named.get("name"):
         return str(named["name"]) + (f" ({named['description']})" if named.get("description") else "")
     if isinstance(named, str) and named:
         return named
-    opts = summary.get("options") or {}
     if opts.get("live") or summary.get("venues") == "live":
         text = "the live venues"
     else:
         market = str(opts.get("market") or "default")
         kind = "market file" if "/" in market or market.endswith(".toml") else "preset"
-        text = f"the venue emulator's market {market} ({kind})"
-        if opts.get("scenario"):
-            text += f", scenario {opts['scenario']}"
+        text = f"the venue emulator's market {market} ({kind}){scenario}"
     return text
 
 

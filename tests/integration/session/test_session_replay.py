@@ -94,7 +94,10 @@ def test_the_capture_holds_the_real_books_from_the_first_frame(replay_session: P
 
 def test_the_report_names_the_market(replay_session: Path) -> None:
     report = (replay_session / "report.md").read_text()
-    header = report.split("## ", 1)[0]
+    opening, _, rest = report.partition("## The session")
+    header = rest.split("\n## ", 1)[0]
+    # the opening section names the market as the session's header does: real Binance, modelled Hyperliquid
+    assert "REPLAY: Binance REAL (binance usdm BTCUSDT" in opening and "Hyperliquid MODELLED" in opening
     for text in ("REPLAY of a real capture", "Binance REAL, Hyperliquid MODELLED", "binance usdm BTCUSDT",
                  SLICE.name, "recorded 2024-08-08 23:54:15 UTC", "played 2024-08-08 23:54:15 UTC",
                  "| Hyperliquid (modelled) | market `default`, seed 1: follower", "hl_lag_ms 650",
