@@ -12,7 +12,11 @@ opening) would otherwise be most of what is timed. Each round measures, on the s
 * ``read+check``: one process running the import's worker over every file (live decoders, live checks, staging
   rows): frames per second of wall and of CPU;
 * ``import``: the whole ``caerus data import`` into a fresh store with ``--jobs`` reader processes (default: one per
-  CPU), commits into chDB included: frames/s of wall time, the number the 1M frames/s goal is about.
+  CPU), commits into chDB included, the reader processes started cold (the fork server stopped first, as in a new
+  ``caerus data import`` command): frames/s of wall time, the number the 1M frames/s goal is about. Beside it, where
+  its CPU went (the readers' CPU per frame, chDB's INSERT per stored row, from import.json's ``read_cpu_s`` and
+  ``commit_cpu_s``), the rate that CPU allows on ``--jobs`` free cores, and ``startup``: the same import of one small
+  fixture file (reader processes starting, chDB opening), the fixed part of every import.
 
 Wall and CPU are both printed: the machine is shared, and CPU seconds show the work when another process holds a
 core. The goal (>= 1M frames/s for ``import``) is reported met or missed with the same-run reference beside it.
@@ -96,10 +100,23 @@ def read_check(files: list[Path], tmp: Path) -> int:
     return n
 
 
-def whole_import(files: list[Path], tmp: Path, jobs: int, k: int) -> int:
+def _cold_workers() -> None:
+    """Stop this process's fork server, so the next import starts its reader processes as a new command would."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver._stop()  # type: ignore[attr-defined]  # private, stable since 3.8; benchmark-only
+
+
+def whole_import(files: list[Path], tmp: Path, jobs: int, k: int, cost: dict[str, float] | None = None) -> int:
+    _cold_workers()
     out = run_import(tmp / f"store{k}", files, ImportOptions(jobs=jobs), out=None)
     if not out.ok:
         raise SystemExit(f"import failed: {out.errors}")
+    if cost is not None:
+        cost["read_cpu_s"] = sum(float(e["read_cpu_s"]) for e in out.entries)
+        cost["commit_cpu_s"] = sum(float(e["commit_cpu_s"]) for e in out.entries)
+        cost["commit_s"] = sum(float(e["commit_s"]) for e in out.entries)
+        cost["rows"] = sum(int(e["stored"]["valid"]) + int(e["stored"]["rejected"]) for e in out.entries)
     return sum(int(e["frames"]) for e in out.entries)
 
 
@@ -115,16 +132,22 @@ def main(argv: list[str] | None = None) -> None:
     rounds = a.rounds or (1 if a.quick else 3)
     copies = a.copies or (3 if a.quick else 4)
     jobs = a.jobs or (os.cpu_count() or 1)
-    samples: dict[str, list[tuple[int, float, float]]] = {"gunzip+split": [], "read+check": [], "import": []}
+    samples: dict[str, list[tuple[int, float, float]]] = {"gunzip+split": [], "read+check": [], "import": [],
+                                                          "startup": []}
+    costs: list[dict[str, float]] = []
+    small = sorted(FIXTURES.glob("*_head.gz"))[:2]  # two small files: what every import pays whatever its size
     with tempfile.TemporaryDirectory(prefix="caerus-import-bench-") as d:
         tmp = Path(d)
         files = make_copies(originals, copies, tmp)
         print(f"input: {len(originals)} files x {copies} copies, {what}; gzip inflater: {compressed.GZIP_LIBRARY}; "
-              f"rounds {rounds}; import --jobs {jobs}", flush=True)
+              f"rounds {rounds}; import --jobs {jobs}; load average {os.getloadavg()[0]:.1f}", flush=True)
         for k in range(rounds):  # interleaved: load that comes and goes hits every way alike
             samples["gunzip+split"].append(_timed(lambda: gunzip_split(files)))
             samples["read+check"].append(_timed(lambda: read_check(files, tmp)))
-            samples["import"].append(_timed(lambda k=k: whole_import(files, tmp, jobs, k)))
+            cost: dict[str, float] = {}
+            samples["import"].append(_timed(lambda k=k, cost=cost: whole_import(files, tmp, jobs, k, cost)))
+            costs.append(cost)
+            samples["startup"].append(_timed(lambda k=k: whole_import(small, tmp, jobs, 1000 + k)))
             for name, runs in samples.items():
                 n, w, c = runs[-1]
                 print(f"  round {k + 1}: {name:13} {n:>9,} frames  wall {w:6.2f} s  cpu(this process) {c:6.2f} s",
@@ -136,9 +159,22 @@ def main(argv: list[str] | None = None) -> None:
         cpu = statistics.median(c for _, _, c in runs)
         results[name] = {"frames": n, "wall_s": wall, "cpu_s": cpu, "frames_per_s": n / wall,
                          "frames_per_cpu_s": n / cpu if cpu else float("nan")}
-        cpu_note = (f"{n / cpu / 1e6:5.2f} M/cpu-s" if name != "import"
+        cpu_note = (f"{n / cpu / 1e6:5.2f} M/cpu-s" if name not in ("import", "startup")
                     else "(readers run in child processes: their CPU is not this process's)")
         print(f"{name:13} {n:>9,} frames  wall {wall:6.2f} s  {n / wall / 1e6:5.2f} M frames/s  {cpu_note}")
+    n_imp = results["import"]["frames"]
+    cost = {k: statistics.median(c[k] for c in costs) for k in costs[0]}
+    read_us = cost["read_cpu_s"] / n_imp * 1e6
+    commit_us_row = cost["commit_cpu_s"] / max(cost["rows"], 1) * 1e6
+    total_us = (cost["read_cpu_s"] + cost["commit_cpu_s"]) / n_imp * 1e6
+    results["import"] |= {"read_cpu_us_per_frame": read_us, "commit_cpu_us_per_row": commit_us_row,
+                          "commit_wall_s": cost["commit_s"], "rows": cost["rows"],
+                          "cpu_us_per_frame": total_us, "cpu_bound_frames_per_s": jobs / total_us * 1e6,
+                          "startup_wall_s": results["startup"]["wall_s"]}
+    print(f"import CPU: readers {read_us:.2f} us/frame, chDB INSERT {commit_us_row:.2f} us/stored row "
+          f"({cost['rows']:,.0f} rows, {cost['commit_s']:.2f} s wall), together {total_us:.2f} us/frame: "
+          f"{jobs / total_us:.2f} M frames/s on {jobs} free cores; startup (a small file) "
+          f"{results['startup']['wall_s']:.2f} s wall", flush=True)
     ref = results["gunzip+split"]["frames_per_s"]
     ratios = {"read+check / gunzip+split frames/s": results["read+check"]["frames_per_s"] / ref,
               "import / gunzip+split frames/s": results["import"]["frames_per_s"] / ref,

@@ -17,6 +17,7 @@ from .records import ImportRefused
 
 CHUNK_BYTES = 16 << 20  # text per chunk (whole lines)
 READ_BYTES = 4 << 20  # compressed bytes read at a time
+HEAD_READ_BYTES = 16 << 10  # what format detection reads at a time: a few hundred KiB of text, not the whole file
 
 
 def _gzip_inflater() -> tuple[str, Callable[[], Any]]:
@@ -46,28 +47,29 @@ def compression_of(path: Path, head: bytes) -> str:
 def head_text(path: Path, n: int = 1 << 16) -> bytes:
     """The first ``n`` bytes of the file's text (decompressed): what format detection reads."""
     out = b""
-    for chunk in text_chunks(path, n):
+    for chunk in text_chunks(path, n, read_bytes=HEAD_READ_BYTES):
         out += chunk
         if len(out) >= n:
             break
     return out[:n]
 
 
-def text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None) -> Iterator[bytes]:
+def text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None,
+                read_bytes: int = READ_BYTES) -> Iterator[bytes]:
     """The file's text, decompressed, in chunks that end at a line end (the last may lack one). ``digest`` (a
-    hashlib object) is fed the file's bytes as stored."""
+    hashlib object) is fed the file's bytes as stored; ``read_bytes``: stored (compressed) bytes read at a time."""
     path = Path(path)
     with open(path, "rb") as f:
         head = f.read(4)
         f.seek(0)
         kind = compression_of(path, head)
         if kind == "zip":
-            yield from _lines(_zip_blocks(path, digest), chunk_bytes)
+            yield from _lines(_zip_blocks(path, digest, read_bytes), chunk_bytes)
             return
-        yield from _lines(_blocks(f, kind, path, digest), chunk_bytes)
+        yield from _lines(_blocks(f, kind, path, digest, read_bytes), chunk_bytes)
 
 
-def _blocks(f: Any, kind: str, path: Path, digest: Any) -> Iterator[bytes]:
+def _blocks(f: Any, kind: str, path: Path, digest: Any, read_bytes: int) -> Iterator[bytes]:
     if kind == "gzip":
         inflater = _new_inflater()
     elif kind == "lz4":
@@ -80,7 +82,7 @@ def _blocks(f: Any, kind: str, path: Path, digest: Any) -> Iterator[bytes]:
     else:
         inflater = None
     while True:
-        raw = f.read(READ_BYTES)
+        raw = f.read(read_bytes)
         if digest is not None and raw:
             digest.update(raw)
         if not raw:
@@ -104,7 +106,7 @@ def _blocks(f: Any, kind: str, path: Path, digest: Any) -> Iterator[bytes]:
         raise ImportRefused(f"{path}: truncated gzip file (the stream ends before its last block)")
 
 
-def _zip_blocks(path: Path, digest: Any) -> Iterator[bytes]:
+def _zip_blocks(path: Path, digest: Any, read_bytes: int) -> Iterator[bytes]:
     if digest is not None:
         with open(path, "rb") as raw:
             while block := raw.read(READ_BYTES):
@@ -119,7 +121,7 @@ def _zip_blocks(path: Path, digest: Any) -> Iterator[bytes]:
             raise ImportRefused(f"{path}: a zip of {len(members)} files; the import reads zips of one CSV "
                                 "(as data.binance.vision ships them)")
         with zf.open(members[0]) as f:
-            while block := f.read(READ_BYTES):
+            while block := f.read(read_bytes):
                 yield block
 
 

@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Iterator
 from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -30,6 +31,7 @@ from caerus.venues.binance import data as bn
 from caerus.venues.book import MALFORMED
 from caerus.venues.frames import FrameKind
 
+from .binance_streams import Gathered, StreamTypes, read_run
 from .compressed import file_digest, text_chunks
 from .formats import PRODUCTS, ReadOptions
 from .hl_frames import hl_frame
@@ -38,18 +40,11 @@ from .records import MISSING, Builder, Chunk, ImportRefused, Market
 
 NAME = "hftbacktest"
 _DecodeError = msgspec.DecodeError
-_NAN = float("nan")
 
 
-def _frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, memoryview | bytes]]:
-    """(receive ns, frame) of every line: zero-copy slices when the chunk is all ``<19 digits> <frame>`` lines
-    (lines.py), else line by line (a stamp that is not an integer is a ``bad_line``)."""
-    got = stamped(text)
-    if got is not None:
-        mv, starts, ends, stamps = got
-        for s, e, t in zip(starts, ends, stamps, strict=True):
-            yield t, mv[s:e]
-        return
+def _line_frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, bytes]]:
+    """(receive ns, frame) of every line, one line at a time: the general path for a chunk that is not all
+    ``<19 digits> <frame>`` lines (a stamp that is not an integer is a ``bad_line``)."""
     for line in text.split(b"\n"):
         if not line.strip():
             continue
@@ -60,6 +55,18 @@ def _frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, memoryview
             counts["dropped.bad_line"] += 1
             continue
         yield t_recv, frame
+
+
+def _frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, memoryview | bytes]]:
+    """(receive ns, frame) of every line: zero-copy slices when the chunk is all ``<19 digits> <frame>`` lines
+    (lines.py), else line by line."""
+    got = stamped(text)
+    if got is None:
+        yield from _line_frames(text, counts)
+        return
+    mv, starts, ends, stamps = got
+    for s, e, t in zip(starts.tolist(), ends.tolist(), stamps.tolist(), strict=True):
+        yield t, mv[s:e]
 
 
 def _first_frame(head: bytes) -> bytes:
@@ -75,6 +82,10 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 class Reader:
+    #: combined frames decoded in runs (binance_streams.py); False: one frame at a time, the general path (the
+    #: tests read both ways and compare)
+    runs = True
+
     def __init__(self, path: Path, options: ReadOptions) -> None:
         from .compressed import head_text
 
@@ -90,8 +101,8 @@ class Reader:
         self.symbols: list[str] = []
         self._index: dict[str, int] = {}
         self._product: dict[str, str] = {}
-        self._streams: dict[str, str] = {}  # stream name -> kind
-        self._futures = False  # a futures bookTicker (with event time) was seen: the one-pass decoder applies
+        self._types = StreamTypes()  # stream name -> kind, and the run decoder over them
+        self._futures = False  # a futures bookTicker (with event time) was seen
 
     def _sym(self, s: str) -> int:
         i = self._index.get(s)
@@ -115,7 +126,7 @@ class Reader:
 
     def notes(self) -> dict[str, object]:
         return {"product_from": "--product" if self.options.product else "frames",
-                "streams": dict(sorted(self._streams.items()))}
+                "streams": dict(sorted(self._types.kinds.items()))}
 
     def chunks(self) -> Iterator[Chunk]:
         step = self._binance_chunk if self.venue == "binance" else self._hl_chunk
@@ -124,102 +135,66 @@ class Reader:
 
     # --- Binance -------------------------------------------------------------------------------------------------
 
-    def _stream_kind(self, stream: str, data: bytes) -> str:
-        kind = self._streams.get(stream)
-        if kind is None:
-            tail = stream.partition("@")[2]
-            if tail == "bookTicker":
-                kind = "bookTicker" if b'"E":' in data else "spotBookTicker"
-            elif tail.startswith("depth"):
-                kind = "depth"
-            elif tail == "trade":
-                kind = "trade"
-            else:
-                kind = "other_stream"
-            self._streams[stream] = kind
-        return kind
-
     def _binance_chunk(self, text: bytes) -> Chunk:
-        """One chunk of Binance lines. Futures files take one typed decode per line (the combined frame with the
-        live ``BookTicker`` inside); spot's bookTicker has no event type to tag it by, so its frames are unwrapped
-        first and decoded by stream. Books are gathered as decoded structs and turned into columns once per chunk."""
-        rows: list[object] = []  # decoded bookTickers, in file order
-        recv: list[int] = []
-        odd: list[tuple[int, int, int]] = []  # (position in rows, symbol index, t_recv) of unreadable books
-        clock: list[int] = []
-        sample = clock.append
-        counts: Counter[str] = Counter()
-        fast = bn.FUTURES_COMBINED_DECODER.decode if self._futures else None
-        combined = bn.COMBINED_DECODER.decode
-        bt_type = bn.BookTicker
-        depth_type = bn.DepthUpdate
-        spot_dec = bn.SPOT_BOOK_TICKER_DECODER.decode
-        depth_dec = bn.DEPTH_EVENT_DECODER.decode
-        trade_dec = bn.TRADE_DECODER.decode
-        kinds = self._streams
-        add_row = rows.append
-        add_recv = recv.append
-        n_depth = n_trade = 0
-        for t_recv, frame in _frames(text, counts):
-            if fast is not None:
-                try:
-                    d = fast(frame).data
-                except _DecodeError:
-                    pass  # another stream, an unreadable message or not a combined frame: the general path
-                else:
-                    td = type(d)
-                    if td is bt_type:
-                        add_row(d)
-                        add_recv(t_recv)
-                    elif td is depth_type:
-                        sample(t_recv - d.E * 1_000_000)
-                        n_depth += 1
-                    else:
-                        sample(t_recv - d.E * 1_000_000)
-                        n_trade += 1
-                    continue
-            try:
-                env = combined(frame)
-            except _DecodeError:
-                self._binance_unwrapped(frame, t_recv, rows, recv, odd, clock, counts)
-                continue
-            data = env.data
-            kind = kinds.get(env.stream) or self._stream_kind(env.stream, bytes(data))
-            try:
-                if kind == "bookTicker":
-                    add_row(self._bt_decode(data))
-                    add_recv(t_recv)
-                    if fast is None and self._futures:
-                        fast = bn.FUTURES_COMBINED_DECODER.decode
-                elif kind == "spotBookTicker":
-                    add_row(spot_dec(data))
-                    add_recv(t_recv)
-                elif kind == "depth":
-                    sample(t_recv - depth_dec(data).E * 1_000_000)
-                    n_depth += 1
-                elif kind == "trade":
-                    sample(t_recv - trade_dec(data).E * 1_000_000)
-                    n_trade += 1
-                else:
-                    counts["read.other_stream"] += 1
-            except _DecodeError:
-                self._binance_refused(kind, bytes(data), t_recv, rows, odd, counts)
-        counts["read.depth"] += n_depth
-        counts["read.trade"] += n_trade
-        return self._columns(rows, recv, odd, clock, counts)
+        """One chunk of Binance lines: runs of combined frames decoded together (binance_streams.py), the rest one
+        frame at a time; the books are turned into columns once per chunk."""
+        out = Gathered()
+        got = stamped(text)
+        if got is None:
+            for t_recv, frame in _line_frames(text, out.counts):
+                self._binance_frame(frame, t_recv, out)
+        else:
+            mv, starts, ends, stamps = got
+            if self.runs:
+                read_run(text, starts.tolist(), ends.tolist(), stamps, self._types, out, self._binance_frame)
+            else:
+                for s, e, t_recv in zip(starts.tolist(), ends.tolist(), stamps.tolist(), strict=True):
+                    self._binance_frame(mv[s:e], t_recv, out)
+        return self._columns(out)
+
+    def _binance_frame(self, frame: Any, t_recv: int, out: Gathered) -> None:
+        """One line's frame, the general way: the combined envelope, then the type its stream's kind says."""
+        try:
+            env = bn.COMBINED_DECODER.decode(frame)
+        except _DecodeError:
+            self._binance_unwrapped(frame, t_recv, out)
+            return
+        data = env.data
+        kind = self._types.kinds.get(env.stream) or self._types.learn(env.stream, bytes(data))
+        try:
+            if kind == "bookTicker":
+                out.rows.append(self._bt_decode(data))
+                out.recv.append(t_recv)
+            elif kind == "spotBookTicker":
+                out.rows.append(bn.SPOT_BOOK_TICKER_DECODER.decode(data))
+                out.recv.append(t_recv)
+            elif kind == "depth":
+                out.clock.append(t_recv - bn.DEPTH_EVENT_DECODER.decode(data).E * 1_000_000)
+                out.counts["read.depth"] += 1
+            elif kind == "trade":
+                out.clock.append(t_recv - bn.TRADE_DECODER.decode(data).E * 1_000_000)
+                out.counts["read.trade"] += 1
+            else:
+                out.counts["read.other_stream"] += 1
+        except _DecodeError:
+            self._binance_refused(kind, bytes(data), t_recv, out)
 
     def _bt_decode(self, data: object) -> object:
         m = bn.BOOK_TICKER_DECODER.decode(data)  # type: ignore[arg-type]
         self._futures = True
         return m
 
-    def _columns(self, rows: list[object], recv: list[int], odd: list[tuple[int, int, int]], clock: list[int],
-                 counts: Counter[str]) -> Chunk:
+    def _columns(self, out: Gathered) -> Chunk:
         """The chunk's books as columns (one pass per field in C, not one append per field per row), the unreadable
         ones put back at their places, and the bookTickers' own clock samples."""
+        rows, odd, counts = out.rows, out.odd, out.counts
         n = len(rows)
         counts["read.bookTicker"] += n + len(odd)
-        t_recv = np.array(recv, dtype=np.int64)
+        t_recv = out.recv.array()
+        clock = out.clock.array()
+        if out.futures:
+            self._futures = True  # a run decoded futures bookTickers (the one-frame path sets it in _bt_decode)
+        has_time = n and hasattr(rows[0], "E")
         names = list(map(attrgetter("s"), rows))
         uniq = set(names)
         for s in uniq:
@@ -230,13 +205,12 @@ class Reader:
         else:
             sym = np.fromiter(map(self._index.__getitem__, names), dtype=np.uint16, count=n)
         seq = np.fromiter(map(attrgetter("u"), rows), dtype=np.int64, count=n)
-        has_time = n and hasattr(rows[0], "E")
         if has_time:
             t_ex = np.fromiter(map(attrgetter("E"), rows), dtype=np.int64, count=n) * 1_000_000
-            clock_all: np.ndarray = np.concatenate([np.array(clock, dtype=np.int64), t_recv - t_ex])
+            clock_all: np.ndarray = np.concatenate([clock, t_recv - t_ex])
         else:
             t_ex = np.full(n, MISSING, dtype=np.int64)
-            clock_all = np.array(clock, dtype=np.int64)
+            clock_all = clock
         px = {k: np.fromiter(map(attrgetter(k), rows), dtype=np.float64, count=n) for k in ("b", "B", "a", "A")}
         pre = np.zeros(n, dtype=np.uint8)
         if odd:
@@ -251,8 +225,7 @@ class Reader:
         return Chunk(sym=sym, seq=seq, t_ex=t_ex, t_recv=t_recv, bp=px["b"], bq=px["B"], ap=px["a"], aq=px["A"],
                      pre=pre, depth=np.zeros(m, dtype=np.uint8), clock=clock_all, counts=counts)
 
-    def _binance_refused(self, kind: str, data: bytes, t_recv: int, rows: list[object],
-                         odd: list[tuple[int, int, int]], counts: Counter[str]) -> None:
+    def _binance_refused(self, kind: str, data: bytes, t_recv: int, out: Gathered) -> None:
         """A message on a known stream its typed decoder refused: on a bookTicker stream, a MALFORMED book (the feed
         publishes a REJECTED record for it); on another stream, counted as unreadable (nothing of it is stored)."""
         if kind in ("bookTicker", "spotBookTicker"):
@@ -260,18 +233,18 @@ class Reader:
             if sym is None and len(self.symbols) == 1:
                 sym = self.symbols[0]
             if sym is None:
-                counts["read.bookTicker"] += 1
-                counts["refused.malformed_unnamed"] += 1  # names no instrument we can read: nothing to withdraw
+                out.counts["read.bookTicker"] += 1
+                out.counts["refused.malformed_unnamed"] += 1  # names no instrument we can read: nothing to withdraw
                 return
-            odd.append((len(rows), self._sym(sym), t_recv))
+            out.odd.append((len(out.rows), self._sym(sym), t_recv))
         else:
-            counts[f"read.{kind}"] += 1
-            counts[f"refused.unreadable_{kind}"] += 1
+            out.counts[f"read.{kind}"] += 1
+            out.counts[f"refused.unreadable_{kind}"] += 1
 
-    def _binance_unwrapped(self, frame: bytes | memoryview, t_recv: int, rows: list[object], recv: list[int],
-                           odd: list[tuple[int, int, int]], clock: list[int], counts: Counter[str]) -> None:
+    def _binance_unwrapped(self, frame: Any, t_recv: int, out: Gathered) -> None:
         """A line that is not a combined-stream frame: the REST snapshot, a raw-stream message, or not data."""
         frame = bytes(frame)
+        counts = out.counts
         try:
             snap = bn.REST_DEPTH_DECODER.decode(frame)
         except _DecodeError:
@@ -285,7 +258,7 @@ class Reader:
         except _DecodeError:
             kind, _detail = bn.classify(frame)
             if kind is FrameKind.MALFORMED_DATA:
-                self._binance_refused("bookTicker", frame, t_recv, rows, odd, counts)
+                self._binance_refused("bookTicker", frame, t_recv, out)
             elif kind is FrameKind.MALFORMED:
                 counts["dropped.not_json"] += 1
             elif kind in (FrameKind.ACK, FrameKind.SUB_ERROR, FrameKind.VENUE_ERROR):
@@ -295,10 +268,10 @@ class Reader:
             return
         if isinstance(m, bn.BookTicker):
             self._futures = True
-            rows.append(m)
-            recv.append(t_recv)
+            out.rows.append(m)
+            out.recv.append(t_recv)
         else:  # a depth message: the feed reads depth5 snapshots only
-            clock.append(t_recv - m.E * 1_000_000)
+            out.clock.append(t_recv - m.E * 1_000_000)
             counts["read.depth"] += 1
 
     # --- Hyperliquid ---------------------------------------------------------------------------------------------

@@ -234,31 +234,3 @@ SPOT_BOOK_TICKER_DECODER = msgspec.json.Decoder(SpotBookTicker, strict=False)
 DEPTH_EVENT_DECODER = msgspec.json.Decoder(DepthEvent, strict=False)
 TRADE_DECODER = msgspec.json.Decoder(Trade, strict=False)
 REST_DEPTH_DECODER = msgspec.json.Decoder(RestDepth)
-
-
-class DepthUpdate(msgspec.Struct, tag_field="e", tag="depthUpdate", gc=False):
-    """``DepthEvent`` as a tagged member of :data:`FUTURES_COMBINED_DECODER`'s union."""
-
-    E: EpochMs
-    s: str
-    u: SeqId
-
-
-class TradeEvent(msgspec.Struct, tag_field="e", tag="trade", gc=False):
-    """``Trade`` as a tagged member of :data:`FUTURES_COMBINED_DECODER`'s union."""
-
-    E: EpochMs
-    s: str
-    t: int
-    p: float
-    q: float
-
-
-class FuturesCombined(msgspec.Struct, gc=False):
-    """A futures combined-stream frame decoded in one pass: the live ``BookTicker`` or a depth/trade event."""
-
-    stream: str
-    data: BookTicker | DepthUpdate | TradeEvent
-
-
-FUTURES_COMBINED_DECODER = msgspec.json.Decoder(FuturesCombined, strict=False)

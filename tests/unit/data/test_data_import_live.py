@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from caerus import data
-from caerus.data.imports import ImportOptions, run_import
+from caerus.data.imports import ImportOptions, binance_streams, hftbacktest, run_import
 from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
@@ -76,6 +76,7 @@ def live(venue: str, messages: list[bytes]) -> tuple[list[tuple], dict[str, int]
 
 
 def imported(tmp_path: Path, lines: list[bytes], **kw: object) -> tuple[list[tuple], dict[str, int]]:
+    """The import of ``lines`` (receive stamps T0 + i), as stored and read back; refusals by reason."""
     src = tmp_path / "rec.gz"
     src.write_bytes(gzip.compress(b"\n".join(b"%d %s" % (T0 + i, m) for i, m in enumerate(lines)) + b"\n"))
     outcome = run_import(tmp_path / "s", [src], ImportOptions(jobs=1, **kw), out=None)  # type: ignore[arg-type]
@@ -112,8 +113,13 @@ def same(a: list[tuple], b: list[tuple]) -> bool:
     return True
 
 
-def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path) -> None:
-    real = real_bookticker_messages()[:60]
+@pytest.mark.parametrize("runs", [True, False], ids=["in runs", "one frame at a time"])
+def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path, runs: bool,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every real bookTicker of the fixture, then crafted refusals, through the feed loop and through the import:
+    read both ways the import reads combined frames (runs of typed decodes, and one frame at a time)."""
+    real = real_bookticker_messages()
+    assert len(real) > 250
     crossed = json.loads(real[30])
     crossed["b"], crossed["a"] = crossed["a"], crossed["b"]  # a real update with its sides swapped: crossed
     real[30] = json.dumps(crossed, separators=(",", ":")).encode()
@@ -136,12 +142,18 @@ def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path) -> 
     messages = real + crafted
     recs, live_counts = live("binance", messages)
     wrapped = [b'{"stream":"btcusdt@bookTicker","data":' + m + b"}" for m in messages]
+    monkeypatch.setattr(hftbacktest.Reader, "runs", runs)
+    in_runs: list[int] = []
+    sort = binance_streams._sort
+    monkeypatch.setattr(binance_streams, "_sort", lambda got, *a: (in_runs.append(len(got)), sort(got, *a)))
     rows, import_counts = imported(tmp_path, wrapped)
     assert live_counts == import_counts == {"crossed": 2, "duplicate": 1, "seq_not_increasing": 2,
                                             "time_backwards": 2, "locked": 1, "nonpositive_price": 1,
                                             "nonpositive_size": 1, "not_finite": 1, "malformed": 1}
     assert same(comparable(recs), rows)
     assert len(rows) == len(messages) - 5  # the ordering refusals publish nothing
+    # in runs: every frame but the first (it names the stream) and the unreadable one; else none
+    assert sum(in_runs) == (len(messages) - 2 if runs else 0)
 
 
 def test_hyperliquid_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path) -> None:
