@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import compress
 from operator import attrgetter
 from typing import Any, Union
 
@@ -172,25 +173,24 @@ def read_run(text: Any, starts: list[int], ends: list[int], stamps: np.ndarray, 
 
 
 def _sort(decoded: list[Any], stamps: np.ndarray, types: StreamTypes, out: Gathered) -> None:
-    """A run's decoded frames into books, clock samples and counts."""
+    """A run's decoded frames into books, clock samples and counts (selection by C iterators over numpy masks)."""
     codes = types.codes(decoded)
-    datas = list(map(_data, decoded))
     tally = np.bincount(codes, minlength=5)
     books = int(tally[BOOK] + tally[SPOT_BOOK])
     if tally[BOOK]:
         out.futures = True
     if books == len(codes):
-        out.rows.extend(datas)
+        out.rows.extend(map(_data, decoded))
         out.recv.extend(stamps)
     elif books:
-        at = np.flatnonzero(codes <= SPOT_BOOK)
-        out.rows.extend(map(datas.__getitem__, at.tolist()))
-        out.recv.extend(stamps[at])
+        mask = codes <= SPOT_BOOK
+        out.rows.extend(map(_data, compress(decoded, mask.tolist())))
+        out.recv.extend(stamps[mask])
     timed = int(tally[DEPTH] + tally[TRADE])
     if timed:
-        at = np.flatnonzero((codes == DEPTH) | (codes == TRADE))
-        e_ms = np.fromiter(map(_time, map(datas.__getitem__, at.tolist())), dtype=np.int64, count=timed)
-        out.clock.extend(stamps[at] - e_ms * 1_000_000)
+        mask = (codes == DEPTH) | (codes == TRADE)
+        e_ms = np.fromiter(map(_time, map(_data, compress(decoded, mask.tolist()))), dtype=np.int64, count=timed)
+        out.clock.extend(stamps[mask] - e_ms * 1_000_000)
     c = out.counts
     for key, k in (("read.depth", DEPTH), ("read.trade", TRADE), ("read.other_stream", OTHER)):
         if tally[k]:
