@@ -12,16 +12,27 @@ nanosecond timer, its thread's timer slack at 1 ns, not the event loop's millise
 measures what is left); when it wakes late (a busy machine), it still stamps the scheduled time, so the lateness
 reaches the feeds as information age (no coordinated omission). Periodic snapshot streams (Binance partial depth and
 mark price, Hyperliquid l2Book) come from the latest state on their own cadence and are only formatted when someone
-subscribed.
+subscribed; a periodic stream nobody reads is passed over when the loop reaches it, without a wake of its own.
+
+At the moment a top-of-book frame goes out the driver does little more than the send (issue 48: on the 2-vCPU
+plan it shares the strategy's CPU, and whatever it runs then, the strategy waits for). The market's events are
+generated ahead of their time and their bookTicker / bbo frames encoded ahead (``_fill``, between frames); at the
+event's time it changes the state an order can act on (the top its orders fill against, the marks: before the
+frame, as a venue does), sends the frame and blocks. The event's other bookkeeping (depth book, trade tape and the
+frames they feed: trades, klines, depth diffs, ``allMids``) runs in one batch between frames (``settle``), no
+sooner than HANDOFF_S after the send and before anything later is sent or read: every read of that state (REST,
+a subscription's first frame) settles first, so nobody sees it behind the last frame sent. The frames the batch
+sends carry their event's scheduled time like any other.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import heapq
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 
 from caerus.ipc.wait import SLEEP_TIMER_SLACK_NS, set_timer_slack
@@ -86,6 +97,16 @@ DEPTH_IDLE_S = 10.0  # keep a book this long after its last REST snapshot with n
 GATE_TICK_S = 0.01
 #: how early the event loop is asked to wake before an event (its timer's resolution is one millisecond)
 PRECISE_S = 0.0015
+#: after a top-of-book frame goes out, the CPU is left to its readers at least this long before the event's other
+#: bookkeeping runs (the feed reads the frame and the strategy the book within ~0.1 ms here); the batch still runs
+#: before the next frame is sent
+HANDOFF_S = 0.001
+#: the market is generated (and its top-of-book frames encoded) at least this far ahead of the next event
+AHEAD_NS = 100_000_000
+#: generating ahead stops this long before the next event is due (one event takes ~50 us here, more when loaded)
+FILL_MARGIN_S = 0.0003
+
+Event = BinanceQuote | HlBlock | RealFrame
 
 
 def book_ticker_topic(binance_symbol: str) -> str:
@@ -210,6 +231,14 @@ class MarketDriver:
         # machine's start-up never finds a venue without a market (the real ones always have one).
         self.primed = asyncio.Event()
         self.lateness = Lateness()  # per top-of-book frame sent: actual send - scheduled time
+        # The market ahead of its time: events generated, each with its top-of-book frame encoded (None: it sends
+        # none), from the model's iterator (None: not started, or a replay that ended)
+        self._ahead: collections.deque[tuple[Event, str | None]] = collections.deque()
+        self._source: Iterator[Event] | None = None
+        # events sent whose other bookkeeping waits for the batch (settle): (event, its instrument's previous one)
+        self._pending: list[tuple[Event, BinanceQuote | HlBlock | None]] = []
+        self._sent_at = 0.0  # time.monotonic() of the last top-of-book frame sent
+        self.settled = 0  # batches run
         topics.on_subscribe = self._on_subscribe
 
     async def run(self) -> None:
@@ -243,21 +272,44 @@ class MarketDriver:
                 f.tape.offset_ns = self.epoch_ns
             t0 = loop.time() - t_start / 1e9
             self.started_ns = time.time_ns()
+        # from here on frames are encoded ahead: the epoch they are stamped from is final
+        self._source = events
+        if ev is not None:
+            self._ahead.append((ev, self._encode(ev)))
         timers = [(t_start + period * 1_000_000, period * 1_000_000, key, what)
                   for key, period, what in self._periodic]
         heapq.heapify(timers)
         late_run = 0
-        while ev is not None:
+        ahead = self._ahead
+        while True:
+            if not ahead:  # generating ahead fell behind (a burst, a busy machine): this one now
+                self._generate()
+                if not ahead:
+                    break  # a replayed capture ended (the market model never ends)
+            ev, text = ahead[0]
+            # a periodic stream nobody reads is passed over here, never waited for (it has nothing to send)
+            while timers[0][0] < ev.t_ns and self._timer_idle(timers[0][2], timers[0][3]):
+                self._timer(timers)
             periodic = timers[0][0] < ev.t_ns
             t_ns = timers[0][0] if periodic else ev.t_ns
-            delay = t0 + t_ns / 1e9 - loop.time()
+            due = t0 + t_ns / 1e9
+            if self._pending and (periodic or ev.t_ns != self._pending[-1][0].t_ns):
+                # Between frames: the last frame's readers have the CPU first (HANDOFF_S), then the bookkeeping
+                # of what was sent runs in one batch and the market is generated and encoded ahead, all before the
+                # next frame (an event of the same instant, a block's next coin, goes out in the same batch).
+                wake = min(due, max(self._sent_at + HANDOFF_S, due - PRECISE_S))
+                if wake > loop.time():
+                    await asyncio.sleep(wake - loop.time())
+                self.settle()
+            self._fill(loop, due - FILL_MARGIN_S)
+            delay = due - loop.time()
             if delay > 0:
                 # The loop's own timer wakes up to a millisecond late (epoll takes whole milliseconds, rounded
                 # up): it is asked to wake PRECISE_S early, and the rest is slept on this thread with the
                 # kernel's nanosecond timer. The loop is blocked at most PRECISE_S per event (sleeping, no CPU).
                 if delay > PRECISE_S:
                     await asyncio.sleep(delay - PRECISE_S)
-                    delay = t0 + t_ns / 1e9 - loop.time()
+                    delay = due - loop.time()
                 if delay > 0:
                     time.sleep(delay)
                 late_run = 0
@@ -267,46 +319,117 @@ class MarketDriver:
                 if late_run % 64 == 0:  # catching up a long backlog: let handshakes and readers run
                     await asyncio.sleep(0)
             if periodic:
-                due, period, key, what = heapq.heappop(timers)
-                heapq.heappush(timers, (due + period, period, key, what))
-                if what == "keep":
-                    self._keep_tapes()
-                elif what == "premium":
-                    wall_ms = frames.ms(self.epoch_ns, due)
-                    for m in (*self.bn_marks.values(), *self.hl_marks.values()):
-                        m.sample(wall_ms)
-                elif what == "klines":
-                    self._push_klines(self._bn_feeds[self._periodic_of[key]], due)
-                elif self.topics.has(key):
-                    self._snapshot(key, what, due)
-                else:
-                    self._depth_prev.pop(key, None)  # a later subscriber starts a fresh chain
-                    if what.startswith("depth"):
-                        d = self._depth_keys[key]
-                        if d.live:
-                            self._depth_maybe_idle(d)
+                self.settle()  # a snapshot, a premium sample or a kline push reads the state of every frame sent
+                self._timer(timers)
                 continue
-            self._event(ev)
-            ev = next(events, None)
+            ahead.popleft()
+            self._send(ev, text)
+        self.settle()
         self.finished.set()  # a replayed capture ended: nothing more is sent (the market model never ends)
 
-    def _event(self, ev: BinanceQuote | HlBlock | RealFrame) -> None:
+    # -- the market, generated and encoded ahead --------------------------------------------------------------
+    def _generate(self) -> None:
+        """One more event from the model, its top-of-book frame encoded."""
+        ev = next(self._source, None) if self._source is not None else None
+        if ev is None:
+            self._source = None
+            return
+        self._ahead.append((ev, self._encode(ev)))
+
+    def _fill(self, loop: asyncio.AbstractEventLoop, until: float) -> None:
+        """Generate ahead until AHEAD_NS past the next event or until loop time ``until`` (before the next send),
+        and always the event after the next one: once that one is sent, the driver knows when to wake next without
+        generating anything."""
+        ahead = self._ahead
+        while self._source is not None and (len(ahead) < 2 or (ahead[-1][0].t_ns - ahead[0][0].t_ns < AHEAD_NS
+                                                                and loop.time() < until)):
+            self._generate()
+
+    def _encode(self, ev: Event) -> str | None:
+        """The top-of-book frame an event sends (bookTicker, bbo, a real capture's frame) if it has a topic; None
+        when it sends none (an unchanged block). Whether anyone reads it is decided at its time."""
         if isinstance(ev, BinanceQuote):
-            self._binance(ev)
-        elif isinstance(ev, HlBlock):
-            self._hyperliquid(ev)
+            if self.bn_topics[ev.symbol] is None:
+                return None
+            if isinstance(ev, RealQuote) and ev.text is not None:  # the venue's own frame
+                return ev.text.at(frames.ms(self.epoch_ns, ev.t_ns))
+            return frames.binance_book_ticker(ev, self.epoch_ns, self.formats[ev.symbol])
+        if isinstance(ev, HlBlock):
+            if not ev.changed or self.hl_topics[ev.symbol] is None:
+                return None
+            return frames.hl_bbo(ev, self.epoch_ns, self.formats[ev.symbol])
+        return ev.text.at(frames.ms(self.epoch_ns, ev.t_ns))
+
+    # -- periodic streams ---------------------------------------------------------------------------------------
+    def _timer_idle(self, key: str, what: str) -> bool:
+        """A periodic stream nobody reads: its tick sends nothing and changes nothing a reader sees, so it is
+        handled when the loop reaches it instead of at its time (no wake of its own)."""
+        if what in ("keep", "premium"):
+            return False
+        if what == "klines":
+            f = self._bn_feeds[self._periodic_of[key]]
+            return not any(self.topics.has(k) for k, _, _ in f.intervals)
+        return not self.topics.has(key)
+
+    def _timer(self, timers: list[tuple[int, int, str, str]]) -> None:
+        """The first periodic tick: rescheduled a period later, then handled."""
+        due, period, key, what = heapq.heappop(timers)
+        heapq.heappush(timers, (due + period, period, key, what))
+        if what == "keep":
+            self._keep_tapes()
+        elif what == "premium":
+            wall_ms = frames.ms(self.epoch_ns, due)
+            for m in (*self.bn_marks.values(), *self.hl_marks.values()):
+                m.sample(wall_ms)
+        elif what == "klines":
+            self._push_klines(self._bn_feeds[self._periodic_of[key]], due)
+        elif self.topics.has(key):
+            self._snapshot(key, what, due)
         else:
-            self._real(ev)
+            self._depth_prev.pop(key, None)  # a later subscriber starts a fresh chain
+            if what.startswith("depth"):
+                d = self._depth_keys[key]
+                if d.live:
+                    self._depth_maybe_idle(d)
+
+    # -- one event: what changes at its time, its frame, and the rest in the batch -------------------------------
+    def _event(self, ev: Event) -> None:
+        """Play one event at once, its bookkeeping included (the replay's priming, tests)."""
+        self._send(ev, self._encode(ev))
+        self.settle()
+
+    def _send(self, ev: Event, text: str | None) -> None:
+        """``ev``'s time: the state an order acts on changes, then its frame goes out; the rest waits for settle."""
+        if isinstance(ev, BinanceQuote):
+            self._send_binance(ev, text)
+        elif isinstance(ev, HlBlock):
+            self._send_hyperliquid(ev, text)
+        else:
+            self._real(ev, text)
         if isinstance(ev, RealQuote | RealFrame):
             topic = ev.topic if isinstance(ev, RealFrame) else self.bn_topics[ev.symbol]
             if topic is not None and self.topics.has(topic):  # played to someone (the fleet's feed)
                 self.real_served += 1
                 self.real_recv_ns = ev.recv_ns
 
-    def _real(self, ev: RealFrame) -> None:
+    def settle(self) -> None:
+        """Run the bookkeeping of every event sent so far, in order: depth books, trade tapes, and the frames they
+        feed. Anything that reads that state calls this first."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        self.settled += 1
+        for ev, prev in pending:
+            if isinstance(ev, BinanceQuote):
+                self._book_binance(ev, prev)  # type: ignore[arg-type]
+            elif isinstance(ev, HlBlock):
+                self._book_hyperliquid(ev, prev)  # type: ignore[arg-type]
+
+    def _real(self, ev: RealFrame, text: str | None) -> None:
         """A real frame other than a readable bookTicker (a trade): to its topic, the venue's text retimed."""
         if self.topics.has(ev.topic):
-            self.topics.publish(ev.topic, ev.text.at(frames.ms(self.epoch_ns, ev.t_ns)))
+            self.topics.publish(ev.topic, text if text is not None else ev.text.at(frames.ms(self.epoch_ns, ev.t_ns)))
             if ev.topic.endswith("@bookTicker"):
                 self._top_sent("binance", ev.t_ns)
         self.published += 1
@@ -314,12 +437,13 @@ class MarketDriver:
     def _top_sent(self, venue: str, t_ns: int) -> None:
         """A top-of-book frame scheduled at ``t_ns`` was handed to its subscribers' sockets: record how late it went,
         then, with ``yield_after_top``, give the CPU up once. On a machine where the emulator shares a CPU with the
-        strategy, the feed on the other CPU publishes the frame's book within microseconds while the emulator is
-        still running on (the quote's depth book, trade tape, the next event, its event loop); the strategy waited
-        for all of that before it could read the book. A venue runs on its own hardware: its bookkeeping after a
-        send is not the fleet's latency. sched_yield costs the emulator one system call when nothing else is
-        runnable; the time it waits otherwise shows in its own lateness, never hidden."""
+        strategy, the feed on the other CPU publishes the frame's book within microseconds; a venue runs on its
+        own hardware, and its work after a send is not the fleet's latency. The driver blocks right after the send
+        anyway (its bookkeeping waits for the batch, settle); the yield lets the reader in before the few steps to
+        that. sched_yield costs the emulator one system call when nothing else is runnable; the time it waits
+        otherwise shows in its own lateness, never hidden."""
         self.lateness.record(venue, time.time_ns() - self.epoch_ns - t_ns)
+        self._sent_at = time.monotonic()  # the event loop's clock
         if self.yield_after_top:
             self.yields += 1
             os.sched_yield()
@@ -329,12 +453,19 @@ class MarketDriver:
             self.primed.set()
 
     def _binance(self, q: BinanceQuote) -> None:
+        """One quote played at once, bookkeeping included (tests, benchmarks)."""
+        self._event(q)
+
+    def _send_binance(self, q: BinanceQuote, text: str | None) -> None:
         k = q.symbol
         prev = self.quotes.get(k)
         self.quotes[k] = q
+        if k == self._btc:
+            self.last_quote = q
         if self._unquoted:
             self._unquoted.discard(k)
             self._prime()
+        # what an order acts on changes before the frame goes out, as on a venue: the top it fills against, the mark
         f = self._bn_feeds.get(k)
         last = f.tape.last if f is not None else None
         mark = self.bn_marks[k].on_top(q.t_ns, q.bid, q.ask, last.px if last is not None else None)
@@ -344,12 +475,14 @@ class MarketDriver:
         if k == self._silent and q.t_ns >= self._silent_from:
             topic = None
         if topic is not None and self.topics.has(topic):
-            if isinstance(q, RealQuote) and q.text is not None:  # the venue's own frame
-                self.topics.publish(topic, q.text.at(frames.ms(self.epoch_ns, q.t_ns)))
-            else:
-                self.topics.publish(topic, frames.binance_book_ticker(q, self.epoch_ns, self.formats[k]))
+            self.topics.publish(topic, text if text is not None else self._encode(q) or "")
             self._top_sent("binance", q.t_ns)
         self.published += 1
+        self._pending.append((q, prev))
+
+    def _book_binance(self, q: BinanceQuote, prev: BinanceQuote | None) -> None:
+        """A quote's bookkeeping (in the batch): its depth book and per-quote depth streams, its trade tape."""
+        k = q.symbol
         d = self._depths.get(k)
         if d is not None:
             if d.live:
@@ -357,8 +490,7 @@ class MarketDriver:
             for key, what in d.zero_ms:
                 if self.topics.has(key):
                     self._snapshot(key, what, q.t_ns)
-        if k == self._btc:
-            self.last_quote = q
+        f = self._bn_feeds.get(k)
         if f is None or not f.live or prev is None:
             return
         trade = f.tape.on_top(q.t_ns, (prev.bid, prev.bid_qty), (prev.ask, prev.ask_qty), q.bid, q.ask)
@@ -395,6 +527,10 @@ class MarketDriver:
             self.topics.publish(key, frames.binance_kline(bar, interval, minutes, now_ms, fmt))
 
     def _hyperliquid(self, b: HlBlock) -> None:
+        """One coin's block played at once, bookkeeping included (tests, benchmarks)."""
+        self._event(b)
+
+    def _send_hyperliquid(self, b: HlBlock, text: str | None) -> None:
         k = b.symbol
         prev = self.blocks.get(k)
         self.blocks[k] = b
@@ -414,9 +550,16 @@ class MarketDriver:
             if k == self._silent and b.t_ns >= self._silent_from:
                 topic = None
             if topic is not None and self.topics.has(topic):
-                self.topics.publish(topic, frames.hl_bbo(b, self.epoch_ns, self.formats[k]))
+                self.topics.publish(topic, text if text is not None else self._encode(b) or "")
                 self._top_sent("hyperliquid", b.t_ns)
             self.published += 1
+        self._pending.append((b, prev))
+
+    def _book_hyperliquid(self, b: HlBlock, prev: HlBlock | None) -> None:
+        """A coin's block bookkeeping (in the batch): its trade tape and the frames it feeds; allMids after the
+        block's last coin when some top changed in it."""
+        k = b.symbol
+        if b.changed:
             self._mids_changed = True
             f = self._hl_feeds[k]
             if f.live:
@@ -459,6 +602,7 @@ class MarketDriver:
     def binance_tape_of(self, binance_symbol: str, read: bool = True) -> Tape | None:
         """An emulated symbol's Binance trade tape (None: not emulated). ``read``: keep it from now on (a REST query
         of this symbol's trades, klines or tickers); False peeks (an all-symbols ticker query)."""
+        self.settle()
         k = self._bn_index.get(binance_symbol.upper())
         f = self._bn_feeds.get(k) if k is not None else None
         if f is None:
@@ -467,6 +611,7 @@ class MarketDriver:
 
     def hl_tape_of(self, coin: str, read: bool = True) -> Tape | None:
         """An emulated coin's Hyperliquid trade tape (None: not emulated); ``read`` as for binance_tape_of."""
+        self.settle()
         k = self._hl_index.get(coin)
         f = self._hl_feeds.get(k) if k is not None else None
         if f is None:
@@ -508,6 +653,7 @@ class MarketDriver:
 
     # -- the Binance books, kept while read ----------------------------------------------------------------------
     def _on_subscribe(self, key: str, sub: object) -> None:
+        self.settle()  # a new subscriber's chain or tape starts after every frame already sent
         f = self._feed_keys.get(key)
         if f is not None:
             f.read(time.monotonic())
@@ -527,6 +673,7 @@ class MarketDriver:
         k = self._bn_index.get(binance_symbol.upper())
         if k is None:
             raise KeyError(f"{binance_symbol} is not emulated in this session")
+        self.settle()
         return self._read(self._depths[k])
 
     def _read(self, d: _SymbolDepth) -> DepthBook:
@@ -545,6 +692,7 @@ class MarketDriver:
     def current(self, key: str) -> str | None:
         """The current Hyperliquid frame for ``key`` (what the venue sends right after subscribing): a coin's bbo,
         l2Book, activeAssetCtx or latest trade, or allMids."""
+        self.settle()
         if key == HL_ALL_MIDS:
             return frames.hl_all_mids(self.all_mids())
         _, _, rest = key.partition(":")
