@@ -82,6 +82,11 @@ FEED_CLIENTS = ("asyncio", "busy")
 FEED_WARM_EVERY_US = 100.0
 
 
+#: where the local venue emulator runs (plan_fleet's ``emulator``): the plan's choice, the housekeeping CPU(s) or the
+#: strategy's CPU(s)
+EMULATOR_PLACES = ("auto", "housekeeping", "strategy")
+
+
 def warm_path_applies(client: str, wait_policy: str) -> bool:
     """A feed's warm path needs the busy client (the shadow is a busy session) on a busy-polling loop (a sleeping
     loop would be woken for every rehearsal)."""
@@ -256,6 +261,7 @@ def plan_fleet(
     instruments: int = 1,
     book_rate_hz: Mapping[str, float] | None = None,
     max_feed_books_per_s: float = MAX_FEED_BOOKS_PER_S,
+    emulator: str = "auto",
 ) -> FleetPlan:
     """Assign every fleet process a CPU set and a wait policy.
 
@@ -269,9 +275,14 @@ def plan_fleet(
     a venue not in it is never split) decide the feed split (:func:`feed_shares` against ``max_feed_books_per_s``).
     A split venue's first share takes the place its one feed would have had; every further share gets a hot core
     nobody else uses when there is one, else shares the first one's CPUs (then none of them spins).
+
+    ``emulator`` (:data:`EMULATOR_PLACES`) places the local venue emulator: ``auto`` the plan's choice (below),
+    ``housekeeping`` the housekeeping CPU(s), ``strategy`` the strategy's CPU(s) (to compare placements by numbers).
     """
     if wait_policy is not None:
         WaitPolicy.parse(wait_policy)  # ValueError naming the allowed policies
+    if emulator not in EMULATOR_PLACES:
+        raise ValueError(f"emulator placement {emulator!r} is not one of {', '.join(EMULATOR_PLACES)}")
     cpus_given = cpus
     cpus = tuple(sorted(set(available_cpus() if cpus is None else cpus)))
     if not cpus:
@@ -354,6 +365,10 @@ def plan_fleet(
                          f"{rate:g} books/s estimated > {max_feed_books_per_s:g} books/s per feed process")
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
+    if emulator == "housekeeping":
+        emulator_cpus = housekeeping
+    elif emulator == "strategy":
+        emulator_cpus = placements["strategy"].cpus
     placements["venue-sim"] = Placement("venue-sim", emulator_cpus, WaitPolicy.SLEEP.value, False)
     return FleetPlan(
         housekeeping=housekeeping,

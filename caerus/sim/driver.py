@@ -19,10 +19,10 @@ plan it shares the strategy's CPU, and whatever it runs then, the strategy waits
 generated ahead of their time and their bookTicker / bbo frames encoded ahead (``_fill``, between frames); at the
 event's time it changes the state an order can act on (the top its orders fill against, the marks: before the
 frame, as a venue does), sends the frame and blocks. The event's other bookkeeping (depth book, trade tape and the
-frames they feed: trades, klines, depth diffs, ``allMids``) runs in one batch between frames (``settle``), no
-sooner than HANDOFF_S after the send and before anything later is sent or read: every read of that state (REST,
-a subscription's first frame) settles first, so nobody sees it behind the last frame sent. The frames the batch
-sends carry their event's scheduled time like any other.
+frames they feed: trades, klines, depth diffs, ``allMids``) runs in one batch between frames (``settle``),
+HANDOFF_S after the send or just before the next thing due when that is sooner, and before anything later is sent
+or read: every read of that state (REST, a subscription's first frame) settles first, so nobody sees it behind the
+last frame sent. The frames the batch sends carry their event's scheduled time like any other.
 """
 
 from __future__ import annotations
@@ -101,10 +101,9 @@ PRECISE_S = 0.0015
 #: bookkeeping runs (the feed reads the frame and the strategy the book within ~0.1 ms here); the batch still runs
 #: before the next frame is sent
 HANDOFF_S = 0.001
-#: the market is generated (and its top-of-book frames encoded) at least this far ahead of the next event
+#: the market is generated (and its top-of-book frames encoded) this far ahead of the next event, time permitting
+#: (one event takes ~50 us here, more when the machine is loaded); the event after the next one always
 AHEAD_NS = 100_000_000
-#: generating ahead stops this long before the next event is due (one event takes ~50 us here, more when loaded)
-FILL_MARGIN_S = 0.0003
 
 Event = BinanceQuote | HlBlock | RealFrame
 
@@ -287,21 +286,25 @@ class MarketDriver:
                 if not ahead:
                     break  # a replayed capture ended (the market model never ends)
             ev, text = ahead[0]
+            if self._pending and ev.t_ns != self._pending[-1][0].t_ns:
+                # Just after a frame went out the driver blocks at once: its readers (the feed, then the strategy
+                # beside it on the 2-vCPU plan) have the CPU. The batch -- the bookkeeping of what was sent, the
+                # periodic streams nobody reads, the market generated and encoded ahead -- runs HANDOFF_S later,
+                # or before the next thing due when that is sooner. An event of the same instant (a block's next
+                # coin) goes out first, in the same batch.
+                first = timers[0]
+                t_ns = first[0] if first[0] < ev.t_ns and not self._timer_idle(first[2], first[3]) else ev.t_ns
+                wake = min(t0 + t_ns / 1e9, self._sent_at + HANDOFF_S)
+                if wake > loop.time():
+                    await asyncio.sleep(wake - loop.time())
+                self.settle()
             # a periodic stream nobody reads is passed over here, never waited for (it has nothing to send)
             while timers[0][0] < ev.t_ns and self._timer_idle(timers[0][2], timers[0][3]):
                 self._timer(timers)
             periodic = timers[0][0] < ev.t_ns
             t_ns = timers[0][0] if periodic else ev.t_ns
             due = t0 + t_ns / 1e9
-            if self._pending and (periodic or ev.t_ns != self._pending[-1][0].t_ns):
-                # Between frames: the last frame's readers have the CPU first (HANDOFF_S), then the bookkeeping
-                # of what was sent runs in one batch and the market is generated and encoded ahead, all before the
-                # next frame (an event of the same instant, a block's next coin, goes out in the same batch).
-                wake = min(due, max(self._sent_at + HANDOFF_S, due - PRECISE_S))
-                if wake > loop.time():
-                    await asyncio.sleep(wake - loop.time())
-                self.settle()
-            self._fill(loop, due - FILL_MARGIN_S)
+            self._fill(loop, due - PRECISE_S)
             delay = due - loop.time()
             if delay > 0:
                 # The loop's own timer wakes up to a millisecond late (epoll takes whole milliseconds, rounded

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(max_feed_books_per_s=0), "books per feed process must be a number > 0, got 0"),
         (SessionOptions(max_feed_books_per_s=float("nan")), "books per feed process must be a number > 0, got nan"),
         (SessionOptions(emulator_yield="sometimes"), "emulator yield 'sometimes' is not one of auto, on, off"),
+        (SessionOptions(emulator_cpu="cpu0"), "emulator CPU 'cpu0' is not one of auto, housekeeping, strategy"),
         (SessionOptions(feed_warm_every_us=-5), "feed warm interval must be >= 0 us"),
     ],
 )
@@ -154,6 +155,25 @@ def test_the_emulator_yields_its_cpu_where_the_plan_shares_one_with_a_hot_proces
         spec = launch.venue_sim_spec(tmp_path, shared, 1, None, yield_after_top=flag)
         assert ("--yield-after-top" in spec.argv) is flag
         assert spec.cpus == shared.placement("venue-sim").cpus
+
+
+def test_the_emulator_runs_where_the_session_puts_it(tmp_path: Path) -> None:
+    """--emulator-cpu overrides the plan's place for venue-sim (to compare placements by the main job's numbers):
+    housekeeping or the strategy's CPU; auto is the plan's and hashes as sessions did before the option."""
+    auto = session_plan(SessionOptions())
+    for where in ("housekeeping", "strategy"):
+        plan = session_plan(SessionOptions(emulator_cpu=where))
+        want = plan.housekeeping if where == "housekeeping" else plan.placement("strategy").cpus
+        assert plan.placement("venue-sim").cpus == want
+        assert launch.venue_sim_spec(tmp_path, plan, 1, None).cpus == want
+        assert {k: v for k, v in plan.placements.items() if k != "venue-sim"} == \
+            {k: v for k, v in auto.placements.items() if k != "venue-sim"}
+    two = plan_fleet(cpus=[0, 1], isolated=[])
+    # the default session's hash before the option existed (main 9644841): its folders keep their names
+    assert config_hash(SessionOptions(), two) == "6660f047"
+    assert config_hash(SessionOptions(emulator_cpu="housekeeping"), two) != "6660f047"
+    with pytest.raises(ValueError, match="emulator placement 'cpu0' is not one of"):
+        plan_fleet(cpus=[0, 1], isolated=[], emulator="cpu0")
 
 
 def test_venue_sim_takes_yield_after_top_into_its_config(tmp_path: Path) -> None:
