@@ -292,8 +292,10 @@ class MarketDriver:
                 # periodic streams nobody reads, the market generated and encoded ahead -- runs HANDOFF_S later,
                 # or before the next thing due when that is sooner. An event of the same instant (a block's next
                 # coin) goes out first, in the same batch.
-                first = timers[0]
-                t_ns = first[0] if first[0] < ev.t_ns and not self._timer_idle(first[2], first[3]) else ev.t_ns
+                # the first tick due before the event that someone reads (an idle one may sort first: passed over
+                # below, it must not hide a live one behind it); the due-time test comes first, it is cheap
+                t_ns = min((t[0] for t in timers if t[0] < ev.t_ns and not self._timer_idle(t[2], t[3])),
+                           default=ev.t_ns)
                 wake = min(t0 + t_ns / 1e9, self._sent_at + HANDOFF_S)
                 if wake > loop.time():
                     await asyncio.sleep(wake - loop.time())

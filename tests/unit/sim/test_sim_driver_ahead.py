@@ -164,13 +164,13 @@ def test_at_a_top_of_book_frame_the_driver_sends_and_waits(monkeypatch: pytest.M
     handed_off = 0
     for i in books:
         last_top = max(k for k in tops if k < i)
+        # never in the frame's own wake: the driver waited after the frame before any of its bookkeeping
+        assert "wait" in {what for what, _ in log[last_top:i]}, log[last_top:i + 1]
         if log[i][1] - log[last_top][1] >= HANDOFF_S - 1e-9:
             handed_off += 1
-            continue
-        next_top = min(k for k in tops if k > i)
-        assert log[last_top][1] < log[i][1] and "wait" not in {what for what, _ in log[i:next_top]}, \
-            log[last_top:next_top + 1]
-    assert handed_off > len(books) / 2
+    # the rest ran sooner, at the next thing due (a frame, a periodic stream's tick): the default market, refit to
+    # ~190 BTC updates/s beside ETH and Hyperliquid's blocks, often has one within 1 ms
+    assert handed_off > 100, (handed_off, len(books))
     # the market was generated ahead: no event was generated in the wake that sent it
     for i in tops:
         k = max(k for k in range(i) if log[k][0] == "wait")
