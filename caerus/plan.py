@@ -365,10 +365,14 @@ def plan_fleet(
                          f"{rate:g} books/s estimated > {max_feed_books_per_s:g} books/s per feed process")
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
+    planned = emulator_cpus
     if emulator == "housekeeping":
         emulator_cpus = housekeeping
     elif emulator == "strategy":
         emulator_cpus = placements["strategy"].cpus
+    if tuple(emulator_cpus) != tuple(planned):  # the notes above name the plan's place: say where it really runs
+        notes.append(f"venue emulator on CPU {format_cpu_list(emulator_cpus)} (emulator placement {emulator}), "
+                     f"not the plan's CPU {format_cpu_list(planned)}")
     placements["venue-sim"] = Placement("venue-sim", emulator_cpus, WaitPolicy.SLEEP.value, False)
     return FleetPlan(
         housekeeping=housekeeping,

@@ -168,6 +168,9 @@ def test_the_emulator_runs_where_the_session_puts_it(tmp_path: Path) -> None:
         assert launch.venue_sim_spec(tmp_path, plan, 1, None).cpus == want
         assert {k: v for k, v in plan.placements.items() if k != "venue-sim"} == \
             {k: v for k, v in auto.placements.items() if k != "venue-sim"}
+        # the plan's notes (printed as the session's caveat) say where the emulator really runs when moved
+        moved = [n for n in plan.notes if n.startswith("venue emulator on CPU")]
+        assert len(moved) == (want != auto.placement("venue-sim").cpus), plan.notes
     two = plan_fleet(cpus=[0, 1], isolated=[])
     # the default session's hash before the option existed (main 9644841): its folders keep their names
     assert config_hash(SessionOptions(), two) == "6660f047"
