@@ -147,7 +147,10 @@ def test_report_contains_every_metric(session: tuple[Path, Path, Path, subproces
     assert "tick-to-decision" in res.stdout  # the headline table was printed
     # every process's resident memory, sample by sample, drawn over time
     series = read_series(d / SERIES_FILE)
-    assert set(ALL_PROCESSES) <= set(series) and all(mb.size >= 1 and mb.min() > 1 for _, mb in series.values())
+    # in MB, every sample a reading (> 0); a process sampled just after its exec may hold under 1 MB (0.49 MB seen
+    # on a busy machine), but every one ends as a running Python process, several MB
+    assert set(ALL_PROCESSES) <= set(series)
+    assert all(mb.size >= 1 and mb.min() > 0 and mb[-1] > 5 for _, mb in series.values()), series
     assert "Resident memory (RSS) per process over the session" in md and (d / "charts" / "rss.png").is_file()
 
 
