@@ -55,13 +55,13 @@ def path_worker(seconds: float, warmup: float, seed: int, yield_after_top: bool)
     """Run the checkout's MarketDriver for ``warmup + seconds`` and time its frames against its blocking points."""
     import inspect
 
-    from caerus.sim import driver as driver_mod
-    from caerus.sim import frames
-    from caerus.sim.hub import Topics
-    from caerus.sim.market import MarketConfig, MarketModel
+    from caerus.sim.core import driver as driver_mod
+    from caerus.sim.core import frames
+    from caerus.sim.core.hub import Topics
+    from caerus.sim.core.market import MarketConfig, MarketModel
 
     try:
-        from caerus.sim.market_config import load_market
+        from caerus.sim.core.market_config import load_market
         cfg = load_market("default", seed=seed)
     except ImportError:  # an older checkout: its default market is MarketConfig's
         cfg = MarketConfig(seed=seed)
@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root = args.root.resolve()
     if not (root / "caerus" / "sim" / "driver.py").is_file():
-        ap.error(f"--root {root} is not a Caerus checkout (no caerus/sim/driver.py)")
+        ap.error(f"--root {root} is not a Caerus checkout (no caerus/sim/core/driver.py)")
 
     from benchmarks.common import Goal, emit, summarize
 

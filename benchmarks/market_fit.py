@@ -7,7 +7,7 @@ capture store (``--store``, kept; a fresh temporary one otherwise) and read with
 recorder's own clock (receive stamps: one clock for every file of the day, so two markets' times compare as
 recorded).
 
-Models, each run offline (caerus.sim.offline: the books the feeds would receive, on the scheduled send times) for
+Models, each run offline (caerus.sim.core.offline: the books the feeds would receive, on the scheduled send times) for
 the real capture's length, ``--seeds`` seeds pooled, with BTC and ETH emulated:
 
 * ``default``: the emulator's default market (``--market NAME=FILE|PRESET`` adds or replaces columns);
@@ -49,9 +49,9 @@ import numpy as np
 from benchmarks.common import add_common_args, emit, summarize
 from caerus import instruments as instruments_mod
 from caerus.research import fit_stats as fs
-from caerus.sim import offline
-from caerus.sim.catalogue import BY_NAME
-from caerus.sim.market_config import load_market
+from caerus.sim.core import offline
+from caerus.sim.core.catalogue import BY_NAME
+from caerus.sim.core.market_config import load_market
 from caerus.wire import BookFlags, Venue
 
 REPO = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def calibrate_binance(store: Path, out: Path) -> tuple[Path | None, str]:
     from caerus import data
     from caerus.research.calibrate.fit import CalibrationError, FitSettings, calibrate_leader
     from caerus.research.calibrate.market_toml import render
-    from caerus.sim.market_config import FIELDS
+    from caerus.sim.core.market_config import FIELDS
 
     name = REAL_FILES["usdm_btc"][2]
     books = data.books(store, [name], venues=["binance"])

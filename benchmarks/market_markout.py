@@ -1,6 +1,6 @@
 """Is the emulator's market arbitrageable by construction? The naive latency-arb rule's paper markouts, per seed.
 
-For each seed the market model is run offline (caerus.sim.offline: the model's event iterator, no sockets, the
+For each seed the market model is run offline (caerus.sim.core.offline: the model's event iterator, no sockets, the
 books the feeds would have published), and the fleet's own decision code (caerus.strategy's Desk / LatencyArb,
 unmodified, default StrategyConfig unless --strategy-config) is fed book by book through caerus.research.backtest's
 engine, whose IOCs are priced with the paper transport's rules: matched against the latest Hyperliquid book the
@@ -32,7 +32,7 @@ from caerus.research.backtest import engine, sources
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
-from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market, parse_market
+from caerus.sim.core.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market, parse_market
 from caerus.strategy.config import StrategyConfig
 from caerus.wire import Venue
 

@@ -1,5 +1,5 @@
-"""How far the emulator's perp trades from its index: the premium samples caerus.sim.marks takes (every 5 s of model
-time) over a run of the market model, per venue, with their |premium| median and p90 and the funding rate each
+"""How far the emulator's perp trades from its index: the premium samples caerus.sim.core.marks takes (every 5 s of
+model time) over a run of the market model, per venue, with their |premium| median and p90 and the funding rate each
 venue's rules give at the end (issue 33). Seeded: the same options print the same numbers.
 
     python -m benchmarks.sim_premium [--market default] [--symbols BTC,ETH] [--seed 1] [--seconds 300]
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from caerus.sim.market import BinanceQuote, MarketModel
-from caerus.sim.market_config import load_market
-from caerus.sim.marks import BINANCE_FUNDING, HL_FUNDING, PREMIUM_SAMPLE_NS, Marks
+from caerus.sim.core.market import BinanceQuote, MarketModel
+from caerus.sim.core.market_config import load_market
+from caerus.sim.core.marks import BINANCE_FUNDING, HL_FUNDING, PREMIUM_SAMPLE_NS, Marks
 
 
 def run(market: str, symbols: tuple[str, ...], seed: int, seconds: int) -> dict[str, tuple[int, float, float, float]]:

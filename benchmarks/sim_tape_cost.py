@@ -16,9 +16,9 @@ import argparse
 import statistics
 import time
 
-from caerus.sim.driver import MarketDriver
-from caerus.sim.hub import Topics
-from caerus.sim.market import BinanceQuote, HlBlock, MarketConfig, MarketModel
+from caerus.sim.core.driver import MarketDriver
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.market import BinanceQuote, HlBlock, MarketConfig, MarketModel
 
 
 def _pass(model: MarketModel, events: list[BinanceQuote | HlBlock], keep_eth: bool) -> float:

@@ -46,7 +46,7 @@ def instrument_names(n: int) -> list[str]:
     """``--symbols`` entries for the first ``n`` perpetuals both emulated venues list (BTC first), each naming
     both venues' symbols (the emulator lists some under other names, like Binance 1000PEPEUSDT / Hyperliquid
     kPEPE)."""
-    from caerus.sim.catalogue import LISTED
+    from caerus.sim.core.catalogue import LISTED
 
     both = [i for i in LISTED if i.binance_symbol is not None and i.hl_asset is not None]
     if n > len(both):

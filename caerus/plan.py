@@ -139,7 +139,7 @@ class FleetPlan:
     def emulator_shares_hot_cpu(self) -> bool:
         """The local venue emulator runs on a CPU some hot process is placed on (on 1-2 CPUs the strategy's; with
         three hot cores the housekeeping CPU, where the Hyperliquid feed sleeps): the emulator then gives the CPU
-        up after each top-of-book frame it sends (``venue-sim --yield-after-top``, caerus.sim.driver), so the
+        up after each top-of-book frame it sends (``venue-sim --yield-after-top``, caerus.sim.core.driver), so the
         process that reads the frame runs before the emulator's own bookkeeping, as it would with the venue on its
         own hardware."""
         sim = self.placements.get("venue-sim")

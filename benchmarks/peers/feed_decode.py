@@ -143,7 +143,8 @@ def cryptofeed(venue: str) -> Decoder:
         from cryptofeed.symbols import Symbols
     except ImportError as exc:
         return Decoder("cryptofeed", venue, unavailable=f"not installed ({exc.name}): pip install -r locks/peers.txt")
-    from caerus.sim import binance_rest, hyperliquid_rest
+    from caerus.sim.binance import rest as binance_rest
+    from caerus.sim.hyperliquid import rest as hyperliquid_rest
 
     if venue == "binance_depth":
         return Decoder("cryptofeed", venue, version=_version("cryptofeed"),

@@ -239,7 +239,7 @@ def _market_problem(market: str) -> str | None:
             return str(exc)
         return None
     try:
-        from caerus.sim.market_config import load_market
+        from caerus.sim.core.market_config import load_market
     except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
         return None
     try:
@@ -252,7 +252,7 @@ def _market_problem(market: str) -> str | None:
 def _scenario_problem(name: str) -> str | None:
     """The emulator's own check of a scenario name (so a typo stops the session before it starts anything)."""
     try:
-        from caerus.sim.scenarios import get_scenario
+        from caerus.sim.core.scenarios import get_scenario
     except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
         return None
     try:
@@ -619,7 +619,7 @@ def book_rates(opts: SessionOptions) -> dict[str, float]:
     if opts.symbol_rate_hz is not None:
         rates["binance"] = float(opts.symbol_rate_hz)
     try:
-        from caerus.sim.market_config import load_market
+        from caerus.sim.core.market_config import load_market
     except ImportError:  # emulator not importable here: the plan's estimates
         return rates
     if replay_dataset.is_replay(opts.market):  # a replay: the capture's own rate, the follower market's blocks
@@ -640,7 +640,7 @@ def _emulated(opts: SessionOptions) -> tuple[str, ...]:
 
     A symbol the emulator does not list is left out here on purpose: the venues' listings then lack it and the
     instrument check names it before the fleet starts, as it would against the real venues."""
-    from caerus.sim import catalogue
+    from caerus.sim.core import catalogue
 
     both = {i.name for i in catalogue.LISTED if i.binance_symbol is not None and i.hl_asset is not None}
     return tuple(r.hl_coin for r in parse_symbols(opts.symbols) if r.hl_coin in both) or ("BTC",)

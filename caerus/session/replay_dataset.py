@@ -7,8 +7,8 @@ A dataset is named by a path:
   market, its span and its clock offset;
 * one hftbacktest capture file (``<receive ns> <frame>`` lines, gzip or not).
 
-venue-sim plays the files' raw Binance USD-M frames at their receive pace (caerus.sim.capture_file) and models the
-Hyperliquid side with the ``default`` market's follower following the replayed mid (caerus.sim.replay_market).
+venue-sim plays the files' raw Binance USD-M frames at their receive pace (caerus.sim.core.capture_file) and models the
+Hyperliquid side with the ``default`` market's follower following the replayed mid (caerus.sim.core.replay_market).
 Everything a replay cannot serve is refused here, before anything starts, naming the file: a store whose leader
 came from a format without frames (Binance public-data CSV, Tardis), spot or COIN-M frames (the emulated Binance
 is USD-M), a Hyperliquid capture, a file that moved since its import.
@@ -83,7 +83,7 @@ def _store_files(store: Path) -> tuple[tuple[Path, ...], list[dict[str, Any]], l
 
 def resolve(market: str) -> Dataset:
     """The dataset ``replay:PATH`` names; ValueError naming what cannot be replayed."""
-    from caerus.sim.capture_file import inspect
+    from caerus.sim.core.capture_file import inspect
 
     path = Path(market[len(PREFIX):]).expanduser()
     if not str(path) or str(path) == ".":

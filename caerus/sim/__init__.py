@@ -1,9 +1,12 @@
 """Venue emulator: Binance USD-M and Hyperliquid TLS WebSocket servers on loopback for tests and local sessions.
 
-Modules: market (seeded price model; settings in market_config, presets in markets/, mechanisms in follower and
-regime, offline runs in offline), frames (wire text), driver (real-time playback of the model), replay
-(recorded frames), scenarios (named faults), hub (fan-out + per-connection faults), binance / hyperliquid
-(servers), tls (CA + certificates), config, emulator (VenueEmulator, EmulatorThread), app (`caerus venue-sim`),
-order_entry (bridge to orders.py, the order-entry logic owned by the signing/transports side).
+Laid out like the venues it imitates, in three tiers (imports run downward only; .importlinter's sim-layers):
+* top: app (`caerus venue-sim`), emulator (VenueEmulator, EmulatorThread: both servers, the driver, the scenario
+  wiring), protocols (extra venues' servers), orders (the order-entry entry point over both venues' order handling);
+* binance/, hyperliquid/: one package per venue (server, REST, order handling, ...), neither importing the other;
+* core/: what both venues share: the market model (market, market_config, follower, regime, offline, catalogue;
+  presets in markets/), its real-time playback (driver, frames, depth, tape, marks, instrument_feeds, lateness),
+  the fan-out (hub, scenarios), replays (replay, capture_file, replay_market), the order desk (desk, ledger,
+  price_band, verify, order_entry) and the serving plumbing (config, http, tls).
 See docs/emulator.md.
 """

@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from caerus.sim import protocols
-from caerus.sim.capture_file import inspect, is_capture
-from caerus.sim.config import EmulatorConfig
-from caerus.sim.market_config import DEFAULT_MARKET, load_market, presets
-from caerus.sim.scenarios import describe_scenarios, get_scenario
+from caerus.sim.core.capture_file import inspect, is_capture
+from caerus.sim.core.config import EmulatorConfig
+from caerus.sim.core.market_config import DEFAULT_MARKET, load_market, presets
+from caerus.sim.core.scenarios import describe_scenarios, get_scenario
 
 log = logging.getLogger("caerus.sim")
 
@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"market preset ({', '.join(presets())}) or market TOML file (default {DEFAULT_MARKET}; "
                         "see docs/emulator.md, The emulator's market)")
     m.add_argument("--symbols", default=None, metavar="LIST",
-                   help="emulated instruments, comma-separated catalogue names (caerus/sim/catalogue.py), "
+                   help="emulated instruments, comma-separated catalogue names (caerus/sim/core/catalogue.py), "
                         "e.g. BTC,ETH,SOL (default: the market file's, else BTC)")
     m.add_argument("--factor-share", type=float, metavar="F",
                    help="share (0..1) of each instrument's moves from the common factor (default 0.6)")
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         protocols.load_plugins()
         cfg = config_from_args(args)
-        from caerus.sim.order_entry import configure_credentials_from_env
+        from caerus.sim.core.order_entry import configure_credentials_from_env
 
         if configure_credentials_from_env():  # a bad CAERUS_SIM_* value exits 2 here, naming it
             log.info("order entry: test credentials taken from CAERUS_SIM_* environment variables")

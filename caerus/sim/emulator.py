@@ -24,17 +24,17 @@ from typing import Any
 from websockets.asyncio.server import Server, serve
 
 from caerus.sim import protocols
-from caerus.sim.binance import ORDER_PATH, BinanceServer
-from caerus.sim.capture_file import CaptureFrames, CaptureInfo, inspect
-from caerus.sim.config import EmulatorConfig, SharedState, VenueCounters
-from caerus.sim.driver import MarketDriver
-from caerus.sim.http import connection_class
-from caerus.sim.hyperliquid import HyperliquidServer
-from caerus.sim.market import MarketModel
-from caerus.sim.order_entry import book_sink, configure_venue, on_clock
-from caerus.sim.replay import ReplayDriver, read_frames
-from caerus.sim.replay_market import ReplayMarket, describe_follower, wait_for_venues
-from caerus.sim.tls import CertFiles, make_certificates, server_context
+from caerus.sim.binance.server import ORDER_PATH, BinanceServer
+from caerus.sim.core.capture_file import CaptureFrames, CaptureInfo, inspect
+from caerus.sim.core.config import EmulatorConfig, SharedState, VenueCounters
+from caerus.sim.core.driver import MarketDriver
+from caerus.sim.core.http import connection_class
+from caerus.sim.core.market import MarketModel
+from caerus.sim.core.order_entry import book_sink, configure_venue, on_clock
+from caerus.sim.core.replay import ReplayDriver, read_frames
+from caerus.sim.core.replay_market import ReplayMarket, describe_follower, wait_for_venues
+from caerus.sim.core.tls import CertFiles, make_certificates, server_context
+from caerus.sim.hyperliquid.server import HyperliquidServer
 
 log = logging.getLogger("caerus.sim")
 ACCOUNT_EVENTS_PERIOD_S = 0.02  # how soon a fill the market made (not a request) reaches the user streams
@@ -67,7 +67,7 @@ class VenueEmulator:
         self._socks: dict[str, socket.socket] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._recorded = read_frames(config.replay) if config.replay is not None else None
-        # a real capture (caerus.sim.capture_file): its Binance frames played, Hyperliquid modelled from them
+        # a real capture (caerus.sim.core.capture_file): its Binance frames played, Hyperliquid modelled from them
         self.capture: CaptureInfo | None = inspect(config.captures) if config.captures else None
         self._replay_market: ReplayMarket | None = None
         if self.capture is not None:

@@ -2,9 +2,9 @@
 the real venues do, including their rejections. Pure functions over a small state (credentials, last book, id
 counters): no sockets, no logging, so the emulator's servers call them from any framework.
 
-This module is the entry point the servers (caerus.sim.order_entry) and tests use; the work is done per venue in
-caerus.sim.binance_ws_api (the WebSocket API's method table over binance_algo, binance_orders and binance_auth)
-and caerus.sim.hyperliquid_orders over the shared desk and account state in caerus.sim.desk (imports go that way
+This module is the entry point the servers (caerus.sim.core.order_entry) and tests use; the work is done per venue in
+caerus.sim.binance.ws_api (the WebSocket API's method table over binance_algo, binance_orders and binance_auth)
+and caerus.sim.hyperliquid.orders over the shared desk and account state in caerus.sim.core.desk (imports go that way
 only: this module -> a venue's modules -> the desk; .importlinter's sim-order-entry-layers).
 
 What is checked, and the errors given (Binance codes as documented for USD-M futures):
@@ -24,35 +24,36 @@ MARKET orders (at the touch; a price is -1106), ``v2/account.status | balance``;
 duplicate open clientOrderId -4116, recvWindow > 60000 -1131, crossing GTX -5022, reduce-only beyond the
 position -2022. Hyperliquid ``cancel``, ``cancelByCloid``, ``modify``, ``batchModify``, ``scheduleCancel`` (at
 least 5 s ahead; the orders end ``scheduledCancel``) and ``updateLeverage``; reduce-only beyond the position is
-refused. Price bands (caerus.sim.price_band, from the market's mark, caerus.sim.marks): Binance PERCENT_PRICE
+refused. Price bands (caerus.sim.core.price_band, from the market's mark, caerus.sim.core.marks): Binance PERCENT_PRICE
 -4016 / -4024 on a LIMIT place or modify, Hyperliquid's 80% from the reference price on every order and modify.
 Resting orders fill at their price when the market's top of book (``update_book``) reaches them. Money and
-positions live in one ledger (caerus.sim.ledger) both venues' views read.
+positions live in one ledger (caerus.sim.core.ledger) both venues' views read.
 
 Test credentials: :func:`configure_test_credentials` (in process), :func:`configure_from_env` (``CAERUS_SIM_*``
 variables, for the emulator as a separate process), or :func:`configure_from_credentials_file` (the same 0600
 TOML file the live transports read; only what is needed to verify is kept). Signatures are checked by the
-emulator's own verifier (caerus.sim.verify), never by the production signing code it tests.
+emulator's own verifier (caerus.sim.core.verify), never by the production signing code it tests.
 """
 
 from __future__ import annotations
 
-from caerus.sim import binance_algo, binance_orders, hyperliquid_orders
-from caerus.sim.binance_auth import (
+from caerus.sim.binance import algo as binance_algo
+from caerus.sim.binance import orders as binance_orders
+from caerus.sim.binance.auth import (
     MAX_RECV_WINDOW_MS,
     REST_VERIFIED,
     binance_user_data_error,
     listen_key,
     new_session,
 )
-from caerus.sim.binance_orders import (
+from caerus.sim.binance.orders import (
     BINANCE_SYMBOLS,
     binance_account,
     binance_balance,
     binance_commission_rate,
 )
-from caerus.sim.binance_ws_api import RATE_LIMITS, binance_ws_api_response
-from caerus.sim.desk import (
+from caerus.sim.binance.ws_api import RATE_LIMITS, binance_ws_api_response
+from caerus.sim.core.desk import (
     DESK,
     ENV_API_KEY,
     ENV_ED25519_PUBLIC_KEY_FILE,
@@ -75,7 +76,8 @@ from caerus.sim.desk import (
     position,
     reset,
 )
-from caerus.sim.hyperliquid_orders import (
+from caerus.sim.hyperliquid import orders as hyperliquid_orders
+from caerus.sim.hyperliquid.orders import (
     HL_ASSETS,
     HL_MAX_LEVERAGE,
     HL_MIN_NOTIONAL,

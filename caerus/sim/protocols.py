@@ -7,7 +7,7 @@ ephemeral loopback port next to the built-in ones, publishing ``<name>_url`` in 
 app imports them before starting. This registry is the emulator's own: it never imports the production venue
 registry or decoders, so the emulator stays an independent implementation.
 
-A protocol's server gets the emulator's :class:`~caerus.sim.config.SharedState` (market snapshot, order desk
+A protocol's server gets the emulator's :class:`~caerus.sim.core.config.SharedState` (market snapshot, order desk
 books, scenario, counters under its name) and provides ``handler(conn)`` and ``process_request(conn, request)``
 as the ``websockets`` server expects.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from caerus.sim.config import SharedState
+from caerus.sim.core.config import SharedState
 
 PLUGINS_ENV = "CAERUS_SIM_PLUGINS"
 

@@ -28,7 +28,7 @@ from caerus.metrics import hdr
 from caerus.research.backtest import report, runner, sources
 from caerus.research.backtest.fills import CLOCKS, FillError, FillRules
 from caerus.research.backtest.latency import LatencyError, LatencyModel
-from caerus.sim.market_config import DEFAULT_MARKET
+from caerus.sim.core.market_config import DEFAULT_MARKET
 from caerus.strategy.config import StrategyConfig
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

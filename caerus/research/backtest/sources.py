@@ -23,8 +23,8 @@ from caerus.capture.rows import VENUE_NAMES
 from caerus.data.imports.meta import META_NAME
 from caerus.instruments import InstrumentSet
 from caerus.research.backtest.events import COLUMNS, BookEvents, EventsError
-from caerus.sim import offline
-from caerus.sim.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market
+from caerus.sim.core import offline
+from caerus.sim.core.market_config import DEFAULT_MARKET, MarketConfig, MarketFileError, load_market
 from caerus.wire import BookFlags, Venue
 
 _VENUE_CODES = {name: code for code, name in VENUE_NAMES.items()}  # capture's names of the codes
@@ -162,7 +162,7 @@ def from_clickhouse(url: str, start: int | None, end: int | None, session: str |
 
 
 def offline_events(cfg: MarketConfig, duration_s: float) -> BookEvents:
-    """The market model ``cfg`` run offline for ``duration_s`` simulated seconds (caerus.sim.offline: Binance
+    """The market model ``cfg`` run offline for ``duration_s`` simulated seconds (caerus.sim.core.offline: Binance
     quotes and the Hyperliquid blocks whose top changed, exchange times in ms as the venues stamp them) as the
     backtest's columns; t_recv left 0 for the latency model to draw (info age, feed internal)."""
     cols = offline.columns(cfg, duration_s)
@@ -197,7 +197,7 @@ def _catalogue_instruments(symbols: tuple[str, ...]) -> InstrumentSet:
     """The emulated instruments as the session would list them (ids in ``symbols`` order)."""
     if symbols == ("BTC",):
         return instruments_mod.DEFAULT
-    from caerus.sim.catalogue import BY_NAME
+    from caerus.sim.core.catalogue import BY_NAME
 
     out = []
     for k, name in enumerate(symbols):

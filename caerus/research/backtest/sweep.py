@@ -36,7 +36,7 @@ from caerus.research.backtest import app as bt_app
 from caerus.research.backtest import runner, sources
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
-from caerus.sim.market_config import DEFAULT_MARKET
+from caerus.sim.core.market_config import DEFAULT_MARKET
 from caerus.strategy.config import StrategyConfig
 
 

@@ -84,6 +84,6 @@ def _model_settings() -> dict[str, object]:
     """The market model's settings (names -> defaults): only these are written."""
     import dataclasses
 
-    from caerus.sim.market import MarketConfig
+    from caerus.sim.core.market import MarketConfig
 
     return {f.name: f.default for f in dataclasses.fields(MarketConfig)}

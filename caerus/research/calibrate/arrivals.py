@@ -1,5 +1,5 @@
 """Binance's quote-arrival process from update times: the market model's ``binance_rate_hz``, ``burst_*`` and
-``binance_batch_*`` settings (caerus/sim/market.py, ``_BinanceProcess``).
+``binance_batch_*`` settings (caerus/sim/core/market.py, ``_BinanceProcess``).
 
 The model: batches of updates start at a Poisson rate that a two-state chain multiplies by ``burst_multiplier``
 during rate bursts (``burst_prob_per_s`` of them per second outside one, ``burst_len_s`` long); a batch holds N
@@ -22,8 +22,8 @@ The estimators, on one stream's own times (a real capture's receive stamps; the 
   us, the rest 0.3-1 ms (the next millisecond's update, early); the model makes the latter by chance, batches
   starting within 1 ms of each other, and the within-1 ms share is matched through alpha (below);
 * ``binance_batch_alpha`` and ``binance_rate_hz`` by indirect inference through the model's own generator
-  (``caerus.sim.market.binance_update_times``, seeded, ``SIM_S`` simulated seconds): alpha is the value at which the
-  model's share of updates within 1 ms of the previous one equals the stream's (bisection: the share rises with
+  (``caerus.sim.core.market.binance_update_times``, seeded, ``SIM_S`` simulated seconds): alpha is the value at which
+  the model's share of updates within 1 ms of the previous one equals the stream's (bisection: the share rises with
   the tail), and the rate is scaled once so the model's mean updates per second equal the stream's. The direct
   estimate of alpha (maximum likelihood of the capped power law on the measured batch sizes) is kept as a
   cross-check: it reads low for the model, because two batches that start within 1 ms by chance are measured as
@@ -45,8 +45,8 @@ import numpy.typing as npt
 from scipy import optimize
 
 from caerus.research.calibrate.estimators import Estimate
-from caerus.sim.market import binance_update_times
-from caerus.sim.market_config import MarketConfig
+from caerus.sim.core.market import binance_update_times
+from caerus.sim.core.market_config import MarketConfig
 
 #: an update less than this after the previous one belongs to its batch (ns)
 BATCH_GAP_NS = 1_000_000

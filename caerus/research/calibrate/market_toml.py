@@ -162,7 +162,7 @@ def preset_settings(written: Mapping[str, object]) -> dict[str, object]:
     """The ``PRESET`` market's settings that ``written`` lacks (what the books could not identify)."""
     from importlib import resources
 
-    from caerus.sim.market_config import parse_market, presets
+    from caerus.sim.core.market_config import parse_market, presets
 
     if PRESET not in presets():
         return {}

@@ -23,7 +23,7 @@ from caerus.research.backtest import sources
 from caerus.research.backtest.sources import SourceError
 from caerus.research.models.data import market_events, session_events, timeline, training_rows
 from caerus.research.models.train import MAX_NODE_VISITS, TrainOptions, train
-from caerus.sim.market_config import MarketFileError
+from caerus.sim.core.market_config import MarketFileError
 
 #: exit status when training declines to trade (no candidate with a positive validation edge net of costs)
 EXIT_DECLINED = 3

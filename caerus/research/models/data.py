@@ -15,7 +15,7 @@ import numpy as np
 from caerus.research.backtest import sources
 from caerus.research.backtest.latency import LatencyModel
 from caerus.research.features import Dataset, dataset
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from caerus.research.backtest.app import parse_latency
 from caerus.research.backtest.fills import FillError, FillRules
 from caerus.research.backtest.latency import LatencyError, LatencyModel, latency_points
 from caerus.research.verdict import pipeline, render
-from caerus.sim.market_config import MarketFileError
+from caerus.sim.core.market_config import MarketFileError
 
 EXIT_CONTROL_FAILED = 3
 

@@ -45,7 +45,7 @@ from caerus.research.models.data import Timeline, timeline, training_rows
 from caerus.research.models.train import TrainOptions, train
 from caerus.research.verdict import bootstrap, placebos
 from caerus.research.verdict.pnl import PNL, Buckets, buckets, n_buckets, statistics
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from caerus.strategy.config import StrategyConfig
 from caerus.wire import TRADEABLE, TRADEABLE_MASK, Venue
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from caerus.research.backtest.events import COLUMNS, BookEvents
 from caerus.research.calibrate.estimators import hayashi_yoshida, peak_lag
-from caerus.sim.market_config import MarketConfig
+from caerus.sim.core.market_config import MarketConfig
 from caerus.wire import TRADEABLE, TRADEABLE_MASK, Venue
 
 #: how far the leader's clock is moved in the delayed-leader placebo: longer than any lag worth trading (the study's

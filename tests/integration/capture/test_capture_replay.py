@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from caerus.sim.replay import read_frames
+from caerus.sim.core.replay import read_frames
 from caerus.venues.binance import data as binance
 from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.wire import BOOK_I, BookFlags

@@ -49,7 +49,7 @@ def test_invoke_sweep_over_a_capture_store_in_worker_processes(tmp_path: Path) -
     """A session-source sweep: the parent reads the chDB store before the pool starts (its threads exist), so a
     forked worker would inherit their locks held and hang on its first query; workers are spawned. Bounded by the
     subprocess timeout, the sweep killed by PID if it ever hangs."""
-    from caerus.sim.market import MarketConfig
+    from caerus.sim.core.market import MarketConfig
     from tests.fixtures.research_books import offline_books, write_session
 
     session = write_session(offline_books(MarketConfig(seed=4), minutes=2.0), tmp_path / "s")

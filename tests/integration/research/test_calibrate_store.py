@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim.market import BinanceQuote, HlBlock, MarketModel
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market import BinanceQuote, HlBlock, MarketModel
+from caerus.sim.core.market_config import load_market
 from tests.fixtures.research_books import offline_books, write_session
 from tests.fixtures.venue_sim import start_venue_sim
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from caerus.sim.config import EmulatorConfig
+from caerus.sim.core.config import EmulatorConfig
+from caerus.sim.core.scenarios import get_scenario
 from caerus.sim.emulator import VenueEmulator
-from caerus.sim.scenarios import get_scenario
 
 
 def config(cert_dir: Path, scenario: str = "none", **kw: Any) -> EmulatorConfig:

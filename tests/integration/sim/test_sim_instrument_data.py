@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from caerus.sim.core.market import MarketConfig
 from caerus.sim.emulator import VenueEmulator
-from caerus.sim.market import MarketConfig
 from tests.integration.sim.simclient import config, open_ws, recv_json, run_with
 from tests.integration.sim.test_sim_rest import get, http, post
 

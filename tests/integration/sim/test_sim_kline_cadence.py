@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from caerus.sim.driver import KLINE_PUSH_MS
+from caerus.sim.core.driver import KLINE_PUSH_MS
+from caerus.sim.core.market import MarketConfig
 from caerus.sim.emulator import VenueEmulator
-from caerus.sim.market import MarketConfig
 from tests.integration.sim.simclient import config, open_ws, recv_json, run_with
 
 pytestmark = pytest.mark.integration

@@ -1,6 +1,6 @@
 """Marks and funding over the emulator's own ports (issue 33): the desk's bands and positions, the Binance
 ``markPrice`` stream and ``premiumIndex`` / ``fundingRate`` and Hyperliquid's ``metaAndAssetCtxs`` /
-``fundingHistory`` all show one mark, premium and funding rate per instrument (caerus.sim.marks). Bounded waits, no
+``fundingHistory`` all show one mark, premium and funding rate per instrument (caerus.sim.core.marks). Bounded waits, no
 timed assertion."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from caerus.sim import frames, orders
+from caerus.sim import orders
+from caerus.sim.core import frames
+from caerus.sim.core.market import MarketConfig
+from caerus.sim.core.marks import Marks
 from caerus.sim.emulator import VenueEmulator
-from caerus.sim.market import MarketConfig
-from caerus.sim.marks import Marks
 from tests.integration.sim.simclient import config, open_ws, recv_json, run_with
 from tests.integration.sim.test_sim_rest import get, http, post
 

@@ -15,8 +15,8 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from caerus.sim import orders
+from caerus.sim.core.market import MarketConfig
 from caerus.sim.emulator import VenueEmulator
-from caerus.sim.market import MarketConfig
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from tests.integration.sim.simclient import config, open_ws, recv_json, run_with
 

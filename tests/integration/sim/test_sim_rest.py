@@ -1,4 +1,4 @@
-"""REST on the venue ports (caerus.sim.http, binance_rest, hyperliquid_rest) and the stream additions of issue 13:
+"""REST on the venue ports (caerus.sim.core.http, binance_rest, hyperliquid_rest) and the stream additions of issue 13:
 documented shapes and errors, a bounded HTTP boundary that answers any bytes and keeps serving, subscriptions that
 are served or refused (never acknowledged and left silent), ``SET_PROPERTY combined`` and the private route."""
 

@@ -1,5 +1,5 @@
 """The backtest's offline source is the emulator's market as venue-sim plays it: the stochastic ``default`` preset
-unless told, any preset or market TOML by ``market``, the books caerus.sim.offline yields (one definition)."""
+unless told, any preset or market TOML by ``market``, the books caerus.sim.core.offline yields (one definition)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from caerus.research.backtest import sources
-from caerus.sim import offline
-from caerus.sim.market_config import load_market
+from caerus.sim.core import offline
+from caerus.sim.core.market_config import load_market
 
 
 def test_the_default_is_the_emulators_default_market_and_the_books_are_offline_books() -> None:

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from caerus.sim import frames
-from caerus.sim.binance_rest import BinanceRest
-from caerus.sim.http import HttpRequest
-from caerus.sim.market import BinanceQuote
-from caerus.sim.tape import MINUTE_NS, Tape
+from caerus.sim.binance.rest import BinanceRest
+from caerus.sim.core import frames
+from caerus.sim.core.http import HttpRequest
+from caerus.sim.core.market import BinanceQuote
+from caerus.sim.core.tape import MINUTE_NS, Tape
 
 
 class _Driver:

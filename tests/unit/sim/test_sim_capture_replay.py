@@ -1,4 +1,5 @@
-"""A real capture as the emulator's market (caerus.sim.capture_file, caerus.sim.replay_market), without sockets.
+"""A real capture as the emulator's market (caerus.sim.core.capture_file, caerus.sim.core.replay_market), without
+sockets.
 
 On a 12 s slice of real Binance USD-M BTCUSDT (tests/fixtures/data/real, MIT, hftbacktest): every bookTicker and
 trade of the file comes out in file order at its receive offset with the venue's text, exchange times retimed; what
@@ -16,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim.capture_file import CaptureFrames, RealFrame, RealQuote, Retimed, inspect, is_capture
-from caerus.sim.market import BinanceQuote, HlBlock, hl_tick
-from caerus.sim.market_config import load_market
-from caerus.sim.replay_market import ReplayMarket
+from caerus.sim.core.capture_file import CaptureFrames, RealFrame, RealQuote, Retimed, inspect, is_capture
+from caerus.sim.core.market import BinanceQuote, HlBlock, hl_tick
+from caerus.sim.core.market_config import load_market
+from caerus.sim.core.replay_market import ReplayMarket
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "real"
 SLICE = REAL / "usdm_btcusdt_20240808_12s.gz"

@@ -7,10 +7,11 @@ from decimal import Decimal
 
 import pytest
 
-from caerus.sim import catalogue, orders
-from caerus.sim.binance_rest import exchange_info
-from caerus.sim.catalogue import LISTED, ListedInstrument, by_name
-from caerus.sim.hyperliquid_rest import meta
+from caerus.sim import orders
+from caerus.sim.binance.rest import exchange_info
+from caerus.sim.core import catalogue
+from caerus.sim.core.catalogue import LISTED, ListedInstrument, by_name
+from caerus.sim.hyperliquid.rest import meta
 
 
 def test_btc_is_first_with_the_values_the_btc_only_emulator_used() -> None:

@@ -1,4 +1,4 @@
-"""The emulated Binance book (caerus.sim.depth) and trade tape (caerus.sim.tape): a client applying the diff
+"""The emulated Binance book (caerus.sim.core.depth) and trade tape (caerus.sim.core.tape): a client applying the diff
 events to a snapshot holds exactly the emulator's book, and trades happen only where the top moved through."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from caerus.sim.depth import DepthBook
-from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
-from caerus.sim.tape import Tape
+from caerus.sim.core.depth import DepthBook
+from caerus.sim.core.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.core.tape import Tape
 
 
 def quotes(seed: int, n: int) -> list[BinanceQuote]:
@@ -75,8 +75,8 @@ def test_trades_only_where_the_top_moved_through_a_level() -> None:
 
 
 def test_the_driver_keeps_the_book_only_while_it_is_read() -> None:
-    from caerus.sim.driver import MarketDriver
-    from caerus.sim.hub import Topics
+    from caerus.sim.core.driver import MarketDriver
+    from caerus.sim.core.hub import Topics
 
     drv = MarketDriver(MarketModel(), Topics())
     qs = quotes(1, 300)
@@ -96,8 +96,8 @@ def test_a_new_depth_subscriber_chains_from_the_book_at_subscription() -> None:
     venue's docs ask): the old chain started at the newest update alone and skipped the ones in between."""
     import json
 
-    from caerus.sim.driver import MarketDriver
-    from caerus.sim.hub import Topics
+    from caerus.sim.core.driver import MarketDriver
+    from caerus.sim.core.hub import Topics
 
     topics = Topics()
     drv = MarketDriver(MarketModel(), topics)
@@ -124,8 +124,8 @@ def _two_symbol_driver() -> tuple[object, list[dict[str, object]], list[BinanceQ
     """A driver emulating BTC and ETH, its published frames, and each symbol's first quotes from the model."""
     import json
 
-    from caerus.sim.driver import MarketDriver
-    from caerus.sim.hub import Topics
+    from caerus.sim.core.driver import MarketDriver
+    from caerus.sim.core.hub import Topics
 
     model = MarketModel(MarketConfig(seed=5, symbols=("BTC", "ETH")))
     topics = Topics()
@@ -141,7 +141,7 @@ def _two_symbol_driver() -> tuple[object, list[dict[str, object]], list[BinanceQ
 
 def test_each_emulated_symbol_has_its_own_book_moving_on_its_own_quotes() -> None:
     drv, _, btc, eth = _two_symbol_driver()
-    from caerus.sim.driver import MarketDriver
+    from caerus.sim.core.driver import MarketDriver
     assert isinstance(drv, MarketDriver) and len(btc) > 60 and len(eth) > 60
     drv._binance(btc[0])
     drv._binance(eth[0])
@@ -168,7 +168,7 @@ def test_an_eth_depth_subscriber_chains_from_eths_book_at_subscription() -> None
     (``pu`` = ETH's id at subscription), names ETHUSDT, and a BTC subscription made at the same time chains on
     BTC's own ids."""
     drv, sent, btc, eth = _two_symbol_driver()
-    from caerus.sim.driver import MarketDriver
+    from caerus.sim.core.driver import MarketDriver
     assert isinstance(drv, MarketDriver)
     for q in btc[:10] + eth[:10]:
         drv._binance(q)

@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from caerus.sim import driver as driver_module
-from caerus.sim import offline
-from caerus.sim.depth import DepthBook
-from caerus.sim.driver import HANDOFF_S, MarketDriver, bbo_topic, book_ticker_topic
-from caerus.sim.frames import TOP_OF_BOOK_PREFIXES
-from caerus.sim.hub import Topics
-from caerus.sim.instrument_feeds import binance_tape_topics
-from caerus.sim.market import MarketModel
-from caerus.sim.market_config import load_market
-from caerus.sim.tape import Tape
+from caerus.sim.core import driver as driver_module
+from caerus.sim.core import offline
+from caerus.sim.core.depth import DepthBook
+from caerus.sim.core.driver import HANDOFF_S, MarketDriver, bbo_topic, book_ticker_topic
+from caerus.sim.core.frames import TOP_OF_BOOK_PREFIXES
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.instrument_feeds import binance_tape_topics
+from caerus.sim.core.market import MarketModel
+from caerus.sim.core.market_config import load_market
+from caerus.sim.core.tape import Tape
 from caerus.wire import Venue
 
 SYMBOLS = ("BTC", "ETH")

@@ -8,9 +8,9 @@ import contextlib
 import threading
 
 from caerus.ipc.wait import SLEEP_TIMER_SLACK_NS, set_timer_slack, timer_slack
-from caerus.sim.driver import MarketDriver
-from caerus.sim.hub import Topics
-from caerus.sim.market import MarketConfig, MarketModel
+from caerus.sim.core.driver import MarketDriver
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.market import MarketConfig, MarketModel
 
 
 def test_the_driver_runs_with_the_least_timer_slack() -> None:

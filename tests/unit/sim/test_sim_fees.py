@@ -14,9 +14,9 @@ from eth_account import Account
 
 from caerus import fees
 from caerus.sim import orders
-from caerus.sim.binance_trading import BinanceTradingRest
-from caerus.sim.config import EmulatorConfig
-from caerus.sim.hyperliquid_rest import user_fees
+from caerus.sim.binance.trading import BinanceTradingRest
+from caerus.sim.core.config import EmulatorConfig
+from caerus.sim.hyperliquid.rest import user_fees
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from caerus.sim import frames
-from caerus.sim.depth import DepthBook, DepthEvent
-from caerus.sim.market import BinanceQuote, HlBlock, HlLevel
+from caerus.sim.core import frames
+from caerus.sim.core.depth import DepthBook, DepthEvent
+from caerus.sim.core.market import BinanceQuote, HlBlock, HlLevel
 
 EPOCH = 1_790_000_000_000_000_000
 Q = BinanceQuote(t_ns=12_345_678, update_id=5_000_000_123, bid=95000.1, bid_qty=1.5, ask=95000.2, ask_qty=0.002)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from caerus.sim import hyperliquid
-from caerus.sim.config import EmulatorConfig
-from caerus.sim.hyperliquid_subscriptions import CHANNEL_KEYS, is_address, normalise
+from caerus.sim.core.config import EmulatorConfig
+from caerus.sim.hyperliquid import server as hyperliquid
+from caerus.sim.hyperliquid.subscriptions import CHANNEL_KEYS, is_address, normalise
 
 USER = "0x" + "Ab" * 20
 

@@ -1,4 +1,4 @@
-"""Every emulated instrument's trade tapes (caerus.sim.instrument_feeds) in the driver: BTC's always kept, another
+"""Every emulated instrument's trade tapes (caerus.sim.core.instrument_feeds) in the driver: BTC's always kept, another
 instrument's only while read, each on its own grid; and the per-instrument frames they feed."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from caerus.sim import catalogue, frames
-from caerus.sim.driver import KLINE_PUSH_MS, MarketDriver
-from caerus.sim.hub import Topics
-from caerus.sim.instrument_feeds import IDLE_S, binance_tape_topics, hl_tape_topics
-from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
-from caerus.sim.tape import Bar, Trade
+from caerus.sim.core import catalogue, frames
+from caerus.sim.core.driver import KLINE_PUSH_MS, MarketDriver
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.instrument_feeds import IDLE_S, binance_tape_topics, hl_tape_topics
+from caerus.sim.core.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.core.tape import Bar, Trade
 
 
 class _Sink:
@@ -34,7 +34,7 @@ def _play(drv: MarketDriver, events: Any, n: int) -> None:
 
 def test_a_tape_other_than_btcs_is_kept_only_while_read(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = [1000.0]
-    monkeypatch.setattr("caerus.sim.driver.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("caerus.sim.core.driver.time.monotonic", lambda: clock[0])
     model = MarketModel(MarketConfig(seed=5, symbols=("BTC", "ETH")))
     topics = Topics()
     drv = MarketDriver(model, topics)

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from caerus.sim.market import (
+from caerus.sim.core.market import (
     BINANCE_TICK,
     BinanceQuote,
     HlBlock,

@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from caerus.sim.market import BinanceQuote, MarketModel, batch_mean
-from caerus.sim.market_config import MarketConfig, MarketFileError, load_market
+from caerus.sim.core.market import BinanceQuote, MarketModel, batch_mean
+from caerus.sim.core.market_config import MarketConfig, MarketFileError, load_market
 
 #: real USD-M BTCUSDT bookTicker, 2024-08-08 23:54-00:00 (66,089 frames over 344 s, receive stamps;
 #: ../shared/data/real/README.md, python -m benchmarks.market_fit): updates per second and the share of updates

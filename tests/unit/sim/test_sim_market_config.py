@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim import offline
 from caerus.sim.app import add_arguments, config_from_args
-from caerus.sim.market import HlBlock, MarketConfig, MarketModel
-from caerus.sim.market_config import FIELDS, MarketFileError, load_market, presets
+from caerus.sim.core import offline
+from caerus.sim.core.market import HlBlock, MarketConfig, MarketModel
+from caerus.sim.core.market_config import FIELDS, MarketFileError, load_market, presets
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -73,7 +73,7 @@ def test_missing_file_and_bad_toml_are_named(tmp_path: Path) -> None:
 
 
 def test_every_field_has_a_comment_saying_what_it_stands_for() -> None:
-    source = (Path(__file__).parents[3] / "caerus/sim/market_config.py").read_text().splitlines()
+    source = (Path(__file__).parents[3] / "caerus/sim/core/market_config.py").read_text().splitlines()
     for name in FIELDS:
         line = next(i for i, text in enumerate(source) if text.strip().startswith(f"{name}:"))
         commented = "#" in source[line] or source[line - 1].strip().startswith("#")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from benchmarks import market_markout
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from caerus.strategy.config import StrategyConfig
 
 

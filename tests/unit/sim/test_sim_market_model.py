@@ -12,10 +12,10 @@ import statistics
 
 import pytest
 
-from caerus.sim.follower import Follower, lognormal_sigma
-from caerus.sim.market import BinanceQuote, HlBlock, MarketConfig, MarketModel
-from caerus.sim.market_config import load_market
-from caerus.sim.regime import Regime
+from caerus.sim.core.follower import Follower, lognormal_sigma
+from caerus.sim.core.market import BinanceQuote, HlBlock, MarketConfig, MarketModel
+from caerus.sim.core.market_config import load_market
+from caerus.sim.core.regime import Regime
 
 QUIET = dict(annual_vol=0.001, jumps_per_min=0.0)  # a flat fair price: only the mechanism under test moves
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
-from caerus.sim.marks import BINANCE_FUNDING, HL_FUNDING, INTEREST_8H, PREMIUM_SAMPLE_NS, Marks, funding_rate
+from caerus.sim.core.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.core.marks import BINANCE_FUNDING, HL_FUNDING, INTEREST_8H, PREMIUM_SAMPLE_NS, Marks, funding_rate
 
 S = 1_000_000_000
 

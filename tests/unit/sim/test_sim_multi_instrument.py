@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from eth_account import Account
 
-from caerus.sim import catalogue, frames, orders
-from caerus.sim.driver import MarketDriver, bbo_topic, book_ticker_topic
-from caerus.sim.hub import Topics
-from caerus.sim.market import BinanceQuote, HlBlock, HlLevel, MarketConfig, MarketModel
+from caerus.sim import orders
+from caerus.sim.core import catalogue, frames
+from caerus.sim.core.driver import MarketDriver, bbo_topic, book_ticker_topic
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.market import BinanceQuote, HlBlock, HlLevel, MarketConfig, MarketModel
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
 
@@ -69,7 +70,8 @@ def test_driver_publishes_each_instrument_on_its_topic_and_feeds_its_book() -> N
 
     def sink(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, *, symbol: str = "BTC",
              mark: float | None = None) -> None:
-        assert mark is not None and bid_px <= mark <= ask_px  # the instrument's mark (caerus.sim.marks) comes along
+        # the instrument's mark (caerus.sim.core.marks) comes along
+        assert mark is not None and bid_px <= mark <= ask_px
         books.append((venue, symbol))
 
     drv = MarketDriver(model, topics, sink)

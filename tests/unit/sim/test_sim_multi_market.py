@@ -12,8 +12,8 @@ from decimal import Decimal
 
 import pytest
 
-from caerus.sim.catalogue import BY_NAME
-from caerus.sim.market import BinanceQuote, HlBlock, MarketConfig, MarketModel, hl_tick
+from caerus.sim.core.catalogue import BY_NAME
+from caerus.sim.core.market import BinanceQuote, HlBlock, MarketConfig, MarketModel, hl_tick
 
 
 def take(cfg: MarketConfig, seconds: float) -> list[BinanceQuote | HlBlock]:
@@ -35,7 +35,7 @@ def _legacy_digest(cfg: MarketConfig, n: int) -> str:
 
 
 def test_default_model_produces_exactly_the_btc_only_event_stream() -> None:
-    # Reference digests generated with the BTC-only model (caerus/sim/market.py before N instruments).
+    # Reference digests generated with the BTC-only model (caerus/sim/core/market.py before N instruments).
     assert _legacy_digest(MarketConfig(), 2000) == "285307d75f3000f7ca7840b527cb9155d45159b4a480b8aab38becc010355769"
     cfg = MarketConfig(seed=7, hl_lag_ms=300, jumps_per_min=20)
     assert _legacy_digest(cfg, 5000) == "6ec4c0c8a4509f0abd5276bb5113a61b9d3dc407ff9abb0e0245a91aa818d5b5"

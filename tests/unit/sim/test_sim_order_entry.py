@@ -8,7 +8,7 @@ import types
 
 import pytest
 
-from caerus.sim import order_entry
+from caerus.sim.core import order_entry
 
 
 def test_missing_orders_module_gives_error_frames(monkeypatch: pytest.MonkeyPatch) -> None:

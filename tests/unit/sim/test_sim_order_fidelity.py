@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from eth_account import Account
 
-from caerus.sim import order_entry, orders
+from caerus.sim import orders
+from caerus.sim.core import order_entry
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from eth_account import Account
 
-from caerus.sim import orders, price_band
-from caerus.sim.ledger import Ledger, hl_direction
+from caerus.sim import orders
+from caerus.sim.core import price_band
+from caerus.sim.core.ledger import Ledger, hl_direction
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
 
@@ -173,8 +174,8 @@ def test_binance_account_reports_equity_from_positions_and_marks() -> None:
 
 
 def test_bands_positions_and_pnl_measure_from_the_markets_mark_not_the_mid() -> None:
-    """The driver passes each top's mark (caerus.sim.marks); the desk's band, position mark and unrealised PnL use it
-    (here 101000 while the mid is 99995)."""
+    """The driver passes each top's mark (caerus.sim.core.marks); the desk's band, position mark and unrealised PnL use
+    it (here 101000 while the mid is 99995)."""
     _place(type="MARKET", timeInForce=None, price=None)  # long 0.01 at 100000
     orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0, mark=101_000.0)
     assert orders.mark("binance") == 101_000.0

@@ -1,11 +1,11 @@
-"""The venues' price bands as pure rules (caerus.sim.price_band): where each bound falls and what it says."""
+"""The venues' price bands as pure rules (caerus.sim.core.price_band): where each bound falls and what it says."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from caerus.sim import price_band
-from caerus.sim.binance_rest import exchange_info
+from caerus.sim.binance.rest import exchange_info
+from caerus.sim.core import price_band
 
 
 def test_binance_bounds_are_the_multipliers_of_the_mark_on_the_tick() -> None:

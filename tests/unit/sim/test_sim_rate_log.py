@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from caerus.sim import orders
-from caerus.sim.desk import REQUEST_LOG_MAX
+from caerus.sim.core.desk import REQUEST_LOG_MAX
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from caerus.recording import FrameRecorder, write_frames
-from caerus.sim.replay import read_frames
+from caerus.sim.core.replay import read_frames
 
 
 def test_round_trip(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import email.message
 import json
 
-from caerus.sim.http import HttpRequest
-from caerus.sim.hyperliquid_rest import HyperliquidRest
+from caerus.sim.core.http import HttpRequest
+from caerus.sim.hyperliquid.rest import HyperliquidRest
 
 
 def _post(body: dict) -> HttpRequest:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from caerus.sim.scenarios import SCENARIOS, FaultBudget, describe_scenarios, get_scenario
+from caerus.sim.core.scenarios import SCENARIOS, FaultBudget, describe_scenarios, get_scenario
 
 REQUIRED = ("none", "drop", "stall", "slow-drip", "malformed-json", "oversized-frame", "error-frames",
             "wrong-route", "refused", "http-429", "http-503", "tls-failure", "early-close")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from caerus.sim.tape import MINUTE_NS, Tape
+from caerus.sim.core.tape import MINUTE_NS, Tape
 
 
 def _trade(tape: Tape, t_ns: int, px: float, hit_bid: bool) -> None:
@@ -33,7 +33,7 @@ def test_bars_start_on_wall_clock_minutes_and_aggregate() -> None:
 def test_current_bar_and_its_kline_event() -> None:
     import json
 
-    from caerus.sim import frames
+    from caerus.sim.core import frames
 
     tape = Tape(first_id=7)
     _trade(tape, 0, 100.0, hit_bid=True)

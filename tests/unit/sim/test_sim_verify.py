@@ -1,6 +1,6 @@
 """The emulator's own signature checks agree with the production signers, and refuse what they should.
 
-Two independent implementations of each venue's published algorithm (caerus.sim.verify vs caerus.venues.*.signing)
+Two independent implementations of each venue's published algorithm (caerus.sim.core.verify vs caerus.venues.*.signing)
 must agree; a tampered param, a wrong key or the other network must fail.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from eth_account import Account
 
-from caerus.sim import verify
+from caerus.sim.core import verify
 from caerus.venues.binance.signing import BinanceEd25519Signer, BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import HyperliquidSigner, order_action, order_wire
 

@@ -9,14 +9,14 @@ import itertools
 import pytest
 
 from caerus.recording import RecordedFrame
-from caerus.sim import driver as driver_module
-from caerus.sim import replay as replay_module
-from caerus.sim.driver import HL_BBO, MarketDriver, book_ticker_topic
-from caerus.sim.frames import TOP_OF_BOOK_PREFIXES
-from caerus.sim.hub import Topics
-from caerus.sim.instrument_feeds import binance_tape_topics
-from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
-from caerus.sim.replay import ReplayDriver
+from caerus.sim.core import driver as driver_module
+from caerus.sim.core import replay as replay_module
+from caerus.sim.core.driver import HL_BBO, MarketDriver, book_ticker_topic
+from caerus.sim.core.frames import TOP_OF_BOOK_PREFIXES
+from caerus.sim.core.hub import Topics
+from caerus.sim.core.instrument_feeds import binance_tape_topics
+from caerus.sim.core.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.core.replay import ReplayDriver
 
 YIELD = "<sched_yield>"
 

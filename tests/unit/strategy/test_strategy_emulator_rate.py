@@ -1,12 +1,12 @@
 """The default strategy config against the venue emulator's default market model: fires a few times a minute.
 
-Replays the emulator's seeded event stream (caerus.sim.market, pure) through LatencyArb in-process, with
+Replays the emulator's seeded event stream (caerus.sim.core.market, pure) through LatencyArb in-process, with
 Hyperliquid books received 20 ms after their block time; checks the defaults neither stay silent nor machine-gun.
 """
 
 from __future__ import annotations
 
-from caerus.sim.market import BinanceQuote, MarketConfig, MarketModel
+from caerus.sim.core.market import BinanceQuote, MarketConfig, MarketModel
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.wire import OrderReason

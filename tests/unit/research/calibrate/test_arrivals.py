@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from caerus.research.calibrate import arrivals as ar
-from caerus.sim.market import batch_size, binance_update_times
-from caerus.sim.market_config import MarketConfig
+from caerus.sim.core.market import batch_size, binance_update_times
+from caerus.sim.core.market_config import MarketConfig
 
 S = 1_000_000_000
 

@@ -12,8 +12,8 @@ import pytest
 
 from caerus.research.calibrate.fit import BINANCE_ONLY_NOTE, CalibrationError, FitSettings, calibrate_leader
 from caerus.research.calibrate.market_toml import render
-from caerus.sim import offline
-from caerus.sim.market_config import FIELDS, load_market
+from caerus.sim.core import offline
+from caerus.sim.core.market_config import FIELDS, load_market
 from caerus.wire import Venue
 
 TRUE = load_market("default", seed=7)

@@ -11,7 +11,7 @@ from caerus.research.calibrate import lag_law
 from caerus.research.calibrate.fit import calibrate
 from caerus.research.calibrate.follower_fit import Touch, match_unexposed
 from caerus.research.calibrate.market_toml import NotIdentified, render
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
 MS = 1_000_000

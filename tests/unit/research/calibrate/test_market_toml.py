@@ -9,7 +9,7 @@ from pathlib import Path
 from caerus.research.calibrate.estimators import Estimate
 from caerus.research.calibrate.fit import Calibration
 from caerus.research.calibrate.market_toml import CARRIED, market_settings, render
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 
 
 def _cal(lag_ms: float) -> Calibration:

@@ -10,7 +10,7 @@ import pytest
 
 from caerus.research.calibrate import market_toml
 from caerus.research.calibrate.fit import Calibration, calibrate
-from caerus.sim.market import MarketConfig
+from caerus.sim.core.market import MarketConfig
 from tests.fixtures.research_books import offline_books
 
 # long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier

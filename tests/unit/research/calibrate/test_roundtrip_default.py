@@ -8,7 +8,7 @@ import pytest
 
 from caerus.research.calibrate import market_toml
 from caerus.research.calibrate.fit import FADE_HY_MAX, Calibration, calibrate
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
 # long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
@@ -71,7 +71,7 @@ def test_each_identified_setting_is_recovered(calibrated: Calibration, setting: 
 
 
 def test_the_toml_loads_as_a_stochastic_market_with_every_setting(calibrated: Calibration) -> None:
-    from caerus.sim.market_config import parse_market
+    from caerus.sim.core.market_config import parse_market
 
     text = market_toml.render(calibrated, "offline", known=TRUE.__dict__)
     settings = parse_market(text)

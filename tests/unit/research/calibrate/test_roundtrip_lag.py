@@ -12,7 +12,7 @@ import pytest
 
 from caerus.research.calibrate.fit import Calibration, calibrate
 from caerus.research.calibrate.market_toml import render
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from tests.fixtures.research_books import offline_books
 
 # long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier

@@ -9,7 +9,7 @@ import pytest
 from caerus.research.backtest.events import BookEvents
 from caerus.research.calibrate.estimators import hayashi_yoshida
 from caerus.research.verdict import placebos
-from caerus.sim.market_config import load_market
+from caerus.sim.core.market_config import load_market
 from caerus.wire import BookFlags, Venue
 
 BN, HL = int(Venue.BINANCE), int(Venue.HYPERLIQUID)
