@@ -37,6 +37,8 @@ emulator's own verifier (caerus.sim.core.verify), never by the production signin
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from caerus.sim.binance import algo as binance_algo
 from caerus.sim.binance import orders as binance_orders
 from caerus.sim.binance.auth import (
@@ -151,11 +153,25 @@ __all__ = [
 ]
 
 
+def _binance_on_book(key: str, book: Book) -> None:
+    binance_orders.on_book(key, book)
+    if DESK.binance_algo_open or DESK.binance_algo_triggered:  # none placed yet (the fleet's case): no call
+        binance_algo.on_book(key, book)
+
+
+# What each venue's order handling does with a new top of book: the one place update_book learns the venues.
+_ON_BOOK: dict[str, Callable[[str, Book], None]] = {
+    "binance": _binance_on_book,
+    "hyperliquid": hyperliquid_orders.on_book,
+}
+
+
 def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qty: float, symbol: str = "BTC",
                 mark: float | None = None) -> None:
     """Top of book of instrument ``symbol`` (catalogue name) the fill check uses (venue 'binance' |
-    'hyperliquid') and its mark (price bands, positions' mark and unrealised PnL); the market driver calls this
-    for every emulated instrument's top. The venue's resting orders it reaches fill."""
+    'hyperliquid', a key of ``_ON_BOOK``) and its mark (price bands, positions' mark and unrealised PnL); the
+    market driver calls this for every emulated instrument's top. The venue's resting orders it reaches fill."""
+    on_book = _ON_BOOK[venue]
     key = book_key(venue, symbol)
     books = DESK.books
     prev = books.get(key)
@@ -168,12 +184,7 @@ def update_book(venue: str, bid_px: float, bid_qty: float, ask_px: float, ask_qt
     else:
         last = prev.last
     book = books[key] = Book(bid_px, bid_qty, ask_px, ask_qty, mark, last)
-    if venue == "hyperliquid":
-        hyperliquid_orders.on_book(key, book)
-    else:
-        binance_orders.on_book(key, book)
-        if DESK.binance_algo_open or DESK.binance_algo_triggered:  # none placed yet (the fleet's case): no call
-            binance_algo.on_book(key, book)
+    on_book(key, book)
 
 
 def on_clock() -> None:

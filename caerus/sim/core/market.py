@@ -421,13 +421,13 @@ class MarketModel:
         self._rng = random.Random(self.cfg.seed)
         self._bn_rng = random.Random(self.cfg.seed * 1_000_003 + 1)
         self._hl_rng = random.Random(self.cfg.seed * 1_000_003 + 2)
+        # The first instrument's per-venue streams, by the name _stream is asked for (the BTC-only model's streams).
+        self._first_streams = {"binance": self._bn_rng, "hyperliquid": self._hl_rng}
 
     def _stream(self, k: int, inst: ListedInstrument, what: str) -> random.Random:
         """The first instrument keeps the BTC-only model's streams; the others get their own per name."""
-        if k == 0 and what == "binance":
-            return self._bn_rng
-        if k == 0 and what == "hyperliquid":
-            return self._hl_rng
+        if k == 0 and what in self._first_streams:
+            return self._first_streams[what]
         return random.Random(f"caerus-sim:{self.cfg.seed}:{inst.name}:{what}")
 
     def _start(self, inst: ListedInstrument) -> float:
