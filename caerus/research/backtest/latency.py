@@ -50,7 +50,7 @@ from caerus.metrics import hdr
 from caerus.wire import Venue
 
 if TYPE_CHECKING:
-    from caerus.research.backtest.observed import ObservedTiming
+    from caerus.research.backtest.observed_timing import ObservedTiming
 
 FEED_SEGMENTS = ("info_age.binance", "info_age.hyperliquid", "feed_internal.binance", "feed_internal.hyperliquid",
                  "book_hop")
