@@ -164,11 +164,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, n: int, reps: int) -> int:
-    from caerus.feed.outputs import FeedOutputs
     from caerus.net.ws import WsSession
+    from caerus.venuekit.book_rules import check_levels
+    from caerus.venuekit.feed_outputs import FeedOutputs
     from caerus.venues.binance import data as binance
     from caerus.venues.binance.feed import BinanceSink
-    from caerus.venues.book import check_levels
     from caerus.venues.hyperliquid import data as hyperliquid
     from caerus.venues.hyperliquid.feed import HyperliquidSink
 

@@ -44,8 +44,8 @@ def _frames(symbols: list[str], per_symbol: int) -> list[bytes]:
 
 def _worker(tag: str, symbols: list[str], per_symbol: int, start: threading.Barrier | None) -> float:
     """Handle every frame of ``symbols`` through a real sink and ring; returns the seconds it took."""
-    from caerus.feed.outputs import FeedOutputs
     from caerus.net.ws import WsSession
+    from caerus.venuekit.feed_outputs import FeedOutputs
     from caerus.venues.binance.feed import BinanceSink
 
     out = FeedOutputs("binance", f"{tag}.book", f"{tag}.events", f"{tag}.stats", capacity=4096, venue_code=1,

@@ -31,8 +31,8 @@ import numpy as np
 
 from benchmarks.common import add_common_args, at_most, emit, summarize
 from caerus import wire
-from caerus.execution.credentials import Secret
 from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.credentials import Secret
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials

@@ -93,9 +93,9 @@ def run(dec: Decoder, frames: list[Any]) -> np.ndarray:
 
 def caerus(venue: str) -> Decoder:
     from caerus import wire
-    from caerus.feed.outputs import FeedOutputs
     from caerus.ipc.swmr import SwmrReader
     from caerus.net.ws import WsSession
+    from caerus.venuekit.feed_outputs import FeedOutputs
     from caerus.venues.binance.feed import BinanceSink
     from caerus.venues.hyperliquid.feed import HyperliquidSink
 

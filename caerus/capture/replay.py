@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from caerus.instruments import InstrumentSet
+from caerus.venuekit.spec import VenueSpec
 from caerus.venues import registry
-from caerus.venues.spec import VenueSpec
 from caerus.wire import TRADEABLE, TRADEABLE_MASK
 
 from .store import ChdbStore

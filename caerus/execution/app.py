@@ -30,7 +30,6 @@ from caerus.execution.paper import ARMS
 from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
-from caerus.execution.transports.base import Reconciles, VenueState
 from caerus.execution.unwind import FlattenOnHalt, cancel_resting
 from caerus.instruments import InstrumentSet
 from caerus.ipc import segment
@@ -46,6 +45,7 @@ from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.pinning import pin
 from caerus.runtime.process import serve
 from caerus.runtime.supervisor import HaltCause, Supervisor
+from caerus.venuekit.order_transport import Reconciles, VenueState
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"

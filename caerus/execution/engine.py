@@ -19,10 +19,10 @@ import time
 
 from caerus.execution.books import LatestBooks
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.base import O_ORDER_ID, SendResult, Transport, VenueReply
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
+from caerus.venuekit.order_transport import O_ORDER_ID, SendResult, Transport, VenueReply
 from caerus.wire import ORDER_I, ExecFlags, OrderFlags, Outcome, RiskReject, Tif
 
 O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)

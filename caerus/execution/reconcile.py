@@ -23,9 +23,9 @@ import time
 from typing import Any
 
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.base import Reconciles, VenueState
 from caerus.instruments import InstrumentSet
 from caerus.runtime.supervisor import HaltCause, Supervisor
+from caerus.venuekit.order_transport import Reconciles, VenueState
 
 #: positions closer than this are equal (well below the smallest lot of either venue: 0.001 / 0.00001 BTC)
 POSITION_EPS = 1e-9

@@ -2,7 +2,7 @@
 ``flatten_on_halt`` is set) every position brought to 0 once trading halts.
 
 Both run on the engine's thread off the hot path (after the loop has ended; from housekeeping once halted), through
-the live transport's own order connection (caerus.execution.transports.base.Unwinds), each bounded by one deadline
+the live transport's own order connection (caerus.venuekit.order_transport.Unwinds), each bounded by one deadline
 for the whole pass. Failures are counted and named, never raised: a shutdown must finish, and what was left on the
 venue is in the report for an operator to see.
 """
@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from caerus.execution.books import V_ASK, V_BID, book_ok
-from caerus.execution.transports.base import O_SYMBOL, O_TIF, Reconciles, Unwinds
+from caerus.venuekit.order_transport import O_SYMBOL, O_TIF, Reconciles, Unwinds
 from caerus.wire import Tif, Venue
 
 _IOC = int(Tif.IOC)

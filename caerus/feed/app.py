@@ -22,8 +22,6 @@ from collections.abc import Callable
 from caerus.config import ConfigError
 from caerus.feed import config as feed_config
 from caerus.feed.config import FeedConfig
-from caerus.feed.outputs import WAIT_POLICY_CODES, FeedOutputs
-from caerus.feed.sink import FeedSink
 from caerus.feed.warm import FeedWarmer, synthetic_frames
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
@@ -32,6 +30,8 @@ from caerus.net.pacing import TokenBucket
 from caerus.net.supervisor import Supervisor
 from caerus.net.ws import WsSession, client_ssl_context
 from caerus.plan import pin_current_process
+from caerus.venuekit.feed_loop import FeedSink
+from caerus.venuekit.feed_outputs import WAIT_POLICY_CODES, FeedOutputs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"caerus feed: cannot create segments for {cfg.segment!r}: {exc}", file=sys.stderr)
         return 1
     try:
-        sink = cfg.spec.feed.sink(out, symbols=cfg.symbols, ids=cfg.ids, lanes=cfg.connections,
+        sink: FeedSink = cfg.spec.feed.sink(out, symbols=cfg.symbols, ids=cfg.ids, lanes=cfg.connections,
                                   parse_error_limit=cfg.parse_error_limit)
         out.sink = sink
         out.counters.set("wait_policy", WAIT_POLICY_CODES[cfg.wait_policy])
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
             stale_after_s=cfg.supervisor.stale_after_s,
             rotate_after_s=cfg.supervisor.rotate_after_s,
         )
-        eventloop.run(_main(cfg, supervisors, out), cfg.wait_policy)
+        eventloop.run(_main(cfg, supervisors, out, sink), cfg.wait_policy)
         out.log("stop", books=sink.n_books)
     finally:
         out.close()
@@ -134,12 +134,12 @@ def _live_msgs(supervisors: list[Supervisor]) -> int:
     return sum(s.msg_count for sup in supervisors for s in sup.sessions())
 
 
-async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs) -> None:
+async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs, sink: FeedSink) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stop_all, supervisors)
-    warmer = _start_warmer(cfg, out, loop)
-    housekeeping = loop.create_task(_housekeeping(cfg, supervisors, out, warmer))
+    warmer = _start_warmer(cfg, out, sink, loop)
+    housekeeping = loop.create_task(_housekeeping(cfg, supervisors, out, sink, warmer))
     # Start-up garbage is frozen out of the collector's view; the loop itself allocates little per message.
     gc.collect()
     gc.freeze()
@@ -161,14 +161,15 @@ async def _main(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs
         out.housekeeping(_live_msgs(supervisors))
 
 
-def _start_warmer(cfg: FeedConfig, out: FeedOutputs, loop: asyncio.AbstractEventLoop) -> FeedWarmer | None:
+def _start_warmer(cfg: FeedConfig, out: FeedOutputs, sink: FeedSink,
+                  loop: asyncio.AbstractEventLoop) -> FeedWarmer | None:
     """The warm path (--warm-every-us), started before the first connection; None when off."""
-    if not cfg.warm_every_us or out.sink is None:
+    if not cfg.warm_every_us:
         return None
     book_frame = cfg.spec.feed.book_frame
     assert book_frame is not None  # FeedConfig.check refuses the setting without one
     frames = synthetic_frames(book_frame, cfg.symbols[0])
-    warmer = FeedWarmer(out.sink, frames, cfg.warm_every_us, loop)
+    warmer = FeedWarmer(sink, frames, cfg.warm_every_us, loop)
     warmer.start()
     out.log("warm_path", every_us=cfg.warm_every_us, frames=len(frames), shadow_url=warmer.shadow.venue.url,
             intruders=warmer.shadow.venue.intruders)
@@ -181,7 +182,7 @@ def _warm_counters(warmer: FeedWarmer, out: FeedOutputs) -> None:
     out.counters.set("warm_intruders", warmer.shadow.venue.intruders)
 
 
-async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs,
+async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: FeedOutputs, sink: FeedSink,
                         warmer: FeedWarmer | None = None) -> None:
     stale_ns = int(cfg.instrument_stale_after_s * 1e9)
     loop = asyncio.get_running_loop()
@@ -200,7 +201,6 @@ async def _housekeeping(cfg: FeedConfig, supervisors: list[Supervisor], out: Fee
             if warmer.error is not None and warm_error is None:
                 warm_error = warmer.error
                 out.log("warm_path_stopped", error=warm_error)
-        if out.sink is not None:
-            out.sink.watch_instruments(time.time_ns(), stale_ns, resubscribe)
+        sink.watch_instruments(time.time_ns(), stale_ns, resubscribe)
         out.housekeeping(_live_msgs(supervisors), max(s.next_connect_in() for s in supervisors))
         await asyncio.sleep(cfg.housekeeping_s)

@@ -17,8 +17,8 @@ from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.supervisor import Endpoint, SupervisorConfig
 from caerus.plan import FEED_CLIENTS, parse_cpu_list
+from caerus.venuekit.spec import VenueSpec
 from caerus.venues import registry
-from caerus.venues.spec import VenueSpec
 
 __all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 

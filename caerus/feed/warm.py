@@ -20,9 +20,9 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from caerus.feed.sink import FeedSink
 from caerus.net.shadow import ShadowConnection
 from caerus.net.ws import WsSession
+from caerus.venuekit.feed_loop import FeedSink
 
 FRAMES = 64  # distinct synthetic frames, cycled (prices and ids vary: no one value the code could settle on)
 

@@ -1,4 +1,4 @@
-"""The venue registry: a venue name or wire code -> its :class:`~caerus.venues.spec.VenueSpec`.
+"""The venue registry: a venue name or wire code -> its :class:`~caerus.venuekit.spec.VenueSpec`.
 
 Built-in venues are one line each in :data:`BUILTIN` (wire code -> the package whose ``SPEC`` describes it); the
 package is imported the first time the venue is looked up, so a process loads only the venues it uses. Other
@@ -13,7 +13,7 @@ import importlib
 import os
 from collections.abc import Mapping
 
-from caerus.venues.spec import VenueSpec
+from caerus.venuekit.spec import VenueSpec
 from caerus.wire import Venue
 
 #: wire code -> the package holding the venue's SPEC. Adding a built-in venue: one line here (and its package).

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from caerus.venues.book import MALFORMED
-from caerus.venues.frames import _INT64_MAX
+from caerus.venuekit.book_rules import MALFORMED
+from caerus.venuekit.frames import _INT64_MAX
 
 from . import csvcols
 from .compressed import file_digest, text_chunks

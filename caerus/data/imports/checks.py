@@ -10,10 +10,11 @@ instrument, over whole columns instead of one frame at a time:
   TIME_BACKWARDS (equal is normal); the record's ``seq`` is the import's own counter per instrument, as the feed's.
 
 Then, on what the ordering let through: a null side is NULL_SIDE, and the levels go through
-:func:`caerus.venues.book.check_levels_many` (the same rules as the feed's ``check_levels``). A data frame the typed
-decoder refused is MALFORMED (it never touches the ordering state). As in the feed, a refusal that withdraws the
-quote (caerus.venues.book.WITHDRAWS_QUOTE) is stored as a REJECTED row carrying the reason (prices as sent, NaN for a
-null side or an unreadable frame); an ordering refusal is counted only. Nothing refused goes uncounted.
+:func:`caerus.venuekit.book_rules.check_levels_many` (the same rules as the feed's ``check_levels``). A data frame
+the typed decoder refused is MALFORMED (it never touches the ordering state). As in the feed, a refusal that
+withdraws the quote (caerus.venuekit.book_rules.WITHDRAWS_QUOTE) is stored as a REJECTED row carrying the reason
+(prices as sent, NaN for a null side or an unreadable frame); an ordering refusal is counted only. Nothing refused
+goes uncounted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from caerus.venues.book import (
+from caerus.venuekit.book_rules import (
     DUPLICATE,
     MALFORMED,
     NULL_SIDE,

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from caerus.venues.frames import _INT64_MAX
+from caerus.venuekit.frames import _INT64_MAX
 
 EPOCH_MS_MAX = _INT64_MAX // 1_000_000
 KINDS = ("int", "float", "str", "bool")

@@ -27,9 +27,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from caerus.venuekit.book_rules import MALFORMED
+from caerus.venuekit.frames import FrameKind
 from caerus.venues.binance import data as bn
-from caerus.venues.book import MALFORMED
-from caerus.venues.frames import FrameKind
 
 from .binance_streams import Gathered, StreamTypes, read_run
 from .compressed import file_digest, text_chunks

@@ -14,8 +14,8 @@ from typing import Protocol
 
 import msgspec
 
-from caerus.venues.book import MALFORMED, NULL_SIDE
-from caerus.venues.frames import FrameKind
+from caerus.venuekit.book_rules import MALFORMED, NULL_SIDE
+from caerus.venuekit.frames import FrameKind
 from caerus.venues.hyperliquid import data as hl
 
 from .records import MISSING, Builder

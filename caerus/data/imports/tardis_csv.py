@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from caerus.venues.book import MALFORMED, NULL_SIDE
+from caerus.venuekit.book_rules import MALFORMED, NULL_SIDE
 
 from . import csvcols
 from .compressed import file_digest, text_chunks

@@ -3,7 +3,7 @@
 ``null`` and ``paper`` (simulated) live here. Every other name is a venue with live order entry, found through
 the venue registry (caerus.venues.registry): its package builds the signed transport. The live stack is imported
 only when a live transport is built, so the simulated transports never pay for (or depend on) it. Keep this module
-import-light: the live transport modules import ``caerus.execution.transports.base``, which runs this file first.
+import-light: the paper and null transports import it first.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from caerus.execution.books import LatestBooks
     from caerus.execution.config import PaperConfig
-    from caerus.execution.transports.base import ReplyCallback, Transport
+    from caerus.venuekit.order_transport import ReplyCallback, Transport
 
 SIMULATED = ("null", "paper")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from caerus.execution.transports.base import SendResult
+from caerus.venuekit.order_transport import SendResult
 from caerus.wire import Outcome
 
 

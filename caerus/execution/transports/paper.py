@@ -30,7 +30,7 @@ from caerus.execution.books import (
 )
 from caerus.execution.config import PaperConfig
 from caerus.execution.paper import PaperAccount
-from caerus.execution.transports.base import (
+from caerus.venuekit.order_transport import (
     O_FLAGS,
     O_ORDER_ID,
     O_PX,

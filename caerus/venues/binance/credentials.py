@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from caerus.execution.credentials import CredentialsError, Secret, read_private_file, table_network, table_text
+from caerus.venuekit.credentials import CredentialsError, Secret, read_private_file, table_network, table_text
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey

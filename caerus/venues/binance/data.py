@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from caerus.net.untrusted import decode_untrusted
-from caerus.venues.frames import EpochMs, FrameKind, SeqId, decimal_text
+from caerus.venuekit.frames import EpochMs, FrameKind, SeqId, decimal_text
 
 DEFAULT_BASE_URL = "wss://fstream.binance.com"
 TESTNET_BASE_URL = "wss://fstream.binancefuture.com"

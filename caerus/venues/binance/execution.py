@@ -10,7 +10,7 @@ Venue truth: at start the transport takes a listen key (WS-API ``userDataStream.
 ``userDataStream.ping`` from the engine's idle work, renewed on ``listenKeyExpired``) and opens the user-data
 stream (``/private/ws/<listenKey>`` on the stream host, the 2026 route) on a second connection (no transmit stamps:
 nothing sent on it is an order; the listen key redacted from every line that shows its URL). Its
-``ORDER_TRADE_UPDATE`` events go through the shared ledger (caerus.execution.transports.account_stream): they
+``ORDER_TRADE_UPDATE`` events go through the shared ledger (caerus.venuekit.account_stream): they
 settle an order whose reply has not come, deliver the fills of a resting order, and confirm (or contradict:
 ``stream_mismatch``) what each reply said.
 
@@ -40,9 +40,20 @@ from urllib.parse import urlsplit
 import msgspec
 
 from caerus import wire
-from caerus.execution.credentials import CredentialsError
-from caerus.execution.transports.account_stream import AccountStreamLedger, Verdict
-from caerus.execution.transports.base import (
+from caerus.instruments import BTC, InstrumentSet
+from caerus.venuekit.account_stream import AccountStreamLedger, Verdict
+from caerus.venuekit.credentials import CredentialsError
+from caerus.venuekit.order_session import (
+    LiveTransportBase,
+    LiveTransportError,
+    ReplySink,
+    WsOrderSession,
+    check_live_guard,
+    check_mainnet_endpoint,
+    check_network_binding,
+    resolve_url,
+)
+from caerus.venuekit.order_transport import (
     O_ORDER_ID,
     O_PX,
     O_QTY,
@@ -56,18 +67,7 @@ from caerus.execution.transports.base import (
     VenueState,
     reply_number,
 )
-from caerus.execution.transports.live import (
-    LiveTransportBase,
-    LiveTransportError,
-    ReplySink,
-    WsOrderSession,
-    check_live_guard,
-    check_mainnet_endpoint,
-    check_network_binding,
-    resolve_url,
-)
-from caerus.instruments import BTC, InstrumentSet
-from caerus.venues.binance import ORDER_URLS, data
+from caerus.venues.binance import ORDER_PATH, ORDER_URLS, data
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
 
@@ -246,7 +246,8 @@ class BinanceTransport(LiveTransportBase):
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
         check_network_binding("binance", credentials, network, confirm_mainnet)
-        self.url = resolve_url("binance", network, url, allow_custom_mainnet_url=allow_custom_mainnet_url)
+        self.url = resolve_url("binance", network, url, urls=ORDER_URLS, path=ORDER_PATH,
+                               allow_custom_mainnet_url=allow_custom_mainnet_url)
         # The user-data stream: the stream host of the network, or the override's own host (the emulator serves
         # every route on one port); bound to the published host on mainnet like the order URL.
         custom = self.url != ORDER_URLS[network]

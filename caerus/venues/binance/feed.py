@@ -21,11 +21,8 @@ from typing import Any
 
 import msgspec
 
-from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import DEPTH, VALID, FeedSink
 from caerus.net.ws import WsSession
-from caerus.venues.binance import data as binance
-from caerus.venues.book import (
+from caerus.venuekit.book_rules import (
     DUPLICATE,
     NOT_SNAPSHOT,
     NULL_SIDE,
@@ -34,6 +31,9 @@ from caerus.venues.book import (
     WRONG_INSTRUMENT,
     check_levels,
 )
+from caerus.venuekit.feed_loop import DEPTH, VALID, FeedSink
+from caerus.venuekit.feed_outputs import FeedOutputs
+from caerus.venues.binance import data as binance
 from caerus.wire import Venue
 
 _VENUE = int(Venue.BINANCE)

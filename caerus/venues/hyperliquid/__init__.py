@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from caerus.instruments import Instrument
+from caerus.venuekit.spec import CredentialSpec, FeedSpec, OrderEntrySpec, VenueSpec
 from caerus.venues.hyperliquid import credentials, data
-from caerus.venues.spec import CredentialSpec, FeedSpec, OrderEntrySpec, VenueSpec
 from caerus.wire import Venue
 
 NAME = "hyperliquid"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from caerus.execution.credentials import CredentialsError, Secret, table_network, table_text
+from caerus.venuekit.credentials import CredentialsError, Secret, table_network, table_text
 
 if TYPE_CHECKING:
     from caerus.venues.hyperliquid.signing import HyperliquidSigner

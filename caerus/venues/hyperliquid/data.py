@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from caerus.net.untrusted import decode_untrusted
-from caerus.venues.frames import EpochMs, FrameKind, decimal_text
+from caerus.venuekit.frames import EpochMs, FrameKind, decimal_text
 
 DEFAULT_BASE_URL = "wss://api.hyperliquid.xyz"
 TESTNET_BASE_URL = "wss://api.hyperliquid-testnet.xyz"

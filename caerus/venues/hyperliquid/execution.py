@@ -17,7 +17,7 @@ Venue truth: the same connection subscribes to the account's ``orderUpdates`` an
 reconnect). An update for an order whose reply has not come settles it at once (``stream_resolved``: a lost reply
 no longer waits for the deadline); an update for an order a reply already settled is compared with that reply
 (``stream_confirmed``, or ``stream_mismatch`` logged with both sides); an update that fills or ends an order
-resting on the book is delivered as its reply (caerus.execution.transports.account_stream). The fills settle too:
+resting on the book is delivered as its reply (caerus.venuekit.account_stream). The fills settle too:
 fills that complete an order awaiting its reply settle it (``fills_resolved``), and the fills of every order are
 checked against what its reply said (``fills_confirmed``; more, or less after a grace period, is a mismatch naming
 the instrument and both sides, and the position watch halts trading on it). ``userFills``' first message after a
@@ -45,9 +45,19 @@ from typing import Any
 import msgspec
 
 from caerus import wire
-from caerus.execution.credentials import CredentialsError
-from caerus.execution.transports.account_stream import AccountStreamLedger, Verdict
-from caerus.execution.transports.base import (
+from caerus.instruments import BTC, InstrumentSet
+from caerus.venuekit.account_stream import AccountStreamLedger, Verdict
+from caerus.venuekit.credentials import CredentialsError
+from caerus.venuekit.order_session import (
+    LiveTransportBase,
+    LiveTransportError,
+    ReplySink,
+    WsOrderSession,
+    check_live_guard,
+    check_network_binding,
+    resolve_url,
+)
+from caerus.venuekit.order_transport import (
     O_ORDER_ID,
     O_PX,
     O_QTY,
@@ -61,16 +71,7 @@ from caerus.execution.transports.base import (
     VenueState,
     reply_number,
 )
-from caerus.execution.transports.live import (
-    LiveTransportBase,
-    LiveTransportError,
-    ReplySink,
-    WsOrderSession,
-    check_live_guard,
-    check_network_binding,
-    resolve_url,
-)
-from caerus.instruments import BTC, InstrumentSet
+from caerus.venues.hyperliquid import ORDER_URLS, data
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.nonces import NonceReservation
 from caerus.venues.hyperliquid.signing import order_action, order_wire
@@ -296,7 +297,8 @@ class HyperliquidTransport(LiveTransportBase):
         self.network = network
         assert network is not None  # check_live_guard refused anything but a named network
         check_network_binding("hyperliquid", credentials, network, confirm_mainnet)
-        self.url = resolve_url("hyperliquid", network, url, allow_custom_mainnet_url=allow_custom_mainnet_url)
+        self.url = resolve_url("hyperliquid", network, url, urls=ORDER_URLS, path=data.PATH,
+                               allow_custom_mainnet_url=allow_custom_mainnet_url)
         self._signer = credentials.signer(is_mainnet=network == "mainnet")
         self._vault = credentials.vault_address
         # per instrument id: (asset index, szDecimals); ``asset``/``sz_decimals``/``coin`` describe a single

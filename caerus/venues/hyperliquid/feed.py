@@ -17,10 +17,10 @@ from typing import Any
 
 import msgspec
 
-from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import DEPTH, VALID, BookState, FeedSink
 from caerus.net.ws import WsSession
-from caerus.venues.book import NULL_SIDE, TIME_BACKWARDS, WRONG_INSTRUMENT, check_levels
+from caerus.venuekit.book_rules import NULL_SIDE, TIME_BACKWARDS, WRONG_INSTRUMENT, check_levels
+from caerus.venuekit.feed_loop import DEPTH, VALID, BookState, FeedSink
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.wire import Venue
 

@@ -21,7 +21,7 @@ from caerus.feed.config import CLIENTS
 from caerus.ipc.counters import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
-from caerus.venues.book import check_levels
+from caerus.venuekit.book_rules import check_levels
 from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass
 from tests.fixtures.common import Started
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import FeedSink
 from caerus.feed.warm import FeedWarmer, synthetic_frames
 from caerus.net.ws import WsSession
+from caerus.venuekit.feed_loop import FeedSink
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues import registry
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink

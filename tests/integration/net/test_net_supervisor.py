@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.server import ServerConnection
 
-from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.failures import FailureClass
 from caerus.net.supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.ws import WsSession, client_ssl_context
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance import data as binance
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid import data as hyperliquid

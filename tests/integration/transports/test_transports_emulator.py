@@ -13,9 +13,10 @@ import pytest
 from eth_account import Account
 
 from caerus import wire
-from caerus.execution.credentials import Secret, load_credentials
-from caerus.execution.transports.base import VenueReply
+from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.credentials import Secret
+from caerus.venuekit.order_transport import VenueReply
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from tests.fixtures.transports_orders import next_reply

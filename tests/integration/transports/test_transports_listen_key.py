@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from caerus.execution.credentials import REDACTED, load_credentials
+from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.credentials import REDACTED
 from caerus.venues.binance.execution import USER_STREAM_PATH
 from tests.fixtures.common import free_port
 from tests.fixtures.transports_orders import OrderServer
@@ -79,7 +80,7 @@ def test_an_unexpected_handshake_error_is_a_failed_connect_with_the_key_redacted
                                                                                  ) -> None:
     """Whatever a venue makes the handshake raise is a failed connect (retried with back-off), never an exception
     that ends the reader thread; its message carries the URL's secret redacted."""
-    from caerus.execution.transports import live
+    from caerus.venuekit import order_session as live
 
     async def silent(ws) -> None:
         await ws.wait_closed()

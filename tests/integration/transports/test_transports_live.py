@@ -14,10 +14,12 @@ import pytest
 from eth_account import Account
 
 from caerus import wire
-from caerus.execution.credentials import CredentialsError, Secret, load_credentials
-from caerus.execution.transports.base import Transport
-from caerus.execution.transports.live import LiveConfigError, LiveTransportError, make_live_transport
+from caerus.execution.credentials import load_credentials
+from caerus.execution.transports.live import make_live_transport
 from caerus.sim import orders
+from caerus.venuekit.credentials import CredentialsError, Secret
+from caerus.venuekit.order_session import LiveConfigError, LiveTransportError
+from caerus.venuekit.order_transport import Transport
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import CODE_ACTION_ERROR, CODE_ORDER_ERROR

@@ -37,7 +37,7 @@ def pathological_frame(size: int = FRAME_BYTES) -> bytes:
 CHILD = r"""
 import json, sys, threading, time
 import caerus.venues.hyperliquid.signing  # the signing stack, as the execution engine carries it
-from caerus.execution.transports.live import WsOrderSession
+from caerus.venuekit.order_session import WsOrderSession
 from caerus.venues.binance import data as binance
 from caerus.venues.hyperliquid import data as hyperliquid
 

@@ -16,7 +16,8 @@ from eth_account import Account
 
 from caerus import wire
 from caerus.execution.credentials import load_credentials
-from caerus.execution.transports.live import LiveTransportError, make_live_transport
+from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.order_session import LiveTransportError
 from tests.fixtures.common import Started
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records

@@ -12,7 +12,8 @@ import pytest
 
 from caerus import wire
 from caerus.execution.credentials import load_credentials
-from caerus.execution.transports.live import LiveTransportError, make_live_transport
+from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.order_session import LiveTransportError
 from tests.fixtures.transports_orders import OrderServer, next_reply
 from tests.kit import records
 

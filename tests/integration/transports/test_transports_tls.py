@@ -14,7 +14,8 @@ import ssl
 import pytest
 
 from caerus.execution.credentials import load_credentials
-from caerus.execution.transports.live import LiveTransportError, make_live_transport, ssl_context
+from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.order_session import LiveTransportError, ssl_context
 from tests.fixtures.transports_orders import OrderServer
 
 pytestmark = pytest.mark.integration

@@ -25,11 +25,11 @@ from caerus.execution.config import RiskConfig
 from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.base import VenueReply
 from caerus.execution.transports.live import make_live_transport
 from caerus.execution.unwind import FlattenOnHalt, cancel_resting
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.runtime.supervisor import HaltCause, Supervisor
+from caerus.venuekit.order_transport import VenueReply
 from caerus.wire import ORDER, Tif, Venue
 from tests.fixtures.pipeline import make_book
 from tests.integration.transports.test_transports_status_query import _mid

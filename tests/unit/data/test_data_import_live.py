@@ -16,11 +16,11 @@ import pytest
 
 from caerus import data
 from caerus.data.imports import ImportOptions, binance_streams, hftbacktest, run_import
-from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.venuekit.book_rules import check_levels, check_levels_many
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance.feed import BinanceSink
-from caerus.venues.book import check_levels, check_levels_many
 from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, RejectReason, Venue
 

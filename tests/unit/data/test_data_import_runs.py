@@ -16,7 +16,7 @@ from caerus.data.imports import ImportRefused, binance_streams, compressed, hftb
 from caerus.data.imports.formats import ReadOptions, detect
 from caerus.data.imports.lines import stamped
 from caerus.data.imports.records import Chunk
-from caerus.venues.book import MALFORMED
+from caerus.venuekit.book_rules import MALFORMED
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "data" / "real"
 REAL = [FIX / "usdm_btcusdt_20240808_head.gz", FIX / "spot_btcusdt_20240808_head.gz",

@@ -8,8 +8,8 @@ import secrets
 
 import pytest
 
-from caerus.execution.credentials import Secret
 from caerus.instruments import Instrument, InstrumentSet
+from caerus.venuekit.credentials import Secret
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.execution import BinanceTransport
 from caerus.wire import Outcome, Venue

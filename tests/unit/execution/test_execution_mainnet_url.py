@@ -14,8 +14,9 @@ import pytest
 from eth_account import Account
 
 from caerus.execution import app
-from caerus.execution.credentials import Secret
-from caerus.execution.transports.live import LiveConfigError, make_live_transport
+from caerus.execution.transports.live import make_live_transport
+from caerus.venuekit.credentials import Secret
+from caerus.venuekit.order_session import LiveConfigError
 from caerus.venues import binance, hyperliquid
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials

@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from caerus import wire
-from caerus.execution.credentials import Secret
-from caerus.execution.transports.base import VenueReply
+from caerus.venuekit.credentials import Secret
+from caerus.venuekit.order_transport import VenueReply
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.execution import BinanceTransport
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials

@@ -18,11 +18,11 @@ from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.paper import PaperAccount
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import make_live_transport, make_transport
-from caerus.execution.transports.base import SendResult, VenueReply
 from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.venuekit.order_transport import SendResult, VenueReply
 from caerus.wire import EXEC, EXEC_I, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
 from tests.fixtures.pipeline import make_book
 

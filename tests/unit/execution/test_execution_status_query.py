@@ -88,7 +88,7 @@ def test_a_filled_order_of_size_zero_resolves_nothing() -> None:
 def _hl_transport() -> Any:
     import secrets
 
-    from caerus.execution.credentials import Secret
+    from caerus.venuekit.credentials import Secret
     from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
     from caerus.venues.hyperliquid.execution import HyperliquidTransport
 
@@ -166,7 +166,7 @@ def test_the_fills_of_a_resting_order_come_from_the_account_stream() -> None:
 def _bn_transport() -> Any:
     import secrets
 
-    from caerus.execution.credentials import Secret
+    from caerus.venuekit.credentials import Secret
     from caerus.venues.binance.credentials import BinanceCredentials
     from caerus.venues.binance.execution import BinanceTransport
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from caerus.execution.credentials import Secret
 from caerus.instruments import Instrument, InstrumentSet
+from caerus.venuekit.credentials import Secret
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import HyperliquidTransport, cloid
 from caerus.wire import Outcome, Venue

@@ -16,8 +16,8 @@ from caerus import instruments
 from caerus.config import ConfigError
 from caerus.feed.app import pool_supervisors
 from caerus.feed.config import add_arguments, from_args
-from caerus.feed.outputs import FeedOutputs
 from caerus.instruments import BTC, Instrument, InstrumentSet
+from caerus.venuekit.feed_outputs import FeedOutputs
 
 
 def _cfg(*argv: str):

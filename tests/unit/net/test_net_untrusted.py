@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from caerus.net.untrusted import MAX_DEPTH, decode_untrusted, nesting_depth, string_mask
+from caerus.venuekit.frames import FrameKind
 from caerus.venues.binance import data as binance
-from caerus.venues.frames import FrameKind
 from caerus.venues.hyperliquid import data as hyperliquid
 
 DEEP = [b"[" * 1_000_000, b'{"a":' * 100_000, b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)]

@@ -11,7 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from caerus.execution.credentials import CredentialsError, Secret, load_credentials, load_from_env, load_from_file
+from caerus.execution.credentials import load_credentials, load_from_env, load_from_file
+from caerus.venuekit.credentials import CredentialsError, Secret
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 

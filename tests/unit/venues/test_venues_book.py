@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from caerus.venues.book import OK, check_levels, reject_counter
+from caerus.venuekit.book_rules import OK, check_levels, reject_counter
 from caerus.wire import RejectReason
 
 NAN = float("nan")

@@ -7,8 +7,8 @@ import math
 import msgspec
 import pytest
 
+from caerus.venuekit.frames import FrameKind
 from caerus.venues.binance import data as binance
-from caerus.venues.frames import FrameKind
 from caerus.venues.hyperliquid import data as hyperliquid
 
 # From the Binance USD-M docs (bookTicker), plus the st/ps fields the stream may carry.

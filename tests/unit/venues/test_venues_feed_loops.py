@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from caerus.feed.outputs import FeedOutputs
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, BOOK_I, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable

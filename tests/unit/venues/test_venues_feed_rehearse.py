@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import FeedSink
 from caerus.feed.warm import synthetic_frames
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.venuekit.feed_loop import FeedSink
+from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues import registry
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink

@@ -25,14 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from caerus.feed.outputs import FeedOutputs
-from caerus.feed.sink import FeedSink
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.venuekit.book_rules import check_levels
+from caerus.venuekit.feed_loop import FeedSink
+from caerus.venuekit.feed_outputs import FeedOutputs
+from caerus.venuekit.frames import FrameKind
 from caerus.venues.binance import data as binance
 from caerus.venues.binance.feed import BinanceSink
-from caerus.venues.book import check_levels
-from caerus.venues.frames import FrameKind
 from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, BOOK_I, BookFlags, Venue

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 
 from caerus.net.failures import Failure, SessionEnded
 from caerus.net.ws import WsSession
-from caerus.venues.book import MALFORMED, WITHDRAWS_QUOTE, reject_counter
-from caerus.venues.frames import FrameKind
+from caerus.venuekit.book_rules import MALFORMED, WITHDRAWS_QUOTE, reject_counter
+from caerus.venuekit.frames import FrameKind
 from caerus.wire import BOOK, BookFlags, EventKind, FailureClass, RejectReason
 
 if TYPE_CHECKING:
-    from caerus.feed.outputs import FeedOutputs
     from caerus.net.supervisor import Supervisor
+    from caerus.venuekit.feed_outputs import FeedOutputs
 
 VALID = int(BookFlags.VALID)
 DEPTH = int(BookFlags.DEPTH)

@@ -30,7 +30,7 @@ class FeedSpec:
     #: connection (raises ValueError past the venue's per-connection limit)
     subscribe: Callable[[Sequence[str], str], tuple[bytes, ...]]
     #: ``sink(outputs, symbols=(S, ...), ids=(I, ...), lanes=K, parse_error_limit=N)``: the venue's feed loop (a
-    #: caerus.feed.sink.FeedSink; typed Any so this lower layer does not import the feed)
+    #: caerus.venuekit.feed_loop.FeedSink; typed Any so this lower layer does not import the feed)
     sink: Callable[..., Any]
     stale_after_s: float  # data watchdog default
     #: ``book_frame(seq, t_exchange_ms, symbol, bid, bid_qty, ask, ask_qty)``: the venue message that carries a

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -28,12 +29,34 @@ from caerus.ipc.swmr import SwmrWriter
 from caerus.ipc.wait import WaitPolicy
 from caerus.metrics.hdr import IntervalLog, SampleBuffer, instrument_tag
 from caerus.net.failures import Failure, counter_name
-from caerus.venues.book import reject_counter
+from caerus.venuekit.book_rules import reject_counter
 from caerus.wire import BOOK, EVENT, EventKind, FailureClass, RejectReason
 
 if TYPE_CHECKING:
-    from caerus.feed.sink import FeedSink, Lane
     from caerus.net.ws import WsSession
+
+
+class ReportedLoop(Protocol):
+    """What the outputs read from the feed loop they report for (caerus.venuekit.feed_loop.FeedSink). A protocol,
+    so that this module does not import the loop that imports it."""
+
+    @property
+    def n_books(self) -> int: ...
+
+    @property
+    def last_t_ex(self) -> int: ...
+
+    @property
+    def active(self) -> WsSession | None: ...
+
+    @property
+    def books(self) -> Mapping[str, Any]: ...
+
+    def untradeable_ns(self, t_ns: int) -> int: ...
+
+    def take_samples(self) -> int: ...
+
+    def connection_lost(self, conn: int, t_ns: int, lane: Any = None) -> None: ...
 
 #: integer counters in the feed's counter block (documented in docs/feeds.md)
 INT_COUNTERS: tuple[str, ...] = (
@@ -140,7 +163,7 @@ class FeedOutputs:
         self._log = log_stream or sys.stderr
         self._venue_code = venue_code  # the wire code of every event record (the venue registry's)
         self._idx = {name: i for i, name in enumerate(self.counters.int_names)}
-        self.sink: FeedSink | None = None
+        self.sink: ReportedLoop | None = None
         self._msgs_closed = 0  # messages received by sessions that already ended
         self._cpu0: tuple[int, int] | None = None  # (CPU time, messages) when the first message had arrived
 
@@ -176,7 +199,7 @@ class FeedOutputs:
             url=session.url,
         )
 
-    def connection_lost(self, conn: int, lane: Lane | None = None) -> None:
+    def connection_lost(self, conn: int, lane: Any = None) -> None:
         """A connection of the pool is gone: its instruments get STALE records (``lane`` None: the first lane)."""
         if self.sink is not None:
             self.sink.connection_lost(conn, time.time_ns(), lane)
@@ -229,7 +252,7 @@ class FeedOutputs:
         hlog.drain_keyed(self.tag_internal, self.feed_internal, keys, self.inst_tags_internal)
         hlog.drain_keyed(self.tag_age, self.info_age, keys, self.inst_tags_age)
 
-    def _instrument_counters(self, sink: FeedSink, ints: memoryview) -> None:
+    def _instrument_counters(self, sink: ReportedLoop, ints: memoryview) -> None:
         base = len(INT_COUNTERS)
         now = time.time_ns()
         by_id = {st.id: st for st in sink.books.values()}
