@@ -218,7 +218,7 @@ def bench_hot_path(phases: int, phase_s: float, gap_us: float, work: Path) -> tu
     cpu_on = 0.0
     on_s = 0.0
     try:
-        from caerus.ipc.counters import CounterBlock
+        from caerus.ipc.counter_block import CounterBlock
 
         block = CounterBlock.attach(stats, timeout=120)  # capture is up: chDB imported, store open
         ready.wait(120)

@@ -8,7 +8,7 @@ fitted on each walk-forward fold's training rows and scored on its validation ro
 validation walk total net of costs (bps) at the best threshold of the entry grid, as ``caerus train``
 scores them. Printed per
 set: the best candidate by mean R^2 with both numbers, then every candidate's R^2/total. Seeded: the same options
-print the same table. The sets are of the current feature schema (caerus.strategy.features.NAMES); schema 1's run,
+print the same table. The sets are of the current feature schema (caerus.strategy.feature_vector.NAMES); schema 1's run,
 which chose schema 2 (without bn_ofi and hl_block_phase), is quoted in docs/research.md, Decision cost.
 
     python -m benchmarks.feature_ablation [--market default] [--seeds 10] [--minutes 20] [--json PATH]
@@ -38,7 +38,7 @@ from caerus.research.models.train import (
 )
 from caerus.research.models.walkforward import folds
 from caerus.research.verdict.pipeline import VerdictOptions
-from caerus.strategy.features import NAMES
+from caerus.strategy.feature_vector import NAMES
 
 #: the features dropped alone (the costlier ones per book first), then together (the two spreads: bn_spread's drop
 #: raised validation R^2 in schema 1's run, docs/research.md)

@@ -204,7 +204,7 @@ def _intervals(t_recv: np.ndarray, t_publish: np.ndarray, t_seen: np.ndarray, t_
 
 def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], policy: str, spins: tuple[int, int]
              ) -> tuple[dict, dict]:
-    from caerus.ipc.counters import CounterBlock
+    from caerus.ipc.counter_block import CounterBlock
     from caerus.ipc.swmr import SwmrReader
     from caerus.wire import EXEC, EXEC_I
 

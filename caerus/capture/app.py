@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     pin_all_threads(args.cpu_list)  # threads started before the pin (allocator, BLAS) follow too
     counters = None
     if args.stats_segment:
-        from caerus.ipc.counters import CounterBlock
+        from caerus.ipc.counter_block import CounterBlock
 
         counters = CounterBlock.create(args.stats_segment, ints=counter_names(args.segment))
     cap = Capture(cfg, output, counters)

@@ -20,7 +20,7 @@ import msgspec
 import pandas as pd
 
 from caerus.config import ConfigBase, NonNegative, Positive
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.wait import WaitPolicy, make_waiter
 from caerus.runtime.memwatch import MemWatch
 

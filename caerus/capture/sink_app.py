@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     counters = None
     if args.stats_segment:
-        from caerus.ipc.counters import CounterBlock
+        from caerus.ipc.counter_block import CounterBlock
 
         counters = CounterBlock.create(args.stats_segment, ints=counter_names())
     sink = Sink(args.brokers, args.topic, ch, group=args.group, batch_max=args.batch_max,

@@ -26,7 +26,7 @@ from caerus.config import ConfigError, load_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig
 from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
-from caerus.execution.paper import ARMS
+from caerus.execution.paper_account import ARMS
 from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport

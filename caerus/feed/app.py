@@ -26,8 +26,8 @@ from caerus.feed.warm import FeedWarmer, synthetic_frames
 from caerus.ipc.segment import SegmentError
 from caerus.net import eventloop
 from caerus.net.busy import BusyWsSession
+from caerus.net.connection_supervisor import Supervisor
 from caerus.net.pacing import TokenBucket
-from caerus.net.supervisor import Supervisor
 from caerus.net.ws import WsSession, client_ssl_context
 from caerus.plan import pin_current_process
 from caerus.venuekit.feed_loop import FeedSink

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from caerus import instruments
 from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
-from caerus.net.supervisor import Endpoint, SupervisorConfig
+from caerus.net.connection_supervisor import Endpoint, SupervisorConfig
 from caerus.plan import FEED_CLIENTS, parse_cpu_list
 from caerus.venuekit.spec import VenueSpec
 from caerus.venues import registry

@@ -23,7 +23,7 @@ import psutil
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.segment import SegmentError
 from caerus.metrics.hdr import split_instrument_tag
 from caerus.monitoring import names

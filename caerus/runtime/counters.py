@@ -5,7 +5,7 @@ from __future__ import annotations
 import array
 from collections.abc import Sequence
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 
 
 class LocalCounters:

@@ -7,7 +7,7 @@ rejected (risk, venue, or a send that failed before anything went out), unknown_
 UNKNOWN and later got a final result), and -- for orders with no final result when the session ended --
 unknown (the engine said UNKNOWN) or sent_no_result (SENT only: the null transport, or a session cut short).
 
-PnL: a :class:`caerus.execution.paper.PaperAccount` per venue booked with the confirmed fills only (average
+PnL: a :class:`caerus.execution.paper_account.PaperAccount` per venue booked with the confirmed fills only (average
 cost, each venue's taker fee as the paper transport charges it: ``PaperConfig.taker_bps``, or one fixed
 ``fee_bps``). The open position is marked at the last confirmed fill price of its venue (the
 session reads no books), so ``pnl`` = realized - fees, and ``open_position`` says what is left unmarked.
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from caerus.execution.config import PaperConfig
-from caerus.execution.paper import PaperAccount
+from caerus.execution.paper_account import PaperAccount
 from caerus.wire import EXEC_I, ExecFlags, Outcome, Venue
 
 _REPLY = int(ExecFlags.REPLY)

@@ -26,7 +26,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.segment import SegmentError
 from caerus.ipc.swmr import SwmrReader
 from caerus.session.collect import headline_counts

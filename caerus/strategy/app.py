@@ -5,8 +5,8 @@ One ring per venue, or one per feed process when the plan splits a venue's instr
 
 One instrument (the default) reads each ring in latest-value mode: a burst is skipped to its newest book. Many
 instruments share each venue's ring, so it is read in every-record mode (the newest record of the ring is not the
-newest of every instrument); each record goes to its instrument's decision object (caerus.strategy.desk), and a
-reader lapped by the feed counts what it lost (``books.lost``).
+newest of every instrument); each record goes to its instrument's decision object (caerus.strategy.instrument_desk),
+and a reader lapped by the feed counts what it lost (``books.lost``).
 
 Hot loop (per new book): stamp t_seen, sample book_hop (t_seen - t_publish), run the decision; on an order stamp
 t_decision immediately before the push into the order ring and sample tick_to_decision (t_decision - the trigger
@@ -49,7 +49,7 @@ from caerus.runtime.process import serve
 from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.strategy.ab import AbWindows
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES
 from caerus.strategy.model_signal import ModelError
 from caerus.strategy.orders import FINAL_NAMES, OrderTable

@@ -12,10 +12,10 @@ falls to ``exit_bps`` (Hyperliquid caught up, or the EWMA absorbed the move), go
 or the position is ``max_hold_ms`` old. ``cooldown_ms`` separates an order from the next entry; exits are never
 held back by the cooldown. Entries that would take |position| beyond ``max_position`` are blocked.
 
-One instance per instrument (caerus.strategy.desk): its own books, EWMA, orders and position; its parameters are
-the config's with the instrument's own values (``StrategyConfig.for_instrument``), and its price grid comes from
-the instrument's ``szDecimals``. With ``order_notional`` set and no ``order_qty`` of its own, the entry size is
-fixed at the instrument's first Hyperliquid book.
+One instance per instrument (caerus.strategy.instrument_desk): its own books, EWMA, orders and position; its parameters
+are the config's with the instrument's own values (``StrategyConfig.for_instrument``), and its price grid comes from the
+instrument's ``szDecimals``. With ``order_notional`` set and no ``order_qty`` of its own, the entry size is fixed at the
+instrument's first Hyperliquid book.
 
 Kill switch: once ``halted`` no order fires, except -- with ``flatten_on_halt`` -- one FLATTEN IOC closing the
 position the strategy believes it holds (still subject to the book guards below).

@@ -5,7 +5,7 @@ The model file (JSON, written by ``caerus train``, caerus.research.models) holds
 weights and intercept, or gradient-boosted trees as node arrays. Nothing here imports scikit-learn or LightGBM.
 :func:`load_model` checks the file's content hash, refuses a model that training declined (``tradeable: false``:
 no candidate had a validation edge net of fees and spread) with its reason, and refuses a model whose feature schema
-is not this code's (caerus.strategy.features) with one line naming the difference.
+is not this code's (caerus.strategy.feature_vector) with one line naming the difference.
 
 A model file is input, not code: the loader bounds what it costs before anything is generated from it. Only a
 regular file is read, up to MAX_MODEL_BYTES; a config may pin the content hash it expects
@@ -27,7 +27,7 @@ Generated code is built only from validated numbers (floats printed with ``repr`
 text the file carries.
 
 :class:`ModelArb` is the latency-arb decision object with the model's predicted Hyperliquid move in place of the
-naive basis signal: the incremental features (one :class:`~caerus.strategy.features.FeatureState`) are updated on
+naive basis signal: the incremental features (one :class:`~caerus.strategy.feature_vector.FeatureState`) are updated on
 every book; the score is the predicted move over the model's horizon (bps), and ``signal`` is that move net of
 Hyperliquid's half spread (the cost of crossing). Entries on Binance books when ``|signal| >= entry_bps``; exits
 when the predicted move in the position's direction falls to ``exit_bps`` or reverses past ``reversal_bps``, or at
@@ -51,7 +51,7 @@ from typing import Any
 from caerus.config import load_config
 from caerus.instruments import Instrument
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
+from caerus.strategy.feature_vector import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
 from caerus.strategy.latency_arb import G_COOLDOWN, G_POSITION, LatencyArb, _exit_qty
 from caerus.wire import BOOK_I, OrderReason, Side, Venue
 

@@ -35,7 +35,7 @@ from caerus.venuekit.frames import FrameKind
 from caerus.wire import BOOK, BookFlags, EventKind, FailureClass, RejectReason
 
 if TYPE_CHECKING:
-    from caerus.net.supervisor import Supervisor
+    from caerus.net.connection_supervisor import Supervisor
     from caerus.venuekit.feed_outputs import FeedOutputs
 
 VALID = int(BookFlags.VALID)

@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrWriter
 from caerus.ipc.wait import WaitPolicy
 from caerus.metrics.hdr import IntervalLog, SampleBuffer, instrument_tag

@@ -29,7 +29,7 @@ from caerus.execution.books import (
     book_ok,
 )
 from caerus.execution.config import PaperConfig
-from caerus.execution.paper import PaperAccount
+from caerus.execution.paper_account import PaperAccount
 from caerus.venuekit.order_transport import (
     O_FLAGS,
     O_ORDER_ID,

@@ -41,7 +41,7 @@ from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.research.backtest.observed import ObservedDraws
 from caerus.strategy.ab import AbWindows
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE
 from caerus.wire import EXEC, BookFlags, Tif, Venue
 

@@ -146,7 +146,8 @@ def book_met(times: np.ndarray, t: np.ndarray, block_ns: int) -> np.ndarray:
     when it is within ``block_ns`` of it (the next block moved the top: the order meets the book after it), else the
     newest at or before ``t`` (a block that left the top as it was); ``block_ns`` 0: continuous matching. -1: before
     the first book. The same rule as :meth:`FillModel.fill` (tests/unit/research/test_backtest_execution.py checks
-    they agree); the training target uses it so it scores the price an order would get (caerus.research.features)."""
+    they agree); the training target uses it so it scores the price an order would get
+    (caerus.research.training_data)."""
     if not len(times):
         return np.full(np.shape(t), -1, dtype=np.int64)
     i = np.searchsorted(times, t, side="right")

@@ -2,7 +2,7 @@
 instrument and in total -- computed after the replay from its orders and the target venue's mids (numpy, off the
 loop).
 
-Conventions (the paper account's, caerus.execution.paper): realised PnL on average cost; marked = realised + the
+Conventions (the paper account's, caerus.execution.paper_account): realised PnL on average cost; marked = realised + the
 open position at the last mid - fees; a fill's markout at horizon h is ``side * (mid(t_fill + h) - px) / px`` in
 bps with ``mid(t)`` the mid of the newest tradeable target-venue book at or before t on the fill model's clock (a
 fill whose t + h is past the data is not counted). Hit rate: round trips (flat -> position -> flat) whose PnL net

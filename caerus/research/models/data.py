@@ -14,7 +14,7 @@ import numpy as np
 
 from caerus.research.backtest import sources
 from caerus.research.backtest.latency import LatencyModel
-from caerus.research.features import Dataset, dataset
+from caerus.research.training_data import Dataset, dataset
 from caerus.sim.core.market_config import load_market
 
 
@@ -58,7 +58,7 @@ def training_rows(lines: list[Timeline], horizon_ms: float, shift_ms: float = 0.
                   block_ns: int = 0) -> tuple[Dataset, np.ndarray]:
     """Rows of every timeline's training range (targets that end past the split are dropped: no row looks into
     the test range), and each row's timeline index (folds split each timeline on its own). ``latency``: when the
-    strategy sees each book (default: the dataset's own, caerus.research.features), as the backtest it is scored
+    strategy sees each book (default: the dataset's own, caerus.research.training_data), as the backtest it is scored
     with draws it; ``order_ns`` and ``block_ns``: where the target's window opens and closes (the dataset's)."""
     parts, src = [], []
     for k, line in enumerate(lines):

@@ -6,12 +6,12 @@ trees (LightGBM, single-threaded and deterministic) over a small grid of sizes. 
 fold's training rows and scored on its validation rows only (caerus.research.models.walkforward: by time, purged by
 the target horizon). Nothing outside the training range is read.
 
-**Scored net of costs.** A round trip on Hyperliquid pays the spread on the way in and out and a taker fee on both
-legs: ``cost = entry_half_spread + exit_half_spread + 2 x fee`` (bps; the half spreads are the venue's at the target
-window's ends, caerus.research.features; the fee by tier from caerus.research.backtest.fills, 4.5 bps at Hyperliquid's
-base tier, or ``fee_bps``). Each candidate's out-of-fold signal (its prediction net of the half spread the strategy
-saw, as the live model signal computes it) is walked in time through each validation fold with the strategy's
-cooldown at every threshold of ``ENTRY_GRID``, each entry earning ``side * y - cost``. A candidate's score is its
+**Scored net of costs.** A round trip on Hyperliquid pays the spread on the way in and out and a taker fee on both legs:
+``cost = entry_half_spread + exit_half_spread + 2 x fee`` (bps; the half spreads are the venue's at the target window's
+ends, caerus.research.training_data; the fee by tier from caerus.research.backtest.fills, 4.5 bps at Hyperliquid's base
+tier, or ``fee_bps``). Each candidate's out-of-fold signal (its prediction net of the half spread the strategy saw, as
+the live model signal computes it) is walked in time through each validation fold with the strategy's cooldown at every
+threshold of ``ENTRY_GRID``, each entry earning ``side * y - cost``. A candidate's score is its
 best pooled validation total over thresholds with at least ``min_entries`` entries; the candidate and threshold with
 the largest score (within the decision cost budget) are chosen. R^2 and correlation are recorded, not used to choose.
 
@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 
 from caerus.research.backtest.fills import TAKER_BPS
-from caerus.research.features import Dataset
 from caerus.research.models.walkforward import folds
-from caerus.strategy.features import N_FEATURES, schema
+from caerus.research.training_data import Dataset
+from caerus.strategy.feature_vector import N_FEATURES, schema
 from caerus.strategy.model_signal import FORMAT, content_hash
 from caerus.wire import Venue
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from caerus.feed.config import CLIENTS
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
 from caerus.venuekit.book_rules import check_levels

@@ -10,8 +10,8 @@ import pytest
 from websockets.asyncio.server import ServerConnection
 
 from caerus.ipc.swmr import SwmrReader
+from caerus.net.connection_supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.failures import FailureClass
-from caerus.net.supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.ws import WsSession, client_ssl_context
 from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance import data as binance

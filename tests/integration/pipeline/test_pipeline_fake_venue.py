@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import BOOK, BOOK_I, EXEC, EXEC_I, Outcome, is_tradeable
 from tests.fixtures.common import Started

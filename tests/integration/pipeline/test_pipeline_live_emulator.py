@@ -16,7 +16,7 @@ import pytest
 from eth_account import Account
 
 from caerus.execution.engine import EXEC_FLAG_REPLY
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import EXEC, Outcome
 from tests.fixtures.common import Started

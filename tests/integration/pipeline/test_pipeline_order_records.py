@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
 from caerus.wire import EXEC, EXEC_I, ORDER, OrderReason, Outcome, RiskReject, Tif, Venue

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from caerus.execution.engine import EXEC_FLAG_REPLY
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
 from caerus.runtime.supervisor import HaltCause, State

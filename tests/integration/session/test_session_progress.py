@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrWriter
 from caerus.session import launch
 from caerus.session.progress import LiveStats, one_line, render

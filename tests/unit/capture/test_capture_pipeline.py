@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from caerus.capture.pipeline import Capture, CaptureConfig, counter_names
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrWriter
 from caerus.wire import BOOK, EXEC
 from tests.fixtures.capture_rings import book, exec_record

@@ -15,7 +15,7 @@ from caerus.execution import config as execution_config
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import ExecutionConfig, PaperConfig, RiskConfig
 from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
-from caerus.execution.paper import PaperAccount
+from caerus.execution.paper_account import PaperAccount
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import make_live_transport, make_transport
 from caerus.execution.transports.null import NullTransport

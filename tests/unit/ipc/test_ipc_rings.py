@@ -9,7 +9,7 @@ import pytest
 
 from caerus import wire
 from caerus.ipc import segment
-from caerus.ipc.counters import CounterBlock
+from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.spsc import SpscReader, SpscWriter
 from caerus.ipc.swmr import SwmrReader, SwmrWriter

@@ -37,7 +37,7 @@ from caerus.runtime.memwatch import MemWatch
 from caerus.runtime.supervisor import Supervisor
 from caerus.strategy import app as strategy_app
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.wire import BOOK, EXEC, ORDER, OrderReason, Tif, Venue
 from tests.fixtures.pipeline import make_book
 

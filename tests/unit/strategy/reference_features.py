@@ -1,15 +1,15 @@
-"""The oracle for caerus.strategy.features.FeatureState's hot-path rewrites: the feature update in its earlier,
+"""The oracle for caerus.strategy.feature_vector.FeatureState's hot-path rewrites: the feature update in its earlier,
 plainer form (every ring pointer walked on every book, fields read by index), frozen here. A faster FeatureState must
 give the same vector and state, bit for bit (test_strategy_features_reference.py); a change of a feature's
 *definition* is a new SCHEMA_VERSION and a new reference, not an edit of this one.
 
 It computes feature schema 1 (``NAMES_V1``, its indices and constants kept here, as they were in
-caerus.strategy.features then). Schema 2 only removed two features (``bn_ofi``, ``hl_block_phase``) and defined no
+caerus.strategy.feature_vector then). Schema 2 only removed two features (``bn_ofi``, ``hl_block_phase``) and defined no
 other anew, so this oracle still checks it: FeatureState's vector is this one's without those two columns."""
 
 from __future__ import annotations
 
-from caerus.strategy.features import (
+from caerus.strategy.feature_vector import (
     _BINANCE,
     _HYPERLIQUID,
     _LN2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from caerus.config import ConfigError
-from caerus.execution.paper import PaperAccount
+from caerus.execution.paper_account import PaperAccount
 from caerus.strategy.ab import AbWindows, arm_at
 from caerus.strategy.config import AB_DEFAULT_WINDOW_S, StrategyConfig
 

@@ -7,7 +7,7 @@ import pytest
 from caerus.config import ConfigError
 from caerus.instruments import BTC, Instrument, InstrumentSet
 from caerus.strategy.config import InstrumentParams, StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.wire import Outcome, Venue
 from tests.fixtures.pipeline import make_book, make_exec
 

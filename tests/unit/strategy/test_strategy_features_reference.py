@@ -13,7 +13,7 @@ from caerus.research.backtest import engine
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import NAMES, REMOVED, RING, SCHEMA_VERSION, FeatureState
+from caerus.strategy.feature_vector import NAMES, REMOVED, RING, SCHEMA_VERSION, FeatureState
 from caerus.wire import BookFlags, Venue
 from tests.unit.research.models.conftest import line
 from tests.unit.strategy.reference_features import NAMES_V1, ReferenceFeatureState

@@ -9,7 +9,7 @@ import pytest
 from caerus.config import ConfigError, load_config
 from caerus.instruments import BTC, Instrument, InstrumentSet
 from caerus.strategy.config import InstrumentParams, StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.wire import OrderReason, Side, Venue
 from tests.fixtures.pipeline import make_book
 

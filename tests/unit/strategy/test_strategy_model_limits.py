@@ -22,7 +22,7 @@ from caerus.research.models.data import training_rows
 from caerus.research.models.train import _fit, export_trees
 from caerus.strategy import model_signal
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import N_FEATURES
+from caerus.strategy.feature_vector import N_FEATURES
 from caerus.strategy.model_signal import Model, ModelError, load_model, scorer, strategy_model
 from tests.fixtures.model_files import chain, dag, tree, trees_doc, write
 from tests.unit.research.models.conftest import line

@@ -18,8 +18,8 @@ from caerus.research.models.data import training_rows
 from caerus.research.models.train import TrainOptions, train
 from caerus.strategy import app as strategy_app
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.desk import Desk
-from caerus.strategy.features import NAMES, schema, schema_difference
+from caerus.strategy.feature_vector import NAMES, schema, schema_difference
+from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.strategy.model_signal import ModelArb, ModelError, content_hash, load_model
 from tests.unit.research.models.conftest import line

@@ -19,7 +19,7 @@ from caerus.instruments import DEFAULT
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.desk import Desk
+from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.wire import EXEC, EXEC_I, ORDER, ORDER_I, OrderFlags, OrderReason, Outcome, RiskReject, Side
 from tests.unit.execution.test_execution_risk_paper import books_with, order

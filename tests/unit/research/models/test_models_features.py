@@ -12,9 +12,9 @@ from caerus.research.backtest import engine
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
-from caerus.research.features import dataset
+from caerus.research.training_data import dataset
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import F_BASIS_DEV, NAMES, FeatureState
+from caerus.strategy.feature_vector import F_BASIS_DEV, NAMES, FeatureState
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.wire import Venue
 from tests.unit.research.models.conftest import line

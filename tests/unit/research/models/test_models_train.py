@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from caerus import cli
-from caerus.research.features import NAMES, Dataset
 from caerus.research.models import train as train_mod
 from caerus.research.models.data import training_rows
 from caerus.research.models.train import (
@@ -22,6 +21,7 @@ from caerus.research.models.train import (
     train,
 )
 from caerus.research.models.walkforward import folds
+from caerus.research.training_data import NAMES, Dataset
 from caerus.strategy.model_signal import Model, ModelError, load_model, scorer
 from tests.unit.research.models.conftest import line
 

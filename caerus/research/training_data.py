@@ -1,4 +1,4 @@
-"""Training data: the strategy's own incremental features (caerus.strategy.features, the one definition) run over
+"""Training data: the strategy's own incremental features (caerus.strategy.feature_vector, the one definition) run over
 book events, with the target each row is trained to predict.
 
 Books are replayed in the order and at the times the backtest feeds them to the strategy (caerus.research.backtest
@@ -34,7 +34,7 @@ from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules, book_met
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.features import F_BASIS_DEV, N_FEATURES, NAMES, SCHEMA_VERSION, FeatureState, schema
+from caerus.strategy.feature_vector import F_BASIS_DEV, N_FEATURES, NAMES, SCHEMA_VERSION, FeatureState, schema
 from caerus.wire import TRADEABLE, TRADEABLE_MASK, Venue
 
 __all__ = ["NAMES", "SCHEMA_VERSION", "Dataset", "dataset", "schema"]

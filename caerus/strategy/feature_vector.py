@@ -2,7 +2,7 @@
 
 One definition for every user, so they cannot drift: the live strategy's model signal
 (caerus.strategy.model_signal) and therefore the backtest (which replays those same decision objects), and training
-(caerus.research.features runs this class over book events to build the dataset). It lives in caerus.strategy
+(caerus.research.training_data runs this class over book events to build the dataset). It lives in caerus.strategy
 because the fleet may not import caerus.research (.importlinter's layers); research imports it from here.
 
 :class:`FeatureState` keeps one instrument's state in preallocated slots and lists and rewrites ``x`` (a list of
@@ -82,7 +82,8 @@ _H50, _H200, _H1000 = (int(h * 1e6) for h in HORIZONS_MS)  # ns
 _UNPACKED = ("venue", "flags", "symbol", "conn", "reason", "_pad", "seq", "t_exchange", "t_recv", "t_publish",
              "bid_px", "bid_qty", "ask_px", "ask_qty", "t_wire")
 if tuple(BOOK.names) != _UNPACKED:
-    raise ImportError(f"caerus.strategy.features unpacks BOOK as {_UNPACKED}, the layout is now {tuple(BOOK.names)}")
+    raise ImportError(f"caerus.strategy.feature_vector unpacks BOOK as {_UNPACKED}, "
+                      f"the layout is now {tuple(BOOK.names)}")
 
 
 def schema(horizon_ms: float | None = None) -> dict[str, object]:
