@@ -46,6 +46,7 @@ from caerus.runtime.pinning import pin
 from caerus.runtime.process import serve
 from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.venuekit.order_transport import Reconciles, VenueState
+from caerus.venues import registry
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"
@@ -329,13 +330,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _state_options(args: argparse.Namespace) -> dict[str, object]:
-    """Where a live transport keeps state across restarts: Hyperliquid's nonce reservation
-    (caerus.venues.hyperliquid.nonces)."""
-    if args.transport != "hyperliquid":
+    """Where a live transport keeps state across restarts (Hyperliquid's nonce reservation): ``--state-dir``, else
+    the venue's default (its registry entry's ``order_entry.state_dir``); nothing for a venue that keeps none."""
+    entry = registry.get(args.transport).order_entry
+    if entry is None or entry.state_dir is None:
         return {}
-    from caerus.venues.hyperliquid.nonces import default_state_dir
-
-    return {"state_dir": args.state_dir or default_state_dir()}
+    return {"state_dir": args.state_dir or entry.state_dir()}
 
 
 def _loop(ctx: _Ctx) -> None:

@@ -15,12 +15,11 @@ from typing import Any
 
 from caerus.execution.books import V_ASK, V_BID, book_ok
 from caerus.venuekit.order_transport import O_SYMBOL, O_TIF, Reconciles, Unwinds
-from caerus.wire import Tif, Venue
+from caerus.wire import Tif
 
 _IOC = int(Tif.IOC)
 #: how far through the touch a reduce-only IOC is priced (the venue fills it at the book, never worse than this)
 FLATTEN_SLIPPAGE = 0.05
-_VENUES = {"binance": int(Venue.BINANCE), "hyperliquid": int(Venue.HYPERLIQUID)}
 
 
 def cancel_resting(engine: Any, transport: object, timeout_s: float, process: str = "execution") -> dict[str, int]:
@@ -69,7 +68,7 @@ def flatten(engine: Any, transport: object, timeout_s: float, process: str = "ex
     except RuntimeError as exc:
         failed(str(exc))
         return report
-    venue = _VENUES.get(getattr(transport, "name", ""), 0)
+    venue = getattr(transport, "venue", 0)  # the live transport says its venue's wire code
     for k, size in enumerate(state.positions):
         if size == 0.0:
             continue

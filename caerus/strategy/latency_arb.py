@@ -201,7 +201,7 @@ class LatencyArb:
         self._sig = cfg.hl_sig_figs
         self._dec = instrument.hl_max_decimals if instrument is not None else cfg.hl_max_decimals
         self._flatten = cfg.flatten_on_halt
-        self._lead = _HYPERLIQUID if cfg.leader == "hyperliquid" else _BINANCE
+        self._lead = int(Venue[cfg.leader.upper()])  # the leading venue's wire code (config names it)
         self.bn_bid = self.bn_ask = self.bn_mid = 0.0
         self.hl_bid = self.hl_ask = self.hl_mid = 0.0
         self.bn_ok = self.hl_ok = False  # latest record of the venue is VALID and not STALE

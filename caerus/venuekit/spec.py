@@ -76,6 +76,9 @@ class OrderEntrySpec:
     #: ``transport(network=, credentials=, enable_live=, url=, ca_file=, on_reply=, **options)``
     transport: Callable[..., Any]
     credentials: CredentialSpec
+    #: ``state_dir()``: where the transport keeps state across restarts by default (Hyperliquid's nonce
+    #: reservation), passed as its ``state_dir`` option; None: the transport keeps no state
+    state_dir: Callable[[], Path] | None = None
 
 
 @dataclass(frozen=True)

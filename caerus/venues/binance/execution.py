@@ -232,6 +232,7 @@ class BinanceTransport(LiveTransportBase):
     """Live Binance USD-M order entry. Construct via ``make_live_transport('binance', ...)``."""
 
     name = "binance"
+    venue = int(wire.Venue.BINANCE)  # the wire code of the records it sends and answers
 
     def __init__(self, *, network: str | None, credentials: BinanceCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,

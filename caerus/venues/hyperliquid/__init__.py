@@ -12,7 +12,7 @@ from typing import Any
 
 from caerus.instruments import Instrument
 from caerus.venuekit.spec import CredentialSpec, FeedSpec, OrderEntrySpec, VenueSpec
-from caerus.venues.hyperliquid import credentials, data
+from caerus.venues.hyperliquid import credentials, data, nonces
 from caerus.wire import Venue
 
 NAME = "hyperliquid"
@@ -74,5 +74,6 @@ SPEC = VenueSpec(
         transport=_transport,
         credentials=CredentialSpec(from_table=credentials.from_table, env_table=credentials.env_table,
                                    kind=credentials.HyperliquidCredentials),
+        state_dir=nonces.default_state_dir,
     ),
 )

@@ -283,6 +283,7 @@ class HyperliquidTransport(LiveTransportBase):
     """Live Hyperliquid order entry. Construct via ``make_live_transport('hyperliquid', ...)``."""
 
     name = "hyperliquid"
+    venue = int(wire.Venue.HYPERLIQUID)  # the wire code of the records it sends and answers
 
     def __init__(self, *, network: str | None, credentials: HyperliquidCredentials, enable_live: bool = False,
                  url: str | None = None, ca_file: str | None = None, on_reply: ReplyCallback | None = None,
