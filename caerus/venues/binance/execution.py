@@ -133,13 +133,13 @@ def parse_order_result(result: dict[str, Any]) -> ParsedReply | None:
             px = quote / qty
     if status == "FILLED" and qty > 0.0:
         return wire.Outcome.FILLED, px, qty, 0, str(status), "filled"
-    if status == "PARTIALLY_FILLED" or (status in ("EXPIRED", "CANCELED", "EXPIRED_IN_MATCH") and qty > 0.0):
+    if qty > 0.0 and status in ("PARTIALLY_FILLED", "EXPIRED", "CANCELED", "EXPIRED_IN_MATCH"):
         return wire.Outcome.PARTIAL, px, qty, 0, str(status), "partial"
     if status in ("EXPIRED", "CANCELED", "EXPIRED_IN_MATCH"):
         return wire.Outcome.NOT_FILLED, 0.0, 0.0, 0, str(status), "not_filled"
     if status == "NEW":  # accepted and resting
         return wire.Outcome.SENT, 0.0, 0.0, 0, str(status), "acked"
-    return None  # FILLED with nothing filled, or a status we do not know
+    return None  # FILLED or PARTIALLY_FILLED with nothing filled (contradicts itself), or a status we do not know
 
 
 #: order statuses that end an order (any other leaves it live on the book)

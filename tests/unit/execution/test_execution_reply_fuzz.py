@@ -156,3 +156,14 @@ def test_the_documented_fill_reply_resolves_its_order(make: Any, reply: dict[str
     assert r is not None and (r.order_id, r.outcome, r.fill_px, r.fill_qty) == (101, wire.Outcome.FILLED,
                                                                                100_000.0, 0.01)
     assert t._pending == {}
+
+
+def test_a_partial_fill_reply_without_a_filled_quantity_leaves_the_order_tracked() -> None:
+    # Found by the fuzz above: PARTIALLY_FILLED with a price but no executedQty read as a partial fill of 0 at that
+    # price. A reply that contradicts itself resolves nothing: the order stays tracked (a status query, a later
+    # reply or a disconnect resolves it).
+    t = _binance()
+    t._pending.update({1: 101})
+    t._on_message({"id": 1, "status": 200, "result": {"status": "PARTIALLY_FILLED", "avgPrice": "100000.0",
+                                                      "cumQuote": "1000.0"}}, 1)
+    assert t.poll_reply() is None and t._pending == {1: 101}
