@@ -148,7 +148,10 @@ def run_scenario(venue_sim_factory, feed_factory, venue: str, scenario: str, exp
     if expect is not None:
         counter = f"fail.{expect.name.lower()}"
         feed.wait_for(counter, lambda f: f.counters()[counter] >= 1)
-        first_bad = max((e[3] for e in feed.event_records if e[1] == EventKind.DISCONNECTED), default=0)
+        # the counter moves before the DISCONNECTED event is read here: without this wait, first_bad could be 0 and
+        # the old connection's books would pass for the new one's (a stop in back-off: connects 1, seen busy)
+        feed.wait_for("the disconnect event", lambda f: any(e[1] == EventKind.DISCONNECTED for e in f.event_records))
+        first_bad = max(e[3] for e in feed.event_records if e[1] == EventKind.DISCONNECTED)
         feed.wait_for("valid books from a new connection", lambda f: f.valid_from_conn_after(first_bad) >= 20)
     else:
         feed.wait_for("valid books", lambda f: len(f.valid()) >= 50)
