@@ -476,14 +476,18 @@ class MarketDriver:
         mark = self.bn_marks[k].on_top(q.t_ns, q.bid, q.ask, last.px if last is not None else None)
         if self.book_sink is not None:
             self.book_sink("binance", q.bid, q.bid_qty, q.ask, q.ask_qty, symbol=self.instruments[k].name, mark=mark)
-        topic = self.bn_topics[k]
-        if k == self._silent and q.t_ns >= self._silent_from:
-            topic = None
-        if topic is not None and self.topics.has(topic):
-            self.topics.publish(topic, text if text is not None else self._encode(q) or "")
-            self._top_sent("binance", q.t_ns)
+        self._send_top("binance", k, self.bn_topics[k], q, text)
         self.published += 1
         self._pending.append((q, prev))
+
+    def _send_top(self, venue: str, k: int, topic: str | None, ev: BinanceQuote | HlBlock, text: str | None) -> None:
+        """Hand instrument ``k``'s top-of-book frame (pre-encoded ``text``, else encoded now) to its topic's
+        subscribers; nothing while the scenario silences ``k``."""
+        if k == self._silent and ev.t_ns >= self._silent_from:
+            return
+        if topic is not None and self.topics.has(topic):
+            self.topics.publish(topic, text if text is not None else self._encode(ev) or "")
+            self._top_sent(venue, ev.t_ns)
 
     def _book_binance(self, q: BinanceQuote, prev: BinanceQuote | None) -> None:
         """A quote's bookkeeping (in the batch): its depth book and per-quote depth streams, its trade tape."""
@@ -551,12 +555,7 @@ class MarketDriver:
                 if self.book_sink is not None:
                     self.book_sink("hyperliquid", b.bid.px, b.bid.sz, b.ask.px, b.ask.sz,
                                    symbol=self.instruments[k].name, mark=mark)
-            topic = self.hl_topics[k]
-            if k == self._silent and b.t_ns >= self._silent_from:
-                topic = None
-            if topic is not None and self.topics.has(topic):
-                self.topics.publish(topic, text if text is not None else self._encode(b) or "")
-                self._top_sent("hyperliquid", b.t_ns)
+            self._send_top("hyperliquid", k, self.hl_topics[k], b, text)
             self.published += 1
         self._pending.append((b, prev))
 
