@@ -48,17 +48,14 @@ class Opening:
 
 
 def market_text(summary: dict[str, Any], env: dict[str, Any] | None) -> str:
-    """The market the session ran, as its own records name it (env.json's ``market`` when it has one, else the
-    session's options: live venues, or the emulator's market preset or file, and any scenario)."""
+    """The market the session ran, as its own records name it (env.json's ``market`` record, the header's naming,
+    when it has one; a session folder from before the record: its options, live venues or the emulator's market
+    preset or file), and any scenario."""
     named = (env or {}).get("market")
     opts = summary.get("options") or {}
     scenario = f", scenario {opts['scenario']}" if opts.get("scenario") else ""
     if isinstance(named, dict) and named.get("kind"):  # caerus.session's record: one naming for every section
         return market_line(named) + scenario
-    if isinstance(named, dict) and named.get("name"):
-        return str(named["name"]) + (f" ({named['description']})" if named.get("description") else "")
-    if isinstance(named, str) and named:
-        return named
     if opts.get("live") or summary.get("venues") == "live":
         text = "the live venues"
     else:
