@@ -29,6 +29,7 @@ import numpy as np
 
 from caerus.ipc import segment
 from caerus.ipc.segment import KIND_SWMR, OFF_CURSOR, OFF_HEARTBEAT
+from caerus.ipc.swmr_publish import PUBLISHERS
 from caerus.wire import Layout
 
 _CURSOR = OFF_CURSOR // 8
@@ -47,7 +48,10 @@ def _slot_tables(capacity: int, stride: int) -> tuple[tuple[int, ...], tuple[int
 # The writer's side of the protocol above, the one place it is written. One positional parameter per field, not
 # ``*fields``: a feed calls this once per message, and collecting then spreading a 15-tuple cost ~125 ns of the
 # ~630 ns publish (benchmarks.peers' feed decode, same run: Caerus's whole bookTicker path 2.33-2.39 -> 2.08-2.10 us).
-_PUBLISH_TEMPLATE = """
+# The fleet's ring layouts run it as checked-in code: caerus/ipc/swmr_publish.py, rendered from this template by
+# ``python -m caerus.codegen`` (tests/unit/test_codegen.py fails when that file is stale). Only a layout of another
+# field count (none in the fleet today) is compiled here at run time.
+PUBLISH_TEMPLATE = """
 def publish(self, {fields}):
     n = self._n + 1
     i = n & self._mask
@@ -62,11 +66,18 @@ def publish(self, {fields}):
 """
 
 
+def publish_source(n_fields: int) -> str:
+    """The source of the writer's ``publish`` for a layout of ``n_fields`` fields."""
+    return PUBLISH_TEMPLATE.format(fields=", ".join(f"f{k}" for k in range(n_fields)))
+
+
 @functools.cache
 def _publisher(n_fields: int) -> Callable[..., int]:
-    """The writer's ``publish`` for a layout of ``n_fields`` fields (made once per field count)."""
+    """The writer's ``publish`` for a layout of ``n_fields`` fields: the checked-in one, else compiled once."""
+    if n_fields in PUBLISHERS:
+        return PUBLISHERS[n_fields]
     namespace: dict[str, object] = {"_CURSOR": _CURSOR}
-    exec(_PUBLISH_TEMPLATE.format(fields=", ".join(f"f{k}" for k in range(n_fields))), namespace)
+    exec(publish_source(n_fields), namespace)
     fn = namespace["publish"]
     assert callable(fn)
     return fn
