@@ -34,11 +34,10 @@ import numpy as np
 from benchmarks.common import add_common_args, at_least, at_most, emit, raise_priority, summarize
 from caerus import wire
 from caerus.plan import available_cpus, pin_current_process
+from caerus.records.book import BOOK_SEQ, BOOK_T_RECV
 
 CTX = mp.get_context("fork")
 REPO = Path(__file__).resolve().parents[1]
-_T_RECV = wire.BOOK_I.T_RECV  # bound to globals for the timed loop
-_SEQ = wire.BOOK_I.SEQ
 
 
 def _book(i: int, t: int) -> tuple:
@@ -171,11 +170,11 @@ def _reader_main(name: str, n: int, cpu: int, out: str, ready) -> None:
             idle()
             continue
         t = time.time_ns()
-        if rec[_SEQ] < 0:
+        if rec[BOOK_SEQ] < 0:
             break
         if k < n:
-            t_recv[k] = rec[_T_RECV]
-            lat[k] = t - rec[_T_RECV]
+            t_recv[k] = rec[BOOK_T_RECV]
+            lat[k] = t - rec[BOOK_T_RECV]
             k += 1
         reset()
     np.savez(out, t_recv=t_recv[:k], lat=lat[:k])

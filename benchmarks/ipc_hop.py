@@ -31,10 +31,11 @@ import numpy as np
 from benchmarks.common import add_common_args, at_least, at_most, emit, raise_priority, summarize
 from caerus import wire
 from caerus.plan import available_cpus, pin_current_process
+from caerus.records.book import BOOK_T_RECV
+from caerus.records.order import ORDER_TRIGGER_T_RECV
 
 CTX = mp.get_context("fork")
 WARMUP = 1000
-_T = wire.BOOK_I.T_RECV  # bound to a global for the timed loop
 
 
 def _book(t: int) -> tuple:
@@ -133,7 +134,7 @@ def _swmr(seg: str) -> tuple[Callable, Callable]:
             while True:
                 rec = read_next()
                 if rec is not None:
-                    return rec[_T]
+                    return rec[BOOK_T_RECV]
 
         return recv
 
@@ -144,7 +145,7 @@ def _mpsc(seg: str) -> tuple[Callable, Callable]:
     from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 
     created = CTX.Event()
-    t_idx = wire.ORDER_I.TRIGGER_T_RECV
+    t_idx = ORDER_TRIGGER_T_RECV
 
     def reader_setup() -> Callable[[], int]:
         c = MpscConsumer.create(seg, wire.ORDER, 4096, lanes=4)

@@ -42,8 +42,9 @@ import numpy as np
 from benchmarks.common import add_common_args, at_least, at_most, emit, summarize
 from caerus.execution.config import ExecutionConfig
 from caerus.plan import format_cpu_list, plan_fleet
+from caerus.records.book import BOOK_SEQ, BOOK_T_PUBLISH, BOOK_T_RECV, BOOK_VENUE
+from caerus.records.exec import EXEC_T_DECISION, EXEC_T_PICKUP, EXEC_T_SEEN, EXEC_TRIGGER_T_PUBLISH, EXEC_TRIGGER_T_RECV
 from caerus.strategy.config import StrategyConfig
-from caerus.wire import BOOK_I
 
 BOOK_INTERVAL_S = 500e-6  # one Binance book every 0.5 ms (+ a Hyperliquid book every 10th)
 HL_EVERY = 10
@@ -67,7 +68,7 @@ def _pin(cpus: tuple[int, ...]) -> None:
 
 
 # BOOK positions from the one table, bound to globals for the timed loops
-_B_VENUE, _B_SEQ, _B_T_RECV, _B_T_PUBLISH = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
+_B_VENUE, _B_SEQ, _B_T_RECV, _B_T_PUBLISH = BOOK_VENUE, BOOK_SEQ, BOOK_T_RECV, BOOK_T_PUBLISH
 
 
 def _book_fields(i: int, venue: int, t_recv: int, t_publish: int) -> tuple:
@@ -206,7 +207,7 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
              ) -> tuple[dict, dict]:
     from caerus.ipc.counter_block import CounterBlock
     from caerus.ipc.swmr import SwmrReader
-    from caerus.wire import EXEC, EXEC_I
+    from caerus.wire import EXEC
 
     shm = Path("/dev/shm") / f"caerus-bench-t2d-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     shm.mkdir()
@@ -282,7 +283,7 @@ def run_ring(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...], poli
         shutil.rmtree(work, ignore_errors=True)
     if not rows:
         raise RuntimeError("no EXEC records: the ring pipeline produced no orders")
-    cols = [EXEC_I.TRIGGER_T_RECV, EXEC_I.TRIGGER_T_PUBLISH, EXEC_I.T_SEEN, EXEC_I.T_DECISION, EXEC_I.T_PICKUP]
+    cols = [EXEC_TRIGGER_T_RECV, EXEC_TRIGGER_T_PUBLISH, EXEC_T_SEEN, EXEC_T_DECISION, EXEC_T_PICKUP]
     arr = np.array([[r[c] for c in cols] for r in rows], dtype=np.int64)
     info = {
         "books_published": n,

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX
+
 VENUES = ("binance", "hyperliquid", "binance_depth")  # binance_depth: the depth5 (partial book) stream
 LABELS = {"binance": "feed decode: Binance USD-M bookTicker", "hyperliquid": "feed decode: Hyperliquid bbo",
           "binance_depth": "feed decode: Binance USD-M depth5@100ms"}
@@ -110,7 +112,7 @@ def caerus(venue: str) -> Decoder:
     sink.active = session
     reader = SwmrReader.attach(f"p{tag}.book.{venue}", wire.BOOK, timeout=10)
     on_message, time_ns = sink.on_message, time.time_ns
-    bid, ask = wire.BOOK_I.BID_PX, wire.BOOK_I.ASK_PX
+    bid, ask = BOOK_BID_PX, BOOK_ASK_PX
 
     def reset() -> None:
         sink.last_key = -1  # each round replays the same ids and times: accept them again

@@ -30,6 +30,7 @@ import numpy as np
 from benchmarks import ipc_hop
 from benchmarks.peers.table import Row, rows_for
 from caerus.plan import available_cpus
+from caerus.records.book import BOOK_T_RECV
 
 _Q = struct.Struct("<qq")  # (sequence, stamp) of the shared-memory transport
 LOST = 1 << 62  # the stamp a lost message gets: its sample is negative, dropped and counted
@@ -45,7 +46,7 @@ def _swmr_hybrid(seg: str) -> tuple[Callable, Callable]:
 
     def reader_setup() -> Callable[[], int]:
         r = SwmrReader.attach(seg, wire.BOOK, timeout=30)
-        read_next, waiter, t_idx = r.read_next, make_waiter("hybrid"), wire.BOOK_I.T_RECV
+        read_next, waiter, t_idx = r.read_next, make_waiter("hybrid"), BOOK_T_RECV
         idle, reset = waiter.idle, waiter.reset
 
         def recv() -> int:

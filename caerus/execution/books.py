@@ -14,28 +14,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from caerus.ipc.swmr import SwmrReader
-from caerus.wire import BOOK_I, is_tradeable
+from caerus.records.book import BOOK_FLAGS, BOOK_SYMBOL, BOOK_VENUE
+from caerus.wire import is_tradeable
 
 if TYPE_CHECKING:  # mypy's bundled typing_extensions; nothing to import at run time (annotations are strings)
     from typing_extensions import TypeIs
-
-# Positions from the one table (wire.BOOK_I), bound to globals for the per-order path. The public V_* names are
-# what execution/transports/paper.py imports today; new code should read wire.BOOK_I directly.
-V_VENUE = BOOK_I.VENUE
-V_SYMBOL = BOOK_I.SYMBOL
-V_T_RECV = BOOK_I.T_RECV
-V_BID = BOOK_I.BID_PX
-V_BID_QTY = BOOK_I.BID_QTY
-V_ASK = BOOK_I.ASK_PX
-V_ASK_QTY = BOOK_I.ASK_QTY
-_FLAGS = BOOK_I.FLAGS
 
 BookListener = Callable[[tuple], None]
 
 
 def book_ok(book: tuple | None) -> TypeIs[tuple]:
     """A record that may be traded against: VALID and not STALE."""
-    return book is not None and is_tradeable(book[_FLAGS])
+    return book is not None and is_tradeable(book[BOOK_FLAGS])
 
 
 class LatestBooks:
@@ -67,8 +57,8 @@ class LatestBooks:
 
     def put(self, rec: tuple) -> None:
         """Take one record (also the entry point for tests and in-process feeds)."""
-        venue = rec[V_VENUE]
-        sym = rec[V_SYMBOL]
+        venue = rec[BOOK_VENUE]
+        sym = rec[BOOK_SYMBOL]
         if not 0 < venue < len(self.latest):
             return
         if sym >= self.instruments:

@@ -22,13 +22,10 @@ from caerus.execution.risk import RiskChecker
 from caerus.ipc.mpsc import MpscConsumer
 from caerus.ipc.swmr import SwmrWriter
 from caerus.metrics.hdr import SampleBuffer
-from caerus.venuekit.order_transport import O_ORDER_ID, SendResult, Transport, VenueReply
-from caerus.wire import ORDER_I, ExecFlags, OrderFlags, Outcome, RiskReject, Tif
+from caerus.records.order import ORDER_FLAGS, ORDER_ORDER_ID, ORDER_T_DECISION, ORDER_TIF, ORDER_TRIGGER_T_WIRE
+from caerus.venuekit.order_transport import SendResult, Transport, VenueReply
+from caerus.wire import ExecFlags, OrderFlags, Outcome, RiskReject, Tif
 
-O_T_DECISION = ORDER_I.T_DECISION  # bound to globals for the per-order path (one table: wire.ORDER_I)
-O_TRIGGER_T_WIRE = ORDER_I.TRIGGER_T_WIRE
-O_FLAGS = ORDER_I.FLAGS
-O_TIF = ORDER_I.TIF
 _IOC = int(Tif.IOC)
 _PARTIAL = int(Outcome.PARTIAL)
 EXEC_FLAG_REPLY = int(ExecFlags.REPLY)
@@ -134,11 +131,11 @@ class Engine:
         if order is None:
             return False
         t_pickup = time.time_ns()
-        if order[O_FLAGS] & _SHADOW:
+        if order[ORDER_FLAGS] & _SHADOW:
             self._shadow(order, t_pickup)
             return True
         buf = self.transit
-        transit = t_pickup - order[O_T_DECISION]
+        transit = t_pickup - order[ORDER_T_DECISION]
         if buf.n < buf.capacity:
             buf.arr[buf.n] = transit
             buf.n += 1
@@ -171,7 +168,7 @@ class Engine:
         if t_sent:
             tw = self.to_wire
             if tw.n < tw.capacity:
-                tw.arr[tw.n] = t_sent - order[O_T_DECISION]
+                tw.arr[tw.n] = t_sent - order[ORDER_T_DECISION]
                 tw.n += 1
             else:
                 tw.full += 1
@@ -183,7 +180,8 @@ class Engine:
                 ts.full += 1
         outcome = int(res.outcome)
         if self._tx is not None and t_sent and outcome == _SENT:
-            self._awaiting_tx[order[O_ORDER_ID]] = (order[O_T_DECISION], order[O_TRIGGER_T_WIRE], t_pickup, t_sent)
+            self._awaiting_tx[order[ORDER_ORDER_ID]] = (order[ORDER_T_DECISION], order[ORDER_TRIGGER_T_WIRE], t_pickup,
+                                                        t_sent)
         if outcome == _SENT:
             if self._tracks_replies:
                 self._track(order, t_pickup, res.t_sent)
@@ -205,13 +203,13 @@ class Engine:
         t_done = time.time_ns()
         self.shadows += 1
         self._last_shadow = t_pickup
-        self.shadow_transit.add(t_pickup - order[O_T_DECISION])
+        self.shadow_transit.add(t_pickup - order[ORDER_T_DECISION])
         self.shadow_to_done.add(t_done - t_pickup)
 
     def _track(self, order: tuple, t_pickup: int, t_sent: int) -> None:
         pending = self.pending
-        pending[order[O_ORDER_ID]] = (order, t_pickup, t_sent)
-        self._deadlines.append((t_sent + self.reply_timeout_ns, order[O_ORDER_ID]))
+        pending[order[ORDER_ORDER_ID]] = (order, t_pickup, t_sent)
+        self._deadlines.append((t_sent + self.reply_timeout_ns, order[ORDER_ORDER_ID]))
         if len(pending) > self.max_pending:
             pending.popitem(last=False)
             self.pending_evicted += 1
@@ -336,7 +334,7 @@ class Engine:
             self.resolved_late += 1
         # A resting acknowledgement (SENT) or a partial fill of a GTC/ALO order is not final: the rest still
         # rests on the book and keeps counting toward the position until a fill or cancel settles it.
-        if outcome != _SENT and not (outcome == _PARTIAL and order[O_TIF] != _IOC):
+        if outcome != _SENT and not (outcome == _PARTIAL and order[ORDER_TIF] != _IOC):
             del self.pending[oid]
             self.unknown.discard(oid)
             self._acked.discard(oid)
@@ -351,7 +349,7 @@ class Engine:
     def _publish_reply(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, venue_code: int,
                        fill_px: float, fill_qty: float) -> None:
         # The follow-up record carries the REPLY bit in `flags` so readers counting orders skip it.
-        order = (*order[:O_FLAGS], order[O_FLAGS] | EXEC_FLAG_REPLY, *order[O_FLAGS + 1:])
+        order = (*order[:ORDER_FLAGS], order[ORDER_FLAGS] | EXEC_FLAG_REPLY, *order[ORDER_FLAGS + 1:])
         self._publish(order, t_pickup, t_sent, outcome, 0, venue_code, fill_px, fill_qty)
 
     def _publish(self, order: tuple, t_pickup: int, t_sent: int, outcome: int, risk: int, venue_code: int,

@@ -24,22 +24,23 @@ from __future__ import annotations
 
 import math
 
-from caerus.execution.books import V_ASK, V_BID, V_T_RECV, LatestBooks, book_ok
+from caerus.execution.books import LatestBooks, book_ok
 from caerus.execution.config import RiskConfig, check_ceilings
 from caerus.instruments import DEFAULT, InstrumentSet
-from caerus.wire import ORDER_I, OrderReason, RiskReject, Tif, Venue
-
-# Field positions from the one table (wire.ORDER_I), bound to globals for the per-order path.
-O_PX = ORDER_I.PX
-O_QTY = ORDER_I.QTY
-O_SIDE = ORDER_I.SIDE
-O_VENUE = ORDER_I.VENUE
-O_TIF = ORDER_I.TIF
-O_REASON = ORDER_I.REASON
-O_STRATEGY = ORDER_I.STRATEGY_ID
-O_SEQ = ORDER_I.SEQ
-O_T_DECISION = ORDER_I.T_DECISION
-O_SYMBOL = ORDER_I.SYMBOL
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX, BOOK_T_RECV
+from caerus.records.order import (
+    ORDER_PX,
+    ORDER_QTY,
+    ORDER_REASON,
+    ORDER_SEQ,
+    ORDER_SIDE,
+    ORDER_STRATEGY_ID,
+    ORDER_SYMBOL,
+    ORDER_T_DECISION,
+    ORDER_TIF,
+    ORDER_VENUE,
+)
+from caerus.wire import OrderReason, RiskReject, Tif, Venue
 
 _NONE = int(RiskReject.NONE)
 _KILL = int(RiskReject.KILL_SWITCH)
@@ -135,27 +136,27 @@ class RiskChecker:
 
     def _check(self, order: tuple, now: int) -> int:
         # -- the record itself --------------------------------------------------------------------------------
-        sid = order[O_STRATEGY]
-        seq = order[O_SEQ]
+        sid = order[ORDER_STRATEGY_ID]
+        seq = order[ORDER_SEQ]
         last = self.last_seq[sid]
         if seq <= last:
             return _DUPLICATE if seq == last else _OUT_OF_ORDER
         self.last_seq[sid] = seq
-        if order[O_VENUE] not in _VENUES or order[O_TIF] not in _TIFS or order[O_REASON] not in _REASONS:
+        if order[ORDER_VENUE] not in _VENUES or order[ORDER_TIF] not in _TIFS or order[ORDER_REASON] not in _REASONS:
             return _OUT_OF_RANGE
-        side = order[O_SIDE]
+        side = order[ORDER_SIDE]
         if side != 1 and side != -1:
             return _BAD_SIDE
-        px = order[O_PX]
+        px = order[ORDER_PX]
         if not 0.0 < px < _INF:  # `not` also refuses NaN
             return _BAD_PRICE
-        qty = order[O_QTY]
+        qty = order[ORDER_QTY]
         if not 0.0 < qty < _INF:
             return _BAD_SIZE
-        age = now - order[O_T_DECISION]
+        age = now - order[ORDER_T_DECISION]
         if age > self._max_order_age or age < -self._max_order_age:
             return _STALE_ORDER
-        sym = order[O_SYMBOL]
+        sym = order[ORDER_SYMBOL]
         if sym >= self._n:
             return _UNKNOWN_INSTRUMENT
         # -- the limits ---------------------------------------------------------------------------------------
@@ -176,32 +177,32 @@ class RiskChecker:
             return _TOTAL_NOTIONAL
         if now - self._times[self._rate_i] < _SECOND:
             return _RATE
-        venue = order[O_VENUE]
+        venue = order[ORDER_VENUE]
         book = self._books[venue][sym] if 0 < venue < len(self._books) else None
-        if not book_ok(book) or now - book[V_T_RECV] > self._max_age:
+        if not book_ok(book) or now - book[BOOK_T_RECV] > self._max_age:
             if self._require_book:
                 return _NO_BOOK
             if book is None:
                 return _NONE  # no book at all and none required: nothing to band against
             # A stale or invalid book still bands the price (a non-finite mid refuses: `not <=` below).
-        mid = (book[V_BID] + book[V_ASK]) * 0.5
+        mid = (book[BOOK_BID_PX] + book[BOOK_ASK_PX]) * 0.5
         if not abs(px - mid) <= mid * self._band:  # `not <=` also refuses a NaN price
             return _BAND
         return _NONE
 
     def accepted(self, order: tuple, now: int) -> None:
         """The order passed and is being sent: count it against position, notional and rate."""
-        sym = order[O_SYMBOL]
-        self._move(sym, self.positions[sym] + order[O_SIDE] * order[O_QTY], order[O_PX])
+        sym = order[ORDER_SYMBOL]
+        self._move(sym, self.positions[sym] + order[ORDER_SIDE] * order[ORDER_QTY], order[ORDER_PX])
         self._times[self._rate_i] = now
         self._rate_i = (self._rate_i + 1) % self._rate_n
 
     def on_result(self, order: tuple, fill_qty: float) -> None:
         """A final result for an accepted order: take the unfilled part back out of the projected position."""
-        unfilled = order[O_QTY] - fill_qty
+        unfilled = order[ORDER_QTY] - fill_qty
         if unfilled > _EPS:
-            sym = order[O_SYMBOL]
-            self._move(sym, self.positions[sym] - order[O_SIDE] * unfilled, order[O_PX])
+            sym = order[ORDER_SYMBOL]
+            self._move(sym, self.positions[sym] - order[ORDER_SIDE] * unfilled, order[ORDER_PX])
 
     def on_unwind(self, sym: int, signed_qty: float, px: float) -> None:
         """A fill of an order sent outside the order ring (flatten_on_halt's reduce-only order, caerus.execution

@@ -13,8 +13,10 @@ import sys
 import time
 from typing import Any
 
-from caerus.execution.books import V_ASK, V_BID, book_ok
-from caerus.venuekit.order_transport import O_SYMBOL, O_TIF, Reconciles, Unwinds
+from caerus.execution.books import book_ok
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX
+from caerus.records.order import ORDER_SYMBOL, ORDER_TIF
+from caerus.venuekit.order_transport import Reconciles, Unwinds
 from caerus.wire import Tif
 
 _IOC = int(Tif.IOC)
@@ -30,7 +32,7 @@ def cancel_resting(engine: Any, transport: object, timeout_s: float, process: st
         return report
     deadline = time.monotonic() + timeout_s
     for oid, (order, _t_pickup, _t_sent) in list(engine.pending.items()):
-        if order[O_TIF] == _IOC:
+        if order[ORDER_TIF] == _IOC:
             continue  # never rests: its reply settles it
         report["asked"] += 1
         left = deadline - time.monotonic()
@@ -38,7 +40,7 @@ def cancel_resting(engine: Any, transport: object, timeout_s: float, process: st
             report["failed"] += 1
             continue
         try:
-            report["canceled" if transport.cancel(oid, order[O_SYMBOL], left) else "gone"] += 1
+            report["canceled" if transport.cancel(oid, order[ORDER_SYMBOL], left) else "gone"] += 1
         except RuntimeError as exc:
             report["failed"] += 1
             print(f"{process}: {exc}", file=sys.stderr)
@@ -77,7 +79,7 @@ def flatten(engine: Any, transport: object, timeout_s: float, process: str = "ex
         if not book_ok(book):
             failed(f"instrument {k}: no book to price the reduce-only order")
             continue
-        px = book[V_BID] * (1.0 - FLATTEN_SLIPPAGE) if size > 0 else book[V_ASK] * (1.0 + FLATTEN_SLIPPAGE)
+        px = book[BOOK_BID_PX] * (1.0 - FLATTEN_SLIPPAGE) if size > 0 else book[BOOK_ASK_PX] * (1.0 + FLATTEN_SLIPPAGE)
         left = deadline - time.monotonic()
         if left <= 0.0:
             failed(f"instrument {k}: out of time")

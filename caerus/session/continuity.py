@@ -27,7 +27,8 @@ import collections
 import itertools
 from typing import Any
 
-from caerus.wire import EXEC_I, ExecFlags
+from caerus.records.exec import EXEC_FLAGS, EXEC_ORDER_ID, EXEC_SEQ, EXEC_STRATEGY_ID
+from caerus.wire import ExecFlags
 
 WATCH_PERIOD_S = 0.25
 #: a jump in producer sequence this large starts another strategy incarnation (their bases are start-up times in
@@ -47,11 +48,11 @@ class OrderContinuity:
         self._order_ids: collections.Counter[int] = collections.Counter()
 
     def add(self, rec: tuple) -> None:
-        if rec[EXEC_I.FLAGS] & _REPLY:
+        if rec[EXEC_FLAGS] & _REPLY:
             return  # a later reply for an order already counted
         self.consumed += 1
-        self._seqs[rec[EXEC_I.STRATEGY_ID]].append(rec[EXEC_I.SEQ])
-        self._order_ids[rec[EXEC_I.ORDER_ID]] += 1
+        self._seqs[rec[EXEC_STRATEGY_ID]].append(rec[EXEC_SEQ])
+        self._order_ids[rec[EXEC_ORDER_ID]] += 1
 
     def gaps_and_duplicates(self) -> tuple[int, int, int]:
         """(missing numbers inside runs, orders consumed more than once, runs = strategy incarnations seen)."""

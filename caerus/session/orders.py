@@ -19,7 +19,17 @@ from typing import Any
 
 from caerus.execution.config import PaperConfig
 from caerus.execution.paper_account import PaperAccount
-from caerus.wire import EXEC_I, ExecFlags, Outcome, Venue
+from caerus.records.exec import (
+    EXEC_FILL_PX,
+    EXEC_FILL_QTY,
+    EXEC_FLAGS,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_QTY,
+    EXEC_SIDE,
+    EXEC_VENUE,
+)
+from caerus.wire import ExecFlags, Outcome, Venue
 
 _REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
@@ -44,31 +54,31 @@ class ConfirmedOrders:
         self.last_px: dict[int, float] = {}
 
     def add(self, rec: tuple) -> None:
-        oid = rec[EXEC_I.ORDER_ID]
-        outcome = rec[EXEC_I.OUTCOME]
+        oid = rec[EXEC_ORDER_ID]
+        outcome = rec[EXEC_OUTCOME]
         st = self.orders.get(oid)
         if st is None:
-            if rec[EXEC_I.FLAGS] & _REPLY:
+            if rec[EXEC_FLAGS] & _REPLY:
                 return  # a reply for an order this reader never saw (ring lost it): no state to build on
-            st = self.orders[oid] = [rec[EXEC_I.QTY], outcome, 0.0, False]
+            st = self.orders[oid] = [rec[EXEC_QTY], outcome, 0.0, False]
         elif outcome == _SENT:
             return  # a resting acknowledgement: the order is still open
-        if outcome == _UNKNOWN or (outcome == _SEND_FAILED and rec[EXEC_I.FLAGS] & _REPLY):
+        if outcome == _UNKNOWN or (outcome == _SEND_FAILED and rec[EXEC_FLAGS] & _REPLY):
             st[1] = _UNKNOWN
             st[3] = True
             return
         st[1] = outcome
-        fill = rec[EXEC_I.FILL_QTY]
+        fill = rec[EXEC_FILL_QTY]
         if outcome in (_FILLED, _PARTIAL, _NOT_FILLED, _CANCELLED) and fill > st[2] + _EPS:
-            venue = rec[EXEC_I.VENUE]
-            px = rec[EXEC_I.FILL_PX]
+            venue = rec[EXEC_VENUE]
+            px = rec[EXEC_FILL_PX]
             acct = self.accounts.get(venue)
             if acct is None:
                 # a plugin venue (no schedule in caerus.fees) pays Hyperliquid's base taker rate, as every venue
                 # did before fees were per venue
                 name = Venue(venue).name.lower() if venue in Venue._value2member_map_ else "hyperliquid"
                 acct = self.accounts[venue] = PaperAccount(self._paper.taker_bps(name), ())
-            acct.fill(rec[EXEC_I.SIDE], px, fill - st[2], 0)
+            acct.fill(rec[EXEC_SIDE], px, fill - st[2], 0)
             st[2] = fill
             self.last_px[venue] = px
 

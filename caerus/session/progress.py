@@ -29,10 +29,11 @@ from rich.text import Text
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.segment import SegmentError
 from caerus.ipc.swmr import SwmrReader
+from caerus.records.exec import EXEC_FLAGS, EXEC_OUTCOME, EXEC_RISK, EXEC_T_DECISION, EXEC_TRIGGER_T_RECV
 from caerus.session.collect import headline_counts
 from caerus.session.launch import Running, Segments
 from caerus.session.orders import ConfirmedOrders
-from caerus.wire import EXEC, EXEC_I, ExecFlags, Outcome, RiskReject
+from caerus.wire import EXEC, ExecFlags, Outcome, RiskReject
 
 WINDOW_S = 10.0
 _REPLY = int(ExecFlags.REPLY)
@@ -145,20 +146,20 @@ class LiveStats:
         self.confirmed.add(rec)
         for callback in self.on_exec:
             callback(rec)
-        if rec[EXEC_I.FLAGS] & _REPLY:
+        if rec[EXEC_FLAGS] & _REPLY:
             # A later venue reply for an order already counted as SENT: it carries the final outcome only.
             self.by_outcome[_name(Outcome, int(Outcome.SENT))] -= 1
-            self.by_outcome[_name(Outcome, rec[EXEC_I.OUTCOME])] += 1
+            self.by_outcome[_name(Outcome, rec[EXEC_OUTCOME])] += 1
             return
         self.orders += 1
-        t_dec = rec[EXEC_I.T_DECISION]
-        ttd = t_dec - rec[EXEC_I.TRIGGER_T_RECV]
+        t_dec = rec[EXEC_T_DECISION]
+        ttd = t_dec - rec[EXEC_TRIGGER_T_RECV]
         if ttd < 0:
             self.ttd_artifacts += 1
         else:
             self.window.append((t_dec, ttd))
-        self.by_outcome[_name(Outcome, rec[EXEC_I.OUTCOME])] += 1
-        self.by_risk[_name(RiskReject, rec[EXEC_I.RISK])] += 1
+        self.by_outcome[_name(Outcome, rec[EXEC_OUTCOME])] += 1
+        self.by_risk[_name(RiskReject, rec[EXEC_RISK])] += 1
         self.fires_per_s[max(0, (t_dec - self.start_ns) // 1_000_000_000)] += 1
 
     def live_ttd(self) -> tuple[float | None, float | None, int]:

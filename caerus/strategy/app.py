@@ -39,6 +39,7 @@ from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
 from caerus.ipc.wait import WaitPolicy, make_waiter
 from caerus.metrics.hdr import IntervalLog, SampleBuffer, instrument_tag
+from caerus.records.book import BOOK_SEQ, BOOK_SYMBOL, BOOK_T_PUBLISH, BOOK_T_RECV, BOOK_T_WIRE, BOOK_VENUE
 from caerus.runtime.args import add_process_args, fail_config, parse_cpus
 from caerus.runtime.attach import attach_until
 from caerus.runtime.clock import CHECK_MASK, HousekeepingClock
@@ -53,7 +54,7 @@ from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import D_PX, D_QTY, D_REASON, D_SIDE, GUARD_NAMES
 from caerus.strategy.model_signal import ModelError
 from caerus.strategy.orders import FINAL_NAMES, OrderTable
-from caerus.wire import BOOK, BOOK_I, EXEC, ORDER, OrderFlags, OrderReason, Tif, Venue
+from caerus.wire import BOOK, EXEC, ORDER, OrderFlags, OrderReason, Tif, Venue
 
 PROCESS = "strategy"
 TAGS = ("book_hop", "tick_to_decision", "tick_to_eval", "wire_to_decision", "seen_to_decision",
@@ -331,9 +332,9 @@ def _loop(ctx: _Ctx) -> None:
     sched_yield = os.sched_yield
     hl = int(Venue.HYPERLIQUID)
     ioc = int(Tif.IOC)
-    b_venue, b_seq, b_t_recv, b_t_publish = BOOK_I.VENUE, BOOK_I.SEQ, BOOK_I.T_RECV, BOOK_I.T_PUBLISH
-    b_t_wire = BOOK_I.T_WIRE
-    b_sym = BOOK_I.SYMBOL
+    b_venue, b_seq, b_t_recv, b_t_publish = BOOK_VENUE, BOOK_SEQ, BOOK_T_RECV, BOOK_T_PUBLISH
+    b_t_wire = BOOK_T_WIRE
+    b_sym = BOOK_SYMBOL
     clock = ctx.clock
     reads_results = arbs[0].orders is not None  # None in bench mode: no results read
     exec_reader = ctx.exec_reader

@@ -15,17 +15,14 @@ unless the book moved. Before the first Hyperliquid book it is the Binance mid.
 from __future__ import annotations
 
 from caerus.instruments import Instrument
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX, BOOK_FLAGS, BOOK_VENUE
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import G_HALTED, G_INVALID_BN, GUARD_NAMES, notional_qty, sized_by_notional
 from caerus.strategy.orders import OrderTable
-from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Venue
+from caerus.wire import TRADEABLE, TRADEABLE_MASK, OrderReason, Venue
 
 _BINANCE = int(Venue.BINANCE)
 _HYPERLIQUID = int(Venue.HYPERLIQUID)
-_VENUE = BOOK_I.VENUE
-_FLAGS = BOOK_I.FLAGS
-_BID = BOOK_I.BID_PX
-_ASK = BOOK_I.ASK_PX
 _BENCH = int(OrderReason.BENCH)
 
 
@@ -56,10 +53,10 @@ class BenchFireEveryBook:
         """Results are not read in bench mode (``orders`` is None, so the loop never calls this)."""
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
-        venue = book[_VENUE]
+        venue = book[BOOK_VENUE]
         if venue == _HYPERLIQUID:
-            if (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE:
-                self.hl_bid, self.hl_ask = book[_BID], book[_ASK]
+            if (book[BOOK_FLAGS] & TRADEABLE_MASK) == TRADEABLE:
+                self.hl_bid, self.hl_ask = book[BOOK_BID_PX], book[BOOK_ASK_PX]
                 if self._notional > 0.0:  # the instrument's first Hyperliquid book: its size, once
                     self._qty = notional_qty(self._notional, (self.hl_bid + self.hl_ask) * 0.5, self._sz_decimals)
                     self._notional = 0.0
@@ -70,11 +67,14 @@ class BenchFireEveryBook:
         if self.halted:
             self.guards[G_HALTED] += 1
             return None
-        if (book[_FLAGS] & TRADEABLE_MASK) != TRADEABLE:
+        if (book[BOOK_FLAGS] & TRADEABLE_MASK) != TRADEABLE:
             self.guards[G_INVALID_BN] += 1
             return None
         # The Hyperliquid touch on the crossing side when known (see the module docstring), else the Binance mid.
-        px = (self.hl_ask if self.side > 0 else self.hl_bid) if self.hl_ask else (book[_BID] + book[_ASK]) * 0.5
+        if self.hl_ask:
+            px = self.hl_ask if self.side > 0 else self.hl_bid
+        else:
+            px = (book[BOOK_BID_PX] + book[BOOK_ASK_PX]) * 0.5
         return (self.side, _BENCH, px, self._qty)
 
     def shadow(self, now: int) -> None:

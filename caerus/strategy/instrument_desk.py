@@ -9,15 +9,14 @@ the session's report.
 from __future__ import annotations
 
 from caerus.instruments import InstrumentSet
+from caerus.records.exec import EXEC_SYMBOL
 from caerus.runtime.counters import Counters
 from caerus.strategy.bench import BenchFireEveryBook
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.latency_arb import GUARD_NAMES, LatencyArb
 from caerus.strategy.model_signal import ModelArb, load_model
-from caerus.wire import EXEC_I
 
 Decider = LatencyArb | ModelArb | BenchFireEveryBook
-_E_SYMBOL = EXEC_I.SYMBOL
 
 #: per-instrument integer counters (``inst.<ID>.<what>``, the id as in BOOK.symbol) and float ones
 INSTRUMENT_INTS = ("books", "decisions", "orders", "guards")
@@ -57,7 +56,7 @@ class Desk:
 
     def on_exec(self, rec: tuple) -> None:
         """An EXEC record to its instrument's order table (records for an id we do not trade are ignored)."""
-        i = rec[_E_SYMBOL]
+        i = rec[EXEC_SYMBOL]
         if 0 <= i < len(self.arbs):
             self.arbs[i].on_exec(rec)
 

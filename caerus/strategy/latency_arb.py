@@ -39,18 +39,10 @@ import math
 from typing import Protocol
 
 from caerus.instruments import Instrument
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX, BOOK_FLAGS, BOOK_T_EXCHANGE, BOOK_T_RECV, BOOK_VENUE
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.orders import OrderTable
-from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK, OrderReason, Side, Venue
-
-# Field positions (from the one table, wire.BOOK_I) bound to module globals: one dict lookup per use on the
-# per-book path instead of a global plus an attribute lookup.
-_VENUE = BOOK_I.VENUE
-_FLAGS = BOOK_I.FLAGS
-_T_EXCHANGE = BOOK_I.T_EXCHANGE
-_T_RECV = BOOK_I.T_RECV
-_BID = BOOK_I.BID_PX
-_ASK = BOOK_I.ASK_PX
+from caerus.wire import TRADEABLE, TRADEABLE_MASK, OrderReason, Side, Venue
 
 # A decision is a plain tuple (side, reason, px, qty): building it is the only allocation on the fire path.
 D_SIDE, D_REASON, D_PX, D_QTY = 0, 1, 2, 3
@@ -222,25 +214,25 @@ class LatencyArb:
 
     def on_book(self, book: tuple, now: int) -> tuple | None:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
-        venue = book[_VENUE]
-        ok = (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE
+        venue = book[BOOK_VENUE]
+        ok = (book[BOOK_FLAGS] & TRADEABLE_MASK) == TRADEABLE
         if venue == _BINANCE:
             self.bn_ok = ok
-            self.bn_t_recv = book[_T_RECV]
+            self.bn_t_recv = book[BOOK_T_RECV]
             if ok:
-                bid = book[_BID]
-                ask = book[_ASK]
+                bid = book[BOOK_BID_PX]
+                ask = book[BOOK_ASK_PX]
                 self.bn_bid = bid
                 self.bn_ask = ask
                 self.bn_mid = (bid + ask) * 0.5
                 self.bn_seen = True
         elif venue == _HYPERLIQUID:
             self.hl_ok = ok
-            self.hl_t_recv = book[_T_RECV]
-            self.hl_t_exchange = book[_T_EXCHANGE]
+            self.hl_t_recv = book[BOOK_T_RECV]
+            self.hl_t_exchange = book[BOOK_T_EXCHANGE]
             if ok:
-                bid = book[_BID]
-                ask = book[_ASK]
+                bid = book[BOOK_BID_PX]
+                ask = book[BOOK_ASK_PX]
                 self.hl_bid = bid
                 self.hl_ask = ask
                 self.hl_mid = (bid + ask) * 0.5

@@ -50,10 +50,11 @@ from typing import Any
 
 from caerus.config import load_config
 from caerus.instruments import Instrument
+from caerus.records.book import BOOK_VENUE
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.feature_vector import F_BASIS_DEV, N_FEATURES, FeatureState, schema_difference
 from caerus.strategy.latency_arb import G_COOLDOWN, G_POSITION, LatencyArb, _exit_qty
-from caerus.wire import BOOK_I, OrderReason, Side, Venue
+from caerus.wire import OrderReason, Side, Venue
 
 #: 2: the file says whether it is ``tradeable`` (training scored it net of costs and may decline); 1 did not
 FORMAT = 2
@@ -62,7 +63,6 @@ FORMS = ("linear", "trees_code", "trees_arrays")
 #: the form used for each kind, picked by benchmarks/decision_cost.py (docs/research.md, Trained model)
 DEFAULT_FORM = {"linear": "linear", "trees": "trees_code"}
 
-_VENUE = BOOK_I.VENUE
 _BINANCE = int(Venue.BINANCE)
 _BUY = int(Side.BUY)
 _SELL = int(Side.SELL)
@@ -486,7 +486,7 @@ class ModelArb(LatencyArb):
                 side = -pos_side
             if reason:
                 return self._propose(feat, side, reason, _exit_qty(position, orders), now)
-        if book[_VENUE] != _BINANCE or now < self._live_t:
+        if book[BOOK_VENUE] != _BINANCE or now < self._live_t:
             return None
         entry = self._entry
         if signal >= entry:

@@ -17,20 +17,22 @@ order. A slot still IN_FLIGHT or UNKNOWN is never reused (``free`` is False: the
 
 from __future__ import annotations
 
-from caerus.wire import EXEC_I, ExecFlags, Outcome, RiskReject
+from caerus.records.exec import (
+    EXEC_FILL_QTY,
+    EXEC_FLAGS,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_RISK,
+    EXEC_SEQ,
+    EXEC_STRATEGY_ID,
+)
+from caerus.wire import ExecFlags, Outcome, RiskReject
 
 # States (values of OrderTable.state[slot]).
 FREE, IN_FLIGHT, FILLED, PARTIAL, NOT_FILLED, REJECTED, UNKNOWN = range(7)
 STATE_NAMES = ("free", "in_flight", "filled", "partial", "not_filled", "rejected", "unknown")
 FINAL_NAMES = ("filled", "partial", "not_filled", "rejected", "unknown_resolved")
 
-_E_SID = EXEC_I.STRATEGY_ID
-_E_OID = EXEC_I.ORDER_ID
-_E_SEQ = EXEC_I.SEQ
-_E_OUTCOME = EXEC_I.OUTCOME
-_E_RISK = EXEC_I.RISK
-_E_FLAGS = EXEC_I.FLAGS
-_E_FILL_QTY = EXEC_I.FILL_QTY
 _REPLY = int(ExecFlags.REPLY)
 _SENT = int(Outcome.SENT)
 _FILLED = int(Outcome.FILLED)
@@ -95,27 +97,27 @@ class OrderTable:
 
     def on_exec(self, rec: tuple) -> float:
         """Apply one EXEC record; returns the signed confirmed fill it added to the position (0.0 if none)."""
-        if rec[_E_SID] != self.strategy_id:
+        if rec[EXEC_STRATEGY_ID] != self.strategy_id:
             return 0.0
         self.records += 1
-        i = rec[_E_SEQ] & self._mask
+        i = rec[EXEC_SEQ] & self._mask
         st = self.state[i]
-        if self.oid[i] != rec[_E_OID] or (st != IN_FLIGHT and st != UNKNOWN):
+        if self.oid[i] != rec[EXEC_ORDER_ID] or (st != IN_FLIGHT and st != UNKNOWN):
             self.unmatched += 1
             return 0.0
-        outcome = rec[_E_OUTCOME]
+        outcome = rec[EXEC_OUTCOME]
         if outcome == _SENT:
             return 0.0  # sent (or acknowledged resting): still in flight
-        if outcome == _RISK_REJECTED and rec[_E_RISK] in _COPY_REFUSALS:
+        if outcome == _RISK_REJECTED and rec[EXEC_RISK] in _COPY_REFUSALS:
             return 0.0
-        if outcome == _UNKNOWN or (outcome == _SEND_FAILED and rec[_E_FLAGS] & _REPLY):
+        if outcome == _UNKNOWN or (outcome == _SEND_FAILED and rec[EXEC_FLAGS] & _REPLY):
             # The connection dropped with the order out: it may have filled. Worst case until resolved.
             if st == IN_FLIGHT:
                 self._to_unknown(i)
             return 0.0
         fill = 0.0
         if outcome in _WITH_FILL:
-            fill = rec[_E_FILL_QTY]
+            fill = rec[EXEC_FILL_QTY]
             fill = fill if fill > 0.0 else 0.0
         final = (REJECTED if outcome in _REJECTS
                  else FILLED if fill >= self.qty[i] - _EPS else PARTIAL if fill > _EPS else NOT_FILLED)

@@ -19,17 +19,6 @@ from typing import Protocol, runtime_checkable
 
 from caerus import wire
 
-# Module-level names for the ORDER field positions the transports index (the one table is wire.ORDER_I; a module
-# constant is a faster lookup than an attribute in the per-order path).
-O_ORDER_ID = wire.ORDER_I.ORDER_ID
-O_VENUE = wire.ORDER_I.VENUE
-O_SIDE = wire.ORDER_I.SIDE
-O_TIF = wire.ORDER_I.TIF
-O_PX = wire.ORDER_I.PX
-O_QTY = wire.ORDER_I.QTY
-O_SYMBOL = wire.ORDER_I.SYMBOL
-O_FLAGS = wire.ORDER_I.FLAGS
-
 
 @dataclass(frozen=True, slots=True)
 class SendResult:

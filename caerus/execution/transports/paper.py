@@ -18,26 +18,22 @@ import collections
 import time
 
 from caerus.execution.books import (
-    V_ASK,
-    V_ASK_QTY,
-    V_BID,
-    V_BID_QTY,
-    V_SYMBOL,
-    V_T_RECV,
-    V_VENUE,
     LatestBooks,
     book_ok,
 )
 from caerus.execution.config import PaperConfig
 from caerus.execution.paper_account import PaperAccount
+from caerus.records.book import (
+    BOOK_ASK_PX,
+    BOOK_ASK_QTY,
+    BOOK_BID_PX,
+    BOOK_BID_QTY,
+    BOOK_SYMBOL,
+    BOOK_T_RECV,
+    BOOK_VENUE,
+)
+from caerus.records.order import ORDER_FLAGS, ORDER_ORDER_ID, ORDER_PX, ORDER_QTY, ORDER_SIDE, ORDER_SYMBOL, ORDER_VENUE
 from caerus.venuekit.order_transport import (
-    O_FLAGS,
-    O_ORDER_ID,
-    O_PX,
-    O_QTY,
-    O_SIDE,
-    O_SYMBOL,
-    O_VENUE,
     ReplyCallback,
     SendResult,
     VenueReply,
@@ -77,7 +73,7 @@ class PaperTransport:
     def send_msg(self, order: tuple) -> SendResult:
         t_sent = time.time_ns()
         if not self.replies:
-            outcome, px, qty = self._match(order, self.books.book(order[O_VENUE], order[O_SYMBOL]), t_sent)
+            outcome, px, qty = self._match(order, self.books.book(order[ORDER_VENUE], order[ORDER_SYMBOL]), t_sent)
             return SendResult(outcome, px, qty, 0, t_sent)
         self._pending.append((t_sent + self.latency_ns, order))
         self.outcomes["sent"] += 1
@@ -85,17 +81,18 @@ class PaperTransport:
 
     def rehearse(self, order: tuple) -> None:
         """A shadow order: read the book ``send_msg`` would match against; nothing is matched, filled or queued."""
-        book_ok(self.books.book(order[O_VENUE], order[O_SYMBOL]))
+        book_ok(self.books.book(order[ORDER_VENUE], order[ORDER_SYMBOL]))
 
     def on_book(self, rec: tuple) -> None:
         """LatestBooks listener, called before ``rec`` replaces its venue's latest book."""
-        venue = rec[V_VENUE]
-        t_recv = rec[V_T_RECV]
+        venue = rec[BOOK_VENUE]
+        t_recv = rec[BOOK_T_RECV]
         pending = self._pending
         if pending and pending[0][0] < t_recv:
             self._settle(t_recv - 1, venue)
         if book_ok(rec):
-            self.instrument_accounts[(venue, rec[V_SYMBOL])].on_book((rec[V_BID] + rec[V_ASK]) * 0.5, t_recv)
+            mid = (rec[BOOK_BID_PX] + rec[BOOK_ASK_PX]) * 0.5
+            self.instrument_accounts[(venue, rec[BOOK_SYMBOL])].on_book(mid, t_recv)
 
     def pump(self, now: int) -> None:
         """Settle orders and markouts due at or before ``now`` against the latest books (engine idle time)."""
@@ -110,30 +107,30 @@ class PaperTransport:
         pending = self._pending
         while pending and pending[0][0] <= until:
             due, order = pending.popleft()
-            if venue is not None and order[O_VENUE] != venue:
+            if venue is not None and order[ORDER_VENUE] != venue:
                 keep.append((due, order))
                 continue
-            outcome, px, qty = self._match(order, self.books.book(order[O_VENUE], order[O_SYMBOL]), due)
+            outcome, px, qty = self._match(order, self.books.book(order[ORDER_VENUE], order[ORDER_SYMBOL]), due)
             assert self.on_reply is not None  # checked at construction whenever replies are delayed
-            self.on_reply(VenueReply(order[O_ORDER_ID], outcome, px, qty, 0, time.time_ns()))
+            self.on_reply(VenueReply(order[ORDER_ORDER_ID], outcome, px, qty, 0, time.time_ns()))
         pending.extendleft(reversed(keep))
 
     def _match(self, order: tuple, book: tuple | None, t_fill: int) -> tuple[Outcome, float, float]:
-        qty = order[O_QTY]
+        qty = order[ORDER_QTY]
         outcome, px, filled = _NOT_FILLED, 0.0, 0.0
         if book_ok(book):
-            side = order[O_SIDE]
-            if side > 0 and order[O_PX] >= book[V_ASK]:
-                px, top = book[V_ASK], book[V_ASK_QTY]
-            elif side < 0 and order[O_PX] <= book[V_BID]:
-                px, top = book[V_BID], book[V_BID_QTY]
+            side = order[ORDER_SIDE]
+            if side > 0 and order[ORDER_PX] >= book[BOOK_ASK_PX]:
+                px, top = book[BOOK_ASK_PX], book[BOOK_ASK_QTY]
+            elif side < 0 and order[ORDER_PX] <= book[BOOK_BID_PX]:
+                px, top = book[BOOK_BID_PX], book[BOOK_BID_QTY]
             else:
                 top = 0.0
             if top > 0.0:
                 filled = min(qty, top) if self.cfg.limit_to_top_size else qty
                 outcome = _FILLED if filled >= qty - _EPS else _PARTIAL
-                self.instrument_accounts[(order[O_VENUE], order[O_SYMBOL])].fill(
-                    side, px, filled, t_fill, 1 if order[O_FLAGS] & _MODEL else 0)
+                self.instrument_accounts[(order[ORDER_VENUE], order[ORDER_SYMBOL])].fill(
+                    side, px, filled, t_fill, 1 if order[ORDER_FLAGS] & _MODEL else 0)
             else:
                 px = 0.0
         self.outcomes[outcome.name.lower()] += 1

@@ -41,6 +41,7 @@ import msgspec
 
 from caerus import wire
 from caerus.instruments import BTC, InstrumentSet
+from caerus.records.order import ORDER_ORDER_ID, ORDER_PX, ORDER_QTY, ORDER_SIDE, ORDER_SYMBOL, ORDER_TIF
 from caerus.venuekit.account_stream import AccountStreamLedger, Verdict
 from caerus.venuekit.credentials import CredentialsError
 from caerus.venuekit.order_session import (
@@ -54,12 +55,6 @@ from caerus.venuekit.order_session import (
     resolve_url,
 )
 from caerus.venuekit.order_transport import (
-    O_ORDER_ID,
-    O_PX,
-    O_QTY,
-    O_SIDE,
-    O_SYMBOL,
-    O_TIF,
     ParsedReply,
     ReplyCallback,
     SendResult,
@@ -388,13 +383,13 @@ class BinanceTransport(LiveTransportBase):
     def _check(self, order: tuple) -> _Rules | None:
         """The order's instrument rules, or None (counted) when it cannot be sent: an instrument id outside the
         session's list, or a quantity (down to the lot) or notional below the symbol's minimum."""
-        sym = order[O_SYMBOL]
+        sym = order[ORDER_SYMBOL]
         if not 0 <= sym < self._n:
             self.reply_counts["unknown_instrument"] += 1
             return None
         rules = self._rules[sym]
-        qty = rules.quantity(order[O_QTY])
-        if qty <= 0.0 or qty < rules.min_qty - 1e-12 or qty * order[O_PX] < rules.min_notional:
+        qty = rules.quantity(order[ORDER_QTY])
+        if qty <= 0.0 or qty < rules.min_qty - 1e-12 or qty * order[ORDER_PX] < rules.min_notional:
             self.reply_counts["below_minimum"] += 1
             return None
         return rules
@@ -403,17 +398,17 @@ class BinanceTransport(LiveTransportBase):
         """The signed ``order.place`` request for ``order`` (also used by the benchmark); ``rules``: its
         instrument's (default: looked up by its id, IndexError outside the list)."""
         if rules is None:
-            rules = self._rules[order[O_SYMBOL]]
+            rules = self._rules[order[ORDER_SYMBOL]]
         params: dict[str, Any] = {
             "apiKey": self._api_key,
-            "newClientOrderId": f"caerus-{order[O_ORDER_ID]}",
+            "newClientOrderId": f"caerus-{order[ORDER_ORDER_ID]}",
             "newOrderRespType": "RESULT",  # IOC answers carry the final status and fills
-            "price": rules.price(order[O_PX]),
-            "quantity": rules.qfmt.format(rules.quantity(order[O_QTY])),
+            "price": rules.price(order[ORDER_PX]),
+            "quantity": rules.qfmt.format(rules.quantity(order[ORDER_QTY])),
             "recvWindow": self._recv_window,
-            "side": "BUY" if order[O_SIDE] > 0 else "SELL",
+            "side": "BUY" if order[ORDER_SIDE] > 0 else "SELL",
             "symbol": rules.symbol,
-            "timeInForce": _TIF.get(order[O_TIF], "IOC"),
+            "timeInForce": _TIF.get(order[ORDER_TIF], "IOC"),
             "timestamp": now_ms + self.clock_offset_ms,
             "type": "LIMIT",
         }
@@ -427,25 +422,25 @@ class BinanceTransport(LiveTransportBase):
             return SendResult(_SENT_FAILED, t_sent=time.time_ns())
         req_id = next(self._ids)
         frame = _encode(self.build_request(order, req_id, time.time_ns() // 1_000_000, rules))
-        self._pending[req_id] = order[O_ORDER_ID]
+        self._pending[req_id] = order[ORDER_ORDER_ID]
         syms = self._order_syms
-        syms[order[O_ORDER_ID]] = order[O_SYMBOL]
+        syms[order[ORDER_ORDER_ID]] = order[ORDER_SYMBOL]
         if len(syms) > _SYMBOLS_KEPT:
             syms.popitem(last=False)
-        self.ledger.awaiting(f"caerus-{order[O_ORDER_ID]}", req_id, order[O_TIF] == _IOC, rules.name)
-        if self._session.send(frame, tag=order[O_ORDER_ID]):
+        self.ledger.awaiting(f"caerus-{order[ORDER_ORDER_ID]}", req_id, order[ORDER_TIF] == _IOC, rules.name)
+        if self._session.send(frame, tag=order[ORDER_ORDER_ID]):
             self.sent += 1
-            self.sent_by[order[O_SYMBOL]] += 1
+            self.sent_by[order[ORDER_SYMBOL]] += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())
         self._pending.pop(req_id, None)
-        self.ledger.forget(f"caerus-{order[O_ORDER_ID]}")
+        self.ledger.forget(f"caerus-{order[ORDER_ORDER_ID]}")
         self.send_failed += 1
         return SendResult(_SENT_FAILED, t_sent=time.time_ns())
 
     def rehearse(self, order: tuple) -> None:
         """A shadow order: the signed ``order.place`` frame built and encoded exactly as ``send_msg`` builds it,
         then dropped (no request id taken, nothing pending, nothing sent)."""
-        sym = order[O_SYMBOL]
+        sym = order[ORDER_SYMBOL]
         if not 0 <= sym < self._n:
             return  # a real order would be refused the same way (counted there)
         _encode(self.build_request(order, 0, time.time_ns() // 1_000_000, self._rules[sym]))

@@ -46,6 +46,7 @@ import msgspec
 
 from caerus import wire
 from caerus.instruments import BTC, InstrumentSet
+from caerus.records.order import ORDER_ORDER_ID, ORDER_PX, ORDER_QTY, ORDER_SIDE, ORDER_SYMBOL, ORDER_TIF
 from caerus.venuekit.account_stream import AccountStreamLedger, Verdict
 from caerus.venuekit.credentials import CredentialsError
 from caerus.venuekit.order_session import (
@@ -58,12 +59,6 @@ from caerus.venuekit.order_session import (
     resolve_url,
 )
 from caerus.venuekit.order_transport import (
-    O_ORDER_ID,
-    O_PX,
-    O_QTY,
-    O_SIDE,
-    O_SYMBOL,
-    O_TIF,
     ParsedReply,
     ReplyCallback,
     SendResult,
@@ -371,27 +366,27 @@ class HyperliquidTransport(LiveTransportBase):
     def build_request(self, order: tuple, req_id: int, now_ms: int) -> dict[str, Any]:
         """The signed post request for ``order`` (also used by the benchmark); IndexError for an instrument id
         outside the session's list (nothing signed)."""
-        asset, szd = self._rules[order[O_SYMBOL]] if 0 <= order[O_SYMBOL] < self._n else self._unknown(order)
-        sz = round(order[O_QTY], szd)
-        action = order_action([order_wire(asset, order[O_SIDE] > 0, round_price(order[O_PX], szd), sz,
-                                          tif=_TIF.get(order[O_TIF], "Ioc"), cloid=cloid(order[O_ORDER_ID]))])
+        asset, szd = self._rules[order[ORDER_SYMBOL]] if 0 <= order[ORDER_SYMBOL] < self._n else self._unknown(order)
+        sz = round(order[ORDER_QTY], szd)
+        action = order_action([order_wire(asset, order[ORDER_SIDE] > 0, round_price(order[ORDER_PX], szd), sz,
+                                          tif=_TIF.get(order[ORDER_TIF], "Ioc"), cloid=cloid(order[ORDER_ORDER_ID]))])
         nonce = self._signer.next_nonce(now_ms)
         payload = {"action": action, "nonce": nonce, "signature": self._signer.sign_action(action, nonce),
                    "vaultAddress": self._vault}
         return {"method": "post", "id": req_id, "request": {"type": "action", "payload": payload}}
 
     def _unknown(self, order: tuple) -> tuple[int, int]:
-        raise IndexError(f"hyperliquid: order {order[O_ORDER_ID]}: instrument id {order[O_SYMBOL]} is not in the "
-                         f"session's list of {self._n}")
+        raise IndexError(f"hyperliquid: order {order[ORDER_ORDER_ID]}: instrument id {order[ORDER_SYMBOL]} is not in "
+                         f"the session's list of {self._n}")
 
     def send_msg(self, order: tuple) -> SendResult:
-        sym = order[O_SYMBOL]
+        sym = order[ORDER_SYMBOL]
         if not 0 <= sym < self._n:  # refused before anything is signed or a nonce taken
             self.reply_counts["unknown_instrument"] += 1
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
-        size = round(order[O_QTY], self._rules[sym][1])
-        if size <= 0.0 or size * order[O_PX] < MIN_ORDER_VALUE:  # the venue would refuse it: no nonce, unsigned
+        size = round(order[ORDER_QTY], self._rules[sym][1])
+        if size <= 0.0 or size * order[ORDER_PX] < MIN_ORDER_VALUE:  # the venue would refuse it: no nonce, unsigned
             self.reply_counts["below_minimum"] += 1
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
@@ -406,10 +401,10 @@ class HyperliquidTransport(LiveTransportBase):
         except ValueError:  # price/size not representable on the wire: refuse, counted
             self.send_failed += 1
             return SendResult(wire.Outcome.SEND_FAILED, t_sent=time.time_ns())
-        self._pending[req_id] = (order[O_ORDER_ID], size)
-        c = cloid(order[O_ORDER_ID])
-        self.ledger.awaiting(c, req_id, order[O_TIF] == _IOC, self.instruments[sym].name, size)
-        if self._session.send(frame, tag=order[O_ORDER_ID]):
+        self._pending[req_id] = (order[ORDER_ORDER_ID], size)
+        c = cloid(order[ORDER_ORDER_ID])
+        self.ledger.awaiting(c, req_id, order[ORDER_TIF] == _IOC, self.instruments[sym].name, size)
+        if self._session.send(frame, tag=order[ORDER_ORDER_ID]):
             self.sent += 1
             self.sent_by[sym] += 1
             return SendResult(wire.Outcome.SENT, t_sent=time.time_ns())

@@ -6,7 +6,18 @@ from pathlib import Path
 
 from caerus.capture.store import ChdbStore
 from caerus.ipc.mpsc import MpscConsumer
-from caerus.wire import BOOK_I, ORDER, Venue
+from caerus.records.book import (
+    BOOK_ASK_PX,
+    BOOK_ASK_QTY,
+    BOOK_BID_PX,
+    BOOK_BID_QTY,
+    BOOK_CONN,
+    BOOK_FLAGS,
+    BOOK_T_EXCHANGE,
+    BOOK_T_PUBLISH,
+    BOOK_T_RECV,
+)
+from caerus.wire import ORDER, Venue
 from tests.fixtures.capture_rings import (
     CaptureProcess,
     SessionRings,
@@ -70,9 +81,9 @@ def test_capture_keeps_every_record_of_every_ring(session_rings: SessionRings, t
     row = _query(store, "SELECT session, flags, conn, t_exchange, t_recv, t_publish, bid_px, bid_qty, ask_px, ask_qty "
                         "FROM caerus.books WHERE venue = 'hyperliquid' AND seq = 1007")
     b = book(int(Venue.HYPERLIQUID), 7)
-    assert row == [[sid, str(b[BOOK_I.FLAGS]), str(b[BOOK_I.CONN]), str(b[BOOK_I.T_EXCHANGE]), str(b[BOOK_I.T_RECV]),
-                    str(b[BOOK_I.T_PUBLISH]), repr(b[BOOK_I.BID_PX]), repr(b[BOOK_I.BID_QTY]), repr(b[BOOK_I.ASK_PX]),
-                    repr(b[BOOK_I.ASK_QTY])]]
+    assert row == [[sid, str(b[BOOK_FLAGS]), str(b[BOOK_CONN]), str(b[BOOK_T_EXCHANGE]), str(b[BOOK_T_RECV]),
+                    str(b[BOOK_T_PUBLISH]), repr(b[BOOK_BID_PX]), repr(b[BOOK_BID_QTY]), repr(b[BOOK_ASK_PX]),
+                    repr(b[BOOK_ASK_QTY])]]
     kinds = _query(store, "SELECT kind, count() FROM caerus.feed_events WHERE venue = 'binance' "
                           "GROUP BY kind ORDER BY kind")
     assert kinds == [["CONNECTING", "10"], ["CONNECTED", "10"], ["DISCONNECTED", "10"]]

@@ -5,7 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from caerus.wire import BOOK_I
+from caerus.records.book import (
+    BOOK_ASK_PX,
+    BOOK_ASK_QTY,
+    BOOK_BID_PX,
+    BOOK_BID_QTY,
+    BOOK_FLAGS,
+    BOOK_T_EXCHANGE,
+    BOOK_T_PUBLISH,
+    BOOK_T_RECV,
+    BOOK_T_WIRE,
+)
 from tests.fixtures.capture_kafka import MockKafka, consume_rows
 from tests.fixtures.capture_rings import (
     CaptureProcess,
@@ -61,10 +71,10 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
     assert {t: len(v) for t, v in by_table.items()} == {"books": 1000, "feed_events": 9, "orders": 10, "fills": 5}
     hl = next(r for r in by_table["books"] if r["venue"] == "hyperliquid" and r["seq"] == 1042)
     b = book(2, 42)
-    assert hl == {"session": sid, "venue": "hyperliquid", "flags": b[BOOK_I.FLAGS], "symbol": 0, "conn": 1,
-                  "reason": 0, "seq": 1042, "t_exchange": b[BOOK_I.T_EXCHANGE], "t_recv": b[BOOK_I.T_RECV],
-                  "t_publish": b[BOOK_I.T_PUBLISH], "bid_px": b[BOOK_I.BID_PX], "bid_qty": b[BOOK_I.BID_QTY],
-                  "ask_px": b[BOOK_I.ASK_PX], "ask_qty": b[BOOK_I.ASK_QTY], "t_wire": b[BOOK_I.T_WIRE]}
+    assert hl == {"session": sid, "venue": "hyperliquid", "flags": b[BOOK_FLAGS], "symbol": 0, "conn": 1,
+                  "reason": 0, "seq": 1042, "t_exchange": b[BOOK_T_EXCHANGE], "t_recv": b[BOOK_T_RECV],
+                  "t_publish": b[BOOK_T_PUBLISH], "bid_px": b[BOOK_BID_PX], "bid_qty": b[BOOK_BID_QTY],
+                  "ask_px": b[BOOK_ASK_PX], "ask_qty": b[BOOK_ASK_QTY], "t_wire": b[BOOK_T_WIRE]}
     assert {r["kind"] for r in by_table["feed_events"]} == {"CONNECTING", "CONNECTED", "DISCONNECTED"}
     assert {r["venue"] for r in by_table["orders"]} == {"binance", "hyperliquid"}  # one batch, two keys
     # One venue's rows keep their order (one partition per key).

@@ -12,7 +12,8 @@ from confluent_kafka import Producer
 
 from caerus.capture import rows
 from caerus.capture.kafka import KafkaOutput
-from caerus.wire import BOOK, BOOK_I
+from caerus.records.book import BOOK_ASK_PX, BOOK_ASK_QTY, BOOK_BID_PX, BOOK_T_EXCHANGE, BOOK_T_RECV
+from caerus.wire import BOOK
 from tests.fixtures.capture_clickhouse import ClickHouseServer
 from tests.fixtures.capture_kafka import MockKafka
 from tests.fixtures.capture_rings import CaptureProcess, SessionRings, book, event, exec_record, wait_counters
@@ -56,7 +57,7 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
         rings.writers[f"{sid}.book.binance"].publish(*book(1, i))
         rings.writers[f"{sid}.book.hyperliquid"].publish(*book(2, i))
     withdrawn = list(book(2, 2000))
-    withdrawn[BOOK_I.BID_PX] = float("nan")  # an empty side, as the feeds publish it
+    withdrawn[BOOK_BID_PX] = float("nan")  # an empty side, as the feeds publish it
     rings.writers[f"{sid}.book.hyperliquid"].publish(*withdrawn)
     for i in range(12):
         rings.writers[f"{sid}.events.hyperliquid"].publish(*event(2, i))
@@ -84,12 +85,12 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
     b = book(2, 77)
     row = ch.query("SELECT session, t_exchange, t_recv, bid_px, ask_qty FROM caerus.books FINAL "
                    "WHERE venue = 'hyperliquid' AND seq = 1077 FORMAT TSV").split()
-    assert row == [sid, str(b[BOOK_I.T_EXCHANGE]), str(b[BOOK_I.T_RECV]), repr(b[BOOK_I.BID_PX]),
-                   repr(b[BOOK_I.ASK_QTY])]
+    assert row == [sid, str(b[BOOK_T_EXCHANGE]), str(b[BOOK_T_RECV]), repr(b[BOOK_BID_PX]),
+                   repr(b[BOOK_ASK_QTY])]
     # NaN crosses Kafka as "nan" (valid JSON) and 18.16 stores it as NaN, not the column default 0.0
     nan_row = ch.query("SELECT isNaN(bid_px), ask_px FROM caerus.books FINAL "
                        "WHERE venue = 'hyperliquid' AND seq = 3000 FORMAT TSV").split()
-    assert nan_row == ["1", repr(withdrawn[BOOK_I.ASK_PX])]
+    assert nan_row == ["1", repr(withdrawn[BOOK_ASK_PX])]
 
 
 def test_replayed_batches_do_not_duplicate(mock_kafka: MockKafka, kafka_topic: str,

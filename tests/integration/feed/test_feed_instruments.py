@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from caerus.wire import EVENT_I, BookFlags, EventKind
-from tests.integration.feed.test_feed_scenarios import F, Feed, client, feed_factory  # noqa: F401 - fixtures
-from tests.unit.venues.test_venues_feed_loops import SEQ
+from caerus.records.book import BOOK_CONN, BOOK_FLAGS, BOOK_SEQ, BOOK_SYMBOL, BOOK_T_EXCHANGE
+from caerus.records.event import EVENT_AUX
+from caerus.wire import BookFlags, EventKind
+from tests.integration.feed.test_feed_scenarios import Feed, client, feed_factory  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.integration
 
@@ -24,16 +25,16 @@ EMULATED = ["--symbols", ",".join(COINS), "--binance-rate", "40"]
 def per_instrument(records: list[tuple]) -> dict[int, list[tuple]]:
     out: dict[int, list[tuple]] = {}
     for r in records:
-        if r[F["flags"]] & BookFlags.VALID:
-            out.setdefault(r[F["symbol"]], []).append(r)
+        if r[BOOK_FLAGS] & BookFlags.VALID:
+            out.setdefault(r[BOOK_SYMBOL], []).append(r)
     return out
 
 
 def check_each_instrument_in_order(records: list[tuple]) -> None:
     for sym, recs in per_instrument(records).items():
-        seqs = [r[SEQ] for r in recs]
+        seqs = [r[BOOK_SEQ] for r in recs]
         assert seqs == sorted(set(seqs)), f"instrument {sym}: published out of order or twice"
-        times = [r[F["t_exchange"]] for r in recs]
+        times = [r[BOOK_T_EXCHANGE] for r in recs]
         assert times == sorted(times), f"instrument {sym}: exchange time went backwards"
 
 
@@ -56,13 +57,13 @@ def test_a_pool_splits_the_instruments_and_rotates_without_gap_or_repeat(venue_s
                         "--rotate-after", "1.2", "--rotation-timeout", "1.0")
 
     def conns_of(f: Feed, sym: int) -> set[int]:
-        return {r[F["conn"]] for r in per_instrument(f.records).get(sym, [])}
+        return {r[BOOK_CONN] for r in per_instrument(f.records).get(sym, [])}
 
     feed.wait_for("two rotations of each connection", lambda f: len(conns_of(f, 0)) >= 3 and len(conns_of(f, 2)) >= 3)
     assert feed.stop() == 0
     c = feed.counters()
     assert c["reconnects"] == 0 and c["fail.stale"] == 0 and c["rejects"] == 0, c
-    stale = [r for r in feed.records if r[F["flags"]] & BookFlags.STALE]
+    stale = [r for r in feed.records if r[BOOK_FLAGS] & BookFlags.STALE]
     assert len(stale) == len(COINS), "an instrument's book was gapped (only the shutdown's STALE records expected)"
     check_each_instrument_in_order(feed.records)
     # lanes: BTC, ETH on one connection, SOL, XRP on the other; each lane's connection ids (odd, even) move on with
@@ -90,10 +91,10 @@ def test_a_silent_instrument_on_a_live_connection_is_caught(venue_sim_factory, f
     # asked for once more on the same connection (the venue answers; the emulator keeps it quiet), which survives
     assert c["instrument_stale"] == 1 and c["resubscribes"] == 1, c
     assert c["stale"] == 0 and c["reconnects"] == 0 and c["sub_errors"] == 0, c
-    stale = [r for r in feed.records if r[F["flags"]] & BookFlags.STALE]
-    assert stale[0][F["symbol"]] == silent  # the first STALE record: the silent one, before the shutdown's
+    stale = [r for r in feed.records if r[BOOK_FLAGS] & BookFlags.STALE]
+    assert stale[0][BOOK_SYMBOL] == silent  # the first STALE record: the silent one, before the shutdown's
     ev = [e for e in feed.event_records if e[1] == EventKind.STALE]
-    assert [e[EVENT_I.AUX] for e in ev] == [silent]
+    assert [e[EVENT_AUX] for e in ev] == [silent]
     last_valid = max(i for i, r in enumerate(feed.records)
-                     if r[F["symbol"]] == silent and r[F["flags"]] & BookFlags.VALID)
+                     if r[BOOK_SYMBOL] == silent and r[BOOK_FLAGS] & BookFlags.VALID)
     assert feed.records.index(stale[0]) > last_valid  # nothing of it after the STALE mark

@@ -21,6 +21,21 @@ from caerus.feed.config import CLIENTS
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
+from caerus.records.book import (
+    BOOK_ASK_PX,
+    BOOK_ASK_QTY,
+    BOOK_BID_PX,
+    BOOK_BID_QTY,
+    BOOK_CONN,
+    BOOK_FLAGS,
+    BOOK_REASON,
+    BOOK_SEQ,
+    BOOK_T_EXCHANGE,
+    BOOK_T_PUBLISH,
+    BOOK_T_RECV,
+    BOOK_T_WIRE,
+    BOOK_VENUE,
+)
 from caerus.venuekit.book_rules import check_levels
 from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass
 from tests.fixtures.common import Started
@@ -28,7 +43,6 @@ from tests.fixtures.common import Started
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-F = {name: BOOK.index(name) for name in BOOK.names}
 # Small timings so each scenario plays out in a few seconds.
 FEED_TIMINGS = ["--backoff-base", "0.1", "--backoff-cap", "0.5", "--connects-per-min", "120", "--connect-burst", "3",
                 "--rate-limited-delay", "0.5", "--open-timeout", "3"]
@@ -81,10 +95,10 @@ class Feed:
         return {k: v for k, v in self.counters().items() if v}
 
     def valid(self) -> list[tuple]:
-        return [r for r in self.records if r[F["flags"]] & BookFlags.VALID]
+        return [r for r in self.records if r[BOOK_FLAGS] & BookFlags.VALID]
 
     def valid_from_conn_after(self, conn: int) -> int:
-        return sum(1 for r in self.valid() if r[F["conn"]] > conn)
+        return sum(1 for r in self.valid() if r[BOOK_CONN] > conn)
 
     def stop(self) -> int | None:
         assert self.proc.alive(), f"feed died:\n{self.proc.output()[-4000:]}"
@@ -108,15 +122,15 @@ def check_no_invalid_book(feed: Feed) -> None:
     REJECTED one naming its reason."""
     last_seq, last_t = -1, 0
     for r in feed.records:
-        flags = r[F["flags"]]
+        flags = r[BOOK_FLAGS]
         if not flags & BookFlags.VALID:
-            assert flags == BookFlags.STALE or (flags == BookFlags.REJECTED and r[F["reason"]]), r
+            assert flags == BookFlags.STALE or (flags == BookFlags.REJECTED and r[BOOK_REASON]), r
             continue
-        assert check_levels(r[F["bid_px"]], r[F["bid_qty"]], r[F["ask_px"]], r[F["ask_qty"]]) == 0, r
-        assert r[F["seq"]] > last_seq, r  # Binance u / Hyperliquid local counter: strictly increasing
-        assert r[F["t_exchange"]] >= last_t, r
-        assert r[F["t_recv"]] <= r[F["t_publish"]], r
-        last_seq, last_t = r[F["seq"]], r[F["t_exchange"]]
+        assert check_levels(r[BOOK_BID_PX], r[BOOK_BID_QTY], r[BOOK_ASK_PX], r[BOOK_ASK_QTY]) == 0, r
+        assert r[BOOK_SEQ] > last_seq, r  # Binance u / Hyperliquid local counter: strictly increasing
+        assert r[BOOK_T_EXCHANGE] >= last_t, r
+        assert r[BOOK_T_RECV] <= r[BOOK_T_PUBLISH], r
+        last_seq, last_t = r[BOOK_SEQ], r[BOOK_T_EXCHANGE]
 
 
 @pytest.fixture(params=CLIENTS)
@@ -193,11 +207,11 @@ def test_none_healthy_feed_publishes_and_writes_metrics(venue_sim_factory, feed_
         # ... and the book record carries it: kernel in <= our t_recv <= publish, or 0 (no stamp, no substitute)
         for r in feed.valid():
             if client == "busy":
-                assert 0 < r[F["t_wire"]] <= r[F["t_recv"]] <= r[F["t_publish"]], r
+                assert 0 < r[BOOK_T_WIRE] <= r[BOOK_T_RECV] <= r[BOOK_T_PUBLISH], r
             else:
-                assert r[F["t_wire"]] == 0, r
-        assert feed.records[-1][F["flags"]] == BookFlags.STALE  # the shutdown marks the book not live
-    assert fb.valid()[0][F["venue"]] == 1 and fh.valid()[0][F["venue"]] == 2
+                assert r[BOOK_T_WIRE] == 0, r
+        assert feed.records[-1][BOOK_FLAGS] == BookFlags.STALE  # the shutdown marks the book not live
+    assert fb.valid()[0][BOOK_VENUE] == 1 and fh.valid()[0][BOOK_VENUE] == 2
 
 
 def _artifacts(feed: Feed) -> int:
@@ -212,7 +226,7 @@ def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, ve
     feed = run_scenario(venue_sim_factory, feed_factory, venue, "drop", FailureClass.CLOSED_BY_PEER)
     c = feed.counters()
     assert c["reconnects"] >= 1 and c["connects"] >= 2
-    assert any(r[F["flags"]] == BookFlags.STALE for r in feed.records[:-1])  # the gap was marked
+    assert any(r[BOOK_FLAGS] == BookFlags.STALE for r in feed.records[:-1])  # the gap was marked
 
 
 def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
@@ -288,10 +302,10 @@ def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_pr
     assert c["connects"] == 1 and c["reconnects"] == 0 and c["frames_failed"] == 0, feed.nonzero()
     check_no_invalid_book(feed)
     # the withdrawn quote: REJECTED records (reason set), and the next record after them is VALID again
-    flags = [r[F["flags"]] for r in feed.records]
+    flags = [r[BOOK_FLAGS] for r in feed.records]
     first = flags.index(BookFlags.REJECTED)
-    rejected = [r for r in feed.records if r[F["flags"]] == BookFlags.REJECTED]
-    assert len(rejected) >= 3 and all(r[F["reason"]] for r in rejected)  # malformed, diff/null side, crossed
+    rejected = [r for r in feed.records if r[BOOK_FLAGS] == BookFlags.REJECTED]
+    assert len(rejected) >= 3 and all(r[BOOK_REASON] for r in rejected)  # malformed, diff/null side, crossed
     assert any(f & BookFlags.VALID for f in flags[first:])
     assert c["untradeable_ns"] > 0
 
@@ -343,19 +357,19 @@ def test_early_close_with_rotation_loses_nothing(venue_sim_factory, feed_factory
     sim = venue_sim_factory(scenario="early-close", args=["--scenario-after", "2.5"])
     feed = feed_factory("binance", sim, "--rotate-after", "1.2", "--rotation-timeout", "1.0")
     feed.wait_for("3 rotations, each followed by a record", lambda f: sum(
-        1 for r in f.records if r[F["flags"]] & BookFlags.ROTATED) >= 3)
+        1 for r in f.records if r[BOOK_FLAGS] & BookFlags.ROTATED) >= 3)
     assert feed.stop() == 0
     c = feed.counters()
     check_no_invalid_book(feed)
     # The venue never got to close a connection on us, and the book never went stale: no gap at all.
     assert c["fail.closed_by_peer"] == 0 and c["fail.stale"] == 0 and c["reconnects"] == 0
     assert c["fail.rotation"] >= 3
-    assert all(r[F["flags"]] & BookFlags.VALID for r in feed.records[:-1])
-    rotated = [i for i, r in enumerate(feed.records) if r[F["flags"]] & BookFlags.ROTATED]
+    assert all(r[BOOK_FLAGS] & BookFlags.VALID for r in feed.records[:-1])
+    rotated = [i for i, r in enumerate(feed.records) if r[BOOK_FLAGS] & BookFlags.ROTATED]
     # ROTATED marks the first record after a switch: a switch that completes as the feed stops has no record
     # after it to carry the flag (a busy machine made that race visible), so one rotation may be unmarked.
     assert len(rotated) >= 3 and c["rotations"] - 1 <= len(rotated) <= c["rotations"], (len(rotated), c)
-    conns = [r[F["conn"]] for r in feed.valid()]
+    conns = [r[BOOK_CONN] for r in feed.valid()]
     assert conns == sorted(conns) and len(set(conns)) == len(rotated) + 1
 
 
@@ -408,7 +422,7 @@ def test_depth_channels_publish_depth_flagged_books(venue_sim_factory, feed_fact
     feed.wait_for(f"{channel} books", lambda f: len(f.valid()) >= n)
     assert feed.stop() == 0
     check_no_invalid_book(feed)
-    assert all(r[F["flags"]] & BookFlags.DEPTH for r in feed.valid())
+    assert all(r[BOOK_FLAGS] & BookFlags.DEPTH for r in feed.valid())
     assert feed.counters()["rejects"] == 0
 
 
@@ -430,7 +444,7 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
         records: dict[int, list[tuple]] = {0: [], 1: []}
         deadline = time.monotonic() + 60
         def rotated_published() -> int:
-            return sum(1 for r in records[0] if r[F["flags"]] & BookFlags.ROTATED)
+            return sum(1 for r in records[0] if r[BOOK_FLAGS] & BookFlags.ROTATED)
 
         # Wait for the counter *and* the flagged records: the first record after the 3rd switch is published a
         # moment after the counter moves, and stopping in between would race the check below.
@@ -447,14 +461,14 @@ def test_rotation_publishes_exactly_what_an_unrotated_feed_sees(venue_sim_factor
             while (r := reader.read_next()) is not None:
                 records[i].append(r)
             assert reader.lost == 0
-        rot = [r[F["seq"]] for r in records[0] if r[F["flags"]] & BookFlags.VALID]
-        ref = [r[F["seq"]] for r in records[1] if r[F["flags"]] & BookFlags.VALID]
+        rot = [r[BOOK_SEQ] for r in records[0] if r[BOOK_FLAGS] & BookFlags.VALID]
+        ref = [r[BOOK_SEQ] for r in records[1] if r[BOOK_FLAGS] & BookFlags.VALID]
         lo, hi = max(rot[0], ref[0]), min(rot[-1], ref[-1])
         span_rot = [u for u in rot if lo <= u <= hi]
         span_ref = [u for u in ref if lo <= u <= hi]
         assert len(span_ref) > 100
         assert span_rot == span_ref  # nothing lost, nothing published twice, across 3 rotations
-        assert sum(1 for r in records[0] if r[F["flags"]] & BookFlags.ROTATED) >= 3
+        assert sum(1 for r in records[0] if r[BOOK_FLAGS] & BookFlags.ROTATED) >= 3
         assert feeds[0][2].snapshot()["reconnects"] == 0 and feeds[0][2].snapshot()["fail.stale"] == 0
     finally:
         for proc, reader, stats in feeds:
@@ -473,7 +487,7 @@ def test_sigint_exits_cleanly_with_a_stale_marker(venue_sim_factory, feed_factor
     os.kill(feed.proc.pid, signal.SIGINT)
     assert feed.proc.proc.wait(15) == 0, feed.proc.output()[-3000:]
     feed.poll()
-    assert feed.records[-1][F["flags"]] == BookFlags.STALE
+    assert feed.records[-1][BOOK_FLAGS] == BookFlags.STALE
     assert feed.disconnect_classes() == [FailureClass.SHUTDOWN]
     assert '"event": "stop"' in feed.proc.output()
 
@@ -497,12 +511,12 @@ def test_venue_restart_is_followed(venue_sim_factory, feed_factory, venue: str) 
     assert sim2[f"{venue}_url"] == sim1[f"{venue}_url"]
     lost_at = len(feed.records)
     feed.wait_for("books after the restart", lambda f: sum(1 for r in f.records[lost_at:]
-                                                            if r[F["flags"]] & BookFlags.VALID) >= 20)
+                                                            if r[BOOK_FLAGS] & BookFlags.VALID) >= 20)
     assert feed.stop() == 0
     c = feed.counters()
     if venue == "binance":  # the premise: the restarted stream went back
-        before = [r[F["seq"]] for r in feed.records[:lost_at] if r[F["flags"]] & BookFlags.VALID]
-        after = [r[F["seq"]] for r in feed.records[lost_at:] if r[F["flags"]] & BookFlags.VALID]
+        before = [r[BOOK_SEQ] for r in feed.records[:lost_at] if r[BOOK_FLAGS] & BookFlags.VALID]
+        after = [r[BOOK_SEQ] for r in feed.records[lost_at:] if r[BOOK_FLAGS] & BookFlags.VALID]
         assert after[0] < before[-1], (before[-1], after[0])
     # Binance ids restart from the seeded base; Hyperliquid block times follow the wall clock (no reset needed).
     assert c["ordering_resets"] == (1 if venue == "binance" else 0) and c["fail.other"] == 0

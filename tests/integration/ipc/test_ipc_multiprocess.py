@@ -16,11 +16,11 @@ from caerus import wire
 from caerus.ipc import segment
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.records.book import BOOK_SEQ
 
 CTX = mp.get_context("fork")
 TORTURE_RECORDS = 1_000_000
 TORTURE_CAPACITY = 8  # tiny: the writer laps readers constantly
-SEQ = wire.BOOK_I.SEQ
 
 
 def checked_book(n: int) -> tuple:
@@ -47,7 +47,7 @@ def torture_reader(name: str, mode: str, total: int, ready: mp.Event, out: mp.Qu
             rec = r.read_next()
             if rec is None:
                 continue
-            n = rec[SEQ]
+            n = rec[BOOK_SEQ]
             if rec != checked_book(n):
                 torn += 1
             if n <= last:
@@ -59,7 +59,7 @@ def torture_reader(name: str, mode: str, total: int, ready: mp.Event, out: mp.Qu
             rec = r.read_latest()
             if rec is None:
                 continue
-            n = rec[SEQ]
+            n = rec[BOOK_SEQ]
             if rec != checked_book(n):
                 torn += 1
             if n <= last:
@@ -123,7 +123,7 @@ def test_either_start_order_attaches(shm_dir, writer_first: bool) -> None:
         while len(got) + r.lost < 20 and time.monotonic() < deadline:
             rec = r.read_next()
             if rec is not None:
-                got.append(rec[SEQ])
+                got.append(rec[BOOK_SEQ])
             elif not p.is_alive() and r.head() < 20:
                 pytest.fail(f"the writer exited ({p.exitcode}) after {r.head()} of 20 records")
         assert got == list(range(1, 21))
@@ -155,7 +155,7 @@ def test_sigkilled_writer_is_seen_as_stale_and_its_segment_can_be_taken_over(shm
     w = SwmrWriter.create("stale", wire.BOOK, 64)  # dead writer's segment: takeover allowed
     w.publish(*checked_book(7))
     assert r.refresh()
-    assert r.read_next()[SEQ] == 7
+    assert r.read_next()[BOOK_SEQ] == 7
 
 
 def order_producer(name: str, producer_id: int, count: int, out: mp.Queue) -> None:

@@ -13,6 +13,7 @@ from caerus.ipc.swmr import SwmrReader
 from caerus.net.connection_supervisor import Endpoint, Supervisor, SupervisorConfig
 from caerus.net.failures import FailureClass
 from caerus.net.ws import WsSession, client_ssl_context
+from caerus.records.book import BOOK_CONN, BOOK_FLAGS, BOOK_SEQ
 from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance import data as binance
 from caerus.venues.binance.feed import BinanceSink
@@ -20,9 +21,6 @@ from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, BookFlags, Venue
 from tests.fixtures.feed_servers import Market
-
-SEQ = BOOK.index("seq")
-FLAGS = BOOK.index("flags")
 
 
 def run_feed(venue: str, url: str, ca_file: str, cfg: SupervisorConfig, seconds: float,
@@ -77,7 +75,7 @@ def test_silent_subscription_is_declared_stale_and_reconnected(tls_ws_server, sh
     c, records, log = run_feed("binance", srv.url, srv.ca_file, fast(), 1.6)
     assert c["fail.stale"] >= 2 and c["stale"] >= 2
     assert c["connects"] >= 3 and c["reconnects"] >= 2 and c["acks"] >= 2
-    assert all(not r[FLAGS] & BookFlags.VALID for r in records)  # only STALE markers, never a valid book
+    assert all(not r[BOOK_FLAGS] & BookFlags.VALID for r in records)  # only STALE markers, never a valid book
     assert '"failure": "STALE"' in log
 
 
@@ -87,12 +85,12 @@ def test_rotation_make_before_break_loses_nothing(tls_ws_server, shm_dir: Path) 
     c, records, _ = run_feed("binance", srv.url, srv.ca_file, fast(rotate_after_s=0.5, stale_after_s=0.3), 2.5)
     assert c["rotations"] >= 2 and c["fail.rotation"] >= 2
     assert c["fail.stale"] == 0 and c["reconnects"] == 0
-    ids = [r[SEQ] for r in records if r[FLAGS] & BookFlags.VALID]
+    ids = [r[BOOK_SEQ] for r in records if r[BOOK_FLAGS] & BookFlags.VALID]
     assert ids == sorted(set(ids))  # strictly increasing: nothing published twice
     sent = [u for u in market.sent_ids if ids[0] <= u <= ids[-1]]
     assert ids == sent  # every update the venue sent in that span was published: nothing lost
-    assert sum(1 for r in records if r[FLAGS] & BookFlags.ROTATED) == c["rotations"]
-    assert len({r[BOOK.index("conn")] for r in records}) >= 3
+    assert sum(1 for r in records if r[BOOK_FLAGS] & BookFlags.ROTATED) == c["rotations"]
+    assert len({r[BOOK_CONN] for r in records}) >= 3
 
 
 def test_hyperliquid_keepalive_pings_are_sent_and_answered(tls_ws_server, shm_dir: Path) -> None:

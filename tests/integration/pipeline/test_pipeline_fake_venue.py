@@ -19,7 +19,9 @@ import pytest
 
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
-from caerus.wire import BOOK, BOOK_I, EXEC, EXEC_I, Outcome, is_tradeable
+from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX, BOOK_FLAGS, BOOK_VENUE
+from caerus.records.exec import EXEC_ORDER_ID, EXEC_OUTCOME
+from caerus.wire import BOOK, EXEC, Outcome, is_tradeable
 from tests.fixtures.common import Started
 
 pytestmark = pytest.mark.integration
@@ -69,7 +71,7 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
             while (rec := exec_reader.read_next()) is not None:
                 records.append(rec)
             # Feed and strategy refresh their counter blocks periodically: wait for those too, not only the results.
-            if (sum(1 for r in records if r[EXEC_I.OUTCOME] in FINAL) >= 3 and feed.get("books") > 0
+            if (sum(1 for r in records if r[EXEC_OUTCOME] in FINAL) >= 3 and feed.get("books") > 0
                     and strategy.get("books.binance") > 0):
                 break
             for n, p in procs.items():
@@ -91,11 +93,11 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
             p.stop(grace=10)
 
     # The fake venue's feed published tradeable books under its wire code, from its own protocol's frames.
-    assert fake_books and all(r[BOOK_I.VENUE] == 1 and is_tradeable(r[BOOK_I.FLAGS]) for r in fake_books[:50])
-    assert all(r[BOOK_I.BID_PX] < r[BOOK_I.ASK_PX] for r in fake_books[:50])
+    assert fake_books and all(r[BOOK_VENUE] == 1 and is_tradeable(r[BOOK_FLAGS]) for r in fake_books[:50])
+    assert all(r[BOOK_BID_PX] < r[BOOK_ASK_PX] for r in fake_books[:50])
     assert counters["books"] > 0 and counters["acks"] >= 1 and counters["frames_dropped"] == 0
     # The strategy read them as its leading leg (the bench strategy fires only on that leg's books), and the
     # orders it fired reached execution and were answered on paper, once each.
     assert strategy_counters["books.binance"] > 0, strategy_counters
-    finals = [r for r in records if r[EXEC_I.OUTCOME] in FINAL]
-    assert len({r[EXEC_I.ORDER_ID] for r in finals}) == len(finals) >= 3
+    finals = [r for r in records if r[EXEC_OUTCOME] in FINAL]
+    assert len({r[EXEC_ORDER_ID] for r in finals}) == len(finals) >= 3

@@ -18,13 +18,24 @@ from eth_account import Account
 from caerus.execution.engine import EXEC_FLAG_REPLY
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
+from caerus.records.exec import (
+    EXEC_FILL_PX,
+    EXEC_FILL_QTY,
+    EXEC_FLAGS,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_PX,
+    EXEC_SIDE,
+    EXEC_T_DECISION,
+    EXEC_T_PICKUP,
+    EXEC_T_SENT,
+)
 from caerus.wire import EXEC, Outcome
 from tests.fixtures.common import Started
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-E = {name: EXEC.index(name) for name in EXEC.names}
 FINAL = {Outcome.FILLED, Outcome.PARTIAL, Outcome.NOT_FILLED, Outcome.VENUE_REJECTED}
 
 
@@ -70,8 +81,8 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
         while True:
             while (rec := reader.read_next()) is not None:
                 records.append(rec)
-            finals = [r for r in records if r[E["outcome"]] in FINAL]
-            if sum(1 for r in finals if r[E["outcome"]] == Outcome.FILLED) >= 2:
+            finals = [r for r in records if r[EXEC_OUTCOME] in FINAL]
+            if sum(1 for r in finals if r[EXEC_OUTCOME] == Outcome.FILLED) >= 2:
                 break
             for n, p in procs.items():
                 if not p.alive():
@@ -91,20 +102,20 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
         for p in procs.values():
             p.stop(grace=10)
 
-    sent = {r[E["order_id"]]: r for r in records if r[E["outcome"]] == Outcome.SENT}
-    finals = [r for r in records if r[E["outcome"]] in FINAL]
+    sent = {r[EXEC_ORDER_ID]: r for r in records if r[EXEC_OUTCOME] == Outcome.SENT}
+    finals = [r for r in records if r[EXEC_OUTCOME] in FINAL]
     assert sent and finals
     for f in finals:  # every final answers an order we sent, once, with the SENT record's timestamps
-        s = sent[f[E["order_id"]]]
-        assert (f[E["t_pickup"]], f[E["t_sent"]]) == (s[E["t_pickup"]], s[E["t_sent"]])
-        assert s[E["t_decision"]] <= s[E["t_pickup"]] <= s[E["t_sent"]]
-    assert len({f[E["order_id"]] for f in finals}) == len(finals)
-    assert all(f[E["flags"]] & EXEC_FLAG_REPLY for f in finals)
+        s = sent[f[EXEC_ORDER_ID]]
+        assert (f[EXEC_T_PICKUP], f[EXEC_T_SENT]) == (s[EXEC_T_PICKUP], s[EXEC_T_SENT])
+        assert s[EXEC_T_DECISION] <= s[EXEC_T_PICKUP] <= s[EXEC_T_SENT]
+    assert len({f[EXEC_ORDER_ID] for f in finals}) == len(finals)
+    assert all(f[EXEC_FLAGS] & EXEC_FLAG_REPLY for f in finals)
     for f in finals:
-        if f[E["outcome"]] == Outcome.FILLED:
-            assert f[E["fill_px"]] > 0 and f[E["fill_qty"]] > 0
-            side = f[E["side"]]
-            assert (f[E["fill_px"]] <= f[E["px"]]) if side > 0 else (f[E["fill_px"]] >= f[E["px"]])
+        if f[EXEC_OUTCOME] == Outcome.FILLED:
+            assert f[EXEC_FILL_PX] > 0 and f[EXEC_FILL_QTY] > 0
+            side = f[EXEC_SIDE]
+            assert (f[EXEC_FILL_PX] <= f[EXEC_PX]) if side > 0 else (f[EXEC_FILL_PX] >= f[EXEC_PX])
     assert counters["replies"] >= len(finals) and counters["replies.unknown"] == 0
     assert counters["outcome.send_failed"] == 0, logs()
     assert (tmp_path / "metrics" / "hyperliquid.json").exists()

@@ -19,7 +19,9 @@ import pytest
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader
-from caerus.wire import EXEC, EXEC_I, ORDER, OrderReason, Outcome, RiskReject, Tif, Venue
+from caerus.records.exec import EXEC_OUTCOME, EXEC_RISK, EXEC_SEQ
+from caerus.records.order import ORDER_SEQ
+from caerus.wire import EXEC, ORDER, OrderReason, Outcome, RiskReject, Tif, Venue
 from tests.fixtures.common import Started
 
 pytestmark = pytest.mark.integration
@@ -83,8 +85,8 @@ def test_duplicate_stale_forged_and_out_of_range_records_are_refused_and_counted
             time.sleep(0.01)
         else:
             records.append(rec)
-    got = [(r[EXEC_I.SEQ], r[EXEC_I.OUTCOME], r[EXEC_I.RISK]) for r in records]
-    want = [(rec[ORDER.index("seq")], Outcome.SENT if why == RiskReject.NONE else Outcome.RISK_REJECTED, why)
+    got = [(r[EXEC_SEQ], r[EXEC_OUTCOME], r[EXEC_RISK]) for r in records]
+    want = [(rec[ORDER_SEQ], Outcome.SENT if why == RiskReject.NONE else Outcome.RISK_REJECTED, why)
             for rec, why in pushes]
     assert got == want
 

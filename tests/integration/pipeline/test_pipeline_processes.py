@@ -21,6 +21,22 @@ from caerus.execution.engine import EXEC_FLAG_REPLY
 from caerus.ipc.counter_block import CounterBlock
 from caerus.ipc.swmr import SwmrReader
 from caerus.metrics.hdr import read_hlog
+from caerus.records.exec import (
+    EXEC_FILL_QTY,
+    EXEC_FLAGS,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_REASON,
+    EXEC_RISK,
+    EXEC_T_DECISION,
+    EXEC_T_PICKUP,
+    EXEC_T_SEEN,
+    EXEC_T_SENT,
+    EXEC_TRIGGER_T_PUBLISH,
+    EXEC_TRIGGER_T_RECV,
+    EXEC_TRIGGER_T_WIRE,
+    EXEC_TRIGGER_VENUE,
+)
 from caerus.runtime.supervisor import HaltCause, State
 from caerus.wire import EXEC, Outcome, RiskReject, Venue
 from tests.fixtures.common import Started
@@ -29,7 +45,6 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 S = "it"
-E = {name: EXEC.index(name) for name in EXEC.names}
 FINAL = {Outcome.FILLED, Outcome.PARTIAL, Outcome.NOT_FILLED}
 
 
@@ -120,25 +135,25 @@ def test_orders_flow_exactly_once_with_ordered_timestamps(pipeline: Pipeline) ->
     drain(reader, records)
     assert reader.lost == 0
 
-    sent = [r for r in records if r[E["outcome"]] == Outcome.SENT]
-    final = [r for r in records if r[E["outcome"]] in FINAL]
+    sent = [r for r in records if r[EXEC_OUTCOME] == Outcome.SENT]
+    final = [r for r in records if r[EXEC_OUTCOME] in FINAL]
     assert len(sent) == n_orders == len(final), pipeline.logs()
     assert len(records) == 2 * n_orders
-    ids = [r[E["order_id"]] for r in sent]
+    ids = [r[EXEC_ORDER_ID] for r in sent]
     assert len(set(ids)) == n_orders  # exactly once
-    assert {r[E["order_id"]] for r in final} == set(ids)
-    assert all(r[E["flags"]] & EXEC_FLAG_REPLY for r in final)
-    assert not any(r[E["flags"]] & EXEC_FLAG_REPLY for r in sent)
+    assert {r[EXEC_ORDER_ID] for r in final} == set(ids)
+    assert all(r[EXEC_FLAGS] & EXEC_FLAG_REPLY for r in final)
+    assert not any(r[EXEC_FLAGS] & EXEC_FLAG_REPLY for r in sent)
     for r in sent:
-        assert r[E["trigger_t_recv"]] <= r[E["trigger_t_publish"]] <= r[E["t_seen"]] <= r[E["t_decision"]] \
-            <= r[E["t_pickup"]] <= r[E["t_sent"]], r
-        assert r[E["risk"]] == RiskReject.NONE
+        assert r[EXEC_TRIGGER_T_RECV] <= r[EXEC_TRIGGER_T_PUBLISH] <= r[EXEC_T_SEEN] <= r[EXEC_T_DECISION] \
+            <= r[EXEC_T_PICKUP] <= r[EXEC_T_SENT], r
+        assert r[EXEC_RISK] == RiskReject.NONE
         # the trigger's kernel receive stamp rides along: on Binance-triggered orders 20 us before t_recv
-        trig_wire = r[E["trigger_t_wire"]]
-        assert trig_wire == (r[E["trigger_t_recv"]] - 20_000 if r[E["trigger_venue"]] == Venue.BINANCE else 0), r
-    reasons = {r[E["reason"]] for r in sent}
+        trig_wire = r[EXEC_TRIGGER_T_WIRE]
+        assert trig_wire == (r[EXEC_TRIGGER_T_RECV] - 20_000 if r[EXEC_TRIGGER_VENUE] == Venue.BINANCE else 0), r
+    reasons = {r[EXEC_REASON] for r in sent}
     assert 1 in reasons  # ENTRY
-    fills = sum(1 for r in final if r[E["fill_qty"]] > 0)
+    fills = sum(1 for r in final if r[EXEC_FILL_QTY] > 0)
     assert fills >= 1
 
     # Counters, metrics and the paper summary agree with the ring.
@@ -149,7 +164,7 @@ def test_orders_flow_exactly_once_with_ordered_timestamps(pipeline: Pipeline) ->
     assert paper["engine"]["orders"] == n_orders
     ttd = read_hlog(pipeline.metrics / "strategy.hlog").merged("tick_to_decision")
     assert ttd.get_total_count() == n_orders
-    stamped = sum(1 for r in sent if r[E["trigger_t_wire"]])
+    stamped = sum(1 for r in sent if r[EXEC_TRIGGER_T_WIRE])
     assert stamped >= 1  # the strategy fires on Binance books (the leader)
     wtd = read_hlog(pipeline.metrics / "strategy.hlog").merged("wire_to_decision")
     assert wtd.get_total_count() == stamped  # fires with a stamp only, never a substitute for the others

@@ -26,7 +26,8 @@ from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.live import make_live_transport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
-from caerus.wire import EXEC, EXEC_I, ORDER, Outcome, Venue
+from caerus.records.exec import EXEC_FILL_QTY, EXEC_FLAGS, EXEC_OUTCOME
+from caerus.wire import EXEC, ORDER, Outcome, Venue
 from tests.fixtures.pipeline import make_book
 from tests.kit import records
 
@@ -97,8 +98,8 @@ def test_a_lost_reply_is_resolved_by_a_status_query_without_a_second_order(venue
             time.sleep(0.01)
         outcomes = []
         while (rec := exec_r.read_next()) is not None:
-            outcomes.append((Outcome(rec[EXEC_I.OUTCOME]), bool(rec[EXEC_I.FLAGS] & EXEC_FLAG_REPLY),
-                             rec[EXEC_I.FILL_QTY]))
+            outcomes.append((Outcome(rec[EXEC_OUTCOME]), bool(rec[EXEC_FLAGS] & EXEC_FLAG_REPLY),
+                             rec[EXEC_FILL_QTY]))
         stats = transport.stats()
     finally:
         transport.close()

@@ -21,6 +21,7 @@ from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.records.exec import EXEC_ORDER_ID, EXEC_RISK
 from caerus.wire import BOOK, EXEC, ORDER, RiskReject, Tif, Venue
 from tests.fixtures.common import Started
 from tests.fixtures.pipeline import make_book
@@ -32,7 +33,6 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 WAIT_S = 30.0
-E = {name: EXEC.index(name) for name in EXEC.names}
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
@@ -89,14 +89,14 @@ def test_the_execution_process_cancels_at_shutdown_and_flattens_on_halt(venue_si
             assert producer.try_push(*records.order(oid, venue=wire_venue, px=px, qty=0.002, tif=tif,
                                                     t_decision=time.time_ns(), seq=oid))
             rec = None
-            while rec is None or rec[E["order_id"]] != oid:
+            while rec is None or rec[EXEC_ORDER_ID] != oid:
                 assert time.monotonic() < deadline, "no EXEC record for the order"
                 rec = exec_ring.read_next()
                 if rec is None:
                     time.sleep(0.02)
-            if rec[E["risk"]] == 0:
+            if rec[EXEC_RISK] == 0:
                 return
-            assert rec[E["risk"]] == RiskReject.NO_BOOK, rec
+            assert rec[EXEC_RISK] == RiskReject.NO_BOOK, rec
             time.sleep(0.2)
 
     def summary(name: str) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from caerus.execution.config import ExecutionConfig, InstrumentLimits, PaperConf
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
 from caerus.instruments import BTC, Instrument, InstrumentSet
-from caerus.wire import BOOK_I, Outcome, RiskReject, Venue
+from caerus.records.book import BOOK_BID_PX
+from caerus.wire import Outcome, RiskReject, Venue
 from tests.fixtures.pipeline import make_book
 from tests.unit.execution.test_execution_risk_paper import T0, order
 
@@ -38,7 +39,7 @@ def o(oid: int, sym: int, qty: float, side: int = 1) -> tuple:
 
 def test_books_are_kept_per_venue_and_instrument() -> None:
     b = books_for()
-    bid = BOOK_I.BID_PX
+    bid = BOOK_BID_PX
     assert [b.book(HL, k)[bid] for k in range(3)] == [PX[0], PX[1], PX[2]]  # type: ignore[index]
     assert b.latest[HL] is b.book(HL, 0)
     b.put(make_book(HL, 1.0, 2.0, T0, symbol=7))  # an instrument the session does not trade

@@ -10,9 +10,18 @@ from caerus.config import ConfigError
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import PaperConfig
 from caerus.execution.transports.paper import PaperTransport
+from caerus.records.exec import (
+    EXEC_FILL_PX,
+    EXEC_FILL_QTY,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_QTY,
+    EXEC_SIDE,
+    EXEC_VENUE,
+)
 from caerus.research.backtest.fills import TAKER_BPS, FillRules
 from caerus.session.orders import ConfirmedOrders
-from caerus.wire import EXEC, EXEC_I, Outcome, Venue
+from caerus.wire import EXEC, Outcome, Venue
 from tests.fixtures.pipeline import make_book
 
 T0 = 1_700_000_000_000_000_000
@@ -66,7 +75,7 @@ def test_backtest_and_session_summary_charge_the_same_schedule() -> None:
                                                              PaperConfig().taker_bps("hyperliquid"))
     confirmed = ConfirmedOrders()
     rec: list[object] = [0] * len(EXEC.names)
-    rec[EXEC_I.ORDER_ID], rec[EXEC_I.VENUE], rec[EXEC_I.SIDE], rec[EXEC_I.QTY] = 5, BN, 1, 0.002
-    rec[EXEC_I.OUTCOME], rec[EXEC_I.FILL_PX], rec[EXEC_I.FILL_QTY] = int(Outcome.FILLED), 100_000.0, 0.002
+    rec[EXEC_ORDER_ID], rec[EXEC_VENUE], rec[EXEC_SIDE], rec[EXEC_QTY] = 5, BN, 1, 0.002
+    rec[EXEC_OUTCOME], rec[EXEC_FILL_PX], rec[EXEC_FILL_QTY] = int(Outcome.FILLED), 100_000.0, 0.002
     confirmed.add(tuple(rec))
     assert confirmed.summary()["fees"] == pytest.approx(0.1)

@@ -22,21 +22,24 @@ from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.records.exec import (
+    EXEC_FILL_PX,
+    EXEC_FILL_QTY,
+    EXEC_FLAGS,
+    EXEC_ORDER_ID,
+    EXEC_OUTCOME,
+    EXEC_RISK,
+    EXEC_T_PICKUP,
+    EXEC_T_SENT,
+)
+from caerus.records.order import ORDER_TRIGGER_T_WIRE
 from caerus.venuekit.order_transport import SendResult, VenueReply
-from caerus.wire import EXEC, EXEC_I, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
+from caerus.wire import EXEC, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
 from tests.fixtures.pipeline import make_book
 
 MS = 1_000_000
 T0 = 1_700_000_000_000_000_000
 HL = int(Venue.HYPERLIQUID)
-E_OUTCOME = EXEC_I.OUTCOME
-E_RISK = EXEC_I.RISK
-E_FILL_PX = EXEC_I.FILL_PX
-E_FILL_QTY = EXEC_I.FILL_QTY
-E_T_PICKUP = EXEC_I.T_PICKUP
-E_T_SENT = EXEC_I.T_SENT
-E_ORDER_ID = EXEC_I.ORDER_ID
-E_FLAGS = EXEC_I.FLAGS
 
 
 def load_config(path: Path | None) -> ExecutionConfig:
@@ -243,9 +246,10 @@ def test_engine_null_transport_over_real_rings(shm_dir: Path) -> None:
         assert engine.step() and engine.step() and not engine.step()
         r1, r2 = exec_r.read_next(), exec_r.read_next()
         assert exec_r.read_next() is None
-        assert (r1[E_ORDER_ID], r1[E_OUTCOME], r1[E_RISK]) == (1, Outcome.SENT, 0)
-        assert r1[E_T_PICKUP] >= now
-        assert (r2[E_ORDER_ID], r2[E_OUTCOME], r2[E_RISK]) == (2, Outcome.RISK_REJECTED, RiskReject.MAX_ORDER_SIZE)
+        assert (r1[EXEC_ORDER_ID], r1[EXEC_OUTCOME], r1[EXEC_RISK]) == (1, Outcome.SENT, 0)
+        assert r1[EXEC_T_PICKUP] >= now
+        assert (r2[EXEC_ORDER_ID], r2[EXEC_OUTCOME], r2[EXEC_RISK]) == (2, Outcome.RISK_REJECTED,
+                                                                        RiskReject.MAX_ORDER_SIZE)
         assert r1[: len(ORDER.names)] == order(oid=1, t_decision=now)  # the order fields are carried verbatim
         assert engine.transit.n == 2 and all(v >= 0 for v in engine.transit.arr[:2])
         assert engine.outcomes[Outcome.SENT] == 1 and engine.pending == {}
@@ -271,15 +275,15 @@ def test_engine_paper_latency_publishes_sent_then_final(shm_dir: Path) -> None:
         assert producer.try_push(*order(oid=5, px=95_010.0, qty=0.001, t_decision=time.time_ns()))
         assert engine.step()
         first = exec_r.read_next()
-        assert first[E_OUTCOME] == Outcome.SENT and 5 in engine.pending
+        assert first[EXEC_OUTCOME] == Outcome.SENT and 5 in engine.pending
         time.sleep(0.005)
         engine.idle_work(time.time_ns())
         final = exec_r.read_next()
         assert final is not None
-        assert (final[E_ORDER_ID], final[E_OUTCOME], final[E_FILL_PX]) == (5, Outcome.FILLED, 95_001.0)
-        assert final[E_FLAGS] & EXEC_FLAG_REPLY and not first[E_FLAGS] & EXEC_FLAG_REPLY
-        assert final[E_T_PICKUP] == first[E_T_PICKUP] and final[E_T_SENT] == first[E_T_SENT]
-        assert final[E_FILL_QTY] == pytest.approx(0.001)
+        assert (final[EXEC_ORDER_ID], final[EXEC_OUTCOME], final[EXEC_FILL_PX]) == (5, Outcome.FILLED, 95_001.0)
+        assert final[EXEC_FLAGS] & EXEC_FLAG_REPLY and not first[EXEC_FLAGS] & EXEC_FLAG_REPLY
+        assert final[EXEC_T_PICKUP] == first[EXEC_T_PICKUP] and final[EXEC_T_SENT] == first[EXEC_T_SENT]
+        assert final[EXEC_FILL_QTY] == pytest.approx(0.001)
         assert engine.pending == {} and risk.position == pytest.approx(0.001)
     finally:
         exec_r.close()
@@ -497,7 +501,7 @@ def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
         with pytest.raises(ConnectionResetError):
             engine.step()
         rec = exec_r.read_next()
-        assert (rec[E_ORDER_ID], rec[E_OUTCOME]) == (9, Outcome.SEND_FAILED)
+        assert (rec[EXEC_ORDER_ID], rec[EXEC_OUTCOME]) == (9, Outcome.SEND_FAILED)
         assert engine.send_errors == 1 and risk.position == 0.0
     finally:
         exec_r.close()
@@ -558,7 +562,7 @@ def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) ->
         assert not engine.resolve(1, Outcome.FILLED, 1.0, 1.0)  # already settled: refused, counted
         recs = []
         while (r := exec_r.read_next()) is not None:
-            recs.append((r[E_ORDER_ID], Outcome(r[E_OUTCOME]), bool(r[E_FLAGS] & EXEC_FLAG_REPLY)))
+            recs.append((r[EXEC_ORDER_ID], Outcome(r[EXEC_OUTCOME]), bool(r[EXEC_FLAGS] & EXEC_FLAG_REPLY)))
         assert recs == [(1, Outcome.SENT, False), (2, Outcome.SENT, False), (2, Outcome.UNKNOWN, True),
                         (1, Outcome.UNKNOWN, True), (1, Outcome.PARTIAL, True), (2, Outcome.NOT_FILLED, True)]
     finally:
@@ -594,7 +598,6 @@ class _StampingTransport:
 
 def test_engine_matches_transmit_stamps_and_never_substitutes_a_missing_wire_stamp(shm_dir: Path) -> None:
     from caerus.execution.engine import TX_STAMP_WAIT_NS
-    from caerus.wire import ORDER_I
 
     consumer = MpscConsumer.create("tx.orders", ORDER, 64)
     producer = MpscProducer.attach("tx.orders", ORDER, timeout=1)
@@ -604,7 +607,7 @@ def test_engine_matches_transmit_stamps_and_never_substitutes_a_missing_wire_sta
     try:
         now = time.time_ns()
         stamped = list(order(oid=1, seq=1, t_decision=now))
-        stamped[ORDER_I.TRIGGER_T_WIRE] = now - 50_000  # the trigger book had a kernel receive stamp
+        stamped[ORDER_TRIGGER_T_WIRE] = now - 50_000  # the trigger book had a kernel receive stamp
         assert producer.try_push(*stamped)
         assert producer.try_push(*order(oid=2, seq=2, t_decision=now))  # ... this one's had none (t_wire 0)
         assert producer.try_push(*order(oid=3, seq=3, t_decision=now, side=-1))  # its stamp never comes

@@ -14,7 +14,7 @@ from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.spsc import SpscReader, SpscWriter
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.ipc.wait import make_waiter
-from caerus.wire import BOOK_I
+from caerus.records.book import BOOK_SEQ
 from tests.kit import records
 
 
@@ -34,7 +34,7 @@ def test_swmr_every_record_reads_in_order(shm_dir) -> None:
     assert r.read_next() is None
     for n in range(1, 11):
         assert w.publish(*book(n)) == n
-    got = [r.read_next()[BOOK_I.SEQ] for _ in range(10)]
+    got = [r.read_next()[BOOK_SEQ] for _ in range(10)]
     assert got == list(range(1, 11))
     assert r.read_next() is None
     assert r.lost == 0
@@ -62,8 +62,8 @@ def test_swmr_lapped_reader_counts_exact_loss_and_resumes_at_a_valid_record(shm_
         w.publish(*book(n))
     seen = []
     while (rec := r.read_next()) is not None:
-        assert rec == book(rec[BOOK_I.SEQ])
-        seen.append(rec[BOOK_I.SEQ])
+        assert rec == book(rec[BOOK_SEQ])
+        seen.append(rec[BOOK_SEQ])
     assert seen == sorted(seen) and seen[-1] == 100
     assert len(seen) + r.lost == 100
     assert r.lost > 0
@@ -75,10 +75,10 @@ def test_swmr_latest_value_conflates_to_newest(shm_dir) -> None:
     assert r.read_latest() is None
     for n in range(1, 6):
         w.publish(*book(n))
-    assert r.read_latest()[BOOK_I.SEQ] == 5
+    assert r.read_latest()[BOOK_SEQ] == 5
     assert r.read_latest() is None
     w.publish(*book(6))
-    assert r.read_latest()[BOOK_I.SEQ] == 6
+    assert r.read_latest()[BOOK_SEQ] == 6
 
 
 def test_capacity_must_be_power_of_two(shm_dir) -> None:
@@ -136,14 +136,14 @@ def test_writer_restart_bumps_generation_and_reader_reattaches(shm_dir) -> None:
     w1 = SwmrWriter.create("r", wire.BOOK, 8)
     r = SwmrReader.attach("r", wire.BOOK, timeout=1)
     w1.publish(*book(1))
-    assert r.read_next()[BOOK_I.SEQ] == 1
+    assert r.read_next()[BOOK_SEQ] == 1
     gen1 = r.generation
     assert r.refresh() is False
     w2 = SwmrWriter.create("r", wire.BOOK, 8)  # same pid: restart of ourselves is allowed
     w2.publish(*book(42))
     assert r.refresh() is True
     assert r.generation > gen1 and r.generations == 1
-    assert r.read_next()[BOOK_I.SEQ] == 42
+    assert r.read_next()[BOOK_SEQ] == 42
 
 
 def test_spsc_full_is_refused_and_counted(shm_dir) -> None:

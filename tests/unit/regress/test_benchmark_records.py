@@ -4,7 +4,8 @@ must match the current layouts, or a layout change breaks `invoke regress` (and 
 from __future__ import annotations
 
 from benchmarks import capture_throughput, ipc_hop, tick_to_decision
-from caerus.wire import BOOK, BOOK_I, ORDER
+from caerus.records.book import BOOK_T_PUBLISH, BOOK_T_RECV
+from caerus.wire import BOOK, ORDER
 
 
 def test_book_builders_pack_and_put_each_time_where_the_layout_says() -> None:
@@ -15,7 +16,7 @@ def test_book_builders_pack_and_put_each_time_where_the_layout_says() -> None:
     }
     for name, (rec, t_recv, t_publish) in recs.items():
         BOOK.struct.pack(*rec)  # the right number and kinds of fields
-        assert (rec[BOOK_I.T_RECV], rec[BOOK_I.T_PUBLISH]) == (t_recv, t_publish), name
+        assert (rec[BOOK_T_RECV], rec[BOOK_T_PUBLISH]) == (t_recv, t_publish), name
 
 
 def test_order_builder_packs() -> None:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from caerus.metrics import hdr
+from caerus.records.book import BOOK_ASK_PX, BOOK_T_PUBLISH
 from caerus.research.backtest.events import BookEvents, EventsError
 from caerus.research.backtest.fills import FILLED, NOT_FILLED, PARTIAL, FillError, FillModel, FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyError, LatencyModel
@@ -116,7 +117,7 @@ def test_book_events_sort_and_build_book_records() -> None:
                                   "bid_qty": [1.0, 1.0], "ask_px": [1.5, 2.5], "ask_qty": [1.0, 1.0]})
     assert ev.venue.tolist() == [1, 2]
     rec = ev.records(np.array([11, 21]))[0]
-    assert len(rec) == len(BOOK.names) and rec[BOOK.index("t_publish")] == 11 and rec[BOOK.index("ask_px")] == 2.5
+    assert len(rec) == len(BOOK.names) and rec[BOOK_T_PUBLISH] == 11 and rec[BOOK_ASK_PX] == 2.5
     with pytest.raises(EventsError, match="lack column"):
         BookEvents.from_columns({"t_recv": [1]})
     with pytest.raises(EventsError, match="unknown venue"):

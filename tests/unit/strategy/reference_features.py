@@ -9,6 +9,16 @@ other anew, so this oracle still checks it: FeatureState's vector is this one's 
 
 from __future__ import annotations
 
+from caerus.records.book import (
+    BOOK_ASK_PX,
+    BOOK_ASK_QTY,
+    BOOK_BID_PX,
+    BOOK_BID_QTY,
+    BOOK_FLAGS,
+    BOOK_T_EXCHANGE,
+    BOOK_T_RECV,
+    BOOK_VENUE,
+)
 from caerus.strategy.feature_vector import (
     _BINANCE,
     _HYPERLIQUID,
@@ -19,7 +29,7 @@ from caerus.strategy.feature_vector import (
     RING,
     _exp,
 )
-from caerus.wire import BOOK_I, TRADEABLE, TRADEABLE_MASK
+from caerus.wire import TRADEABLE, TRADEABLE_MASK
 
 NAMES_V1 = ("bn_ret_50ms", "bn_ret_200ms", "bn_ret_1000ms", "basis_dev", "bn_imbalance", "hl_imbalance", "bn_ofi",
             "bn_micro_dev", "hl_micro_dev", "bn_spread", "hl_spread", "hl_book_age_ms", "hl_block_phase",
@@ -30,14 +40,6 @@ N_FEATURES = len(NAMES_V1)
 OFI_HALF_LIFE_MS = 200.0
 _BLOCK_MS_START = 70.0  # Hyperliquid's block interval before any gap is measured
 
-_VENUE = BOOK_I.VENUE
-_FLAGS = BOOK_I.FLAGS
-_T_EXCHANGE = BOOK_I.T_EXCHANGE
-_T_RECV = BOOK_I.T_RECV
-_BID = BOOK_I.BID_PX
-_BID_QTY = BOOK_I.BID_QTY
-_ASK = BOOK_I.ASK_PX
-_ASK_QTY = BOOK_I.ASK_QTY
 
 
 class ReferenceFeatureState:
@@ -112,18 +114,18 @@ class ReferenceFeatureState:
         # Hot path (benchmarks/decision_cost.py): attributes read once into locals, each feature computed only on
         # the venue whose book changes it, the ring walks bounded by the newest mid (its time is ``now``, past
         # every horizon's limit); the arithmetic is unchanged, expression for expression, so the vector is too.
-        venue = book[_VENUE]
-        ok = (book[_FLAGS] & TRADEABLE_MASK) == TRADEABLE
+        venue = book[BOOK_VENUE]
+        ok = (book[BOOK_FLAGS] & TRADEABLE_MASK) == TRADEABLE
         x = self.x
         if venue == _BINANCE:
             self.bn_ok = ok
-            self.bn_t_recv = book[_T_RECV]
-            self.bn_t_exchange = book[_T_EXCHANGE]
+            self.bn_t_recv = book[BOOK_T_RECV]
+            self.bn_t_exchange = book[BOOK_T_EXCHANGE]
             if ok:
-                bid = book[_BID]
-                ask = book[_ASK]
-                bq = book[_BID_QTY]
-                aq = book[_ASK_QTY]
+                bid = book[BOOK_BID_PX]
+                ask = book[BOOK_ASK_PX]
+                bq = book[BOOK_BID_QTY]
+                aq = book[BOOK_ASK_QTY]
                 mid = (bid + ask) * 0.5
                 depth = bq + aq
                 # order-flow imbalance of this touch change (Cont, Kukanov & Stoikov 2014, eq. 2), decayed sum
@@ -196,14 +198,14 @@ class ReferenceFeatureState:
             hl_mid = self.hl_mid
         elif venue == _HYPERLIQUID:
             self.hl_ok = ok
-            self.hl_t_recv = book[_T_RECV]
-            tx = book[_T_EXCHANGE]
+            self.hl_t_recv = book[BOOK_T_RECV]
+            tx = book[BOOK_T_EXCHANGE]
             self.hl_t_exchange = tx
             if ok:
-                bid = book[_BID]
-                ask = book[_ASK]
-                bq = book[_BID_QTY]
-                aq = book[_ASK_QTY]
+                bid = book[BOOK_BID_PX]
+                ask = book[BOOK_ASK_PX]
+                bq = book[BOOK_BID_QTY]
+                aq = book[BOOK_ASK_QTY]
                 hl_mid = (bid + ask) * 0.5
                 depth = bq + aq
                 self.hl_bid = bid

@@ -18,10 +18,12 @@ from caerus.execution.transports.paper import PaperTransport
 from caerus.instruments import DEFAULT
 from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
+from caerus.records.exec import EXEC_OUTCOME, EXEC_RISK
+from caerus.records.order import ORDER_FLAGS, ORDER_SEQ
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
-from caerus.wire import EXEC, EXEC_I, ORDER, ORDER_I, OrderFlags, OrderReason, Outcome, RiskReject, Side
+from caerus.wire import EXEC, ORDER, OrderFlags, OrderReason, Outcome, RiskReject, Side
 from tests.unit.execution.test_execution_risk_paper import books_with, order
 from tests.unit.strategy.test_strategy_latency_arb import MS, jump, warm
 
@@ -30,7 +32,7 @@ SHADOW = int(OrderFlags.SHADOW)
 
 def _shadow_order(oid: int, seq: int, t: int, **kw: object) -> tuple:
     o = list(order(oid=oid, seq=seq, t_decision=t, **kw))  # type: ignore[arg-type]
-    o[ORDER_I.FLAGS] = SHADOW
+    o[ORDER_FLAGS] = SHADOW
     return tuple(o)
 
 
@@ -89,7 +91,7 @@ def test_engine_rehearses_shadows_and_never_sends_or_publishes_them(shm_dir: Pat
         assert engine.step() and engine.step()
         r1, r2 = exec_r.read_next(), exec_r.read_next()
         assert [r[0] for r in (r1, r2)] == [30, 31]
-        assert [(r[EXEC_I.RISK], r[EXEC_I.OUTCOME]) for r in (r1, r2)] == [(0, Outcome.FILLED), (0, Outcome.NOT_FILLED)]
+        assert [(r[EXEC_RISK], r[EXEC_OUTCOME]) for r in (r1, r2)] == [(0, Outcome.FILLED), (0, Outcome.NOT_FILLED)]
         assert engine.transit.n == 2 and engine.transit_warmed.n == 2 and engine.transit_unwarmed.n == 0
         # an out-of-date shadow sequence is refused like a real one would be (it is counted as a shadow reject)
         assert producer.try_push(*_shadow_order(40, seq=25, t=time.time_ns()))
@@ -146,8 +148,8 @@ def test_strategy_loop_pushes_flagged_shadows_at_its_rate_and_fires_nothing_real
         seen = sum(ctx.books)
         assert seen == 2 * n and ctx.hop.n == seen  # every book counted and sampled, shadow or not
         assert ctx.shadows == len(pushed) > n // 2  # one per Binance book once both venues are known
-        assert all(o[ORDER_I.FLAGS] == SHADOW for o in pushed)
-        assert [o[ORDER_I.SEQ] for o in pushed] == list(range(seq0 + 1, seq0 + 1 + len(pushed)))
+        assert all(o[ORDER_FLAGS] == SHADOW for o in pushed)
+        assert [o[ORDER_SEQ] for o in pushed] == list(range(seq0 + 1, seq0 + 1 + len(pushed)))
         assert ctx.tte.n == seen - ctx.shadows  # a shadow's book has no tick_to_eval sample
         assert sum(ctx.by_reason) == 0 and ctx.ttd.n == 0 and ctx.ttd_warm.n == 0 and ctx.desk.position == 0.0
         assert ctx.shd.n == ctx.shadows and ctx.ring_full == 0 == ctx.shadow_ring_full

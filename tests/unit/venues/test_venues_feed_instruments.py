@@ -11,10 +11,12 @@ import pytest
 
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.records.book import BOOK_CONN, BOOK_FLAGS, BOOK_REASON, BOOK_SEQ, BOOK_SYMBOL
+from caerus.records.event import EVENT_AUX, EVENT_KIND
 from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
-from caerus.wire import BOOK, BOOK_I, EVENT, EVENT_I, BookFlags, EventKind, RejectReason, Venue, is_tradeable
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, RejectReason, Venue, is_tradeable
 from tests.unit.venues.test_venues_feed_loops import StubSupervisor, counters, deliver, drain
 
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
@@ -56,7 +58,7 @@ def test_each_instrument_keeps_its_own_order_and_id(many) -> None:
     for raw in (bt("BTCUSDT", 10), bt("ETHUSDT", 5), bt("BTCUSDT", 9), bt("SOLUSDT", 7), bt("ETHUSDT", 6),
                 bt("ETHUSDT", 6), bt("DOGEUSDT", 1)):
         deliver(sink, raw, 1, s1)
-    valid = [(r[BOOK_I.SYMBOL], r[BOOK_I.SEQ]) for r in drain(books) if r[BOOK_I.FLAGS] & BookFlags.VALID]
+    valid = [(r[BOOK_SYMBOL], r[BOOK_SEQ]) for r in drain(books) if r[BOOK_FLAGS] & BookFlags.VALID]
     assert valid == [(0, 10), (1, 5), (2, 7), (1, 6)]
     c = counters(out)
     assert c["reject.seq_not_increasing"] == 1 and c["reject.duplicate"] == 1 and c["reject.wrong_instrument"] == 1
@@ -69,9 +71,9 @@ def test_a_withdrawn_quote_stops_only_its_instrument(many) -> None:
     deliver(sink, bt("ETHUSDT", 1), 1, s1)
     deliver(sink, bt("ETHUSDT", 2, b="101", a="100"), 2, s1)  # crossed: ETH's quote is withdrawn
     recs = drain(books)
-    latest = {r[BOOK_I.SYMBOL]: r for r in recs}
-    assert is_tradeable(latest[0][BOOK_I.FLAGS]) and not is_tradeable(latest[1][BOOK_I.FLAGS])
-    assert latest[1][BOOK_I.REASON] == RejectReason.CROSSED
+    latest = {r[BOOK_SYMBOL]: r for r in recs}
+    assert is_tradeable(latest[0][BOOK_FLAGS]) and not is_tradeable(latest[1][BOOK_FLAGS])
+    assert latest[1][BOOK_REASON] == RejectReason.CROSSED
     assert sink.books["BTCUSDT"].untradeable_since == 0 and sink.books["ETHUSDT"].untradeable_since > 0
 
 
@@ -82,9 +84,9 @@ def test_an_unreadable_update_withdraws_the_instrument_it_names(many) -> None:
     drain(books)
     deliver(sink, b'{"e":"bookTicker","u":"x","s":"SOLUSDT"}', 2, s1)  # data shape, unreadable id
     recs = drain(books)
-    assert [(r[BOOK_I.SYMBOL], r[BOOK_I.FLAGS]) for r in recs] == [(2, BookFlags.REJECTED)]
+    assert [(r[BOOK_SYMBOL], r[BOOK_FLAGS]) for r in recs] == [(2, BookFlags.REJECTED)]
     deliver(sink, b'{"e":"bookTicker","u":"x"}', 3, s1)  # names no instrument: every one on the connection
-    assert sorted(r[BOOK_I.SYMBOL] for r in drain(books)) == [0, 1, 2]
+    assert sorted(r[BOOK_SYMBOL] for r in drain(books)) == [0, 1, 2]
     assert counters(out)["reject.malformed"] == 2  # one per frame, however many quotes it withdrew
 
 
@@ -102,7 +104,7 @@ def test_rotation_switches_every_instrument_and_loses_or_repeats_nothing(many) -
     deliver(sink, bt("ETHUSDT", 3), 2, s2)
     deliver(sink, bt("SOLUSDT", 1), 2, s2)
     deliver(sink, bt("BTCUSDT", 2), 2, s2)
-    valid = [(r[BOOK_I.SYMBOL], r[BOOK_I.SEQ], r[BOOK_I.CONN], r[BOOK_I.FLAGS]) for r in drain(books)]
+    valid = [(r[BOOK_SYMBOL], r[BOOK_SEQ], r[BOOK_CONN], r[BOOK_FLAGS]) for r in drain(books)]
     rot = BookFlags.VALID | BookFlags.ROTATED
     assert valid == [(0, 1, 1, BookFlags.VALID), (1, 1, 1, BookFlags.VALID), (1, 2, 1, BookFlags.VALID),
                      (1, 3, 2, rot), (2, 1, 2, rot), (0, 2, 2, rot)]
@@ -122,9 +124,9 @@ def test_a_pool_splits_instruments_into_lanes_each_with_its_own_connection(shm_d
         sink.lanes[0].active, sink.lanes[1].active = c1, c2
         deliver(sink, bt("C", 1), 1, c1)  # C's updates belong to the second connection: overlap, not published
         deliver(sink, bt("C", 1), 1, c2)
-        assert [(r[BOOK_I.SYMBOL], r[BOOK_I.CONN]) for r in drain(books)] == [(2, 2)]
+        assert [(r[BOOK_SYMBOL], r[BOOK_CONN]) for r in drain(books)] == [(2, 2)]
         sink.lanes[1].connection_lost(2)  # only the second lane's instruments go STALE
-        stale = [r[BOOK_I.SYMBOL] for r in drain(books) if r[BOOK_I.FLAGS] & BookFlags.STALE]
+        stale = [r[BOOK_SYMBOL] for r in drain(books) if r[BOOK_FLAGS] & BookFlags.STALE]
         assert stale == [2, 3, 4]
     finally:
         books.close()
@@ -148,10 +150,10 @@ def test_a_silent_instrument_on_a_live_connection_is_marked_stale(many) -> None:
     assert sink.watch_instruments(6_500, 5_000, lambda sess, sym: asked.append((sess.conn_id, sym))) == 1
     assert asked == [(1, "ETHUSDT")]  # ETH (silent since 1_000) asked for again on its connection; SOL moved at 2_000
     recs = drain(books)
-    assert [(r[BOOK_I.SYMBOL], r[BOOK_I.FLAGS]) for r in recs if r[BOOK_I.FLAGS] & BookFlags.STALE] == [
+    assert [(r[BOOK_SYMBOL], r[BOOK_FLAGS]) for r in recs if r[BOOK_FLAGS] & BookFlags.STALE] == [
         (1, BookFlags.STALE)]
-    ev = [e for e in drain(events) if e[EVENT_I.KIND] == EventKind.STALE]
-    assert len(ev) == 1 and ev[0][EVENT_I.AUX] == 1 and counters(out)["instrument_stale"] == 1
+    ev = [e for e in drain(events) if e[EVENT_KIND] == EventKind.STALE]
+    assert len(ev) == 1 and ev[0][EVENT_AUX] == 1 and counters(out)["instrument_stale"] == 1
     assert counters(out)["resubscribes"] == 1
     assert sink.watch_instruments(7_500, 5_000) == 1  # SOL now (since 2_000); ETH is not counted twice
     deliver(sink, bt("ETHUSDT", 2), 5, s1)  # ETH back: tradeable again, can be caught again later
@@ -169,7 +171,7 @@ def test_hyperliquid_coins_share_block_times_but_order_per_coin(shm_dir: Path) -
         sink.active = s1
         for raw in (bbo("BTC", 100), bbo("ETH", 100), bbo("ETH", 99), bbo("BTC", 170), bbo("ETH", 170)):
             deliver(sink, raw, 1, s1)
-        valid = [(r[BOOK_I.SYMBOL], r[BOOK_I.SEQ]) for r in drain(books) if r[BOOK_I.FLAGS] & BookFlags.VALID]
+        valid = [(r[BOOK_SYMBOL], r[BOOK_SEQ]) for r in drain(books) if r[BOOK_FLAGS] & BookFlags.VALID]
         assert valid == [(0, 1), (1, 1), (0, 2), (1, 2)]  # each coin numbers its own records
         assert counters(out)["reject.time_backwards"] == 1
     finally:

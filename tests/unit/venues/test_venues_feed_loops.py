@@ -12,15 +12,20 @@ import pytest
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.failures import SessionEnded
 from caerus.net.ws import WsSession
+from caerus.records.book import (
+    BOOK_BID_PX,
+    BOOK_CONN,
+    BOOK_FLAGS,
+    BOOK_REASON,
+    BOOK_SEQ,
+    BOOK_T_EXCHANGE,
+    BOOK_T_PUBLISH,
+    BOOK_T_WIRE,
+)
 from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
-from caerus.wire import BOOK, BOOK_I, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable
-
-FLAGS = BOOK.index("flags")
-SEQ = BOOK.index("seq")
-CONN = BOOK.index("conn")
-REASON = BOOK.index("reason")
+from caerus.wire import BOOK, EVENT, BookFlags, EventKind, FailureClass, RejectReason, Venue, is_tradeable
 
 
 def bt(u: int, e_ms: int = 1_000, b: str = "100.0", a: str = "100.1", bq: str = "1", aq: str = "2") -> bytes:
@@ -90,7 +95,7 @@ def test_binance_valid_update_published_with_timestamps(feed) -> None:
     s1.t_wire = 1_700_000_000_124_990_000  # what the busy client sets from the kernel's receive stamp
     assert deliver(sink, bt(10, e_ms=1_700_000_000_123), 1_700_000_000_125_000_000, s1) is True
     no_stamp, rec = drain(books)
-    assert no_stamp[BOOK_I.T_WIRE] == 0  # websockets' asyncio client: no stamp, never a substitute
+    assert no_stamp[BOOK_T_WIRE] == 0  # websockets' asyncio client: no stamp, never a substitute
     venue, flags, symbol, conn, reason, _, seq, t_ex, t_recv, t_pub, bp, bq, ap, aq, t_wire = rec
     assert t_wire == 1_700_000_000_124_990_000
     assert (venue, flags, symbol, conn, reason, seq) == (1, BookFlags.VALID, 0, 1, 0, 10)
@@ -118,15 +123,15 @@ def test_binance_rejects_are_counted_by_reason_and_never_published_valid(feed) -
     for i, f in enumerate(frames):
         deliver(sink, f, 2_000_000_000 + i, s1)
     recs = drain(books)
-    assert [r[SEQ] for r in recs if r[FLAGS] & BookFlags.VALID] == [10, 19]
+    assert [r[BOOK_SEQ] for r in recs if r[BOOK_FLAGS] & BookFlags.VALID] == [10, 19]
     # Issue 12 item 4: an update that withdraws the quote is published as a REJECTED record (never VALID) with its
     # reason, so readers stop trading on the previous quote; duplicates and older updates publish nothing.
-    rejected = [(r[SEQ], r[REASON]) for r in recs if r[FLAGS] == BookFlags.REJECTED]
+    rejected = [(r[BOOK_SEQ], r[BOOK_REASON]) for r in recs if r[BOOK_FLAGS] == BookFlags.REJECTED]
     assert rejected == [(12, RejectReason.CROSSED), (13, RejectReason.LOCKED), (14, RejectReason.NONPOSITIVE_PRICE),
                         (15, RejectReason.NONPOSITIVE_SIZE), (16, RejectReason.NOT_FINITE),
                         (17, RejectReason.NOT_FINITE), (17, RejectReason.MALFORMED)]
     assert len(recs) == 2 + len(rejected)
-    assert not any(is_tradeable(r[FLAGS]) for r in recs[1:-1])
+    assert not any(is_tradeable(r[BOOK_FLAGS]) for r in recs[1:-1])
     c = counters(out)
     assert c["rejects"] == 10
     for reason, n in [(RejectReason.DUPLICATE, 1), (RejectReason.SEQ_NOT_INCREASING, 1),
@@ -187,9 +192,9 @@ def test_rotation_overlap_publishes_every_update_once(feed) -> None:
     deliver(sink, bt(5, 1005), 15, s2)
     deliver(sink, bt(6, 1006), 16, s2)
     recs = drain(books)
-    assert [r[SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
-    assert [r[CONN] for r in recs] == [1, 1, 1, 1, 2, 2]
-    assert recs[4][FLAGS] == BookFlags.VALID | BookFlags.ROTATED and recs[5][FLAGS] == BookFlags.VALID
+    assert [r[BOOK_SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
+    assert [r[BOOK_CONN] for r in recs] == [1, 1, 1, 1, 2, 2]
+    assert recs[4][BOOK_FLAGS] == BookFlags.VALID | BookFlags.ROTATED and recs[5][BOOK_FLAGS] == BookFlags.VALID
     assert sup.switches == [(1, 2)] and sink.active is s2 and sink.candidate is None
     c = counters(out)
     assert c["overlap_dropped"] == 4 and c["rejects"] == 0
@@ -200,7 +205,8 @@ def test_connection_lost_publishes_a_stale_not_valid_record(feed) -> None:
     deliver(sink, bt(7, 1000), 1, s1)
     out.connection_lost(1)
     recs = drain(books)
-    assert recs[-1][FLAGS] == BookFlags.STALE and not recs[-1][FLAGS] & BookFlags.VALID and recs[-1][SEQ] == 7
+    last = recs[-1]
+    assert last[BOOK_FLAGS] == BookFlags.STALE and not last[BOOK_FLAGS] & BookFlags.VALID and last[BOOK_SEQ] == 7
 
 
 @pytest.mark.parametrize("feed", ["hyperliquid"], indirect=True)
@@ -222,11 +228,11 @@ def test_hyperliquid_loop(feed) -> None:
     data = [deliver(sink, f, 5_000 + i, s1) for i, f in enumerate(frames)]
     assert data == [False, False, True, True, True, True, True, False, True, True]
     recs = drain(books)
-    assert [r[SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
-    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.VALID, BookFlags.REJECTED, BookFlags.REJECTED,
+    assert [r[BOOK_SEQ] for r in recs] == [1, 2, 3, 4, 5, 6]
+    assert [r[BOOK_FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.VALID, BookFlags.REJECTED, BookFlags.REJECTED,
                                         BookFlags.VALID | BookFlags.DEPTH, BookFlags.VALID]
-    assert [r[REASON] for r in recs] == [0, 0, RejectReason.NULL_SIDE, RejectReason.CROSSED, 0, 0]
-    assert recs[0][BOOK.index("t_exchange")] == 1000 * 1_000_000 and recs[0][0] == 2
+    assert [r[BOOK_REASON] for r in recs] == [0, 0, RejectReason.NULL_SIDE, RejectReason.CROSSED, 0, 0]
+    assert recs[0][BOOK_T_EXCHANGE] == 1000 * 1_000_000 and recs[0][0] == 2
     c = counters(out)
     assert (c["greetings"], c["acks"], c["pongs"], c["rejects"]) == (1, 1, 1, 3)
     assert (c["reject.null_side"], c["reject.time_backwards"], c["reject.crossed"]) == (1, 1, 1)
@@ -250,8 +256,8 @@ def test_venue_restart_resets_ordering_only_on_a_fresh_connection(feed) -> None:
     assert deliver(sink, bt(10, 100), 3, s2)  # first message of a fresh connection, older: the venue restarted
     deliver(sink, bt(9, 101), 4, s2)  # and now backwards again on that connection: rejected
     deliver(sink, bt(11, 102), 5, s2)
-    valid = [r for r in drain(books) if r[FLAGS] & BookFlags.VALID]
-    assert [r[SEQ] for r in valid] == [500, 10, 11]
+    valid = [r for r in drain(books) if r[BOOK_FLAGS] & BookFlags.VALID]
+    assert [r[BOOK_SEQ] for r in valid] == [500, 10, 11]
     c = counters(out)
     assert c["ordering_resets"] == 1 and c["reject.seq_not_increasing"] == 2
 
@@ -286,8 +292,8 @@ def test_binance_update_id_or_time_past_a_record_field_is_malformed_and_the_feed
     deliver(sink, bt(12, 1003), 5, s1)
     out.connection_lost(1)  # the STALE write still works
     recs = drain(books)
-    assert [r[SEQ] for r in recs if r[FLAGS] & BookFlags.VALID] == [10, 12]
-    assert recs[-1][FLAGS] == BookFlags.STALE and recs[-1][SEQ] == 12
+    assert [r[BOOK_SEQ] for r in recs if r[BOOK_FLAGS] & BookFlags.VALID] == [10, 12]
+    assert recs[-1][BOOK_FLAGS] == BookFlags.STALE and recs[-1][BOOK_SEQ] == 12
     assert counters(out)["reject.malformed"] == 3
 
 
@@ -300,7 +306,7 @@ def test_binance_ordering_advances_on_rejected_updates(feed) -> None:
     deliver(sink, bt(13, 1001), 4, s1)  # newer id, older time than the rejected one
     deliver(sink, bt(14, 1003), 5, s1)
     recs = drain(books)
-    assert [(r[SEQ], r[FLAGS]) for r in recs] == [(10, BookFlags.VALID), (12, BookFlags.REJECTED),
+    assert [(r[BOOK_SEQ], r[BOOK_FLAGS]) for r in recs] == [(10, BookFlags.VALID), (12, BookFlags.REJECTED),
                                                   (14, BookFlags.VALID)]
     c = counters(out)
     assert (c["reject.seq_not_increasing"], c["reject.time_backwards"]) == (1, 1)
@@ -314,8 +320,8 @@ def test_hyperliquid_ordering_advances_on_rejected_updates(feed) -> None:
     deliver(sink, bbo(1001), 3, s1)  # older than the rejected one: not published
     deliver(sink, bbo(1003), 4, s1)
     recs = drain(books)
-    assert [r[FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.REJECTED, BookFlags.VALID]
-    assert [r[SEQ] for r in recs] == [1, 2, 3]
+    assert [r[BOOK_FLAGS] for r in recs] == [BookFlags.VALID, BookFlags.REJECTED, BookFlags.VALID]
+    assert [r[BOOK_SEQ] for r in recs] == [1, 2, 3]
     assert counters(out)["reject.time_backwards"] == 1
 
 
@@ -327,7 +333,7 @@ def test_binance_frame_for_another_symbol_is_refused(feed) -> None:
     eth["s"] = "ETHUSDT"
     assert deliver(sink, json.dumps(eth).encode(), 2, s1) is True
     deliver(sink, bt(12, 1002), 3, s1)
-    assert [r[SEQ] for r in drain(books)] == [10, 12]
+    assert [r[BOOK_SEQ] for r in drain(books)] == [10, 12]
     assert counters(out)["reject.wrong_instrument"] == 1
 
 
@@ -339,7 +345,7 @@ def test_hyperliquid_frame_for_another_coin_is_refused(feed) -> None:
     assert deliver(sink, json.dumps(eth).encode(), 1, s1) is True
     deliver(sink, bbo(1001), 2, s1)
     recs = drain(books)
-    assert len(recs) == 1 and recs[0][BOOK.index("bid_px")] == 100.0
+    assert len(recs) == 1 and recs[0][BOOK_BID_PX] == 100.0
     assert counters(out)["reject.wrong_instrument"] == 1
 
 
@@ -359,7 +365,7 @@ def test_binance_depth_diff_is_never_read_as_a_snapshot(feed) -> None:
     deliver(sink, _depth(13, five_b[::-1], five_a), 4, s1)  # bids not descending
     deliver(sink, _depth(14, five_b, five_a), 5, s1)
     recs = drain(books)
-    assert [(r[SEQ], r[FLAGS], r[REASON]) for r in recs] == [
+    assert [(r[BOOK_SEQ], r[BOOK_FLAGS], r[BOOK_REASON]) for r in recs] == [
         (10, BookFlags.VALID | BookFlags.DEPTH, 0), (11, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT),
         (12, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT), (13, BookFlags.REJECTED, RejectReason.NOT_SNAPSHOT),
         (14, BookFlags.VALID | BookFlags.DEPTH, 0)]
@@ -436,9 +442,9 @@ def test_inlined_publish_tail_matches_feed_sink_publish_valid(shm_dir: Path, ven
         base.publish_valid(base.books[base.symbol], int(BookFlags.VALID), 3, 1,
                             1_796_000_000_000 * 1_000_000, t_recv, 100.5, 1.5, 100.6, 2.5)
     (a,), (b,) = drain(books_a), drain(books_b)
-    t_pub = BOOK.index("t_publish")
+    t_pub = BOOK_T_PUBLISH
     assert a[:t_pub] + a[t_pub + 1:] == b[:t_pub] + b[t_pub + 1:]
-    assert a[BOOK.index("flags")] == BookFlags.VALID | BookFlags.ROTATED
+    assert a[BOOK_FLAGS] == BookFlags.VALID | BookFlags.ROTATED
     for attr in ("n_books", "n_samples"):
         assert getattr(loop, attr) == getattr(base, attr), attr
     sa, sb = loop.books[loop.symbol], base.books[base.symbol]

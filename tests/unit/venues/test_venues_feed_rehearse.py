@@ -12,6 +12,7 @@ import pytest
 from caerus.feed.warm import synthetic_frames
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.records.book import BOOK_FLAGS, BOOK_T_PUBLISH, BOOK_T_RECV
 from caerus.venuekit.feed_loop import FeedSink
 from caerus.venuekit.feed_outputs import FeedOutputs
 from caerus.venues import registry
@@ -19,8 +20,6 @@ from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid.feed import HyperliquidSink
 from caerus.wire import BOOK, Venue
 
-T_PUB = BOOK.index("t_publish")
-T_RECV = BOOK.index("t_recv")
 VENUES = ("binance", "hyperliquid")
 
 
@@ -69,10 +68,10 @@ def test_rehearsal_packs_the_record_on_message_publishes(feed) -> None:
         assert sink.on_message(f, 5_000 + k, session)
         published = list(books.read_next())  # type: ignore[arg-type]
         for rec in (rehearsed, published):
-            assert rec[T_PUB] >= rec[T_RECV]
-            rec[T_PUB] = 0
+            assert rec[BOOK_T_PUBLISH] >= rec[BOOK_T_RECV]
+            rec[BOOK_T_PUBLISH] = 0
         if k == 0:  # the first publish after a fresh connection carries its first-publish flags
-            published[BOOK.index("flags")] = rehearsed[BOOK.index("flags")]
+            published[BOOK_FLAGS] = rehearsed[BOOK_FLAGS]
         assert rehearsed == published, (venue, k)
 
 

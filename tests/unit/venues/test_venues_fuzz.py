@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from caerus.ipc.swmr import SwmrReader
 from caerus.net.ws import WsSession
+from caerus.records.book import BOOK_ASK_PX, BOOK_ASK_QTY, BOOK_BID_PX, BOOK_BID_QTY, BOOK_FLAGS, BOOK_REASON
 from caerus.venuekit.book_rules import check_levels
 from caerus.venuekit.feed_loop import FeedSink
 from caerus.venuekit.feed_outputs import FeedOutputs
@@ -35,7 +36,7 @@ from caerus.venues.binance import data as binance
 from caerus.venues.binance.feed import BinanceSink
 from caerus.venues.hyperliquid import data as hyperliquid
 from caerus.venues.hyperliquid.feed import HyperliquidSink
-from caerus.wire import BOOK, BOOK_I, BookFlags, Venue
+from caerus.wire import BOOK, BookFlags, Venue
 
 EXAMPLES = int(os.environ.get("CAERUS_FUZZ_EXAMPLES", "300"))
 HUNT = "CAERUS_FUZZ_EXAMPLES" in os.environ  # a longer hunt draws fresh examples; the default run is reproducible
@@ -180,14 +181,14 @@ class _Feed:
 
 
 def check_record(rec: tuple) -> None:
-    flags = rec[BOOK_I.FLAGS]
+    flags = rec[BOOK_FLAGS]
     if flags & BookFlags.VALID:
-        prices = (rec[BOOK_I.BID_PX], rec[BOOK_I.BID_QTY], rec[BOOK_I.ASK_PX], rec[BOOK_I.ASK_QTY])
+        prices = (rec[BOOK_BID_PX], rec[BOOK_BID_QTY], rec[BOOK_ASK_PX], rec[BOOK_ASK_QTY])
         assert all(math.isfinite(x) for x in prices) and check_levels(*prices) == 0, rec
-        assert rec[BOOK_I.REASON] == 0, rec
+        assert rec[BOOK_REASON] == 0, rec
     else:
         assert flags in (BookFlags.REJECTED, BookFlags.STALE), rec
-        assert (rec[BOOK_I.REASON] != 0) == (flags == BookFlags.REJECTED), rec
+        assert (rec[BOOK_REASON] != 0) == (flags == BookFlags.REJECTED), rec
 
 
 @pytest.fixture
