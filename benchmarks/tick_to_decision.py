@@ -67,10 +67,6 @@ def _pin(cpus: tuple[int, ...]) -> None:
         os.sched_setaffinity(0, set(cpus))
 
 
-# BOOK positions from the one table, bound to globals for the timed loops
-_B_VENUE, _B_SEQ, _B_T_RECV, _B_T_PUBLISH = BOOK_VENUE, BOOK_SEQ, BOOK_T_RECV, BOOK_T_PUBLISH
-
-
 def _book_fields(i: int, venue: int, t_recv: int, t_publish: int) -> tuple:
     px = 95_000.0 + (i % 50) * 0.1
     if venue == 2:
@@ -158,8 +154,8 @@ def queue_strategy(qin: mp.Queue, qout: mp.Queue, cpus: tuple[int, ...]) -> None
             continue
         oid += 1
         t_decision = tns()
-        put((oid, 1, 2, d[0], 1, d[1], rec[_B_VENUE], 0, d[2], d[3], rec[_B_SEQ], rec[_B_T_RECV], rec[_B_T_PUBLISH],
-             t_seen, t_decision))
+        put((oid, 1, 2, d[0], 1, d[1], rec[BOOK_VENUE], 0, d[2], d[3], rec[BOOK_SEQ], rec[BOOK_T_RECV],
+             rec[BOOK_T_PUBLISH], t_seen, t_decision))
         arb.fired(d, t_decision)
 
 
@@ -330,7 +326,7 @@ def run_floor(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> 
                 if not spins & 0xFFFF and (not feed.is_alive() or time.monotonic() > deadline):
                     break
                 continue
-            out[k] = tns() - rec[_B_T_PUBLISH]
+            out[k] = tns() - rec[BOOK_T_PUBLISH]
             k += 1
         gc.enable()
         reader.close()
