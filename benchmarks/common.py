@@ -33,6 +33,17 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed for anything random")
 
 
+def parse_sized(argv: list[str] | None, doc: str, flag: str, what: str, quick: int,
+                full: int) -> tuple[argparse.Namespace, int]:
+    """A benchmark's command line: the common options and ``--<flag> N`` (how many ``what``; default ``quick``
+    under --quick, else ``full``). Returns the arguments and that count."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_common_args(p)
+    p.add_argument(f"--{flag}", type=int, help=what)
+    args = p.parse_args(argv)
+    return args, getattr(args, flag.replace("-", "_")) or (quick if args.quick else full)
+
+
 def summarize(samples_ns: Iterable[float] | np.ndarray) -> dict[str, float]:
     """Percentile summary of raw samples in nanoseconds (exact, from the samples, not a histogram)."""
     a = np.asarray(samples_ns if isinstance(samples_ns, np.ndarray) else list(samples_ns), dtype=np.float64)

@@ -28,7 +28,7 @@ import uuid
 
 import numpy as np
 
-from benchmarks.common import add_common_args, at_most, emit, summarize
+from benchmarks.common import at_most, emit, parse_sized, summarize
 
 
 def make_frames(n: int, seed: int) -> tuple[list[bytes], list[bytes]]:
@@ -148,11 +148,7 @@ def decode_times(decode, frames: list[bytes]) -> np.ndarray:  # type: ignore[no-
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
-    p.add_argument("--frames", type=int, help="frames per venue per repetition")
-    args = p.parse_args(argv)
-    n = args.frames or (20_000 if args.quick else 100_000)
+    args, n = parse_sized(argv, __doc__, "frames", "frames per venue per repetition", 20_000, 100_000)
     reps = 2 if args.quick else 5
 
     shm = tempfile.mkdtemp(prefix="caerus-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)

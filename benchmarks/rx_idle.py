@@ -19,7 +19,6 @@ from its first line to ``on_message``. Contenders, interleaved per round (the or
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -32,7 +31,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import emit, parse_sized, summarize
 from benchmarks.feed_parse import make_frames
 from benchmarks.rx_path import OpenSession, round_session, tcp_pair
 
@@ -81,12 +80,8 @@ def idle_gap(gap_ns: int, shadow: Shadow | None, poll: select.epoll) -> Callable
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
-    p.add_argument("--messages", type=int, help="messages per contender per round")
-    args = p.parse_args(argv)
+    args, n = parse_sized(argv, __doc__, "messages", "messages per contender per round", 150, 400)
     gaps_us = (100, 1000) if args.quick else (100, 1000, 10_000)
-    n = args.messages or (150 if args.quick else 400)
     rounds = 3 if args.quick else 5
     payloads, _ = make_frames(n * 2, args.seed)
     frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in payloads[:n]]

@@ -21,7 +21,6 @@ checked against the frames sent.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import gc
@@ -33,7 +32,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import emit, parse_sized, summarize
 from benchmarks.feed_parse import make_frames
 from benchmarks.tls_read import TlsPair
 from benchmarks.ws_parse import MAX_SIZE, open_protocol
@@ -139,11 +138,7 @@ def round_session(op: OpenSession, sender: socket.socket, frames: list[bytes], p
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
-    p.add_argument("--messages", type=int, help="messages per contender per round")
-    args = p.parse_args(argv)
-    n = args.messages or (2_000 if args.quick else 10_000)
+    args, n = parse_sized(argv, __doc__, "messages", "messages per contender per round", 2_000, 10_000)
     rounds = 3 if args.quick else 7
     payloads = make_frames(n, args.seed)[0]
     frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in payloads]

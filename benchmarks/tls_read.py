@@ -22,7 +22,6 @@ every plaintext is checked against what was sent (outside the timed read). perf_
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import gc
 import ssl
@@ -33,7 +32,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import emit, parse_sized, summarize
 from benchmarks.feed_parse import make_frames
 from caerus.net.busy import READ_SIZE
 
@@ -128,11 +127,7 @@ def _timed(read: Callable[[bytes, list[bytes]], None], records: list[bytes], sen
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
-    p.add_argument("--frames", type=int, help="records per contender per round")
-    args = p.parse_args(argv)
-    n = args.frames or (2_000 if args.quick else 10_000)
+    args, n = parse_sized(argv, __doc__, "frames", "records per contender per round", 2_000, 10_000)
     rounds = 3 if args.quick else 7
     frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in make_frames(n, args.seed)[0]]
     mallopt = _mallopt()

@@ -14,7 +14,6 @@ perf_counter_ns around each read, so ~50-100 ns of timer overhead is in both.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import emit, parse_sized, summarize
 from benchmarks.feed_parse import make_frames
 from caerus.net.wsframes import FrameSplitter
 
@@ -72,11 +71,7 @@ def _contenders() -> dict[str, Callable[[bytes, list[bytes]], None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
-    p.add_argument("--frames", type=int, help="frames per kind per round")
-    args = p.parse_args(argv)
-    n = args.frames or (5_000 if args.quick else 20_000)
+    args, n = parse_sized(argv, __doc__, "frames", "frames per kind per round", 5_000, 20_000)
     rounds = 3 if args.quick else 7
     bt, bbo = make_frames(n, args.seed)
     kinds = {"bookTicker": bt, "bbo": bbo}
