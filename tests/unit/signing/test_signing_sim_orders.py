@@ -12,6 +12,7 @@ from eth_account import Account
 from caerus.sim import orders
 from caerus.venues.binance.signing import BinanceHmacSigner, query_string
 from caerus.venues.hyperliquid.signing import HyperliquidSigner, order_action, order_wire
+from tests.kit.sim_desk import open_desk
 
 API = secrets.token_hex(32)
 SECRET = secrets.token_hex(32)
@@ -20,11 +21,7 @@ HL = Account.create()
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    orders.reset()
-    orders.configure_test_credentials(binance_api_key=API, binance_hmac_secret=SECRET,
-                                      hyperliquid_address=HL.address)
-    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
-    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
+    open_desk(HL.address, API, SECRET)
     yield
     orders.reset()
 

@@ -5,17 +5,13 @@ watched price (last trade or mark) and GTD orders expire on the emulator's clock
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from caerus.sim import orders
-from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
-
-API_KEY = "k" * 64
-SECRET = "s" * 64
+from tests.kit.sim_desk import API_KEY, SECRET, binance_call, now_ms
 
 
 @pytest.fixture(autouse=True)
@@ -27,21 +23,10 @@ def desk() -> Iterator[None]:
     orders.reset()
 
 
-def _now() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _b(method: str, **params: Any) -> dict[str, Any]:
-    now = _now()
-    base = {"apiKey": API_KEY, "symbol": "BTCUSDT", "timestamp": now, **params}
-    return orders.binance_ws_api_response(
-        {"id": 1, "method": method, "params": sign_params(base, BinanceHmacSigner(SECRET))}, now_ms=now)
-
-
 def _algo(**overrides: Any) -> dict[str, Any]:
     params = {"algoType": "CONDITIONAL", "side": "SELL", "type": "STOP_MARKET", "triggerPrice": "99000.0",
               "quantity": "0.010", **overrides}
-    return _b("algoOrder.place", **{k: v for k, v in params.items() if v is not None})
+    return binance_call("algoOrder.place", **{k: v for k, v in params.items() if v is not None})
 
 
 def _events() -> list[dict[str, Any]]:
@@ -49,13 +34,13 @@ def _events() -> list[dict[str, Any]]:
 
 
 def _long(qty: str = "0.010") -> None:
-    assert _b("order.place", side="BUY", type="MARKET", quantity=qty)["result"]["status"] == "FILLED"
+    assert binance_call("order.place", side="BUY", type="MARKET", quantity=qty)["result"]["status"] == "FILLED"
 
 
 @pytest.mark.parametrize("otype", ["STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET",
                                    "TRAILING_STOP_MARKET"])
 def test_order_place_refuses_conditional_types_as_the_venue_does_since_the_algo_migration(otype: str) -> None:
-    reply = _b("order.place", side="SELL", type=otype, quantity="0.010", stopPrice="99000.0")
+    reply = binance_call("order.place", side="SELL", type=otype, quantity="0.010", stopPrice="99000.0")
     assert reply["error"] == {"code": -4120, "msg": "Order type not supported for this endpoint. Please use the "
                                                     "Algo Order API endpoints instead."}
 
@@ -158,26 +143,26 @@ def test_a_reduce_only_stop_with_no_position_is_rejected_at_its_trigger() -> Non
 def test_cancel_an_algo_order_once() -> None:
     placed = _algo(clientAlgoId="my-stop")["result"]
     assert _algo(clientAlgoId="my-stop")["error"]["code"] == -4116  # its client id is taken while it waits
-    cancelled = _b("algoOrder.cancel", clientAlgoId="my-stop")["result"]
+    cancelled = binance_call("algoOrder.cancel", clientAlgoId="my-stop")["result"]
     assert cancelled == {"algoId": placed["algoId"], "clientAlgoId": "my-stop", "code": "200", "msg": "success"}
-    assert _b("algoOrder.cancel", algoId=placed["algoId"])["error"]["code"] == -2011
+    assert binance_call("algoOrder.cancel", algoId=placed["algoId"])["error"]["code"] == -2011
     assert [e["o"]["X"] for e in _events() if e["e"] == "ALGO_UPDATE"] == ["NEW", "CANCELED"]
     assert orders.binance_algo_listing("BTCUSDT", open_only=True) == []
 
 
 def test_gtd_rules_and_expiry_on_the_emulator_clock() -> None:
-    now = _now()
-    soon = _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
+    now = now_ms()
+    soon = binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
               goodTillDate=now + 60_000)
     assert soon["error"] == {"code": -5040, "msg": "The goodTillDate timestamp must be greater than the current "
                                                    "time plus 600 seconds and smaller than 253402300799000"}
-    far = _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
+    far = binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
              goodTillDate=253_402_300_799_000)
     assert far["error"]["code"] == -5040
-    assert _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0",
+    assert binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0",
               quantity="0.010")["error"]["code"] == -1102
     gtd = now + 601_234
-    placed = _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
+    placed = binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
                 goodTillDate=gtd)["result"]
     assert (placed["status"], placed["timeInForce"], placed["goodTillDate"]) == ("NEW", "GTD", gtd - gtd % 1000)
     algo = _algo(timeInForce="GTD", goodTillDate=gtd)["result"]
@@ -193,9 +178,9 @@ def test_gtd_rules_and_expiry_on_the_emulator_clock() -> None:
 
 def test_the_gtd_minimum_lead_is_the_emulators_setting() -> None:
     orders.configure_venue(binance_gtd_min_lead_s=2.0)
-    placed = _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
-                goodTillDate=_now() + 5_000)
+    placed = binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
+                goodTillDate=now_ms() + 5_000)
     assert placed["result"]["status"] == "NEW"
-    refused = _b("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0", quantity="0.010",
-                 goodTillDate=_now() + 1_000)
+    refused = binance_call("order.place", side="BUY", type="LIMIT", timeInForce="GTD", price="97000.0",
+                           quantity="0.010", goodTillDate=now_ms() + 1_000)
     assert "plus 2 seconds" in refused["error"]["msg"]

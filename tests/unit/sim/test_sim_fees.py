@@ -5,7 +5,6 @@ schedule the paper transport and the backtest charge too."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,39 +16,22 @@ from caerus.sim import orders
 from caerus.sim.binance.trading import BinanceTradingRest
 from caerus.sim.core.config import EmulatorConfig
 from caerus.sim.hyperliquid.rest import user_fees
-from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
+from tests.kit.sim_desk import binance_call, now_ms, open_desk
 
-API_KEY = "k" * 64
-SECRET = "s" * 64
 HL_KEY = "0x" + "22" * 32
 _nonces = iter(range(10**9))
 
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    orders.reset()
-    orders.configure_test_credentials(binance_api_key=API_KEY, binance_hmac_secret=SECRET,
-                                      hyperliquid_address=Account.from_key(HL_KEY).address)
-    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
-    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
+    open_desk(Account.from_key(HL_KEY).address)
     yield
     orders.reset()
 
 
-def _now() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def _b(method: str, **params: Any) -> dict[str, Any]:
-    now = _now()
-    base = {"apiKey": API_KEY, "symbol": "BTCUSDT", "timestamp": now, **params}
-    return orders.binance_ws_api_response(
-        {"id": 1, "method": method, "params": sign_params(base, BinanceHmacSigner(SECRET))}, now_ms=now)
-
-
 def _hl(is_buy: bool, px: float, sz: float, tif: str) -> dict[str, Any]:
-    nonce = _now() + next(_nonces)
+    nonce = now_ms() + next(_nonces)
     action = order_action([order_wire(0, is_buy, px, sz, tif=tif)])
     sig = sign_l1_action_reference(HL_KEY, action, None, nonce, is_mainnet=False)
     reply = orders.hyperliquid_action({"action": action, "nonce": nonce, "signature": sig})
@@ -58,8 +40,9 @@ def _hl(is_buy: bool, px: float, sz: float, tif: str) -> dict[str, Any]:
 
 
 def test_binance_taker_and_maker_fills_pay_the_regular_tier_everywhere_it_is_reported() -> None:
-    assert _b("order.place", side="BUY", type="MARKET", quantity="0.010")["result"]["status"] == "FILLED"
-    resting = _b("order.place", side="SELL", type="LIMIT", timeInForce="GTC", price="101000.0", quantity="0.010")
+    assert binance_call("order.place", side="BUY", type="MARKET", quantity="0.010")["result"]["status"] == "FILLED"
+    resting = binance_call("order.place", side="SELL", type="LIMIT", timeInForce="GTC", price="101000.0",
+                           quantity="0.010")
     orders.drain_events("binance")
     orders.update_book("binance", 101_000.0, 5.0, 101_010.0, 5.0)  # the resting sell is reached: a maker fill
     trade = next(e["o"] for e in orders.drain_events("binance") if e["e"] == "ORDER_TRADE_UPDATE")
@@ -68,7 +51,7 @@ def test_binance_taker_and_maker_fills_pay_the_regular_tier_everywhere_it_is_rep
     taker, maker = reversed([t for t in orders.DESK.ledger.fills["binance"]])
     assert (taker["commission"], taker["commissionAsset"], taker["maker"]) == ("0.50000000", "USDT", False)
     assert (maker["commission"], maker["maker"]) == ("0.20200000", True)
-    account = _b("v2/account.status")["result"]
+    account = binance_call("v2/account.status")["result"]
     assert account["feeTier"] == 0
     assert float(account["totalWalletBalance"]) == pytest.approx(orders.DESK.ledger.start_balance + 10.0 - 0.702)
     rate = orders.binance_commission_rate("BTCUSDT")
@@ -77,10 +60,10 @@ def test_binance_taker_and_maker_fills_pay_the_regular_tier_everywhere_it_is_rep
 
 def test_binance_vip_tier_is_what_every_fill_pays() -> None:
     orders.configure_venue(binance_fee_tier=3)
-    _b("order.place", side="BUY", type="MARKET", quantity="0.010")
+    binance_call("order.place", side="BUY", type="MARKET", quantity="0.010")
     (fill,) = orders.DESK.ledger.fills["binance"]
     assert fill["commission"] == f"{1000.0 * 3.2e-4:.8f}"  # VIP 3 taker: 3.2 bps
-    assert _b("v2/account.status")["result"]["feeTier"] == 3
+    assert binance_call("v2/account.status")["result"]["feeTier"] == 3
     assert orders.binance_commission_rate("BTCUSDT")["takerCommissionRate"] == "0.00032"
 
 
@@ -96,7 +79,7 @@ def test_hyperliquid_fills_pay_taker_when_crossing_maker_when_resting_and_user_f
     assert (taker["fee"], taker["feeToken"], taker["crossed"]) == ("0.45", "USDC", True)
     assert (maker["fee"], maker["crossed"], maker["oid"]) == ("0.1515", False, oid)  # 1010 x 1.5 bps
     assert float(maker["closedPnl"]) == pytest.approx(10.0)  # before the fee, as the venue reports it
-    state = orders.hyperliquid_clearinghouse_state(_now())
+    state = orders.hyperliquid_clearinghouse_state(now_ms())
     assert float(state["marginSummary"]["accountValue"]) == pytest.approx(
         orders.DESK.ledger.start_balance + 10.0 - 0.45 - 0.1515)
     got = user_fees()

@@ -19,9 +19,8 @@ from caerus.sim.core.hub import Topics
 from caerus.sim.core.market import BinanceQuote, HlBlock, HlLevel, MarketConfig, MarketModel
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
+from tests.kit.sim_desk import API_KEY, SECRET, binance_order
 
-API_KEY = "k" * 64
-SECRET = "s" * 64
 HL_KEY = "0x" + "22" * 32
 
 
@@ -113,11 +112,8 @@ def desk() -> Iterator[None]:
     orders.reset()
 
 
-def _binance(now_ms: int, **overrides: Any) -> dict[str, Any]:
-    params: dict[str, Any] = {"apiKey": API_KEY, "symbol": "ETHUSDT", "side": "BUY", "type": "LIMIT",
-                              "timeInForce": "IOC", "price": "3400.00", "quantity": "1.000", "timestamp": now_ms,
-                              "recvWindow": 5000, **overrides}
-    return {"id": 1, "method": "order.place", "params": sign_params(params, BinanceHmacSigner(SECRET))}
+def _binance(now: int, **overrides: Any) -> dict[str, Any]:
+    return binance_order(now, "ETHUSDT", "3400.00", "1.000", overrides)
 
 
 @pytest.mark.usefixtures("desk")

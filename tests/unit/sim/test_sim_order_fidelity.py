@@ -17,28 +17,20 @@ from caerus.sim import orders
 from caerus.sim.core import order_entry
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
+from tests.kit.sim_desk import API_KEY, SECRET, binance_order, open_desk
 
-API_KEY = "k" * 64
-SECRET = "s" * 64
 HL_KEY = "0x" + "11" * 32
 
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    orders.reset()
-    orders.configure_test_credentials(binance_api_key=API_KEY, binance_hmac_secret=SECRET,
-                                      hyperliquid_address=Account.from_key(HL_KEY).address)
-    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
-    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
+    open_desk(Account.from_key(HL_KEY).address)
     yield
     orders.reset()
 
 
-def _binance(now_ms: int, **overrides: Any) -> dict[str, Any]:
-    params: dict[str, Any] = {"apiKey": API_KEY, "symbol": "BTCUSDT", "side": "BUY", "type": "LIMIT",
-                              "timeInForce": "IOC", "price": "100000.0", "quantity": "0.010", "timestamp": now_ms,
-                              "recvWindow": 5000, **overrides}
-    return {"id": 1, "method": "order.place", "params": sign_params(params, BinanceHmacSigner(SECRET))}
+def _binance(now: int, **overrides: Any) -> dict[str, Any]:
+    return binance_order(now, "BTCUSDT", "100000.0", "0.010", overrides)
 
 
 @pytest.mark.parametrize("overrides", [

@@ -3,7 +3,6 @@ scheduleCancel, leverage, the account ledger's PnL and direction labels, and the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,19 +14,14 @@ from caerus.sim.core import price_band
 from caerus.sim.core.ledger import Ledger, hl_direction
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
+from tests.kit.sim_desk import API_KEY, SECRET, now_ms, open_desk
 
-API_KEY = "k" * 64
-SECRET = "s" * 64
 HL_KEY = "0x" + "11" * 32
 
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    orders.reset()
-    orders.configure_test_credentials(binance_api_key=API_KEY, binance_hmac_secret=SECRET,
-                                      hyperliquid_address=Account.from_key(HL_KEY).address)
-    orders.update_book("binance", 99_990.0, 5.0, 100_000.0, 5.0)
-    orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
+    open_desk(Account.from_key(HL_KEY).address)
     yield
     orders.reset()
 
@@ -35,12 +29,8 @@ def desk() -> Iterator[None]:
 _clock = iter(range(10**9))  # distinct nonces for actions signed within one millisecond
 
 
-def _now() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _b(method: str, **params: Any) -> dict[str, Any]:
-    now = _now()
+    now = now_ms()
     base = {"apiKey": API_KEY, "symbol": "BTCUSDT", "timestamp": now, **params}
     reply = orders.binance_ws_api_response(
         {"id": 1, "method": method, "params": sign_params(base, BinanceHmacSigner(SECRET))}, now_ms=now)
@@ -54,7 +44,7 @@ def _place(**overrides: Any) -> dict[str, Any]:
 
 
 def _hl(action: dict[str, Any]) -> dict[str, Any]:
-    nonce = _now() + next(_clock)
+    nonce = now_ms() + next(_clock)
     sig = sign_l1_action_reference(HL_KEY, action, None, nonce, is_mainnet=False)
     reply = orders.hyperliquid_action({"action": action, "nonce": nonce, "signature": sig})
     assert isinstance(reply, dict), reply
@@ -235,10 +225,10 @@ def test_hyperliquid_modify_replaces_the_order() -> None:
 
 def test_hyperliquid_schedule_cancel_cancels_every_open_order_at_its_time() -> None:
     _hl_order(True, 90_000.0, 0.001)
-    too_soon = _hl({"type": "scheduleCancel", "time": _now() + 1000})
+    too_soon = _hl({"type": "scheduleCancel", "time": now_ms() + 1000})
     assert too_soon["status"] == "err"
-    assert _hl({"type": "scheduleCancel", "time": _now() + 6000})["status"] == "ok"
-    orders.DESK.hl_dead_man_ms = _now() - 1  # its time has come
+    assert _hl({"type": "scheduleCancel", "time": now_ms() + 6000})["status"] == "ok"
+    orders.DESK.hl_dead_man_ms = now_ms() - 1  # its time has come
     orders.update_book("hyperliquid", 99_990.0, 5.0, 100_000.0, 5.0)
     assert orders.hyperliquid_open_orders() == []
     assert any(e["data"][0]["status"] == "scheduledCancel" for e in orders.drain_events("hyperliquid")
@@ -253,7 +243,7 @@ def test_hyperliquid_closing_fill_has_its_direction_and_pnl_and_reaches_user_fil
     newest, first = orders.hyperliquid_user_fills()
     assert first["dir"] == "Open Long" and newest["dir"] == "Close Long"
     assert float(newest["closedPnl"]) == pytest.approx(1.0)  # (101000 - 100000) * 0.001
-    state = orders.hyperliquid_clearinghouse_state(_now())
+    state = orders.hyperliquid_clearinghouse_state(now_ms())
     assert state["assetPositions"] == []
     assert float(state["marginSummary"]["accountValue"]) == pytest.approx(orders.DESK.ledger.start_balance + 1.0)
     more = _hl_order(False, 100_000.0, 0.001, tif="Ioc", reduce_only=True)  # nothing left to reduce
@@ -264,7 +254,7 @@ def test_hyperliquid_update_leverage_shows_in_the_position() -> None:
     assert _hl({"type": "updateLeverage", "asset": 0, "isCross": False, "leverage": 5})["status"] == "ok"
     assert _hl({"type": "updateLeverage", "asset": 0, "isCross": True, "leverage": 500})["status"] == "err"
     _hl_order(True, 100_000.0, 0.001, tif="Ioc")
-    (pos,) = orders.hyperliquid_clearinghouse_state(_now())["assetPositions"]
+    (pos,) = orders.hyperliquid_clearinghouse_state(now_ms())["assetPositions"]
     assert pos["position"]["leverage"]["type"] == "isolated" and pos["position"]["leverage"]["value"] == 5
     assert float(pos["position"]["marginUsed"]) == pytest.approx(0.001 * 99_995.0 / 5)
 
