@@ -19,6 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from caerus.runtime.children import stop_child
+
 RULES = Path(__file__).resolve().parents[2] / "monitoring" / "rules.yml"
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
@@ -87,12 +89,7 @@ def start(data_dir: Path, targets: list[str], port: int, scrape_interval_s: floa
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=STOP_TIMEOUT_S)
+    stop_child(proc, STOP_TIMEOUT_S)
 
 
 def query(port: int, promql: str, at_s: float | None = None) -> list[dict[str, Any]]:

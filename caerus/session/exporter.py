@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from caerus.runtime.children import stop_child
+
 READY_TIMEOUT_S = 15.0
 STOP_TIMEOUT_S = 10.0  # above the exporter's --linger (it waits for one last scrape)
 
@@ -38,9 +40,4 @@ def start_exporter(session_dir: Path, port: int) -> tuple[subprocess.Popen[bytes
 
 
 def stop_exporter(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=STOP_TIMEOUT_S)
+    stop_child(proc, STOP_TIMEOUT_S)

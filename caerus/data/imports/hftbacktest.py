@@ -36,7 +36,7 @@ from .compressed import file_digest, text_chunks
 from .formats import PRODUCTS, ReadOptions
 from .hl_frames import hl_frame
 from .lines import stamped
-from .records import MISSING, Builder, Chunk, ImportRefused, Market
+from .records import MISSING, Builder, Chunk, ImportRefused, Market, SymbolIds
 
 NAME = "hftbacktest"
 _DecodeError = msgspec.DecodeError
@@ -81,7 +81,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return _first_frame(head)[:40].startswith((b'{"stream"', b'{"channel"', b'{"lastUpdateId"', b'{"e"', b'{"u"'))
 
 
-class Reader:
+class Reader(SymbolIds):
     #: combined frames decoded in runs (binance_streams.py); False: one frame at a time, the general path (the
     #: tests read both ways and compare)
     runs = True
@@ -103,13 +103,6 @@ class Reader:
         self._product: dict[str, str] = {}
         self._types = StreamTypes()  # stream name -> kind, and the run decoder over them
         self._futures = False  # a futures bookTicker (with event time) was seen
-
-    def _sym(self, s: str) -> int:
-        i = self._index.get(s)
-        if i is None:
-            i = self._index[s] = len(self.symbols)
-            self.symbols.append(s)
-        return i
 
     def markets(self) -> list[Market]:
         out = []

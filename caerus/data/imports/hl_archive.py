@@ -17,7 +17,7 @@ import msgspec
 from .compressed import file_digest, text_chunks
 from .formats import ReadOptions
 from .hl_frames import hl_frame
-from .records import Builder, Chunk, Market
+from .records import Builder, Chunk, Market, SymbolIds
 
 NAME = "hyperliquid-archive"
 
@@ -50,7 +50,7 @@ def receive_ns(text: str) -> int:
     return ns
 
 
-class Reader:
+class Reader(SymbolIds):
     def __init__(self, path: Path, options: ReadOptions) -> None:
         self.path = Path(path)
         self.rule = "time"
@@ -58,13 +58,6 @@ class Reader:
         self.symbols: list[str] = []
         self._index: dict[str, int] = {}
         self.digest = file_digest()
-
-    def _sym(self, s: str) -> int:
-        i = self._index.get(s)
-        if i is None:
-            i = self._index[s] = len(self.symbols)
-            self.symbols.append(s)
-        return i
 
     def markets(self) -> list[Market]:
         return [Market("hyperliquid", "perp", s) for s in self.symbols]

@@ -105,3 +105,19 @@ class Chunk:
             ap=np.array(b.ap, dtype=np.float64), aq=np.array(b.aq, dtype=np.float64),
             pre=np.array(b.pre, dtype=np.uint8), depth=np.array(b.depth, dtype=np.uint8),
             clock=np.asarray(clock, dtype=np.int64), counts=counts)
+
+
+class SymbolIds:
+    """A reader's symbol ids: each symbol numbered in the order the file first names it (a record's symbol column).
+
+    The reader's ``__init__`` sets ``symbols`` (the names, by id) and ``_index`` (name -> id) to empty."""
+
+    symbols: list[str]
+    _index: dict[str, int]
+
+    def _sym(self, s: str) -> int:
+        i = self._index.get(s)
+        if i is None:
+            i = self._index[s] = len(self.symbols)
+            self.symbols.append(s)
+        return i

@@ -26,7 +26,7 @@ from caerus.venuekit.book_rules import MALFORMED, NULL_SIDE
 from . import csvcols
 from .compressed import file_digest, text_chunks
 from .formats import ReadOptions
-from .records import MISSING, Chunk, ImportRefused, Market
+from .records import MISSING, Chunk, ImportRefused, Market, SymbolIds
 
 NAME = "tardis-csv"
 QUOTES_HEADER = b"exchange,symbol,timestamp,local_timestamp,ask_amount,ask_price,bid_price,bid_amount"
@@ -42,7 +42,7 @@ def sniff(path: Path, head: bytes) -> bool:
     return head.startswith((QUOTES_HEADER, TRADES_HEADER))
 
 
-class Reader:
+class Reader(SymbolIds):
     def __init__(self, path: Path, options: ReadOptions) -> None:
         from .compressed import head_text
 
@@ -77,13 +77,6 @@ class Reader:
         uniq, inv = np.unique(symbols.astype(str), return_inverse=True)
         lut = np.array([self._sym(str(s)) for s in uniq], dtype=np.uint16)
         return lut[inv] if len(inv) else np.zeros(0, np.uint16)
-
-    def _sym(self, s: str) -> int:
-        i = self._index.get(s)
-        if i is None:
-            i = self._index[s] = len(self.symbols)
-            self.symbols.append(s)
-        return i
 
     def chunks(self) -> Iterator[Chunk]:
         first = True

@@ -175,7 +175,29 @@ class _Factor:
             self.jump_base = jumps
 
 
-class FairPrice:
+class SampledPath:
+    """A price path as sampled so far, at increasing times: what a Hyperliquid coin looks up ``lag`` in the past."""
+
+    __slots__ = ("_prices", "_times")
+
+    def __init__(self, price: float) -> None:
+        self._times: list[int] = [0]
+        self._prices: list[float] = [price]
+
+    def at(self, t_ns: int) -> float:
+        """Price at or before ``t_ns`` as already sampled (the latest sample not after ``t_ns``)."""
+        i = bisect.bisect_right(self._times, t_ns) - 1
+        return self._prices[max(i, 0)]
+
+    def forget_before(self, t_ns: int) -> None:
+        """Drop samples older than ``t_ns`` (keeps memory flat in long sessions)."""
+        i = bisect.bisect_right(self._times, t_ns) - 1
+        if i > 1000:
+            del self._times[:i]
+            del self._prices[:i]
+
+
+class FairPrice(SampledPath):
     """One instrument's latent price path: the factor's moves plus its own diffusion and jumps, sampled on demand
     at increasing times. The path is recorded so the Hyperliquid side can look it up ``lag`` in the past."""
 
@@ -187,8 +209,7 @@ class FairPrice:
         self._sigma_per_sqrt_s = sigma_per_sqrt_s
         self._jumps_per_min = jumps_per_min
         self._cfg = cfg
-        self._times: list[int] = [0]
-        self._prices: list[float] = [start_price]
+        super().__init__(start_price)
         self.step = factor.steps  # factor steps applied so far
         self.jump = factor.jump_base + len(factor.jumps)  # factor jumps applied so far
         self._next_jump_ns = self._draw_jump_gap(0)
@@ -224,18 +245,6 @@ class FairPrice:
         self._times.append(t_ns)
         self._prices.append(price)
         return price
-
-    def at(self, t_ns: int) -> float:
-        """Price at or before ``t_ns`` as already sampled (the latest sample not after ``t_ns``)."""
-        i = bisect.bisect_right(self._times, t_ns) - 1
-        return self._prices[max(i, 0)]
-
-    def forget_before(self, t_ns: int) -> None:
-        """Drop samples older than ``t_ns`` (keeps memory flat in long sessions)."""
-        i = bisect.bisect_right(self._times, t_ns) - 1
-        if i > 1000:
-            del self._times[:i]
-            del self._prices[:i]
 
 
 class _Flicker:

@@ -19,7 +19,6 @@ the Binance side. The stream ends with the capture.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import random
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ from caerus.sim.core.capture_file import CaptureFrames, RealFrame, RealQuote
 from caerus.sim.core.catalogue import ListedInstrument
 from caerus.sim.core.follower import Follower
 from caerus.sim.core.hub import Topics
-from caerus.sim.core.market import BinanceQuote, HlBlock, HlCoin
+from caerus.sim.core.market import BinanceQuote, HlBlock, HlCoin, SampledPath
 from caerus.sim.core.market_config import MarketConfig
 from caerus.sim.core.regime import Regime
 
@@ -36,29 +35,15 @@ from caerus.sim.core.regime import Regime
 GATE_POLL_S = 0.01
 
 
-class ObservedPath:
+class ObservedPath(SampledPath):
     """The replayed mid of one instrument as observed so far: what ``HlCoin.block`` reads where the model reads its
     fair-price path (``at``: the latest observation not after a time; ``forget_before`` keeps memory flat)."""
 
-    __slots__ = ("_prices", "_times")
-
-    def __init__(self, price: float) -> None:
-        self._times: list[int] = [0]
-        self._prices: list[float] = [price]
+    __slots__ = ()
 
     def observe(self, t_ns: int, price: float) -> None:
         self._times.append(t_ns)
         self._prices.append(price)
-
-    def at(self, t_ns: int) -> float:
-        i = bisect.bisect_right(self._times, t_ns) - 1
-        return self._prices[max(i, 0)]
-
-    def forget_before(self, t_ns: int) -> None:
-        i = bisect.bisect_right(self._times, t_ns) - 1
-        if i > 1000:
-            del self._times[:i]
-            del self._prices[:i]
 
 
 class ReplayMarket:
