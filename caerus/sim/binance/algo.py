@@ -27,7 +27,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from caerus.sim.binance.auth import binance_user_data_error, error, integer
+from caerus.sim.binance.auth import binance_user_data_error, error, integer, missing_parameter
 from caerus.sim.binance.orders import (
     BINANCE_SYMBOLS,
     CONDITIONAL_TYPES,
@@ -95,9 +95,9 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if bad is not None:
         return bad
     params = msg["params"]
-    for name in ("algoType", "symbol", "side", "type"):
-        if params.get(name) in (None, ""):
-            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or malformed.")
+    bad = missing_parameter(req_id, params, ("algoType", "symbol", "side", "type"))
+    if bad is not None:
+        return bad
     if params["algoType"] != "CONDITIONAL":
         return error(req_id, -1130, "Data sent for parameter 'algoType' is not valid.")
     spec = BINANCE_SYMBOLS.get(params["symbol"])

@@ -49,6 +49,14 @@ def integer(v: Any) -> int | None:
     return None
 
 
+def missing_parameter(req_id: Any, params: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The venue's -1102 error naming the first of ``names`` that ``params`` lacks or leaves empty; None if none."""
+    for name in names:
+        if params.get(name) in (None, ""):
+            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or malformed.")
+    return None
+
+
 def binance_user_data_error(msg: dict[str, Any], now_ms: int, *, ed25519_only: bool = False) -> dict[str, Any] | None:
     """The checks every signed USER_DATA request passes (key, signature, time window); None when it passes.
     ``ed25519_only``: an HMAC signature does not count (``session.logon``)."""
@@ -59,9 +67,9 @@ def binance_user_data_error(msg: dict[str, Any], now_ms: int, *, ed25519_only: b
     if not params.get("apiKey") or params.get("apiKey") != DESK.binance_api_key:
         return error(req_id, -2015, "Invalid API-key, IP, or permissions for action.", status=401)
     verified = msg.get("verified") in _VERIFIED
-    for name in ("timestamp",) if verified else ("timestamp", "signature"):
-        if params.get(name) in (None, ""):
-            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or malformed.")
+    bad = missing_parameter(req_id, params, ("timestamp",) if verified else ("timestamp", "signature"))
+    if bad is not None:
+        return bad
     if not verified and not binance_signature_ok(
             params, hmac_secret=None if ed25519_only else DESK.binance_hmac_secret,
             ed25519_public_key=DESK.binance_ed25519_public_key):

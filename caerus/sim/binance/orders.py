@@ -22,7 +22,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from caerus.sim.binance.auth import binance_user_data_error, error, integer, listen_key
+from caerus.sim.binance.auth import binance_user_data_error, error, integer, listen_key, missing_parameter
 from caerus.sim.core import catalogue, price_band
 from caerus.sim.core.desk import (
     DESK,
@@ -171,10 +171,9 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if bad is not None:
         return bad
     params = msg["params"]
-    for name in ("symbol", "side", "type", "quantity"):
-        if params.get(name) in (None, ""):
-            return error(req_id, -1102, f"Mandatory parameter '{name}' was not sent, was empty/null, or "
-                                        "malformed.")
+    bad = missing_parameter(req_id, params, ("symbol", "side", "type", "quantity"))
+    if bad is not None:
+        return bad
     spec = BINANCE_SYMBOLS.get(params["symbol"])
     if spec is None:
         return error(req_id, -1121, "Invalid symbol.")
