@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from caerus.records.book import (
     BOOK_ASK_PX,
@@ -37,6 +38,16 @@ def _start(rings: SessionRings, names: list[str], kafka: MockKafka, tmp_path: Pa
     return CaptureProcess([*args, "--brokers", kafka.bootstrap, "--topic", topic, "--store", str(tmp_path / "s"),
                            "--stats-segment", f"{rings.sid}.stats.capture", "--kafka-linger-ms", "5", *extra],
                           tmp_path / "capture.log")
+
+
+def _one_book_ring(sid: str, kafka: MockKafka, tmp_path: Path,
+                   *extra: str) -> tuple[SessionRings, Any, CaptureProcess]:
+    """Session ``sid`` with one Binance book ring, and a capture of it to ``kafka``: the rings, the book ring's
+    writer and the capture process."""
+    rings = SessionRings(sid=sid)
+    rings.create(f"{sid}.book.binance")
+    cap = _start(rings, [f"{sid}.book.binance"], kafka, tmp_path, *extra)
+    return rings, rings.writers[f"{sid}.book.binance"], cap
 
 
 def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mock_kafka: MockKafka, kafka_topic: str,
@@ -84,10 +95,7 @@ def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mo
 
 def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, own_mock_kafka: MockKafka, tmp_path: Path) -> None:
     # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
-    rings = SessionRings(sid="out")
-    rings.create("out.book.binance")
-    w = rings.writers["out.book.binance"]
-    cap = _start(rings, ["out.book.binance"], own_mock_kafka, tmp_path, "--kafka-buffer", "5000")
+    rings, w, cap = _one_book_ring("out", own_mock_kafka, tmp_path, "--kafka-buffer", "5000")
     try:
         for i in range(1000):
             w.publish(*book(1, i))
@@ -113,11 +121,8 @@ def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, own_mock_kafka:
 def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, own_mock_kafka: MockKafka,
                                                          tmp_path: Path) -> None:
     # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
-    rings = SessionRings(sid="drop")
-    rings.create("drop.book.binance")
-    w = rings.writers["drop.book.binance"]
     bound = 1000
-    cap = _start(rings, ["drop.book.binance"], own_mock_kafka, tmp_path, "--kafka-buffer", str(bound))
+    rings, w, cap = _one_book_ring("drop", own_mock_kafka, tmp_path, "--kafka-buffer", str(bound))
     try:
         for i in range(100):
             w.publish(*book(1, i))
@@ -154,10 +159,7 @@ def test_unreachable_broker_at_start_is_a_clear_error(shm_dir: Path, tmp_path: P
 
 def test_broker_gone_at_exit_counts_undelivered_rows(shm_dir: Path, own_mock_kafka: MockKafka, tmp_path: Path) -> None:
     # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
-    rings = SessionRings(sid="gone")
-    rings.create("gone.book.binance")
-    w = rings.writers["gone.book.binance"]
-    cap = _start(rings, ["gone.book.binance"], own_mock_kafka, tmp_path, "--kafka-exit-flush", "3")
+    rings, w, cap = _one_book_ring("gone", own_mock_kafka, tmp_path, "--kafka-exit-flush", "3")
     try:
         for i in range(200):
             w.publish(*book(1, i))

@@ -42,30 +42,20 @@ def torture_reader(name: str, mode: str, total: int, ready: mp.Event, out: mp.Qu
     ready.set()
     read = torn = out_of_order = 0
     last = 0
-    if mode == "every":
-        while r._next <= total:
-            rec = r.read_next()
-            if rec is None:
-                continue
-            n = rec[BOOK_SEQ]
-            if rec != checked_book(n):
-                torn += 1
-            if n <= last:
-                out_of_order += 1
-            last = n
-            read += 1
-    else:
-        while last < total:
-            rec = r.read_latest()
-            if rec is None:
-                continue
-            n = rec[BOOK_SEQ]
-            if rec != checked_book(n):
-                torn += 1
-            if n <= last:
-                out_of_order += 1
-            last = n
-            read += 1
+    every = mode == "every"
+    read_one = r.read_next if every else r.read_latest
+    # every-record mode ends when the reader has passed the last record, latest-value mode when it has seen it
+    while (r._next <= total) if every else (last < total):
+        rec = read_one()
+        if rec is None:
+            continue
+        n = rec[BOOK_SEQ]
+        if rec != checked_book(n):
+            torn += 1
+        if n <= last:
+            out_of_order += 1
+        last = n
+        read += 1
     out.put({"mode": mode, "read": read, "lost": r.lost, "torn": torn, "out_of_order": out_of_order, "last": last})
 
 

@@ -10,7 +10,6 @@ for that leg (it publishes code 1); nothing in caerus/ names it.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,7 @@ from caerus.ipc.swmr import SwmrReader
 from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX, BOOK_FLAGS, BOOK_VENUE
 from caerus.records.exec import EXEC_ORDER_ID, EXEC_OUTCOME
 from caerus.wire import BOOK, EXEC, Outcome, is_tradeable
-from tests.fixtures.common import Started
+from tests.fixtures.common import CaerusProcesses
 
 pytestmark = pytest.mark.integration
 
@@ -38,13 +37,8 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
     (tmp_path / "execution.toml").write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n"
                                              "[paper]\nlatency_ms = 1.0\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CAERUS_VENUE_PLUGINS": "tests.fixtures.fakevenue"}
-    procs: dict[str, Started] = {}
-
-    def start(name: str, argv: list[str]) -> None:
-        procs[name] = Started([sys.executable, "-m", "caerus", *argv], env=env, cwd=ROOT, log=tmp_path / f"{name}.log")
-
-    def logs() -> str:
-        return "\n".join(f"--- {n} (rc {p.proc.poll()}) ---\n{p.output()[-3000:]}" for n, p in procs.items())
+    procs = CaerusProcesses(env, ROOT, tmp_path)
+    start, logs = procs.start, procs.logs
 
     try:
         start("feed-fakevenue", ["feed", "--venue", "fakevenue", "--segment", f"{S}.book.fakevenue", "--url",

@@ -7,7 +7,6 @@ and one final record per order, same order_id, fills at the emulated touch, and 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from caerus.records.exec import (
     EXEC_T_SENT,
 )
 from caerus.wire import EXEC, Outcome
-from tests.fixtures.common import Started
+from tests.fixtures.common import CaerusProcesses
 
 pytestmark = pytest.mark.integration
 
@@ -51,13 +50,8 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
                                             "cooldown_ms = 300\nmax_hold_ms = 1000\nslippage_bps = 5.0\n")
     (tmp_path / "execution.toml").write_text("[risk]\nmax_orders_per_s = 50\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs: dict[str, Started] = {}
-
-    def start(name: str, argv: list[str]) -> None:
-        procs[name] = Started([sys.executable, "-m", "caerus", *argv], env=env, cwd=ROOT, log=tmp_path / f"{name}.log")
-
-    def logs() -> str:
-        return "\n".join(f"--- {n} (rc {p.proc.poll()}) ---\n{p.output()[-3000:]}" for n, p in procs.items())
+    procs = CaerusProcesses(env, ROOT, tmp_path)
+    start, logs = procs.start, procs.logs
 
     try:
         for venue in ("binance", "hyperliquid"):

@@ -4,8 +4,6 @@ CAERUS_SIM_* environment and to the transports through a 0600 credentials file."
 
 from __future__ import annotations
 
-import os
-import secrets
 import time
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
+from tests.kit.sim_account import start_sim_account
 
 pytestmark = pytest.mark.integration
 
@@ -51,13 +50,8 @@ def _until_filled(t, venue: int, first_id: int, px: float) -> VenueReply:
 
 
 def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_path: Path) -> None:
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds_file = tmp_path / "credentials.toml"
-    creds_file.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                          f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds_file, 0o600)
+    acct = start_sim_account(venue_sim_factory, tmp_path)
+    sim, creds_file, api_key, secret = acct.sim, acct.creds, acct.api_key, acct.secret
 
     b = make_live_transport("binance", network="testnet", credentials=load_credentials("binance", creds_file),
                             enable_live=True, url=sim["binance_order_url"], ca_file=sim["ca_file"])

@@ -6,74 +6,50 @@ sides, and the next order is refused by the kill switch."""
 
 from __future__ import annotations
 
-import os
-import secrets
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import RiskConfig
-from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import Engine
 from caerus.execution.reconcile import PositionWatch
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.live import make_live_transport
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.runtime.supervisor import HaltCause, Supervisor
-from caerus.wire import ORDER, RiskReject, Venue
+from caerus.wire import RiskReject
 from tests.fixtures.pipeline import make_book
 from tests.fixtures.transports_orders import next_reply
-from tests.integration.transports.test_transports_status_query import _mid
 from tests.kit import records
+from tests.kit.rings import order_ring
+from tests.kit.sim_account import sim_mid, start_sim_account, until, venue_code
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 
 
-def _until(what: str, cond: Any, tick: Any) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        tick()
-        time.sleep(0.02)
-
-
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, shm_dir: Path, tmp_path: Path,
                                                            venue: str) -> None:
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds = tmp_path / "credentials.toml"
-    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds, 0o600)
-    url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
-    wire_venue = Venue.BINANCE if venue == "binance" else Venue.HYPERLIQUID
+    acct = start_sim_account(venue_sim_factory, tmp_path)
+    sim = acct.sim
+    wire_venue = venue_code(venue)
     engine: Engine | None = None
 
     def on_reply(reply: Any) -> None:
         assert engine is not None
         engine.on_reply(reply)
 
-    def transport(**kw: Any) -> Any:
-        return make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                                   enable_live=True, url=url, ca_file=sim["ca_file"], **kw)
-
-    ours, other = transport(on_reply=on_reply), transport()
-    mid = _mid(sim, venue)
+    ours, other = acct.transport(venue, on_reply=on_reply), acct.transport(venue)
+    mid = sim_mid(sim, venue)
     px = round(mid * 1.01, 1 if venue == "binance" else 0)  # through the ask: the IOC fills (maybe in part)
     books = LatestBooks()
     books.put(make_book(wire_venue, mid - 0.5, mid + 0.5, time.time_ns()))
     risk = RiskChecker(RiskConfig(price_band_bps=500.0), books)
     sup = Supervisor(on_halt=lambda cause: setattr(risk, "kill", True))
-    consumer = MpscConsumer.create("pw.orders", ORDER, 8)
-    producer = MpscProducer.attach("pw.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("pw.orders", 8)
     engine = Engine(consumer, ours, risk, books, reply_timeout_ms=5000.0)
     watch = PositionWatch(ours, engine, sup, interval_s=0.2, timeout_s=10.0, process="execution")
     step = lambda: (engine.idle_work(time.time_ns()), watch.tick())  # noqa: E731  (housekeeping, condensed)
@@ -83,17 +59,17 @@ def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, sh
         assert producer.try_push(*records.order(1, venue=wire_venue, px=px, qty=0.002, t_decision=time.time_ns(),
                                                 seq=1))
         assert engine.step()
-        _until("our fill", lambda: not engine.pending, step)
+        until("our fill", lambda: not engine.pending, step)
         held = engine.risk.position
         assert held > 0, ours.stats()
         # The watch compares while the engine is quiet: the venue agrees, trading goes on.
-        _until("a position check", lambda: watch.checks >= 2, step)
+        until("a position check", lambda: watch.checks >= 2, step)
         assert not sup.halted and watch.mismatch == "", watch.summary()
         # Another client on the same account buys: the venue's position moves, the engine's does not.
         assert other.send_msg(records.order(500, venue=wire_venue, px=px, qty=0.002, t_decision=time.time_ns(),
                                             seq=1)).outcome.name == "SENT"
         assert next_reply(other, timeout=WAIT_S).fill_qty > 0
-        _until("the halt", lambda: sup.halted, step)
+        until("the halt", lambda: sup.halted, step)
         assert sup.halt_cause == HaltCause.VENUE_MISMATCH
         assert f"position mismatch with {venue}" in watch.mismatch
         assert f"the engine's position from confirmed fills is {held:+g} BTC" in watch.mismatch

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus import wire
 from caerus.execution.credentials import load_credentials
@@ -21,6 +20,7 @@ from caerus.venuekit.order_session import LiveTransportError
 from tests.fixtures.common import Started
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
+from tests.kit.sim_account import start_sim_account, venue_code
 
 pytestmark = pytest.mark.integration
 
@@ -29,14 +29,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def desk(venue_sim_factory: Any, tmp_path: Path) -> tuple[Any, Path, Any]:
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds = tmp_path / "credentials.toml"
-    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds, 0o600)
-    return sim, creds, hl
+    acct = start_sim_account(venue_sim_factory, tmp_path)
+    return acct.sim, acct.creds, acct.hl
 
 
 def _transport(sim: Any, creds: Path, venue: str, **options: Any) -> Any:
@@ -70,7 +64,7 @@ def _fill(t: Any, venue: int, side: int, first_id: int, mid: float) -> float:
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_a_fresh_transport_reads_the_position_an_earlier_session_left(desk: tuple, venue: str) -> None:
     sim, creds, _ = desk
-    wire_venue = wire.Venue.BINANCE if venue == "binance" else wire.Venue.HYPERLIQUID
+    wire_venue = venue_code(venue)
     first = _transport(sim, creds, venue)
     first.start()
     try:

@@ -6,85 +6,46 @@ settles it from the answer; the order itself is sent exactly once."""
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import ssl
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import RiskConfig
-from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import EXEC_FLAG_REPLY, Engine
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.live import make_live_transport
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
-from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.records.exec import EXEC_FILL_QTY, EXEC_FLAGS, EXEC_OUTCOME
-from caerus.wire import EXEC, ORDER, Outcome, Venue
+from caerus.wire import Outcome
 from tests.fixtures.pipeline import make_book
 from tests.kit import records
+from tests.kit.rings import exec_ring, order_ring
+from tests.kit.sim_account import sim_mid, start_sim_account, venue_code
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 
 
-def _mid(sim: Any, venue: str) -> float:
-    """The emulated market's current mid, over its REST API (the same numbers its order entry fills against)."""
-    ctx = ssl.create_default_context(cafile=sim["ca_file"])
-    base = "https" + sim[f"{venue}_url"].removeprefix("wss")
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        try:
-            if venue == "hyperliquid":
-                req = urllib.request.Request(base + "/info", data=b'{"type":"allMids"}', method="POST")
-                with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
-                    return float(json.loads(r.read())["BTC"])
-            with urllib.request.urlopen(base + "/fapi/v1/ticker/bookTicker?symbol=BTCUSDT", context=ctx,
-                                        timeout=5) as r:
-                t = json.loads(r.read())
-                return (float(t["bidPrice"]) + float(t["askPrice"])) / 2
-        except (KeyError, OSError, ValueError):  # no market yet (503 / empty mids): bounded retry
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_a_lost_reply_is_resolved_by_a_status_query_without_a_second_order(venue_sim_factory, shm_dir: Path,
                                                                           tmp_path: Path, venue: str) -> None:
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(scenario="lost-reply", env={
-        "CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-        "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds = tmp_path / "credentials.toml"
-    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds, 0o600)
-    url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
+    acct = start_sim_account(venue_sim_factory, tmp_path, scenario="lost-reply")
+    sim = acct.sim
     engine: Engine | None = None
 
     def on_reply(reply: Any) -> None:
         assert engine is not None
         engine.on_reply(reply)
 
-    transport = make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                                    enable_live=True, url=url, ca_file=sim["ca_file"], on_reply=on_reply)
-    wire_venue = Venue.BINANCE if venue == "binance" else Venue.HYPERLIQUID
-    mid = _mid(sim, venue)
+    transport = acct.transport(venue, on_reply=on_reply)
+    wire_venue = venue_code(venue)
+    mid = sim_mid(sim, venue)
     books = LatestBooks()
     books.put(make_book(wire_venue, mid - 0.5, mid + 0.5, time.time_ns()))
-    consumer = MpscConsumer.create("sq.orders", ORDER, 8)
-    producer = MpscProducer.attach("sq.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("sq.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("sq.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("sq.orders", 8)
+    exec_w, exec_r = exec_ring("sq.exec", 64)
     engine = Engine(consumer, transport, RiskChecker(RiskConfig(), books), books, exec_w, reply_timeout_ms=1000.0)
     try:
         transport.start()

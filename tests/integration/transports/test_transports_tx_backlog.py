@@ -18,11 +18,11 @@ from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.live import make_live_transport
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
-from caerus.wire import ORDER, Venue
+from caerus.wire import Venue
 from tests.fixtures.pipeline import make_book
 from tests.fixtures.transports_orders import OrderServer
 from tests.kit import records
+from tests.kit.rings import order_ring
 
 pytestmark = pytest.mark.integration
 
@@ -69,8 +69,7 @@ def test_an_order_after_hundreds_of_untagged_sends_keeps_its_wire_out_stamp(orde
                                     on_reply=on_reply)
     books = LatestBooks()
     books.put(make_book(Venue.BINANCE, 99_990.0, 100_000.0, time.time_ns()))
-    consumer = MpscConsumer.create("txb.orders", ORDER, 8)
-    producer = MpscProducer.attach("txb.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("txb.orders", 8)
     engine = Engine(consumer, transport, RiskChecker(RiskConfig(price_band_bps=500.0), books), books)
     try:
         transport.start()

@@ -8,8 +8,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import secrets
 import ssl
 import time
 import urllib.parse
@@ -18,40 +16,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus.execution.books import LatestBooks
 from caerus.execution.config import RiskConfig
-from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports.live import make_live_transport
 from caerus.execution.unwind import FlattenOnHalt, cancel_resting
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.runtime.supervisor import HaltCause, Supervisor
 from caerus.venuekit.order_transport import VenueReply
-from caerus.wire import ORDER, Tif, Venue
+from caerus.wire import Tif
 from tests.fixtures.pipeline import make_book
-from tests.integration.transports.test_transports_status_query import _mid
 from tests.kit import records
+from tests.kit.rings import order_ring
+from tests.kit.sim_account import https_base, sim_mid, start_sim_account, until, venue_code
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 30.0
 
 
-def _until(what: str, cond: Any, tick: Any) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        tick()
-        time.sleep(0.02)
-
-
 def _venue_open_orders(sim: dict[str, Any], venue: str, api_key: str, secret: str, address: str) -> list[Any]:
     """The venue's own list of the account's open orders, over its REST API (not through the transport)."""
     ctx = ssl.create_default_context(cafile=sim["ca_file"])
-    base = "https" + sim[f"{venue}_url"].removeprefix("wss")
+    base = https_base(sim, venue)
     if venue == "hyperliquid":
         req = urllib.request.Request(base + "/info", method="POST",
                                      data=json.dumps({"type": "openOrders", "user": address}).encode())
@@ -69,15 +56,9 @@ def _venue_open_orders(sim: dict[str, Any], venue: str, api_key: str, secret: st
 @pytest.fixture
 def rig(venue_sim_factory, shm_dir: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     venue = request.param
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds = tmp_path / "credentials.toml"
-    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds, 0o600)
-    url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
-    wire_venue = Venue.BINANCE if venue == "binance" else Venue.HYPERLIQUID
+    acct = start_sim_account(venue_sim_factory, tmp_path)
+    sim, api_key, secret, hl = acct.sim, acct.api_key, acct.secret, acct.hl
+    wire_venue = venue_code(venue)
     replies: list[VenueReply] = []
     box: dict[str, Any] = {}
 
@@ -85,14 +66,12 @@ def rig(venue_sim_factory, shm_dir: Path, tmp_path: Path, request: pytest.Fixtur
         replies.append(reply)
         box["engine"].on_reply(reply)
 
-    transport = make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                                    enable_live=True, url=url, ca_file=sim["ca_file"], on_reply=on_reply)
-    mid = _mid(sim, venue)
+    transport = acct.transport(venue, on_reply=on_reply)
+    mid = sim_mid(sim, venue)
     books = LatestBooks()
     books.put(make_book(wire_venue, mid - 0.5, mid + 0.5, time.time_ns()))
     risk = RiskChecker(RiskConfig(price_band_bps=500.0), books)
-    consumer = MpscConsumer.create("uw.orders", ORDER, 8)
-    producer = MpscProducer.attach("uw.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("uw.orders", 8)
     engine = box["engine"] = Engine(consumer, transport, risk, books, reply_timeout_ms=5000.0)
     transport.start()
     try:
@@ -117,13 +96,13 @@ def test_shutdown_cancels_the_resting_order_through_the_transport(rig: Any) -> N
     tick = lambda: engine.idle_work(time.time_ns())  # noqa: E731
     px = round(rig["mid"] * 0.97, 0)  # well under the bid: it rests
     _place(rig, 1, px, Tif.GTC)
-    _until("the resting acknowledgement", lambda: any(r.order_id == 1 for r in rig["replies"]), tick)
+    until("the resting acknowledgement", lambda: any(r.order_id == 1 for r in rig["replies"]), tick)
     assert 1 in engine.pending, rig["replies"]
     assert len(rig["open_orders"]()) == 1
     report = cancel_resting(engine, rig["transport"], 10.0)
     assert report == {"asked": 1, "canceled": 1, "gone": 0, "failed": 0}
     assert rig["open_orders"]() == []
-    _until("the stream's CANCELED", lambda: not engine.pending, tick)
+    until("the stream's CANCELED", lambda: not engine.pending, tick)
     last = [r for r in rig["replies"] if r.order_id == 1][-1]
     assert "CANCELED" in last.message.upper() and last.fill_qty == 0.0, last
     # a second pass has nothing left to cancel; the venue would say the order is gone
@@ -137,7 +116,7 @@ def test_a_halt_with_flatten_on_brings_the_venue_position_to_zero(rig: Any) -> N
     tick = lambda: engine.idle_work(time.time_ns())  # noqa: E731
     _place(rig, 1, round(rig["mid"] * 1.01, 0), Tif.IOC)  # through the ask: a position
     _place(rig, 2, round(rig["mid"] * 0.97, 0), Tif.GTC)  # and a resting order that could add to it later
-    _until("both replies", lambda: {1, 2} <= {r.order_id for r in rig["replies"]}, tick)
+    until("both replies", lambda: {1, 2} <= {r.order_id for r in rig["replies"]}, tick)
     held = transport.venue_state(10.0).position
     assert held > 0
     sup = Supervisor(on_halt=lambda cause: setattr(rig["risk"], "kill", True))
@@ -156,7 +135,7 @@ def test_a_halt_with_flatten_on_brings_the_venue_position_to_zero(rig: Any) -> N
     state = transport.venue_state(10.0)
     assert state.position == 0.0 and rig["open_orders"]() == []
     # the engine's projected position follows: the cancelled order's CANCELED settles it, the flatten's fill moves it
-    _until("the stream's CANCELED", lambda: not engine.pending, tick)
+    until("the stream's CANCELED", lambda: not engine.pending, tick)
     assert rig["risk"].positions[0] == pytest.approx(0.0, abs=1e-12)
     on.tick()  # once: a second tick sends nothing
     assert on.report is report and transport.venue_state(10.0).position == 0.0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -15,19 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eth_account import Account
 
-from caerus.execution.credentials import load_credentials
-from caerus.execution.transports.live import make_live_transport
 from caerus.ipc.mpsc import MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.records.exec import EXEC_ORDER_ID, EXEC_RISK
-from caerus.wire import BOOK, EXEC, ORDER, RiskReject, Tif, Venue
+from caerus.wire import BOOK, EXEC, ORDER, RiskReject, Tif
 from tests.fixtures.common import Started
 from tests.fixtures.pipeline import make_book
-from tests.integration.transports.test_transports_status_query import _mid
 from tests.integration.transports.test_transports_unwind import _venue_open_orders
 from tests.kit import records
+from tests.kit.sim_account import sim_mid, start_sim_account, venue_code
 
 pytestmark = pytest.mark.integration
 
@@ -38,19 +34,13 @@ WAIT_S = 30.0
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_the_execution_process_cancels_at_shutdown_and_flattens_on_halt(venue_sim_factory: Callable, shm_dir: Path,
                                                                         tmp_path: Path, venue: str) -> None:
-    api_key, secret, hl = secrets.token_hex(32), secrets.token_hex(32), Account.create()
-    sim = venue_sim_factory(env={"CAERUS_SIM_BINANCE_API_KEY": api_key, "CAERUS_SIM_BINANCE_SECRET": secret,
-                                 "CAERUS_SIM_HL_ADDRESS": hl.address})
-    creds = tmp_path / "credentials.toml"
-    creds.write_text(f'[binance]\napi_key = "{api_key}"\nsecret = "{secret}"\n\n'
-                     f'[hyperliquid]\nprivate_key = "{hl.key.hex()}"\n')
-    os.chmod(creds, 0o600)
-    url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
-    wire_venue = Venue.BINANCE if venue == "binance" else Venue.HYPERLIQUID
-    mid = _mid(sim, venue)
+    acct = start_sim_account(venue_sim_factory, tmp_path)
+    sim, creds, api_key, secret, hl = acct.sim, acct.creds, acct.api_key, acct.secret, acct.hl
+    url = acct.order_url(venue)
+    wire_venue = venue_code(venue)
+    mid = sim_mid(sim, venue)
     book = SwmrWriter.create(f"uwp.{venue}.book", BOOK, 64)
-    reader = make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                                 enable_live=True, url=url, ca_file=sim["ca_file"])
+    reader = acct.transport(venue)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     kill = tmp_path / "kill"
     plain_cfg, flatten_cfg = tmp_path / "plain.toml", tmp_path / "flatten.toml"

@@ -20,8 +20,6 @@ from caerus.execution.risk import RiskChecker
 from caerus.execution.transports import make_live_transport, make_transport
 from caerus.execution.transports.null import NullTransport
 from caerus.execution.transports.paper import PaperTransport
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
-from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.records.exec import (
     EXEC_FILL_PX,
     EXEC_FILL_QTY,
@@ -34,8 +32,9 @@ from caerus.records.exec import (
 )
 from caerus.records.order import ORDER_TRIGGER_T_WIRE
 from caerus.venuekit.order_transport import SendResult, VenueReply
-from caerus.wire import EXEC, ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
+from caerus.wire import ORDER, BookFlags, OrderReason, Outcome, RiskReject, Tif, Venue
 from tests.fixtures.pipeline import make_book
+from tests.kit.rings import exec_ring, order_ring
 
 MS = 1_000_000
 T0 = 1_700_000_000_000_000_000
@@ -231,10 +230,8 @@ def test_paper_latency_fills_against_book_prevailing_at_due_time() -> None:
 
 
 def test_engine_null_transport_over_real_rings(shm_dir: Path) -> None:
-    consumer = MpscConsumer.create("t.orders", ORDER, 64)
-    producer = MpscProducer.attach("t.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("t.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("t.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("t.orders", 64)
+    exec_w, exec_r = exec_ring("t.exec", 64)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(max_order_qty=0.001), books)
     engine = Engine(consumer, NullTransport(), risk, books, exec_w)
@@ -261,10 +258,8 @@ def test_engine_null_transport_over_real_rings(shm_dir: Path) -> None:
 
 
 def test_engine_paper_latency_publishes_sent_then_final(shm_dir: Path) -> None:
-    consumer = MpscConsumer.create("t2.orders", ORDER, 64)
-    producer = MpscProducer.attach("t2.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("t2.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("t2.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("t2.orders", 64)
+    exec_w, exec_r = exec_ring("t2.exec", 64)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(), books)
     holder: list[Engine] = []
@@ -410,8 +405,7 @@ class _RestingTransport:
 
 @pytest.mark.parametrize("tif", [int(Tif.GTC), int(Tif.ALO)])
 def test_resting_orders_keep_counting_until_filled_or_cancelled(shm_dir: Path, tif: int) -> None:
-    consumer = MpscConsumer.create("t3.orders", ORDER, 8)
-    producer = MpscProducer.attach("t3.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("t3.orders", 8)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(max_order_qty=0.002, max_position=0.003), books)
     engine = Engine(consumer, _RestingTransport(), risk, books)
@@ -489,10 +483,8 @@ class _Exploding:
 
 
 def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
-    consumer = MpscConsumer.create("t3.orders", ORDER, 64)
-    producer = MpscProducer.attach("t3.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("t3.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("t3.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("t3.orders", 64)
+    exec_w, exec_r = exec_ring("t3.exec", 64)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(), books)
     engine = Engine(consumer, _Exploding(), risk, books, exec_w)
@@ -526,10 +518,8 @@ class _QueryingTransport(_RestingTransport):
 
 
 def test_no_order_left_in_limbo_deadline_unknown_query_resolve(shm_dir: Path) -> None:
-    consumer = MpscConsumer.create("t4.orders", ORDER, 8)
-    producer = MpscProducer.attach("t4.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("t4.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("t4.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("t4.orders", 8)
+    exec_w, exec_r = exec_ring("t4.exec", 64)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(), books)
     transport = _QueryingTransport()
@@ -599,8 +589,7 @@ class _StampingTransport:
 def test_engine_matches_transmit_stamps_and_never_substitutes_a_missing_wire_stamp(shm_dir: Path) -> None:
     from caerus.execution.engine import TX_STAMP_WAIT_NS
 
-    consumer = MpscConsumer.create("tx.orders", ORDER, 64)
-    producer = MpscProducer.attach("tx.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("tx.orders", 64)
     books = books_with(t=time.time_ns())
     transport = _StampingTransport()
     engine = Engine(consumer, transport, RiskChecker(RiskConfig(), books), books)

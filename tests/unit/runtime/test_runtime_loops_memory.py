@@ -15,6 +15,7 @@ import gc
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,6 @@ from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
 from caerus.execution.unwind import FlattenOnHalt
 from caerus.instruments import DEFAULT
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.metrics.hdr import IntervalLog, SampleBuffer
 from caerus.runtime.clock import HousekeepingClock
@@ -38,13 +38,26 @@ from caerus.runtime.supervisor import Supervisor
 from caerus.strategy import app as strategy_app
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.instrument_desk import Desk
-from caerus.wire import BOOK, EXEC, ORDER, OrderReason, Tif, Venue
+from caerus.wire import BOOK, EXEC, OrderReason, Tif, Venue
 from tests.fixtures.pipeline import make_book
+from tests.kit.rings import order_ring
 
 N = 20_000  # messages in the measured phase
 LEAK_BOUND = 96 * 1024  # bytes: one 16-byte object kept per message would be 320 KB
 GARBAGE_BOUND = 50  # unreachable objects after the run: one-time ctypes types etc., never one per message
 BN, HL = int(Venue.BINANCE), int(Venue.HYPERLIQUID)
+
+
+def strategy_ctx(cfg: StrategyConfig, readers: list[Any], producer: Any, sup: Supervisor, *, log: Any, seq: int,
+                 order_segment: str) -> strategy_app._Ctx:
+    """The strategy loop's context as its app builds it, over test readers and producer (spin wait, 4k samples)."""
+    return strategy_app._Ctx(
+        cfg=cfg, readers=readers, producer=producer,
+        counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
+        desk=Desk(cfg, DEFAULT), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
+        tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
+        wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
+        books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=seq, order_segment=order_segment)
 
 
 class _Driven:
@@ -115,19 +128,12 @@ def test_strategy_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: Pa
     hl_books = [make_book(HL, 95_000.0 + i % 7, 95_001.0 + i % 7, t0 + i, seq=i + 1) for i in range(64)]
     bn_books = [make_book(BN, 95_010.0 + i % 5, 95_011.0 + i % 5, t0 + i, seq=i + 1) for i in range(64)]
     w_hl, w_bn = SwmrWriter.create("m.book.hl", BOOK, 64), SwmrWriter.create("m.book.bn", BOOK, 64)
-    consumer = MpscConsumer.create("m.orders", ORDER, 1024)
-    producer = MpscProducer.attach("m.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("m.orders", 1024)
     sup = Supervisor()
     readers = [_Driven(w_hl, SwmrReader.attach("m.book.hl", BOOK, timeout=1), hl_books, sup),
                _Driven(w_bn, SwmrReader.attach("m.book.bn", BOOK, timeout=1), bn_books, sup)]
     log = IntervalLog(tmp_path / "strategy.hlog", strategy_app.TAGS, interval_s=0.001)  # flush on every pass
-    ctx = strategy_app._Ctx(
-        cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
-        counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
-        desk=Desk(cfg, DEFAULT), log=log, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
-        tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
-        wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
-        books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=time.time_ns(), order_segment="m.orders")
+    ctx = strategy_ctx(cfg, readers, producer, sup, log=log, seq=time.time_ns(), order_segment="m.orders")
 
     readers[1].drain = consumer.poll
 
@@ -167,8 +173,7 @@ def test_execution_loop_and_housekeeping_keep_nothing(shm_dir: Path, tmp_path: P
     cfg = ExecutionConfig(housekeeping_ms=0.001, risk=RiskConfig(max_orders_per_s=1024, max_position=0.25,
                                                                    max_order_qty=1.0),
                           paper=PaperConfig(markout_ms=(0.001,)))
-    consumer = MpscConsumer.create("m.orders", ORDER, 1024)
-    producer = MpscProducer.attach("m.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("m.orders", 1024)
     exec_w = SwmrWriter.create("m.exec", EXEC, 1024)
     books = LatestBooks()
     sup = Supervisor()

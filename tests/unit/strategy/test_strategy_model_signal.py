@@ -14,15 +14,13 @@ import pytest
 from caerus.research.backtest import engine
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyDraws, LatencyModel
-from caerus.research.models.data import training_rows
-from caerus.research.models.train import TrainOptions, train
 from caerus.strategy import app as strategy_app
 from caerus.strategy.config import StrategyConfig
 from caerus.strategy.feature_vector import NAMES, schema, schema_difference
 from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
 from caerus.strategy.model_signal import ModelArb, ModelError, content_hash, load_model
-from tests.unit.research.models.conftest import line
+from tests.unit.research.models.conftest import known_edge_model, line
 from tests.unit.strategy.reference_features import NAMES_V1
 
 # long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
@@ -32,12 +30,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ds, src = training_rows([line(1, market="known-edge")], 1000.0)
-    doc = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",)), {"source": "test"})
-    assert doc["tradeable"], doc["decline"]
-    p = tmp_path_factory.mktemp("model") / "model.json"
-    p.write_text(json.dumps(doc))
-    return p
+    return known_edge_model(tmp_path_factory.mktemp("model"))
 
 
 def _rewrite(src: Path, dst: Path, change: object) -> Path:

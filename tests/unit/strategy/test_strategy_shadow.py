@@ -15,15 +15,13 @@ from caerus.execution.config import PaperConfig, RiskConfig
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.paper import PaperTransport
-from caerus.instruments import DEFAULT
-from caerus.ipc.mpsc import MpscConsumer, MpscProducer
 from caerus.ipc.swmr import SwmrReader, SwmrWriter
 from caerus.records.exec import EXEC_OUTCOME, EXEC_RISK
 from caerus.records.order import ORDER_FLAGS, ORDER_SEQ
 from caerus.strategy.config import StrategyConfig
-from caerus.strategy.instrument_desk import Desk
 from caerus.strategy.latency_arb import LatencyArb
-from caerus.wire import EXEC, ORDER, OrderFlags, OrderReason, Outcome, RiskReject, Side
+from caerus.wire import OrderFlags, OrderReason, Outcome, RiskReject, Side
+from tests.kit.rings import exec_ring, order_ring
 from tests.unit.execution.test_execution_risk_paper import books_with, order
 from tests.unit.strategy.test_strategy_latency_arb import MS, jump, warm
 
@@ -63,10 +61,8 @@ def test_shadow_config_rules(fields: dict, message: str) -> None:
 
 
 def test_engine_rehearses_shadows_and_never_sends_or_publishes_them(shm_dir: Path) -> None:
-    consumer = MpscConsumer.create("sh.orders", ORDER, 64)
-    producer = MpscProducer.attach("sh.orders", ORDER, timeout=1)
-    exec_w = SwmrWriter.create("sh.exec", EXEC, 64)
-    exec_r = SwmrReader.attach("sh.exec", EXEC, timeout=1)
+    consumer, producer = order_ring("sh.orders", 64)
+    exec_w, exec_r = exec_ring("sh.exec", 64)
     books = books_with(t=time.time_ns())
     risk = RiskChecker(RiskConfig(max_orders_per_s=2, max_position=0.001), books)
     paper = PaperTransport(PaperConfig(latency_ms=0.0, fee_bps=0), books)
@@ -108,15 +104,11 @@ def test_strategy_loop_pushes_flagged_shadows_at_its_rate_and_fires_nothing_real
     """The real loop over real rings, a flat market (nothing to fire): every Binance book may carry a shadow
     (shadow_every_ms below the books' spacing); each pushed order carries the SHADOW flag and a fresh sequence,
     books are still counted and sampled, and no real order, position or tick_to_decision sample appears."""
-    from caerus.metrics.hdr import SampleBuffer
-    from caerus.runtime.clock import HousekeepingClock
-    from caerus.runtime.counters import LocalCounters
-    from caerus.runtime.memwatch import MemWatch
     from caerus.runtime.supervisor import Supervisor
     from caerus.strategy import app as strategy_app
     from caerus.wire import BOOK, Venue
     from tests.fixtures.pipeline import make_book
-    from tests.unit.runtime.test_runtime_loops_memory import _Driven
+    from tests.unit.runtime.test_runtime_loops_memory import _Driven, strategy_ctx
 
     cfg = StrategyConfig(shadow_every_ms=0.0001, warmup_ms=0.0, housekeeping_ms=1e6, yield_after_order=False)
     t0 = time.time_ns()
@@ -124,21 +116,14 @@ def test_strategy_loop_pushes_flagged_shadows_at_its_rate_and_fires_nothing_real
     hl = [make_book(Venue.HYPERLIQUID, 95_000.0, 95_001.0, t0 + i, seq=i + 1) for i in range(n)]
     bn = [make_book(Venue.BINANCE, 95_000.45, 95_000.55, t0 + i, seq=i + 1) for i in range(n)]
     w_hl, w_bn = SwmrWriter.create("s.book.hl", BOOK, 64), SwmrWriter.create("s.book.bn", BOOK, 64)
-    consumer = MpscConsumer.create("s.orders", ORDER, 1024)
-    producer = MpscProducer.attach("s.orders", ORDER, timeout=1)
+    consumer, producer = order_ring("s.orders", 1024)
     sup = Supervisor()
     readers = [_Driven(w_hl, SwmrReader.attach("s.book.hl", BOOK, timeout=1), hl, sup),
                _Driven(w_bn, SwmrReader.attach("s.book.bn", BOOK, timeout=1), bn, sup)]
     for r in readers:
         r.n = n
     seq0 = time.time_ns()
-    ctx = strategy_app._Ctx(
-        cfg=cfg, readers=readers, producer=producer,  # type: ignore[arg-type]
-        counters=LocalCounters(strategy_app.INT_COUNTERS, strategy_app.FLOAT_COUNTERS), sup=sup,
-        desk=Desk(cfg, DEFAULT), log=None, hop=SampleBuffer(1 << 12), ttd=SampleBuffer(1 << 12),
-        tte=SampleBuffer(1 << 12), wtd=SampleBuffer(1 << 12), std=SampleBuffer(1 << 12),
-        wait_policy="spin", clock=HousekeepingClock(cfg.housekeeping_ms), memwatch=MemWatch("strategy"),
-        books=[0, 0, 0], by_reason=[0] * (max(OrderReason) + 1), seq=seq0, order_segment="s.orders")
+    ctx = strategy_ctx(cfg, readers, producer, sup, log=None, seq=seq0, order_segment="s.orders")
     readers[1].drain = lambda: None
     try:
         strategy_app._loop(ctx)

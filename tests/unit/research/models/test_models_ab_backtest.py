@@ -4,7 +4,6 @@ split orders, fills and markouts by arm."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +12,10 @@ import pytest
 from caerus.research.backtest import engine, results
 from caerus.research.backtest.fills import FillRules
 from caerus.research.backtest.latency import LatencyModel
-from caerus.research.models.data import training_rows
-from caerus.research.models.train import TrainOptions, train
 from caerus.strategy.ab import arm_at
 from caerus.strategy.config import StrategyConfig
 from caerus.wire import Venue
-from tests.unit.research.models.conftest import line
+from tests.unit.research.models.conftest import known_edge_model, line
 
 # long computations (training, calibration round trips, whole pipelines) over module fixtures: the fast tier
 # leaves the whole module out
@@ -29,12 +26,7 @@ HL = int(Venue.HYPERLIQUID)
 
 @pytest.fixture(scope="module")
 def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ds, src = training_rows([line(1, market="known-edge")], 1000.0)
-    doc = train(ds, src, TrainOptions(n_folds=3, kinds=("linear",)), {"source": "test"})
-    assert doc["tradeable"], doc["decline"]
-    p = tmp_path_factory.mktemp("model") / "model.json"
-    p.write_text(json.dumps(doc))
-    return p
+    return known_edge_model(tmp_path_factory.mktemp("model"))
 
 
 def _run(cfg: StrategyConfig, seed: int = 2) -> engine.RunOutput:
