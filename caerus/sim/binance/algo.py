@@ -27,7 +27,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from caerus.sim.binance.auth import binance_user_data_error, error, integer, missing_parameter
+from caerus.sim.binance.auth import binance_user_data_error, error, integer, order_request_error
 from caerus.sim.binance.orders import (
     BINANCE_SYMBOLS,
     CONDITIONAL_TYPES,
@@ -91,13 +91,10 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``algoOrder.place`` / ``POST /fapi/v1/algoOrder`` (TRADE, signed): a conditional order, checked as the venue
     checks it, waiting for its trigger."""
     req_id = msg.get("id")
-    bad = binance_user_data_error(msg, now_ms)
+    bad = order_request_error(msg, now_ms, ("algoType", "symbol", "side", "type"))
     if bad is not None:
         return bad
     params = msg["params"]
-    bad = missing_parameter(req_id, params, ("algoType", "symbol", "side", "type"))
-    if bad is not None:
-        return bad
     if params["algoType"] != "CONDITIONAL":
         return error(req_id, -1130, "Data sent for parameter 'algoType' is not valid.")
     spec = BINANCE_SYMBOLS.get(params["symbol"])

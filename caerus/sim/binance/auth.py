@@ -132,3 +132,9 @@ def session_request(msg: dict[str, Any], now_ms: int, session: dict[str, Any] | 
     elif method == "session.logout":
         session.update(apiKey=None, authorizedSince=None)
     return {"id": req_id, "status": 200, "result": session_status(session, now_ms)}
+
+
+def order_request_error(msg: dict[str, Any], now_ms: int, mandatory: tuple[str, ...]) -> dict[str, Any] | None:
+    """A signed order request's first error: :func:`binance_user_data_error`'s checks, then a missing one of
+    ``mandatory``. None when it passes both."""
+    return binance_user_data_error(msg, now_ms) or missing_parameter(msg.get("id"), msg["params"], mandatory)

@@ -22,7 +22,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from caerus.sim.binance.auth import binance_user_data_error, error, integer, listen_key, missing_parameter
+from caerus.sim.binance.auth import binance_user_data_error, error, integer, listen_key, order_request_error
 from caerus.sim.core import catalogue, price_band
 from caerus.sim.core.desk import (
     DESK,
@@ -167,13 +167,10 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``order.place`` (TRADE, signed): LIMIT (GTC / IOC / FOK / GTX / GTD) and MARKET, checked as the venue
     checks them; the conditional types are the Algo Service's (-4120)."""
     req_id = msg.get("id")
-    bad = binance_user_data_error(msg, now_ms)
+    bad = order_request_error(msg, now_ms, ("symbol", "side", "type", "quantity"))
     if bad is not None:
         return bad
     params = msg["params"]
-    bad = missing_parameter(req_id, params, ("symbol", "side", "type", "quantity"))
-    if bad is not None:
-        return bad
     spec = BINANCE_SYMBOLS.get(params["symbol"])
     if spec is None:
         return error(req_id, -1121, "Invalid symbol.")
