@@ -42,6 +42,18 @@ def _session_cmd(out: Path, reports: Path, duration: float, *extra: str) -> list
             "--reports", str(reports), "--progress", "lines", "--stop-grace", "15", *extra]
 
 
+def _fleet_files(tmp_path: Path, name: str, strategy_toml: str) -> tuple[Path, Path, Path, Path, Path]:
+    """A three-instrument session's shared-memory folder (made; the caller removes it), sessions and reports
+    folders, and strategy (``strategy_toml``) and execution (risk limits for ~100 orders/s) config files."""
+    shm = Path("/dev/shm") / f"caerus-test-{name}-{os.getpid()}"
+    shm.mkdir(exist_ok=True)
+    strategy_cfg = tmp_path / "strategy.toml"
+    strategy_cfg.write_text(strategy_toml)
+    execution_cfg = tmp_path / "execution.toml"
+    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
+    return shm, tmp_path / "sessions", tmp_path / "reports", strategy_cfg, execution_cfg
+
+
 def _env(shm: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "CAERUS_SHM_DIR": str(shm)}
 
@@ -301,13 +313,7 @@ def test_a_session_of_many_instruments_trades_each_and_reports_each(tmp_path: Pa
     session folder), one feed per venue carries all three on one connection, the strategy decides per instrument
     (bench mode: an order per Binance book, sized by notional), execution fills each against its own book, and the
     report has a row per instrument plus the fleet's totals."""
-    shm = Path("/dev/shm") / f"caerus-test-many-{os.getpid()}"
-    shm.mkdir(exist_ok=True)
-    out, reports = tmp_path / "sessions", tmp_path / "reports"
-    strategy_cfg = tmp_path / "strategy.toml"
-    strategy_cfg.write_text('mode = "bench"\n')
-    execution_cfg = tmp_path / "execution.toml"
-    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
+    shm, out, reports, strategy_cfg, execution_cfg = _fleet_files(tmp_path, "many", 'mode = "bench"\n')
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "10",
                                       "--strategy-config", str(strategy_cfg), "--execution-config",
                                       str(execution_cfg), "--no-capture"),
@@ -355,13 +361,7 @@ def test_a_session_whose_plan_splits_binance_trades_every_instrument_and_loses_n
     endpoints. The strategy and execution read all three rings,
     capture stores all of them, every instrument gets orders, and no book is lost: no reader was lapped, and the
     strategy read every record capture stored from the rings and every book the feeds counted per instrument."""
-    shm = Path("/dev/shm") / f"caerus-test-split-{os.getpid()}"
-    shm.mkdir(exist_ok=True)
-    out, reports = tmp_path / "sessions", tmp_path / "reports"
-    strategy_cfg = tmp_path / "strategy.toml"
-    strategy_cfg.write_text('mode = "bench"\n')
-    execution_cfg = tmp_path / "execution.toml"
-    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
+    shm, out, reports, strategy_cfg, execution_cfg = _fleet_files(tmp_path, "split", 'mode = "bench"\n')
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "40",
                                       "--max-books-per-feed-process", "60", "--strategy-config", str(strategy_cfg),
                                       "--execution-config", str(execution_cfg), "--transport", transport),

@@ -9,28 +9,22 @@ feed-internal and information-age p50/p99 from its own tagged intervals in the s
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration.session.test_session_e2e import _env, _only_session, _session_cmd
+from tests.integration.session.test_session_e2e import _env, _fleet_files, _only_session, _session_cmd
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.serial("a whole-fleet session: the plan pins the hot processes to CPUs")]
 
 
 def test_an_emulator_transport_session_trades_three_instruments_and_matches_the_venue(tmp_path: Path) -> None:
-    shm = Path("/dev/shm") / f"caerus-test-live3-{os.getpid()}"
-    shm.mkdir(exist_ok=True)
-    out, reports = tmp_path / "sessions", tmp_path / "reports"
-    strategy_cfg = tmp_path / "strategy.toml"
     # bench: an order on every Binance book, each instrument's sized to $100 at its first Hyperliquid book
-    strategy_cfg.write_text('mode = "bench"\norder_notional = 100.0\n')
-    execution_cfg = tmp_path / "execution.toml"
-    execution_cfg.write_text("[risk]\nmax_orders_per_s = 100\nprice_band_bps = 500.0\n")
+    shm, out, reports, strategy_cfg, execution_cfg = _fleet_files(tmp_path, "live3",
+                                                                  'mode = "bench"\norder_notional = 100.0\n')
     res = subprocess.run(_session_cmd(out, reports, 8, "--symbols", "BTC,ETH,SOL", "--symbol-rate", "10",
                                       "--transport", "emulator", "--strategy-config", str(strategy_cfg),
                                       "--execution-config", str(execution_cfg), "--no-capture"),
