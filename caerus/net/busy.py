@@ -44,7 +44,7 @@ from websockets.http11 import Response
 from websockets.protocol import OK_CLOSE_CODES, State
 from websockets.uri import parse_uri
 
-from caerus.net.failures import Failure, SessionEnded, classify
+from caerus.net.failures import Failure, SessionEnded
 from caerus.net.stamps import RX_ANCILLARY_SIZE, enable_rx_timestamps, rx_stamp
 from caerus.net.ws import FrameErrorHandler, MessageHandler, WsSession
 from caerus.net.wsframes import FrameSplitter
@@ -141,14 +141,10 @@ class BusyWsSession(WsSession):
             self._on_readable()  # bytes that arrived with the upgrade response
             raise await self._ended
         except asyncio.CancelledError:
-            self.failure = Failure(FailureClass.SHUTDOWN, 0, "cancelled")
-            await self._close()
+            await self._on_cancelled()
             raise
         except Exception as exc:  # every end is classified, none escapes unrecorded
-            reason = self._end_reason
-            self.failure = classify(reason if reason is not None else exc, connecting=connecting)
-            await self._close()
-            return self.failure
+            return await self._on_end(exc, connecting)
 
     def open_now(self, io: OpeningIO, loop: asyncio.AbstractEventLoop) -> None:
         """Open without awaiting, through ``io`` whose socket calls never suspend: a peer in this process that

@@ -113,14 +113,22 @@ class WsSession:
             await self._receive(self.ws)
             raise SessionEnded(FailureClass.OTHER, "receive loop returned")  # unreachable: recv raises on close
         except asyncio.CancelledError:
-            self.failure = Failure(FailureClass.SHUTDOWN, 0, "cancelled")
-            await self._close()
+            await self._on_cancelled()
             raise
         except Exception as exc:  # every end is classified, none escapes unrecorded
-            reason = self._end_reason
-            self.failure = classify(reason if reason is not None else exc, connecting=connecting)
-            await self._close()
-            return self.failure
+            return await self._on_end(exc, connecting)
+
+    async def _on_cancelled(self) -> None:
+        """The session was cancelled (our own stop): SHUTDOWN, and the connection closed."""
+        self.failure = Failure(FailureClass.SHUTDOWN, 0, "cancelled")
+        await self._close()
+
+    async def _on_end(self, exc: Exception, connecting: bool) -> Failure:
+        """The session ended: classify why (the reason :meth:`end` recorded, else ``exc``), close, return it."""
+        reason = self._end_reason
+        self.failure = classify(reason if reason is not None else exc, connecting=connecting)
+        await self._close()
+        return self.failure
 
     async def _receive(self, ws: ClientConnection) -> None:
         # The hot loop: nothing between recv returning and on_message but the timestamp.
