@@ -129,10 +129,7 @@ class BusyWsSession(WsSession):
         try:
             await asyncio.wait_for(self._open(loop), self.open_timeout_s)
             connecting = False
-            self.opened_ns = time.time_ns()
-            self.last_data_ns = self.opened_ns  # the watchdog's clock starts at open
-            if self._end_reason is not None:
-                raise self._end_reason
+            self._opened()
             for frame in self.subscribe_frames:
                 self._send_text(frame)
             sock = self._sock

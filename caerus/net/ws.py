@@ -104,10 +104,7 @@ class WsSession:
                 user_agent_header="caerus-feed",
             )
             connecting = False
-            self.opened_ns = time.time_ns()
-            self.last_data_ns = self.opened_ns  # the watchdog's clock starts at open
-            if self._end_reason is not None:
-                raise self._end_reason
+            self._opened()
             for frame in self.subscribe_frames:
                 await self.ws.send(frame, text=True)  # venues expect JSON in text frames, even from bytes
             await self._receive(self.ws)
@@ -117,6 +114,13 @@ class WsSession:
             raise
         except Exception as exc:  # every end is classified, none escapes unrecorded
             return await self._on_end(exc, connecting)
+
+    def _opened(self) -> None:
+        """The connection is open: start the watchdog's clock; an end requested while opening happens now."""
+        self.opened_ns = time.time_ns()
+        self.last_data_ns = self.opened_ns  # the watchdog's clock starts at open
+        if self._end_reason is not None:
+            raise self._end_reason
 
     async def _on_cancelled(self) -> None:
         """The session was cancelled (our own stop): SHUTDOWN, and the connection closed."""
