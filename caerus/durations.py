@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 _UNITS = {"h": 3600, "m": 60, "s": 1}
@@ -29,3 +30,11 @@ def parse_duration(text: str) -> float:
     if value <= 0:
         raise ValueError(f"duration {text!r} must be positive")
     return value
+
+
+def duration_arg(text: str) -> float:
+    """:func:`parse_duration` as an argparse ``type``: a bad duration is a usage error naming it."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

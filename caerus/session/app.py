@@ -8,20 +8,13 @@ import json
 import sys
 from pathlib import Path
 
-from caerus.durations import parse_duration
+from caerus.durations import duration_arg
 from caerus.plan import EMULATOR_PLACES, FEED_CLIENTS, FEED_WARM_EVERY_US, WAIT_POLICIES
 from caerus.session.local import EMULATOR_YIELD, TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duration", type=_duration, default=30.0,
+    parser.add_argument("--duration", type=duration_arg, default=30.0,
                         help="session length: 30, 90s, 15m, 4h or 1h30m (default 30 s)")
     parser.add_argument("--out", type=Path, default=Path("sessions"), help="sessions folder (default ./sessions)")
     parser.add_argument("--seed", type=int, default=1, help="market model seed")

@@ -18,19 +18,12 @@ import json
 import sys
 from pathlib import Path
 
-from caerus.durations import parse_duration
+from caerus.durations import duration_arg
 from caerus.session.local import SessionConfigError, SessionOptions, run_local_session
 
 
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duration", type=_duration, default=3600.0,
+    parser.add_argument("--duration", type=duration_arg, default=3600.0,
                         help="how long to record: 90s, 15m, 4h or 1h30m (default 1h)")
     parser.add_argument("--out", type=Path, default=Path("recordings"), help="sessions folder (default ./recordings)")
     parser.add_argument("--symbols", default="BTC", help="instruments, comma-separated (default BTC)")

@@ -33,3 +33,13 @@ def test_session_without_matplotlib_refuses_before_starting(monkeypatch: pytest.
     args = cli.build_parser(["session"]).parse_args(["session", "--duration", "1", "--out", str(tmp_path)])
     assert app.run(args) == 2 and started == []
     assert "--no-report" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["session", "record"])
+def test_a_bad_duration_is_a_usage_error_naming_it(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser([command])
+    assert parser.parse_args([command, "--duration", "1h30m"]).duration == 5400.0
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args([command, "--duration", "nope"])
+    assert exc.value.code == 2
+    assert "argument --duration: duration 'nope' is not like 4h, 30m, 90s, 1h30m or 30" in capsys.readouterr().err
