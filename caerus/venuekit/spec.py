@@ -3,6 +3,10 @@
 The generic feed, execution, credentials and capture code know nothing venue-specific; they ask the spec. A spec
 is cheap to import: it holds constants and *factories* that import the heavy parts (the feed loop, the order
 transport, the signer) only when called, so a feed process never loads the order-entry stack and vice versa.
+
+Nothing below the process entry points looks a venue up: each app (``caerus.feed.app``, ``caerus.execution.app``,
+``caerus.capture.replay_app``) hands the specs down, as a :class:`VenueCatalog` (caerus.venues.registry is one) or
+as the one :class:`VenueSpec` it resolved, so the generic code serves any venue it is given, registered or not.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from caerus.instruments import Instrument
@@ -89,3 +93,26 @@ class VenueSpec:
     code: int  # the wire code in BookRecord.venue / OrderRecord.venue (caerus.wire.Venue for built-ins)
     feed: FeedSpec
     order_entry: OrderEntrySpec | None = None
+
+
+class UnknownVenue(KeyError):
+    """No venue of that name or code is built in or registered; the message lists the known ones."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class VenueCatalog(Protocol):
+    """The venues a process knows, handed down by its app (the module caerus.venues.registry is one)."""
+
+    def get(self, name: str) -> VenueSpec:
+        """The venue called ``name``; :class:`UnknownVenue` listing the known names otherwise."""
+        ...
+
+    def names(self) -> tuple[str, ...]:
+        """Every known venue name."""
+        ...
+
+    def live_names(self) -> tuple[str, ...]:
+        """The known venues with live order entry."""
+        ...

@@ -5,6 +5,10 @@ package is imported the first time the venue is looked up, so a process loads on
 venues (a test venue, a plugin) are added with :func:`register`, or, for a separate process such as
 ``caerus feed --venue NAME``, by naming modules in ``CAERUS_VENUE_PLUGINS`` (comma-separated): each is imported by
 :func:`load_plugins` (the CLI calls it before parsing) and registers its venue when imported.
+
+Only process entry points import this module (the apps, the CLI, the session): they hand the venues down to the
+generic code, which takes a :class:`~caerus.venuekit.spec.VenueCatalog` (this module is one) or a
+:class:`~caerus.venuekit.spec.VenueSpec` (.importlinter's venues-handed-down contract).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import importlib
 import os
 from collections.abc import Mapping
 
-from caerus.venuekit.spec import VenueSpec
+from caerus.venuekit.spec import UnknownVenue, VenueSpec
 from caerus.wire import Venue
 
 #: wire code -> the package holding the venue's SPEC. Adding a built-in venue: one line here (and its package).
@@ -22,16 +26,11 @@ BUILTIN: dict[Venue, str] = {
     Venue.HYPERLIQUID: "caerus.venues.hyperliquid",
 }
 PLUGINS_ENV = "CAERUS_VENUE_PLUGINS"
+__all__ = ["BUILTIN", "PLUGINS_ENV", "UnknownVenue", "by_code", "get", "live_names", "load_plugins", "names",
+           "register", "unregister"]
 
 _by_name: dict[str, VenueSpec] = {}
 _by_code: dict[int, VenueSpec] = {}
-
-
-class UnknownVenue(KeyError):
-    """No venue of that name or code is built in or registered; the message lists the known ones."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 def register(spec: VenueSpec, *, replace: bool = False) -> VenueSpec:
