@@ -1,9 +1,10 @@
 """``caerus feed``: one venue's TLS WebSocket -> validated top of book -> its SWMR ring.
 
 Wiring only: validate the config (exit 2 before anything starts), pin the CPUs, create the outputs (books ring,
-events ring, counter block, .hlog), build the venue's loop (found through the venue registry) and the supervisor,
-and run them on the event loop the wait policy asks for (spin/hybrid = busy-polling selector, sleep = normal
-asyncio) until SIGTERM/SIGINT, then close every connection as SHUTDOWN, flush the metrics and exit 0.
+events ring, counter block, .hlog), build the venue's loop (from its spec: this entry point hands the venue
+registry to the config, nothing below it looks a venue up) and the supervisor, and run them on the event loop the
+wait policy asks for (spin/hybrid = busy-polling selector, sleep = normal asyncio) until SIGTERM/SIGINT, then close
+every connection as SHUTDOWN, flush the metrics and exit 0.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from caerus.net.ws import WsSession, client_ssl_context
 from caerus.plan import pin_current_process
 from caerus.venuekit.feed_loop import FeedSink
 from caerus.venuekit.feed_outputs import WAIT_POLICY_CODES, FeedOutputs
+from caerus.venues import registry
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    feed_config.add_arguments(parser)
+    feed_config.add_arguments(parser, registry)
 
 
 FEED_RECURSION_LIMIT = 1000  # CPython's default
@@ -43,7 +45,7 @@ FEED_RECURSION_LIMIT = 1000  # CPython's default
 
 def run(args: argparse.Namespace) -> int:
     try:
-        cfg = feed_config.from_args(args)
+        cfg = feed_config.from_args(args, registry)
     except ConfigError as exc:
         print(f"caerus feed: bad config: {exc}", file=sys.stderr)
         return 2

@@ -1,8 +1,10 @@
 """The feed's configuration: one frozen struct built from the command line and validated before anything starts.
 
-The venue's defaults come from its registry entry (caerus.venues.registry): base URL, symbol, channels, routes,
-stream path, subscribe frames, keepalive, watchdog and rotation. This module only validates and combines them,
-and derives the companion segment names. Bad settings raise the one :class:`caerus.config.ConfigError`.
+The venue's defaults come from its spec (caerus.venuekit.spec), found in the venues the feed app hands down
+(:class:`~caerus.venuekit.spec.VenueCatalog`; this module never looks a venue up itself): base URL, symbol,
+channels, routes, stream path, subscribe frames, keepalive, watchdog and rotation. This module only validates and
+combines them, and derives the companion segment names. Bad settings raise the one
+:class:`caerus.config.ConfigError`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,7 @@ from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.connection_supervisor import Endpoint, SupervisorConfig
 from caerus.plan import FEED_CLIENTS, parse_cpu_list
-from caerus.venuekit.spec import VenueSpec
-from caerus.venues import registry
+from caerus.venuekit.spec import UnknownVenue, VenueCatalog, VenueSpec
 
 __all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 
@@ -28,6 +29,7 @@ CLIENTS = FEED_CLIENTS
 
 class FeedConfig(ConfigBase, frozen=True):
     venue: str
+    spec: VenueSpec  # the venue's spec, as handed down (never looked up again)
     segment: str
     events_segment: str
     stats_segment: str
@@ -54,10 +56,6 @@ class FeedConfig(ConfigBase, frozen=True):
     parse_error_limit: int
     housekeeping_s: float
     supervisor: SupervisorConfig
-
-    @property
-    def spec(self) -> VenueSpec:
-        return registry.get(self.venue)
 
     @property
     def url(self) -> str:
@@ -106,10 +104,10 @@ def companion_segment(segment: str, kind: str, venue: str) -> str:
     return f"{segment}.{kind}"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser, venues: VenueCatalog) -> None:
     p.add_argument("--venue", required=True,
-                   help=f"venue name: {', '.join(registry.names())} (or one registered through "
-                        f"{registry.PLUGINS_ENV})")
+                   help=f"venue name: {', '.join(venues.names())} (or one registered through "
+                        "CAERUS_VENUE_PLUGINS)")
     p.add_argument("--segment", required=True, help="books ring (SWMR of BookRecord), e.g. S.book.binance")
     p.add_argument("--events-segment", help="events ring (default: S.events.<venue> derived from --segment)")
     p.add_argument("--stats-segment", help="counter block (default: S.stats.feed-<venue> derived from --segment)")
@@ -213,12 +211,13 @@ def _share(text: str | None, n: int) -> slice:
     return slice(lo, hi)
 
 
-def from_args(a: argparse.Namespace) -> FeedConfig:
-    """Build and validate the config; raises ConfigError naming the first bad setting."""
+def from_args(a: argparse.Namespace, venues: VenueCatalog) -> FeedConfig:
+    """Build and validate the config for ``--venue`` out of ``venues`` (what the app hands down); raises ConfigError
+    naming the first bad setting."""
     venue = a.venue
     try:
-        spec = registry.get(venue)
-    except registry.UnknownVenue as exc:
+        spec = venues.get(venue)
+    except UnknownVenue as exc:
         raise ConfigError(f"--venue: {exc}") from None
     feed = spec.feed
     symbols, ids, names = _instruments(a, venue, spec)
@@ -291,6 +290,7 @@ def from_args(a: argparse.Namespace) -> FeedConfig:
         raise ConfigError(f"--process-name {process!r} is not a usable name (it names a file)")
     cfg = FeedConfig(
         venue=venue,
+        spec=spec,
         segment=a.segment,
         events_segment=a.events_segment or companion_segment(a.segment, "events", venue),
         stats_segment=a.stats_segment or companion_segment(a.segment, "stats", venue),

@@ -8,12 +8,13 @@ import pytest
 
 from caerus.config import ConfigError
 from caerus.feed.config import add_arguments, from_args
+from caerus.venues import registry
 
 
 def _cfg(*argv: str):
     p = argparse.ArgumentParser()
-    add_arguments(p)
-    return from_args(p.parse_args(["--segment", "s.book.x", *argv]))
+    add_arguments(p, registry)
+    return from_args(p.parse_args(["--segment", "s.book.x", *argv]), registry)
 
 
 @pytest.mark.parametrize("channel", ["bookTicker", "depth5"])

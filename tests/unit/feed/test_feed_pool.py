@@ -18,12 +18,13 @@ from caerus.feed.app import pool_supervisors
 from caerus.feed.config import add_arguments, from_args
 from caerus.instruments import BTC, Instrument, InstrumentSet
 from caerus.venuekit.feed_outputs import FeedOutputs
+from caerus.venues import registry
 
 
 def _cfg(*argv: str):
     p = argparse.ArgumentParser()
-    add_arguments(p)
-    return from_args(p.parse_args(["--segment", "p.book.x", *argv]))
+    add_arguments(p, registry)
+    return from_args(p.parse_args(["--segment", "p.book.x", *argv]), registry)
 
 
 def test_lanes_get_their_share_one_bucket_and_their_own_connection_ids(shm_dir: Path) -> None:
