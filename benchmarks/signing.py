@@ -33,8 +33,10 @@ from benchmarks.common import add_common_args, at_most, emit, summarize
 from caerus import wire
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.credentials import Secret
+from caerus.venues.binance import SPEC as BINANCE
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.signing import query_string
+from caerus.venues.hyperliquid import SPEC as HYPERLIQUID
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.signing import ecdsa_backend, sign_l1_action_reference
 
@@ -91,11 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         api_key = Secret(secrets.token_hex(32))
         hl_key = Account.create().key.hex()
         common = {"network": "testnet", "enable_live": True, "url": "wss://127.0.0.1:9/unused"}  # never started
-        b_hmac = make_live_transport("binance", credentials=BinanceCredentials(
+        b_hmac = make_live_transport(BINANCE, credentials=BinanceCredentials(
             api_key=api_key, hmac_secret=Secret(secrets.token_hex(32))), **common)
-        b_ed = make_live_transport("binance", credentials=BinanceCredentials(
+        b_ed = make_live_transport(BINANCE, credentials=BinanceCredentials(
             api_key=api_key, ed25519_key_file=ed_file), **common)
-        hl = make_live_transport("hyperliquid", credentials=HyperliquidCredentials(private_key=Secret(hl_key)),
+        hl = make_live_transport(HYPERLIQUID, credentials=HyperliquidCredentials(private_key=Secret(hl_key)),
                                  **common)
 
         b_orders = [_order(i, wire.Venue.BINANCE) for i in range(256)]

@@ -29,7 +29,7 @@ from caerus.execution.engine import OUTCOME_NAMES, RISK_NAMES, Engine
 from caerus.execution.paper_account import ARMS
 from caerus.execution.reconcile import PositionWatch, reconcile_at_start
 from caerus.execution.risk import RiskChecker
-from caerus.execution.transports import LIVE, NAMES, TransportUnavailable, make_live_transport, make_transport
+from caerus.execution.transports import SIMULATED, TransportUnavailable, make_live_transport, make_transport
 from caerus.execution.unwind import FlattenOnHalt, cancel_resting
 from caerus.instruments import InstrumentSet
 from caerus.ipc import segment
@@ -50,6 +50,10 @@ from caerus.venues import registry
 from caerus.wire import BOOK, EXEC, ORDER, Outcome, RiskReject, Venue
 
 PROCESS = "execution"
+# What --transport may name: the simulated transports, then every venue with live order entry. This entry point
+# alone asks the venue registry (after the CLI loaded the venue plugins); the transports get the venue's spec.
+LIVE = registry.live_names()
+NAMES = SIMULATED + LIVE
 # The metrics in execution.hlog, each with the engine buffer it drains (shadow_*: the rehearsed fire path of
 # wire.OrderFlags.SHADOW orders; queue_transit_{warmed,unwarmed}: real orders, split by whether shadows flowed).
 TAG_BUFFERS = {
@@ -227,9 +231,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.transport in LIVE:
             transport = make_live_transport(
-                args.transport, network=args.network, credentials=args.credentials, enable_live=args.enable_live,
-                url=args.url, ca_file=args.ca_file, on_reply=on_reply, confirm_mainnet=args.confirm_mainnet,
-                allow_custom_mainnet_url=args.allow_custom_mainnet_url, instruments=insts,
+                registry.get(args.transport), network=args.network, credentials=args.credentials,
+                enable_live=args.enable_live, url=args.url, ca_file=args.ca_file, on_reply=on_reply,
+                confirm_mainnet=args.confirm_mainnet, allow_custom_mainnet_url=args.allow_custom_mainnet_url,
+                instruments=insts,
                 **_state_options(args),
             )
         else:

@@ -1,8 +1,9 @@
-"""Venue credentials by venue name, for the live transports: read from a 0600 TOML file or the environment.
+"""Venue credentials for the live transports: read from a 0600 TOML file or the environment.
 
-The venue's own credentials module (``caerus.venues.<venue>.credentials``, found through the venue registry) says
-which table keys and environment variables it reads and builds its credentials object; the secret handling they
-share is caerus.venuekit.credentials.
+The caller hands the venue's spec down (the execution app resolved it from the venue registry; nothing here looks
+a venue up). Its order entry's :class:`~caerus.venuekit.spec.CredentialSpec` (the venue's own credentials module,
+``caerus.venues.<venue>.credentials``) says which table keys and environment variables it reads and builds its
+credentials object; the secret handling they share is caerus.venuekit.credentials.
 
 Sources, in order: a credentials file (TOML, must be mode 0600 or stricter and owned by this user) when a path is
 given, else environment variables. File layout (one table per venue)::
@@ -32,24 +33,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from caerus.venuekit.credentials import CredentialsError, read_private_file
-from caerus.venues import registry
 
 if TYPE_CHECKING:
-    from caerus.venuekit.spec import CredentialSpec
+    from caerus.venuekit.spec import CredentialSpec, VenueSpec
 
 
-def _spec(venue: str) -> CredentialSpec:
-    try:
-        entry = registry.get(venue).order_entry
-    except registry.UnknownVenue as exc:
-        raise CredentialsError(str(exc)) from None
+def _spec(venue: VenueSpec) -> CredentialSpec:
+    entry = venue.order_entry
     if entry is None:
-        raise CredentialsError(f"venue {venue!r} has no order entry, so no credentials")
+        raise CredentialsError(f"venue {venue.name!r} has no order entry, so no credentials")
     return entry.credentials
 
 
-def load_from_file(venue: str, path: str | Path) -> Any:
-    """Credentials for ``venue`` from a 0600 TOML file (its ``[<venue>]`` table)."""
+def load_from_file(venue: VenueSpec, path: str | Path) -> Any:
+    """Credentials for ``venue`` from a 0600 TOML file (its ``[<venue name>]`` table)."""
     spec = _spec(venue)
     path = Path(path)
     text = read_private_file(path, "credentials file")
@@ -60,20 +57,20 @@ def load_from_file(venue: str, path: str | Path) -> Any:
         msg = str(exc)
         where = msg[msg.rfind("(at "):] if "(at " in msg else ""
         raise CredentialsError(f"credentials file {path} is not valid TOML {where}".rstrip()) from None
-    table = doc.get(venue)
+    table = doc.get(venue.name)
     if not isinstance(table, dict):
-        raise CredentialsError(f"credentials file {path} has no [{venue}] table")
+        raise CredentialsError(f"credentials file {path} has no [{venue.name}] table")
     return spec.from_table(table, f"credentials file {path}", path.parent)
 
 
-def load_from_env(venue: str, env: Mapping[str, str] | None = None) -> Any:
+def load_from_env(venue: VenueSpec, env: Mapping[str, str] | None = None) -> Any:
     """Credentials for ``venue`` from its environment variables (named in the venue's credentials module)."""
     spec = _spec(venue)
     env = os.environ if env is None else env
     return spec.from_table(spec.env_table(env), "environment", None)
 
 
-def load_credentials(venue: str, path: str | Path | None = None,
+def load_credentials(venue: VenueSpec, path: str | Path | None = None,
                      env: Mapping[str, str] | None = None) -> Any:
     """From ``path`` when given (never falls back silently), else from the environment."""
     return load_from_file(venue, path) if path is not None else load_from_env(venue, env)

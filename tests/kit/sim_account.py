@@ -22,6 +22,7 @@ from eth_account import Account
 
 from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
+from caerus.venues import registry
 from caerus.wire import Venue
 
 WAIT_S = 30.0
@@ -43,7 +44,8 @@ class SimAccount:
 
     def transport(self, venue: str, **options: Any) -> Any:
         """A live order transport for ``venue`` against the emulator, with this account's credentials."""
-        return make_live_transport(venue, network="testnet", credentials=load_credentials(venue, self.creds),
+        spec = registry.get(venue)
+        return make_live_transport(spec, network="testnet", credentials=load_credentials(spec, self.creds),
                                    enable_live=True, url=self.order_url(venue), ca_file=self.sim["ca_file"],
                                    **options)
 

@@ -1,9 +1,10 @@
-"""Transport selection: builds the execution transport named on the command line.
+"""Transport selection: builds the execution transport the app chose.
 
-``null`` and ``paper`` (simulated) live here. Every other name is a venue with live order entry, found through
-the venue registry (caerus.venues.registry): its package builds the signed transport. The live stack is imported
-only when a live transport is built, so the simulated transports never pay for (or depend on) it. Keep this module
-import-light: the paper and null transports import it first.
+``null`` and ``paper`` (simulated) live here. A live transport is a venue with live order entry: the execution app
+looks the venue up in the venue registry and hands its spec down here (nothing in this package looks a venue up);
+the venue's package builds the signed transport. The live stack is imported only when a live transport is built,
+so the simulated transports never pay for (or depend on) it. Keep this module import-light: the paper and null
+transports import it first.
 """
 
 from __future__ import annotations
@@ -14,18 +15,9 @@ if TYPE_CHECKING:
     from caerus.execution.books import LatestBooks
     from caerus.execution.config import PaperConfig
     from caerus.venuekit.order_transport import ReplyCallback, Transport
+    from caerus.venuekit.spec import VenueSpec
 
 SIMULATED = ("null", "paper")
-
-
-def _live_names() -> tuple[str, ...]:
-    from caerus.venues import registry
-
-    return registry.live_names()
-
-
-LIVE = _live_names()
-NAMES = SIMULATED + LIVE
 
 
 class TransportUnavailable(RuntimeError):
@@ -48,15 +40,14 @@ def make_transport(
         from caerus.execution.transports.paper import PaperTransport
 
         return PaperTransport(paper, books, on_reply)
-    if name in _live_names():
-        raise ValueError(f"transport {name!r} is live: use make_live_transport")
-    raise ValueError(f"unknown transport {name!r}; choose one of {', '.join(SIMULATED + _live_names())}")
+    raise ValueError(f"unknown transport {name!r}; the simulated ones are {', '.join(SIMULATED)} (a live one is "
+                     "built from its venue's spec: make_live_transport)")
 
 
-def make_live_transport(name: str, **kwargs: Any) -> Transport:
-    """Build the live transport of venue ``name`` (through the venue registry; the live stack loads here)."""
-    if name not in _live_names():
-        raise ValueError(f"transport {name!r} is not live; live transports: {', '.join(_live_names())}")
+def make_live_transport(venue: VenueSpec, **kwargs: Any) -> Transport:
+    """Build the live transport of ``venue`` (the spec the app handed down; the live stack loads here)."""
+    if venue.order_entry is None:
+        raise ValueError(f"transport {venue.name!r} is not live: the venue has no order entry")
     from caerus.execution.transports.live import make_live_transport as build
 
-    return build(name, **kwargs)
+    return build(venue, **kwargs)

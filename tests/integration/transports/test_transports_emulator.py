@@ -15,7 +15,9 @@ from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.credentials import Secret
 from caerus.venuekit.order_transport import VenueReply
+from caerus.venues.binance import SPEC as BINANCE
 from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.hyperliquid import SPEC as HYPERLIQUID
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
@@ -53,15 +55,15 @@ def test_both_live_transports_against_emulator_process(venue_sim_factory, tmp_pa
     acct = start_sim_account(venue_sim_factory, tmp_path)
     sim, creds_file, api_key, secret = acct.sim, acct.creds, acct.api_key, acct.secret
 
-    b = make_live_transport("binance", network="testnet", credentials=load_credentials("binance", creds_file),
+    b = make_live_transport(BINANCE, network="testnet", credentials=load_credentials(BINANCE, creds_file),
                             enable_live=True, url=sim["binance_order_url"], ca_file=sim["ca_file"])
-    h = make_live_transport("hyperliquid", network="testnet",
-                            credentials=load_credentials("hyperliquid", creds_file), enable_live=True,
+    h = make_live_transport(HYPERLIQUID, network="testnet",
+                            credentials=load_credentials(HYPERLIQUID, creds_file), enable_live=True,
                             url=sim["hyperliquid_url"], ca_file=sim["ca_file"])  # base URL: path added
-    bad_b = make_live_transport("binance", network="testnet", enable_live=True, url=sim["binance_order_url"],
+    bad_b = make_live_transport(BINANCE, network="testnet", enable_live=True, url=sim["binance_order_url"],
                                 ca_file=sim["ca_file"],
                                 credentials=BinanceCredentials(api_key=Secret(api_key), hmac_secret=Secret("0" * 64)))
-    bad_h = make_live_transport("hyperliquid", network="testnet", enable_live=True, url=sim["hyperliquid_url"] + "/ws",
+    bad_h = make_live_transport(HYPERLIQUID, network="testnet", enable_live=True, url=sim["hyperliquid_url"] + "/ws",
                                 ca_file=sim["ca_file"],
                                 credentials=HyperliquidCredentials(private_key=Secret(Account.create().key.hex())))
     transports = (b, h, bad_b, bad_h)

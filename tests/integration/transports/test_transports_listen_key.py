@@ -14,6 +14,7 @@ import pytest
 from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.credentials import REDACTED
+from caerus.venues.binance import SPEC as BINANCE
 from caerus.venues.binance.execution import USER_STREAM_PATH
 from tests.fixtures.common import free_port
 from tests.fixtures.transports_orders import OrderServer
@@ -39,8 +40,8 @@ def test_the_listen_key_is_redacted_from_every_reconnect_and_connection_lost_lin
     stderr = logging.StreamHandler(sys.stderr)  # as a process logging to its terminal would print them
     stderr.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
     logging.getLogger("caerus").addHandler(stderr)
-    t = make_live_transport("binance", network="testnet",
-                            credentials=load_credentials("binance", order_server.creds_file), enable_live=True,
+    t = make_live_transport(BINANCE, network="testnet",
+                            credentials=load_credentials(BINANCE, order_server.creds_file), enable_live=True,
                             url=order_server.binance_url, ca_file=order_server.ca_file)
     try:
         t.start()

@@ -20,7 +20,10 @@ from caerus.sim import orders
 from caerus.venuekit.credentials import CredentialsError, Secret
 from caerus.venuekit.order_session import LiveConfigError, LiveTransportError
 from caerus.venuekit.order_transport import Transport
+from caerus.venues import registry
+from caerus.venues.binance import SPEC as BINANCE
 from caerus.venues.binance.credentials import BinanceCredentials
+from caerus.venues.hyperliquid import SPEC as HYPERLIQUID
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import CODE_ACTION_ERROR, CODE_ORDER_ERROR
 from tests.fixtures.transports_orders import OrderServer, next_reply
@@ -40,16 +43,16 @@ def _order(order_id: int, *, side: int = 1, px: float = 100_000.0, qty: float = 
 
 
 def _binance(server: OrderServer, creds=None, **kw):
-    creds = creds or load_credentials("binance", server.creds_file)
-    t = make_live_transport("binance", network="testnet", credentials=creds, enable_live=True,
+    creds = creds or load_credentials(BINANCE, server.creds_file)
+    t = make_live_transport(BINANCE, network="testnet", credentials=creds, enable_live=True,
                             url=server.binance_url, ca_file=server.ca_file, **kw)
     t.start()
     return t
 
 
 def _hl(server: OrderServer, creds=None, network: str = "testnet", **kw):
-    creds = creds or load_credentials("hyperliquid", server.creds_file)
-    t = make_live_transport("hyperliquid", network=network, credentials=creds, enable_live=True,
+    creds = creds or load_credentials(HYPERLIQUID, server.creds_file)
+    t = make_live_transport(HYPERLIQUID, network=network, credentials=creds, enable_live=True,
                             url=server.hyperliquid_url, ca_file=server.ca_file, **kw)
     t.start()
     return t
@@ -164,7 +167,7 @@ def test_hyperliquid_post_accepted(order_server: OrderServer) -> None:
 def test_hyperliquid_mainnet_signature_accepted_when_desk_allows(order_server: OrderServer, tmp_path: Path) -> None:
     # Mainnet credentials, confirmed for this account (the local desk stands in for the venue, playing mainnet).
     orders.DESK.hyperliquid_network = "mainnet"
-    creds = dataclasses.replace(load_credentials("hyperliquid", order_server.creds_file), network="mainnet")
+    creds = dataclasses.replace(load_credentials(HYPERLIQUID, order_server.creds_file), network="mainnet")
     confirm = tmp_path / "confirm"
     confirm.write_text(f"hyperliquid mainnet {creds.account_id}\n")
     os.chmod(confirm, 0o600)
@@ -206,41 +209,42 @@ def test_hyperliquid_post_rejected(order_server: OrderServer) -> None:
 
 def test_live_transports_refuse_to_start_without_explicit_enable_and_network(order_server: OrderServer) -> None:
     for name in ("binance", "hyperliquid"):
-        creds = load_credentials(name, order_server.creds_file)
+        creds = load_credentials(registry.get(name), order_server.creds_file)
         with pytest.raises(LiveConfigError, match="enable_live"):
-            make_live_transport(name, network="testnet", credentials=creds, url="wss://127.0.0.1:1")
+            make_live_transport(registry.get(name), network="testnet", credentials=creds, url="wss://127.0.0.1:1")
         for network in (None, "", "prod", "Mainnet"):
             with pytest.raises(LiveConfigError, match="testnet' or 'mainnet'"):
-                make_live_transport(name, network=network, credentials=creds, enable_live=True)
-    with pytest.raises(LiveConfigError, match="unknown live transport"):
-        make_live_transport("paper", network="testnet", credentials=None, enable_live=True)
+                make_live_transport(registry.get(name), network=network, credentials=creds, enable_live=True)
+    feed_only = dataclasses.replace(BINANCE, name="feedonly", code=250, order_entry=None)
+    with pytest.raises(LiveConfigError, match="unknown live transport 'feedonly'"):
+        make_live_transport(feed_only, network="testnet", credentials=None, enable_live=True)
     with pytest.raises(LiveConfigError, match="TLS"):
-        make_live_transport("binance", network="testnet", enable_live=True, url="ws://127.0.0.1:1/ws-fapi/v1",
-                            credentials=load_credentials("binance", order_server.creds_file))
+        make_live_transport(BINANCE, network="testnet", enable_live=True, url="ws://127.0.0.1:1/ws-fapi/v1",
+                            credentials=load_credentials(BINANCE, order_server.creds_file))
     with pytest.raises(CredentialsError, match="needs BinanceCredentials"):
-        make_live_transport("binance", network="testnet", enable_live=True,
-                            credentials=load_credentials("hyperliquid", order_server.creds_file))
+        make_live_transport(BINANCE, network="testnet", enable_live=True,
+                            credentials=load_credentials(HYPERLIQUID, order_server.creds_file))
 
 
 @pytest.mark.parametrize("name", ["binance", "hyperliquid"])
 def test_credentials_are_bound_to_a_network_and_mainnet_needs_a_confirmation_file(order_server: OrderServer,
                                                                                   tmp_path: Path, name: str) -> None:
     url = order_server.binance_url if name == "binance" else order_server.hyperliquid_url
-    testnet = load_credentials(name, order_server.creds_file)  # no ``network`` key: testnet credentials
+    testnet = load_credentials(registry.get(name), order_server.creds_file)  # no ``network`` key: testnet credentials
     with pytest.raises(LiveConfigError, match="these credentials are for testnet, not mainnet"):
-        make_live_transport(name, network="mainnet", credentials=testnet, enable_live=True, url=url,
+        make_live_transport(registry.get(name), network="mainnet", credentials=testnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file)
     doc = order_server.creds_file.read_text().replace(f"[{name}]\n", f'[{name}]\nnetwork = "mainnet"\n')
     mainnet_file = tmp_path / "mainnet.toml"
     mainnet_file.write_text(doc)
     os.chmod(mainnet_file, 0o600)
-    mainnet = load_credentials(name, mainnet_file)
+    mainnet = load_credentials(registry.get(name), mainnet_file)
     with pytest.raises(LiveConfigError, match="these credentials are for mainnet, not testnet"):
-        make_live_transport(name, network="testnet", credentials=mainnet, enable_live=True, url=url,
+        make_live_transport(registry.get(name), network="testnet", credentials=mainnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file)
     expected = f"{name} mainnet {mainnet.account_id}"
     with pytest.raises(LiveConfigError, match=f"write the line '{expected}'"):  # the error says exactly what to do
-        make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+        make_live_transport(registry.get(name), network="mainnet", credentials=mainnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file)
     confirm = tmp_path / "confirm"
     for text, mode, why in ((f"{name} mainnet someone-else\n", 0o600, "does not confirm this account"),
@@ -248,14 +252,14 @@ def test_credentials_are_bound_to_a_network_and_mainnet_needs_a_confirmation_fil
         confirm.write_text(text)
         os.chmod(confirm, mode)
         with pytest.raises(LiveConfigError, match=why):
-            make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+            make_live_transport(registry.get(name), network="mainnet", credentials=mainnet, enable_live=True, url=url,
                                 ca_file=order_server.ca_file, confirm_mainnet=confirm)
     confirm.write_text("# I mean it\n" + expected + "\n")
     os.chmod(confirm, 0o600)
     with pytest.raises(LiveConfigError, match="--allow-custom-mainnet-url"):  # the emulator is not mainnet's host
-        make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+        make_live_transport(registry.get(name), network="mainnet", credentials=mainnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file, confirm_mainnet=confirm)
-    t = make_live_transport(name, network="mainnet", credentials=mainnet, enable_live=True, url=url,
+    t = make_live_transport(registry.get(name), network="mainnet", credentials=mainnet, enable_live=True, url=url,
                             ca_file=order_server.ca_file, confirm_mainnet=confirm, allow_custom_mainnet_url=True)
     t.close()  # built (never started: the emulated desk here is not a mainnet)
     assert order_server.api_key not in expected and order_server.hl_private_key[-20:] not in expected
@@ -266,15 +270,15 @@ def test_world_readable_credentials_file_refused(order_server: OrderServer, tmp_
     f.write_text(order_server.creds_file.read_text())
     os.chmod(f, 0o644)
     with pytest.raises(CredentialsError, match="with mode 0644; it must be owned by this user"):
-        load_credentials("binance", f)
+        load_credentials(BINANCE, f)
 
 
 def test_unreachable_venue_fails_start_clearly(order_server: OrderServer) -> None:
     from tests.fixtures.common import free_port
 
     url = f"wss://127.0.0.1:{free_port()}/ws-fapi/v1"
-    t = make_live_transport("binance", network="testnet", enable_live=True, url=url, ca_file=order_server.ca_file,
-                            credentials=load_credentials("binance", order_server.creds_file))
+    t = make_live_transport(BINANCE, network="testnet", enable_live=True, url=url, ca_file=order_server.ca_file,
+                            credentials=load_credentials(BINANCE, order_server.creds_file))
     with pytest.raises(LiveTransportError, match=r"cannot connect to wss://127\.0\.0\.1"):
         t.start()
 
@@ -314,8 +318,8 @@ def test_secrets_never_in_logs(order_server: OrderServer, caplog: pytest.LogCapt
             wrong.send_msg(_order(83))
             got = {next_reply(b).order_id, next_reply(h).order_id, next_reply(wrong).order_id}
             assert got == {81, 82, 83}
-            shown = " ".join(repr(x) for x in (b, h, wrong, load_credentials("binance", order_server.creds_file),
-                                                load_credentials("hyperliquid", order_server.creds_file)))
+            shown = " ".join(repr(x) for x in (b, h, wrong, load_credentials(BINANCE, order_server.creds_file),
+                                                load_credentials(HYPERLIQUID, order_server.creds_file)))
         finally:
             for t in (b, h, wrong):
                 t.close()
@@ -334,7 +338,7 @@ def test_secrets_never_in_logs(order_server: OrderServer, caplog: pytest.LogCapt
 
 def test_factory_takes_a_credentials_path_or_the_environment(order_server: OrderServer,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    t = make_live_transport("binance", network="testnet", credentials=order_server.creds_file, enable_live=True,
+    t = make_live_transport(BINANCE, network="testnet", credentials=order_server.creds_file, enable_live=True,
                             url=order_server.binance_url, ca_file=order_server.ca_file)
     t.start()
     try:
@@ -343,12 +347,12 @@ def test_factory_takes_a_credentials_path_or_the_environment(order_server: Order
     finally:
         t.close()
     monkeypatch.setenv("CAERUS_HL_PRIVATE_KEY", order_server.hl_private_key)
-    h = make_live_transport("hyperliquid", network="testnet", enable_live=True, url=order_server.hyperliquid_url,
+    h = make_live_transport(HYPERLIQUID, network="testnet", enable_live=True, url=order_server.hyperliquid_url,
                             ca_file=order_server.ca_file)
     assert h.address == Account.from_key(order_server.hl_private_key).address
     monkeypatch.delenv("CAERUS_HL_PRIVATE_KEY")
     with pytest.raises(CredentialsError, match="CAERUS_HL_PRIVATE_KEY is not set"):
-        make_live_transport("hyperliquid", network="testnet", enable_live=True)
+        make_live_transport(HYPERLIQUID, network="testnet", enable_live=True)
 
 
 def test_hyperliquid_nonces_stay_above_a_crashed_runs_reservation(order_server: OrderServer, tmp_path: Path) -> None:

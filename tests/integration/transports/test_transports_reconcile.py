@@ -17,6 +17,7 @@ from caerus import wire
 from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.order_session import LiveTransportError
+from caerus.venues import registry
 from tests.fixtures.common import Started
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
@@ -35,8 +36,9 @@ def desk(venue_sim_factory: Any, tmp_path: Path) -> tuple[Any, Path, Any]:
 
 def _transport(sim: Any, creds: Path, venue: str, **options: Any) -> Any:
     url = sim["binance_order_url"] if venue == "binance" else sim["hyperliquid_url"]
-    return make_live_transport(venue, network="testnet", credentials=load_credentials(venue, creds),
-                               enable_live=True, url=url, ca_file=sim["ca_file"], **options)
+    spec = registry.get(venue)
+    return make_live_transport(spec, network="testnet", credentials=load_credentials(spec, creds), enable_live=True,
+                               url=url, ca_file=sim["ca_file"], **options)
 
 
 def _order(oid: int, venue: int, side: int, px: float, tif: int = int(wire.Tif.IOC)) -> tuple:

@@ -14,6 +14,8 @@ from caerus import wire
 from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.order_session import LiveTransportError
+from caerus.venues import registry
+from caerus.venues.binance import SPEC as BINANCE
 from tests.fixtures.transports_orders import OrderServer, next_reply
 from tests.kit import records
 
@@ -28,8 +30,8 @@ def _order(order_id: int, venue: int = wire.Venue.BINANCE, qty: float = 0.01) ->
 
 def _start(server: OrderServer, venue: str) -> Any:
     url = server.binance_url if venue == "binance" else server.hyperliquid_url
-    t = make_live_transport(venue, network="testnet", enable_live=True, url=url, ca_file=server.ca_file,
-                            credentials=load_credentials(venue, server.creds_file))
+    t = make_live_transport(registry.get(venue), network="testnet", enable_live=True, url=url, ca_file=server.ca_file,
+                            credentials=load_credentials(registry.get(venue), server.creds_file))
     t.start()
     return t
 
@@ -214,7 +216,7 @@ def test_start_against_a_stalled_handshake_fails_in_bounded_time(order_server: O
 
     t = BinanceTransport(network="testnet", enable_live=True, url=stalled_handshake_server,
                          ca_file=order_server.ca_file,
-                         credentials=load_credentials("binance", order_server.creds_file))
+                         credentials=load_credentials(BINANCE, order_server.creds_file))
     t._session._open_timeout = 1.0
     errors: list[BaseException] = []
 

@@ -16,6 +16,7 @@ import pytest
 from caerus.execution.credentials import load_credentials
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.order_session import LiveTransportError, ssl_context
+from caerus.venues import registry
 from tests.fixtures.transports_orders import OrderServer
 
 pytestmark = pytest.mark.integration
@@ -26,10 +27,10 @@ CONNECTS = 300
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_repeated_connects_never_lose_the_upgrade(order_server: OrderServer, venue: str) -> None:
     url = order_server.binance_url if venue == "binance" else order_server.hyperliquid_url
-    creds = load_credentials(venue, order_server.creds_file)
+    creds = load_credentials(registry.get(venue), order_server.creds_file)
     failures: list[str] = []
     for _ in range(CONNECTS):
-        t = make_live_transport(venue, network="testnet", credentials=creds, enable_live=True, url=url,
+        t = make_live_transport(registry.get(venue), network="testnet", credentials=creds, enable_live=True, url=url,
                                 ca_file=order_server.ca_file)
         t._session._open_timeout = 2.0  # a lost upgrade shows as a handshake timeout: keep each one short
         try:

@@ -18,6 +18,7 @@ from caerus.execution.credentials import load_credentials
 from caerus.execution.engine import Engine
 from caerus.execution.risk import RiskChecker
 from caerus.execution.transports.live import make_live_transport
+from caerus.venues.binance import SPEC as BINANCE
 from caerus.wire import Venue
 from tests.fixtures.pipeline import make_book
 from tests.fixtures.transports_orders import OrderServer
@@ -63,8 +64,8 @@ def test_an_order_after_hundreds_of_untagged_sends_keeps_its_wire_out_stamp(orde
         assert engine is not None
         engine.on_reply(reply)
 
-    transport = make_live_transport("binance", network="testnet",
-                                    credentials=load_credentials("binance", order_server.creds_file),
+    transport = make_live_transport(BINANCE, network="testnet",
+                                    credentials=load_credentials(BINANCE, order_server.creds_file),
                                     enable_live=True, url=order_server.binance_url, ca_file=order_server.ca_file,
                                     on_reply=on_reply)
     books = LatestBooks()

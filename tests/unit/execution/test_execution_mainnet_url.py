@@ -17,7 +17,7 @@ from caerus.execution import app
 from caerus.execution.transports.live import make_live_transport
 from caerus.venuekit.credentials import Secret
 from caerus.venuekit.order_session import LiveConfigError
-from caerus.venues import binance, hyperliquid
+from caerus.venues import binance, hyperliquid, registry
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 
@@ -41,8 +41,8 @@ def _mainnet(venue: str, tmp_path: Path) -> tuple[Any, Path]:
 
 def _build(venue: str, tmp_path: Path, **kw: Any) -> Any:
     creds, confirm = _mainnet(venue, tmp_path)
-    return make_live_transport(venue, network="mainnet", credentials=creds, enable_live=True, confirm_mainnet=confirm,
-                               **kw)
+    return make_live_transport(registry.get(venue), network="mainnet", credentials=creds, enable_live=True,
+                               confirm_mainnet=confirm, **kw)
 
 
 def test_the_published_endpoints_are_the_venues_own() -> None:
@@ -84,7 +84,7 @@ def test_the_second_flag_allows_a_custom_mainnet_url(tmp_path: Path, venue: str)
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_testnet_takes_any_url_without_the_flag(order_creds: Any, venue: str) -> None:
-    t = make_live_transport(venue, network="testnet", credentials=order_creds[venue], enable_live=True,
+    t = make_live_transport(registry.get(venue), network="testnet", credentials=order_creds[venue], enable_live=True,
                             url="wss://127.0.0.1:9443")
     try:
         assert t.url.startswith("wss://127.0.0.1:9443/")
