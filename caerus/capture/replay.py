@@ -1,7 +1,7 @@
 """Captured books -> the venue emulator's frames file, so a session can be re-run on identical input.
 
 Reads ``caerus.books`` from a session's chDB store (FINAL: each captured book once) and rebuilds, per row, the
-venue message that produced it with the venue's own encoder (``book_frame`` in its registry entry; e.g. a Binance
+venue message that produced it with the venue's own encoder (``book_frame`` in its spec; e.g. a Binance
 ``bookTicker`` with ``u`` = seq and ``E`` = t_exchange in ms, or a Hyperliquid ``bbo``). Frames are written in the
 recorded-frames format (caerus.recording, which the emulator plays): ``{"venue", "t_ns", "frame"}`` per line,
 ``t_ns`` the offset from the first frame, non-decreasing.
@@ -14,6 +14,9 @@ message. What the store does not keep is filled in by each venue's encoder, whic
 Many instruments: each row's instrument id (``symbol``) becomes the venue's name for it from the session's
 instrument list (``ReplayOptions.instruments``, the session folder's instruments.json); a row whose id the list
 does not hold is refused, naming the id.
+
+The venues come as their specs in :class:`ReplayOptions` (the replay app looks them up in the venue registry;
+nothing here looks a venue up).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import pandas as pd
 
 from caerus.instruments import InstrumentSet
 from caerus.venuekit.spec import VenueSpec
-from caerus.venues import registry
 from caerus.wire import TRADEABLE, TRADEABLE_MASK
 
 from .store import ChdbStore
@@ -35,7 +37,7 @@ PACINGS = ("exchange", "recv")
 
 @dataclass(frozen=True)
 class ReplayOptions:
-    venues: Sequence[str] = field(default_factory=registry.names)
+    venues: Sequence[VenueSpec]  # the venues to replay, handed down by the app
     pace: str = "exchange"
     session: str | None = None
     symbols: Mapping[str, str] = field(default_factory=dict)  # venue -> symbol written into frames (default: the
@@ -43,13 +45,9 @@ class ReplayOptions:
     instruments: InstrumentSet | None = None  # the session's list: instrument id -> each venue's symbol
 
 
-def _replayable(venue: str) -> VenueSpec:
-    try:
-        spec = registry.get(venue)
-    except registry.UnknownVenue as exc:
-        raise ValueError(str(exc)) from None
+def _replayable(spec: VenueSpec) -> VenueSpec:
     if spec.feed.book_frame is None:
-        raise ValueError(f"venue {venue!r} cannot rebuild its messages from captured books (no book_frame)")
+        raise ValueError(f"venue {spec.name!r} cannot rebuild its messages from captured books (no book_frame)")
     return spec
 
 
@@ -58,7 +56,7 @@ def load_books(store: ChdbStore, opts: ReplayOptions) -> pd.DataFrame:
         raise ValueError(f"pace {opts.pace!r} is not one of {', '.join(PACINGS)}")
     for v in opts.venues:
         _replayable(v)
-    venues = ", ".join(f"'{v}'" for v in opts.venues)
+    venues = ", ".join(f"'{v.name}'" for v in opts.venues)
     where = [f"venue IN ({venues})", f"bitAnd(flags, {TRADEABLE_MASK}) = {TRADEABLE}"]
     if opts.session is not None:
         where.append("session = '" + opts.session.replace("\\", "\\\\").replace("'", "\\'") + "'")
@@ -77,10 +75,9 @@ def frames(books: pd.DataFrame, opts: ReplayOptions) -> Iterator[tuple[str, int,
     names = ("venue", "symbol", "seq", "t_exchange", "bid_px", "bid_qty", "ask_px", "ask_qty")
     cols = [books[c].to_numpy() if c in books else [0] * len(books) for c in names]
     encoders: dict[str, tuple[Callable[[int, int, str, float, float, float, float], str], dict[int, str]]] = {}
-    for v in opts.venues:
-        spec = _replayable(v)
+    for spec in map(_replayable, opts.venues):
         assert spec.feed.book_frame is not None  # _replayable refuses a venue without one
-        encoders[v] = (spec.feed.book_frame, _venue_symbols(spec, opts))
+        encoders[spec.name] = (spec.feed.book_frame, _venue_symbols(spec, opts))
     for i, (venue, sym, seq, t_ex, bid, bq, ask, aq) in enumerate(zip(*cols, strict=True)):
         encode, by_id = encoders[venue]
         symbol = by_id.get(int(sym))

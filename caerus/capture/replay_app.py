@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     except InstrumentError as exc:
         print(f"caerus replay: {exc}", file=sys.stderr)
         return 2
-    opts = ReplayOptions(venues=tuple(args.venue or registry.names()), pace=args.pace, session=args.session,
+    # this entry point alone looks the venues up (--venue's choices are the registry's names) and hands them down
+    venues = tuple(registry.get(v) for v in args.venue or registry.names())
+    opts = ReplayOptions(venues=venues, pace=args.pace, session=args.session,
                          symbols=symbols, instruments=insts)
     try:
         store = ChdbStore(args.store)
@@ -78,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if books.empty:
-        print(f"caerus replay: the store at {db} holds no valid books for {', '.join(opts.venues)}", file=sys.stderr)
+        print(f"caerus replay: the store at {db} holds no valid books for {', '.join(v.name for v in venues)}",
+              file=sys.stderr)
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     span_s = 0.0 if n < 2 else (books["t_exchange" if opts.pace == "exchange" else "t_recv"].iloc[-1]
                                 - books["t_exchange" if opts.pace == "exchange" else "t_recv"].iloc[0]) / 1e9
     log.info("replay: wrote %d frames (%s) spanning %.3f s to %s", n,
-             ", ".join(f"{v} {int((books['venue'] == v).sum())}" for v in opts.venues), span_s, args.out)
+             ", ".join(f"{v.name} {int((books['venue'] == v.name).sum())}" for v in venues), span_s, args.out)
     if args.run:
         argv = [sys.executable, "-m", "caerus", "venue-sim", "--replay", str(args.out), *sim_args]
         sys.stdout.flush()

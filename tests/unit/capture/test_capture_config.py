@@ -64,4 +64,4 @@ def test_replay_frames_are_what_the_feeds_decode() -> None:
     h = hyperliquid.DECODER.decode(hyperliquid.book_frame(0, 1_796_000_000_200, "BTC", 99.5, 1.0, 100.0, 2.0))
     assert h.data.time == 1_796_000_000_200 and h.data.bbo[0].px == 99.5 and h.data.bbo[1].sz == 2.0
     with pytest.raises(ValueError, match="pace"):
-        replay.load_books(None, replay.ReplayOptions(pace="wall"))  # type: ignore[arg-type]
+        replay.load_books(None, replay.ReplayOptions(venues=(), pace="wall"))  # type: ignore[arg-type]
