@@ -204,8 +204,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         protocols.load_plugins()
         cfg = config_from_args(args)
-        from caerus.sim.core.order_entry import configure_credentials_from_env
+        from caerus.sim import orders
+        from caerus.sim.core.order_entry import configure_credentials_from_env, install
 
+        install(orders)  # the emulator installs it again; the test credentials are read before it exists
         if configure_credentials_from_env():  # a bad CAERUS_SIM_* value exits 2 here, naming it
             log.info("order entry: test credentials taken from CAERUS_SIM_* environment variables")
         if args.cpus:

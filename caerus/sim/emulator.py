@@ -23,14 +23,14 @@ from typing import Any
 
 from websockets.asyncio.server import Server, serve
 
-from caerus.sim import protocols
+from caerus.sim import orders, protocols
 from caerus.sim.binance.server import ORDER_PATH, BinanceServer
 from caerus.sim.core.capture_file import CaptureFrames, CaptureInfo, inspect
 from caerus.sim.core.config import EmulatorConfig, SharedState, VenueCounters
 from caerus.sim.core.driver import MarketDriver
 from caerus.sim.core.http import connection_class
 from caerus.sim.core.market import MarketModel
-from caerus.sim.core.order_entry import book_sink, configure_venue, on_clock
+from caerus.sim.core.order_entry import book_sink, configure_venue, install, on_clock
 from caerus.sim.core.replay import ReplayDriver, read_frames
 from caerus.sim.core.replay_market import ReplayMarket, describe_follower, wait_for_venues
 from caerus.sim.core.tls import CertFiles, make_certificates, server_context
@@ -58,6 +58,7 @@ class VenueEmulator:
 
     def __init__(self, config: EmulatorConfig) -> None:
         config.validate()
+        install(orders)  # order entry, handed down to the core's servers (the core never imports it)
         self.config = config
         self.state = SharedState(config)
         self.info: dict[str, Any] = {}

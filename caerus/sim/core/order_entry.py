@@ -1,13 +1,14 @@
-"""Bridge from the emulator's sockets to the order-entry logic in ``caerus.sim.orders`` (owned elsewhere).
+"""Bridge from the emulator's sockets to the order-entry logic the emulator's wiring hands down.
 
-The servers call ``caerus.sim.orders.binance_ws_api_response(msg)`` and
-``caerus.sim.orders.hyperliquid_post_response(msg)``. While that module (or one of the functions) is missing or
-raises, the client gets a venue-shaped error frame naming the problem instead of silence.
+The order handling sits above this core (``caerus.sim.orders`` over the two venue packages), so the core never
+imports it: the emulator (caerus.sim.emulator, and caerus.sim.app before it reads the test credentials) calls
+:func:`install` with that module, and the servers' calls end in its ``binance_ws_api_response(msg)`` and
+``hyperliquid_post_response(msg)``. While nothing is installed (or a function is missing or raises), the client
+gets a venue-shaped error frame naming the problem instead of silence.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable
@@ -15,15 +16,28 @@ from typing import Any, Protocol
 
 log = logging.getLogger("caerus.sim")
 
+#: the order-entry handlers the emulator installed (caerus.sim.orders, or a stand-in with the same functions)
+_installed: list[object] = []
+
+
+def install(handlers: object | None) -> None:
+    """Hand the order-entry handlers down (``caerus.sim.orders``: the module, or anything with its functions);
+    None takes them away (every order request then gets a venue-shaped "unavailable" error)."""
+    _installed[:] = [] if handlers is None else [handlers]
+
+
+def installed() -> object | None:
+    """What :func:`install` was last given (None: nothing)."""
+    return _installed[0] if _installed else None
+
 
 def _handler(name: str) -> tuple[Callable[..., Any] | None, str]:
-    try:
-        mod = importlib.import_module("caerus.sim.orders")
-    except ImportError as exc:
-        return None, f"order entry unavailable in this emulator: caerus.sim.orders cannot be imported ({exc})"
-    fn = getattr(mod, name, None)
+    if not _installed:
+        return None, ("order entry unavailable in this emulator: no order handlers installed (the emulator "
+                      "installs caerus.sim.orders)")
+    fn = getattr(_installed[0], name, None)
     if fn is None:
-        return None, f"order entry unavailable in this emulator: caerus.sim.orders has no {name}()"
+        return None, f"order entry unavailable in this emulator: the installed caerus.sim.orders has no {name}()"
     return fn, ""
 
 
@@ -104,20 +118,21 @@ class BookSink(Protocol):
 
 
 def book_sink() -> BookSink | None:
-    """``caerus.sim.orders.update_book`` when available: the market driver feeds it each top of book so
+    """The installed ``caerus.sim.orders.update_book``: the market driver feeds it each top of book so
     emulated order fills happen against the emulated market."""
     fn, _ = _handler("update_book")
     return fn
 
 
 def configure_venue(*, binance_fee_tier: int, hl_fee_tier: int, binance_gtd_min_lead_s: float) -> None:
-    """Hand the emulator's venue settings (EmulatorConfig) to ``caerus.sim.orders`` when it is there."""
+    """Hand the emulator's venue settings (EmulatorConfig) to the installed ``caerus.sim.orders``."""
     fn, _ = _handler("configure_venue")
     if fn is not None:
         fn(binance_fee_tier=binance_fee_tier, hl_fee_tier=hl_fee_tier, binance_gtd_min_lead_s=binance_gtd_min_lead_s)
 
 
 def configure_credentials_from_env() -> bool:
-    """Let ``caerus.sim.orders`` pick up its ``CAERUS_SIM_*`` test credentials (process start-up only)."""
+    """Let the installed ``caerus.sim.orders`` pick up its ``CAERUS_SIM_*`` test credentials (process start-up
+    only)."""
     fn, _ = _handler("configure_from_env")
     return bool(fn()) if fn is not None else False
