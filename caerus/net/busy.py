@@ -412,6 +412,8 @@ class BusyWsSession(WsSession):
             else:
                 continue  # ping (answered by the protocol), pong, close (the protocol's state says)
             t_recv = tns()
+            # deliberate copy of WsSession._receive's delivery, inlined (kept in step by
+            # tests/unit/net/test_net_delivery_in_step.py)
             self.t_wire = t_wire
             self.msg_count += 1
             try:

@@ -143,6 +143,8 @@ class WsSession:
         while True:
             raw = await recv(decode=False)
             t_recv = time_ns()
+            # BusyWsSession._deliver_events holds a deliberate copy of this delivery (kept in step by
+            # tests/unit/net/test_net_delivery_in_step.py)
             self.msg_count += 1
             try:  # free in 3.11 unless it raises
                 if on_message(raw, t_recv, self):

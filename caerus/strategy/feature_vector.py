@@ -206,6 +206,8 @@ class FeatureState:
         # the straightforward form's, expression for expression, so the vector is too (bit for bit: tests).
         venue, flags, _, _, _, _, _, tx, t_recv, _, bid, bq, ask, aq, _ = book
         ok = (flags & TRADEABLE_MASK) == TRADEABLE
+        # deliberate copy: the touch, book times, basis and EWMA are tracked as LatencyArb.on_book tracks them
+        # (kept in step by tests/unit/strategy/test_strategy_copies_in_step.py)
         x = self.x
         if venue == _BINANCE:
             self.bn_ok = ok

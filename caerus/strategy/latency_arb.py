@@ -216,6 +216,8 @@ class LatencyArb:
         """Feed one BOOK record seen at ``now`` (ns); returns (side, reason, px, qty) to send, or None."""
         venue = book[BOOK_VENUE]
         ok = (book[BOOK_FLAGS] & TRADEABLE_MASK) == TRADEABLE
+        # deliberate copy: FeatureState.update tracks the books, basis and EWMA the same way in its own hot loop
+        # (kept in step by tests/unit/strategy/test_strategy_copies_in_step.py)
         if venue == _BINANCE:
             self.bn_ok = ok
             self.bn_t_recv = book[BOOK_T_RECV]
@@ -288,6 +290,8 @@ class LatencyArb:
             elif signal <= -self._entry_bps:
                 side = _SELL
             if side:
+                # deliberate copy: ModelArb.on_book inlines these two entry guards (kept in step by
+                # tests/unit/strategy/test_strategy_copies_in_step.py)
                 if now - self.last_fire_t < self._cooldown:
                     self.guards[G_COOLDOWN] += 1
                     return None

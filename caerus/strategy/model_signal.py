@@ -495,6 +495,8 @@ class ModelArb(LatencyArb):
             side = _SELL
         else:
             return None
+        # deliberate copy of LatencyArb.on_book's entry guards, inlined (kept in step by
+        # tests/unit/strategy/test_strategy_copies_in_step.py)
         if now - self.last_fire_t < self._cooldown:
             self.guards[G_COOLDOWN] += 1
             return None
