@@ -162,6 +162,7 @@ class Header:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists (one of another user counts); a pid <= 0 names none."""
     if pid <= 0:
         return False
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
+from caerus.ipc.segment import pid_alive
 from caerus.metrics.env import chrony_tracking
 from caerus.monitoring.collector import FleetCollector, HostCollector
 from caerus.monitoring.http_server import serve
@@ -72,16 +73,6 @@ def newest_session(root: Path) -> Path | None:
     return max(dirs, key=lambda p: p.stat().st_mtime).parent if dirs else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         if not ipaddress.ip_address(args.bind).is_loopback:
@@ -122,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"caerus exporter: http://{args.bind}:{port}/metrics", file=sys.stderr, flush=True)
     try:
         while not stop:
-            if args.until_pid is not None and not _alive(args.until_pid):
+            if args.until_pid is not None and not pid_alive(args.until_pid):
                 break
             target = args.session_dir if args.session_dir is not None else newest_session(args.latest_in)
             if target is not None and target != current:
