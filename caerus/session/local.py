@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -233,20 +234,12 @@ def _market_problem(market: str) -> str | None:
     """The emulator's own check of a market preset or file (a typo or a bad key stops the session before it starts
     anything); for ``replay:DATASET``, that the dataset can be replayed."""
     if replay_dataset.is_replay(market):
-        try:
-            replay_dataset.resolve(market)
-        except ValueError as exc:
-            return str(exc)
-        return None
+        return _refusal(replay_dataset.resolve, market)
     try:
         from caerus.sim.core.market_config import load_market
     except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
         return None
-    try:
-        load_market(market)
-    except ValueError as exc:
-        return str(exc)
-    return None
+    return _refusal(load_market, market)
 
 
 def _scenario_problem(name: str) -> str | None:
@@ -255,8 +248,13 @@ def _scenario_problem(name: str) -> str | None:
         from caerus.sim.core.scenarios import get_scenario
     except ImportError:  # emulator not importable here: venue-sim will refuse it at start (exit 2)
         return None
+    return _refusal(get_scenario, name)
+
+
+def _refusal(check: Callable[[str], object], value: str) -> str | None:
+    """The message of the ValueError ``check(value)`` raises, or None when it accepts ``value``."""
     try:
-        get_scenario(name)
+        check(value)
     except ValueError as exc:
         return str(exc)
     return None
