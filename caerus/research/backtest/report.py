@@ -30,34 +30,40 @@ def _png(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def _legend_png(fig: Any, ax: Any, xlabel: str, ylabel: str, title: str) -> str:
+    """A chart of one line per series (the total, then each instrument): labelled, legended, as a PNG."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def _series(metrics: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [("total", metrics["total"]), *metrics["instruments"].items()]
+
+
 def equity_chart(metrics: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(9, 3.2))
-    for name, m in [("total", metrics["total"]), *metrics["instruments"].items()]:
+    for name, m in _series(metrics):
         t = m["equity_curve"]["t"]
         if not t:
             continue
         ax.plot([(x - t[0]) / 1e9 for x in t], m["equity_curve"]["pnl"], label=name,
                 lw=2 if name == "total" else 1)
-    ax.set_xlabel("s from the first book")
-    ax.set_ylabel("marked PnL (USD)")
-    ax.set_title("Equity curve (marked to the target venue's mid, net of fees)")
-    ax.legend(fontsize=8)
-    return _png(fig)
+    return _legend_png(fig, ax, "s from the first book", "marked PnL (USD)",
+                       "Equity curve (marked to the target venue's mid, net of fees)")
 
 
 def markout_chart(metrics: dict[str, Any]) -> str:
     fig, ax = plt.subplots(figsize=(9, 3.2))
-    for name, m in [("total", metrics["total"]), *metrics["instruments"].items()]:
+    for name, m in _series(metrics):
         pts = [(float(k[:-2]), v["mean_bps"]) for k, v in m["markouts"].items() if v["mean_bps"] is not None]
         if pts:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
     ax.set_xscale("symlog", linthresh=10)
     ax.axhline(0, color="grey", lw=0.5)
-    ax.set_xlabel("horizon (ms)")
-    ax.set_ylabel("mean markout (bps)")
-    ax.set_title("Fill markouts")
-    ax.legend(fontsize=8)
-    return _png(fig)
+    return _legend_png(fig, ax, "horizon (ms)", "mean markout (bps)", "Fill markouts")
 
 
 def sweep_chart(sweep: dict[str, Any]) -> str:
