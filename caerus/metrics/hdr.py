@@ -526,6 +526,10 @@ class HlogData:
         return out
 
 
+# the header lines a parser keeps: (line prefix, name in errors, the _LineParser attribute set to its seconds)
+_TIME_HEADERS = (("#[StartTime:", "StartTime", "start_time_s"), ("#[BaseTime:", "BaseTime", "base_time_s"))
+
+
 class _LineParser:
     """Shared by read_hlog and HlogTail: header state + interval line decoding."""
 
@@ -538,18 +542,13 @@ class _LineParser:
         line = line.strip()
         if not line:
             return None
-        if line.startswith("#[StartTime:"):
-            try:
-                self.start_time_s = float(line.split()[1])
-            except (IndexError, ValueError):
-                return "unparseable StartTime header"
-            return None
-        if line.startswith("#[BaseTime:"):
-            try:
-                self.base_time_s = float(line.split()[1])
-            except (IndexError, ValueError):
-                return "unparseable BaseTime header"
-            return None
+        for prefix, header, attr in _TIME_HEADERS:
+            if line.startswith(prefix):
+                try:
+                    setattr(self, attr, float(line.split()[1]))
+                except (IndexError, ValueError):
+                    return f"unparseable {header} header"
+                return None
         if line.startswith("#") or line.startswith('"StartTimestamp"'):
             return None
         tokens = line.split(",")
