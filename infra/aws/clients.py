@@ -7,6 +7,7 @@ The endpoint override (``--endpoint-url`` or ``CAERUS_AWS_ENDPOINT``) exists so 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,18 @@ API_ERRORS = (ClientError, BotoCoreError, ResponseParserError)
 
 class AwsError(RuntimeError):
     """An AWS step failed; the message names the step and what to do."""
+
+
+def describe_one(describe: Callable[..., dict], not_found: str, answer_key: str, **query: Any) -> dict | None:
+    """The first item a describe call answers (``describe(**query)[answer_key][0]``), or None when there is none or
+    AWS answers with the error code ``not_found`` (other errors raise)."""
+    try:
+        items = describe(**query).get(answer_key, [])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == not_found:
+            return None
+        raise
+    return items[0] if items else None
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from infra.aws import tags as T
-from infra.aws.clients import AwsError
+from infra.aws.clients import AwsError, describe_one
 from infra.hosts import write_private
 
 
@@ -79,13 +79,7 @@ def check_key_pair_matches(key_name: str, remote_fingerprint: str, private_path:
 
 
 def find_key_pair(ec2: Any, key_name: str) -> dict | None:
-    try:
-        pairs = ec2.describe_key_pairs(KeyNames=[key_name]).get("KeyPairs", [])
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "InvalidKeyPair.NotFound":
-            return None
-        raise
-    return pairs[0] if pairs else None
+    return describe_one(ec2.describe_key_pairs, "InvalidKeyPair.NotFound", "KeyPairs", KeyNames=[key_name])
 
 
 def ensure_key_pair(ec2: Any, key_name: str, private_path: Path, tags: dict[str, str]) -> tuple[str, bool]:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
 from botocore.parsers import ResponseParserError
 
 from infra.aws import tags as T
-from infra.aws.clients import API_ERRORS, AwsError
+from infra.aws.clients import API_ERRORS, AwsError, describe_one
 
 PLACEMENT_MODES = ("preferred", "required", "off")
 
@@ -24,13 +23,8 @@ class PlacementUnavailable(AwsError):
 
 
 def _describe(ec2: Any, name: str) -> dict | None:
-    try:
-        groups = ec2.describe_placement_groups(GroupNames=[name]).get("PlacementGroups", [])
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "InvalidPlacementGroup.Unknown":
-            return None
-        raise
-    return groups[0] if groups else None
+    return describe_one(ec2.describe_placement_groups, "InvalidPlacementGroup.Unknown", "PlacementGroups",
+                        GroupNames=[name])
 
 
 def ensure_placement_group(ec2: Any, name: str, tags: dict[str, str]) -> tuple[str, bool]:
