@@ -36,6 +36,7 @@ from caerus.sim.binance.orders import (
     gtd_refusal,
     open_order,
     price_text,
+    symbol_and_side,
     venue_now_ms,
 )
 from caerus.sim.core.desk import DESK, Book, book_key, decimal_of, forget_oldest, position
@@ -97,12 +98,10 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     params = msg["params"]
     if params["algoType"] != "CONDITIONAL":
         return error(req_id, -1130, "Data sent for parameter 'algoType' is not valid.")
-    spec = BINANCE_SYMBOLS.get(params["symbol"])
-    if spec is None:
-        return error(req_id, -1121, "Invalid symbol.")
+    spec, bad = symbol_and_side(req_id, params)
+    if bad is not None:
+        return bad
     side, otype = params["side"], params["type"]
-    if side not in ("BUY", "SELL"):
-        return error(req_id, -1117, "Invalid side.")
     if otype == "TRAILING_STOP_MARKET":
         return error(req_id, -1000, "TRAILING_STOP_MARKET is not modelled by this emulator (docs/emulator.md, "
                                     "conditional orders): STOP, STOP_MARKET, TAKE_PROFIT and TAKE_PROFIT_MARKET are.")

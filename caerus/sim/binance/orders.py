@@ -147,6 +147,17 @@ TIME_IN_FORCE = ("GTC", "IOC", "FOK", "GTX", "GTD")
 GTD_MAX_MS = 253_402_300_799_000  # the latest goodTillDate the venue takes
 
 
+def symbol_and_side(req_id: Any, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the listed symbol's spec; the venue's refusal or None): an unlisted symbol (-1121), then a side that is
+    neither BUY nor SELL (-1117). The spec is empty when the symbol is refused."""
+    spec = BINANCE_SYMBOLS.get(params["symbol"])
+    if spec is None:
+        return {}, error(req_id, -1121, "Invalid symbol.")
+    if params["side"] not in ("BUY", "SELL"):
+        return spec, error(req_id, -1117, "Invalid side.")
+    return spec, None
+
+
 def gtd_refusal(req_id: Any, tif: str, params: dict[str, Any], now_ms: int) -> tuple[int, dict[str, Any] | None]:
     """(goodTillDate to keep, in whole seconds as the venue keeps it, or 0; the venue's refusal or None): GTD needs
     a goodTillDate later than now + the minimum lead (600 s on the venue) and before 253402300799000 (-5040)."""
@@ -171,12 +182,10 @@ def place(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if bad is not None:
         return bad
     params = msg["params"]
-    spec = BINANCE_SYMBOLS.get(params["symbol"])
-    if spec is None:
-        return error(req_id, -1121, "Invalid symbol.")
+    spec, bad = symbol_and_side(req_id, params)
+    if bad is not None:
+        return bad
     side, otype = params["side"], params["type"]
-    if side not in ("BUY", "SELL"):
-        return error(req_id, -1117, "Invalid side.")
     if otype in CONDITIONAL_TYPES:
         return error(req_id, -4120, "Order type not supported for this endpoint. Please use the Algo Order API "
                                     "endpoints instead.")
