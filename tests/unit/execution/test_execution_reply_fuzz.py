@@ -20,11 +20,9 @@ from hypothesis import strategies as st
 
 from caerus import wire
 from caerus.venuekit.credentials import Secret
-from caerus.venuekit.order_transport import VenueReply
 from caerus.venues.binance.credentials import BinanceCredentials
 from caerus.venues.binance.execution import BinanceTransport
-from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
-from caerus.venues.hyperliquid.execution import HyperliquidTransport
+from tests.kit.transports import drain_replies, hl_transport
 
 EXAMPLES = int(os.environ.get("CAERUS_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize="CAERUS_FUZZ_EXAMPLES" not in os.environ,
@@ -84,11 +82,6 @@ def _binance() -> BinanceTransport:
                             credentials=creds)
 
 
-def _hl() -> HyperliquidTransport:
-    creds = HyperliquidCredentials(Secret("0x" + secrets.token_hex(32)))
-    return HyperliquidTransport(network="testnet", enable_live=True, url="wss://127.0.0.1:9/ws", credentials=creds)
-
-
 _BUILT: dict[str, Any] = {}
 
 
@@ -111,9 +104,7 @@ def _check(transport: Any, replies: list[Any], pending: dict[int, Any]) -> None:
         transport._on_message(msg, 1)  # must not raise, whatever msg is
         moved = {k: transport.reply_counts[k] - counts[k] for k in counts if transport.reply_counts[k] != counts[k]}
         assert sum(moved.values()) <= 1, moved
-    delivered: list[VenueReply] = []
-    while (r := transport.poll_reply()) is not None:
-        delivered.append(r)
+    delivered = drain_replies(transport)
     # no order lost: each one either got exactly one reply or is still tracked
     assert len(delivered) + len(transport._pending) == before
     assert len({r.order_id for r in delivered}) == len(delivered)
@@ -135,13 +126,13 @@ def test_binance_reply_reader_never_raises_and_never_loses_an_order(replies: lis
 @FUZZ
 @given(replies=st.lists(_hl_replies, min_size=1, max_size=6))
 def test_hyperliquid_reply_reader_never_raises_and_never_loses_an_order(replies: list[Any]) -> None:
-    _check(_once(_hl), replies, {1: (101, 0.01), 2: (102, 0.01), 3: (103, 0.01)})
+    _check(_once(hl_transport), replies, {1: (101, 0.01), 2: (102, 0.01), 3: (103, 0.01)})
 
 
 @pytest.mark.parametrize("make, reply, pending", [
     (_binance, {"id": 1, "status": 200, "result": {"status": "FILLED", "executedQty": "0.010",
                                                    "avgPrice": "100000.0"}}, {1: 101}),
-    (_hl, {"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
+    (hl_transport, {"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
         "status": "ok", "response": {"type": "order", "data": {"statuses": [
             {"filled": {"totalSz": "0.01", "avgPx": "100000", "oid": 9}}]}}}}}}, {1: (101, 0.01)}),
 ], ids=["binance", "hyperliquid"])

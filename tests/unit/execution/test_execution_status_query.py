@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from caerus.venues.binance.execution import parse_order_reply
 from caerus.venues.hyperliquid.execution import cloid, parse_order_status
 from caerus.wire import Outcome
+from tests.kit.transports import drain_replies, hl_transport
 
 
 def _hl(status: str, orig: str = "0.002", left: str = "0.0", px: str = "95000") -> dict[str, Any]:
@@ -85,79 +86,61 @@ def test_a_filled_order_of_size_zero_resolves_nothing() -> None:
 
 
 # -- venue truth: the account's orderUpdates on the order connection -------------------------------------------
-def _hl_transport() -> Any:
-    import secrets
-
-    from caerus.venuekit.credentials import Secret
-    from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
-    from caerus.venues.hyperliquid.execution import HyperliquidTransport
-
-    creds = HyperliquidCredentials(Secret("0x" + secrets.token_hex(32)))
-    return HyperliquidTransport(network="testnet", enable_live=True, url="wss://127.0.0.1:9/ws", credentials=creds)
-
-
 def _update(order_id: int, status: str, left: str, orig: str = "0.002") -> dict[str, Any]:
     order = {"coin": "BTC", "side": "B", "limitPx": "95000", "sz": left, "oid": 55, "timestamp": 1, "origSz": orig,
              "cloid": cloid(order_id)}
     return {"channel": "orderUpdates", "data": [{"order": order, "status": status, "statusTimestamp": 2}]}
 
 
-def _replies(t: Any) -> list[Any]:
-    out = []
-    while (r := t.poll_reply()) is not None:
-        out.append(r)
-    return out
-
-
 def test_an_order_update_settles_an_order_whose_reply_has_not_come() -> None:
-    t = _hl_transport()
+    t = hl_transport()
     t._pending[1] = (7, 0.002)
     t.ledger.awaiting(cloid(7), 1, True)
     t._on_message(_update(7, "open", "0.002"), 1)  # resting: not final, nothing settled
-    assert _replies(t) == [] and t._pending
+    assert drain_replies(t) == [] and t._pending
     t._on_message(_update(7, "canceled", "0.0005"), 2)  # an IOC that filled 0.0015 and had its rest canceled
-    (r,) = _replies(t)
+    (r,) = drain_replies(t)
     assert (r.order_id, r.outcome, r.fill_qty, r.by_query) == (7, Outcome.PARTIAL, pytest.approx(0.0015), False)
     assert t._pending == {} and t.reply_counts["stream_resolved"] == 1
     # The late reply then finds nothing pending: it can never settle the order twice.
     t._on_message({"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
         "status": "ok", "response": {"type": "order", "data": {"statuses": [
             {"filled": {"totalSz": "0.0015", "avgPx": "95000", "oid": 55}}]}}}}}}, 3)
-    assert _replies(t) == [] and t.reply_counts["unmatched"] == 1
+    assert drain_replies(t) == [] and t.reply_counts["unmatched"] == 1
 
 
 def test_an_order_update_is_checked_against_the_reply_that_settled_it(caplog: pytest.LogCaptureFixture) -> None:
-    t = _hl_transport()
+    t = hl_transport()
     for req, oid in ((1, 7), (2, 8)):
         t._pending[req] = (oid, 0.002)
         t.ledger.awaiting(cloid(oid), req, True)
         t._on_message({"channel": "post", "data": {"id": req, "response": {"type": "action", "payload": {
             "status": "ok", "response": {"type": "order", "data": {"statuses": [
                 {"filled": {"totalSz": "0.002", "avgPx": "95000", "oid": 50 + oid}}]}}}}}}, 1)
-    assert len(_replies(t)) == 2
+    assert len(drain_replies(t)) == 2
     t._on_message(_update(7, "filled", "0.0"), 2)  # agrees with the reply
     t._on_message(_update(8, "canceled", "0.002"), 3)  # says nothing filled: the reply said 0.002 filled
     t._on_message(_update(99, "filled", "0.0"), 4)  # not an order of this session
     assert (t.reply_counts["stream_confirmed"], t.reply_counts["stream_mismatch"],
             t.reply_counts["stream_unmatched"]) == (1, 1, 1)
     assert "order 8: the reply said FILLED" in caplog.text and "NOT_FILLED" in caplog.text
-    assert _replies(t) == []  # a mismatch is reported, never turned into a second settlement
+    assert drain_replies(t) == []  # a mismatch is reported, never turned into a second settlement
 
 
 def test_the_fills_of_a_resting_order_come_from_the_account_stream() -> None:
-    t = _hl_transport()
+    t = hl_transport()
     t._pending[1] = (9, 0.002)
     t.ledger.awaiting(cloid(9), 1, False)  # a GTC
     t._on_message({"channel": "post", "data": {"id": 1, "response": {"type": "action", "payload": {
         "status": "ok", "response": {"type": "order", "data": {"statuses": [{"resting": {"oid": 59}}]}}}}}}, 1)
-    (ack,) = _replies(t)
+    (ack,) = drain_replies(t)
     assert ack.outcome == Outcome.SENT
     t._on_message(_update(9, "open", "0.002"), 2)  # the stream agrees: it rests
-    assert _replies(t) == [] and t.reply_counts["stream_confirmed"] == 1
+    assert drain_replies(t) == [] and t.reply_counts["stream_confirmed"] == 1
     t._on_message(_update(9, "open", "0.0005"), 3)  # 0.0015 of it filled on the book
     t._on_message(_update(9, "open", "0.0005"), 4)  # the same state again: nothing new
     t._on_message(_update(9, "filled", "0.0"), 5)  # the rest filled
-    got = [(r.order_id, r.outcome, r.fill_qty, r.by_query) for r in _replies(t)]
+    got = [(r.order_id, r.outcome, r.fill_qty, r.by_query) for r in drain_replies(t)]
     assert got == [(9, Outcome.PARTIAL, pytest.approx(0.0015), False), (9, Outcome.FILLED, 0.002, False)]
     assert t.reply_counts["stream_resolved"] == 2 and t.reply_counts["stream_mismatch"] == 0
 
@@ -192,20 +175,20 @@ def test_a_binance_user_data_update_settles_checks_and_never_doubles(caplog: pyt
     t.ledger.awaiting("caerus-7", 1, True)
     t._on_user_event(_otu(7, "NEW", "0"), 1)
     t._on_user_event(_otu(7, "PARTIALLY_FILLED", "0.0015"), 2)  # an IOC still matching: not the end
-    assert _replies(t) == [] and t._pending == {1: 7}
+    assert drain_replies(t) == [] and t._pending == {1: 7}
     t._on_user_event(_otu(7, "EXPIRED", "0.0015"), 3)  # the rest expired: PARTIAL 0.0015, settled now
-    (r,) = _replies(t)
+    (r,) = drain_replies(t)
     assert (r.order_id, r.outcome, r.fill_qty, r.fill_px) == (7, Outcome.PARTIAL, pytest.approx(0.0015), 95000.0)
     t._on_message({"id": 1, "status": 200, "result": {"status": "EXPIRED", "executedQty": "0.0015",
                                                       "avgPrice": "95000.0"}}, 4)
-    assert _replies(t) == []  # the late reply finds nothing pending: never a second settlement
+    assert drain_replies(t) == []  # the late reply finds nothing pending: never a second settlement
     # A reply that settled an order first, then the stream: agrees, or is named as a mismatch.
     for req, oid in ((2, 8), (3, 9)):
         t._pending[req] = oid
         t.ledger.awaiting(f"caerus-{oid}", req, True)
         t._on_message({"id": req, "status": 200, "result": {"status": "FILLED", "executedQty": "0.002",
                                                             "avgPrice": "95000.0"}}, 5)
-    assert len(_replies(t)) == 2
+    assert len(drain_replies(t)) == 2
     t._on_user_event(_otu(8, "FILLED", "0.002"), 6)
     t._on_user_event(_otu(9, "EXPIRED", "0.000"), 7)
     t._on_user_event(_otu(99, "FILLED", "0.002"), 8)  # another client's order on the account
@@ -216,14 +199,14 @@ def test_a_binance_user_data_update_settles_checks_and_never_doubles(caplog: pyt
     assert t._renew  # idle work takes a new listen key
     assert t.ledger.last_mismatch == ("binance order 9: the reply said FILLED 0.002, "
                                       "the account stream says NOT_FILLED 0")
-    assert _replies(t) == []
+    assert drain_replies(t) == []
 
 
 def test_an_account_stream_that_contradicts_a_reply_halts_trading(capsys: pytest.CaptureFixture[str]) -> None:
     from caerus.execution.reconcile import PositionWatch
     from caerus.runtime.supervisor import HaltCause, Supervisor
 
-    t = _hl_transport()
+    t = hl_transport()
     halts: list[HaltCause] = []
     sup = Supervisor(on_halt=halts.append)
     watch = PositionWatch(t, None, sup, interval_s=0, timeout_s=1.0, process="execution")  # stream check only

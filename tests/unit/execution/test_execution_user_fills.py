@@ -5,18 +5,16 @@ would read (no connection: the frames are what the emulator sends, see tests/int
 
 from __future__ import annotations
 
-import secrets
 import time
 from typing import Any
 
 import pytest
 
 from caerus.instruments import Instrument, InstrumentSet
-from caerus.venuekit.credentials import Secret
-from caerus.venues.hyperliquid.credentials import HyperliquidCredentials
 from caerus.venues.hyperliquid.execution import HyperliquidTransport, cloid
 from caerus.wire import Outcome, Venue
 from tests.kit import records
+from tests.kit.transports import drain_replies, hl_transport
 
 BTC = Instrument(id=0, name="BTC", binance_symbol="BTCUSDT", hl_coin="BTC", tick_size=0.1, lot_size=0.001,
                  min_qty=0.001, min_notional=100.0, hl_asset=0, sz_decimals=5)
@@ -25,9 +23,7 @@ ETH = Instrument(id=1, name="ETH", binance_symbol="ETHUSDT", hl_coin="ETH", tick
 
 
 def _transport(grace_s: float = 5.0) -> HyperliquidTransport:
-    creds = HyperliquidCredentials(Secret("0x" + secrets.token_hex(32)))
-    return HyperliquidTransport(network="testnet", enable_live=True, url="wss://127.0.0.1:9/ws", credentials=creds,
-                                instruments=InstrumentSet([BTC, ETH]), fills_grace_s=grace_s)
+    return hl_transport(instruments=InstrumentSet([BTC, ETH]), fills_grace_s=grace_s)
 
 
 def _fills(order_id: int, *sizes: str, px: str = "3500", snapshot: bool = False) -> dict[str, Any]:
@@ -50,33 +46,26 @@ def _await(t: HyperliquidTransport, req: int, order_id: int, size: float, ioc: b
     t.ledger.awaiting(cloid(order_id), req, ioc, "ETH", size)
 
 
-def _replies(t: HyperliquidTransport) -> list[Any]:
-    out = []
-    while (r := t.poll_reply()) is not None:
-        out.append(r)
-    return out
-
-
 def test_fills_that_complete_an_order_settle_it_before_its_reply() -> None:
     t = _transport()
     _await(t, 1, 7, 0.01)
     t._on_message(_fills(7, "0.004"), 1)  # part of it: not settled yet
-    assert _replies(t) == [] and t._pending
+    assert drain_replies(t) == [] and t._pending
     t._on_message(_fills(7, "0.006", px="3510"), 2)  # the rest
-    (r,) = _replies(t)
+    (r,) = drain_replies(t)
     assert (r.order_id, r.outcome, r.fill_qty) == (7, Outcome.FILLED, pytest.approx(0.01))
     assert r.fill_px == pytest.approx(3506.0)  # the fills' size-weighted price
     assert t.reply_counts["fills_resolved"] == 1 and not t._pending
     assert t.summary()["fills_by_instrument"] == {"BTC": 0, "ETH": 2}  # each fill under its coin's instrument
     t._on_message(_reply(1, "0.01"), 3)  # the late reply finds nothing pending: never settled twice
-    assert _replies(t) == [] and t.ledger.mismatches == 0
+    assert drain_replies(t) == [] and t.ledger.mismatches == 0
 
 
 def test_fills_agreeing_with_the_reply_are_confirmed_and_a_snapshot_is_skipped() -> None:
     t = _transport()
     _await(t, 1, 7, 0.01)
     t._on_message(_reply(1, "0.01"), 1)
-    assert [r.outcome for r in _replies(t)] == [Outcome.FILLED]
+    assert [r.outcome for r in drain_replies(t)] == [Outcome.FILLED]
     t._on_message(_fills(7, "0.01"), 2)
     t._on_message(_fills(7, "0.01", snapshot=True), 3)  # the history on (re)subscribing: counted when it happened
     assert (t.reply_counts["fills_confirmed"], t.reply_counts["fills_snapshot"], t.ledger.mismatches) == (1, 1, 0)
@@ -135,5 +124,5 @@ def test_the_venues_rejections_are_counted_by_their_text() -> None:
         t._on_message({"channel": "post", "data": {"id": req, "response": {"type": "action", "payload": {
             "status": "ok", "response": {"type": "order", "data": {"statuses": [
                 {"error": "Order must have minimum value of $10. asset=1"}]}}}}}}, 1)
-    assert [r.outcome for r in _replies(t)] == [Outcome.VENUE_REJECTED] * 2
+    assert [r.outcome for r in drain_replies(t)] == [Outcome.VENUE_REJECTED] * 2
     assert t.summary()["rejects_by_reason"] == {"Order must have minimum value of $10. asset=1": 2}
