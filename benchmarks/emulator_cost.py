@@ -34,7 +34,6 @@ import bisect
 import gc
 import json
 import os
-import signal
 import ssl
 import subprocess
 import sys
@@ -164,13 +163,9 @@ def _wait_ready(proc: subprocess.Popen[bytes], path: Path, log: Path) -> dict[st
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_TIMEOUT_S)
+    from caerus.runtime.children import stop_child
+
+    stop_child(proc, STOP_TIMEOUT_S)
 
 
 async def _read_frames(info: dict[str, Any], counts: dict[str, int], stop: asyncio.Event) -> None:

@@ -42,6 +42,7 @@ import numpy as np
 
 from benchmarks.common import add_common_args, at_most, emit, summarize
 from caerus.plan import available_cpus
+from caerus.runtime.children import stop_child
 
 CLIENTS = ("asyncio", "busy")
 POLICIES = ("sleep", "hybrid")
@@ -121,12 +122,7 @@ class WireServer:
     stamps: SentStamps
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
+        stop_child(self.proc, 10)
 
 
 def start_server(tmp: Path, interval_us: int, messages: int) -> WireServer:

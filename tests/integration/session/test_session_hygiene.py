@@ -26,6 +26,7 @@ from typing import IO
 import psutil
 import pytest
 
+from caerus.runtime.children import stop_child
 from caerus.session.order_desk import PREFIX, EmulatorOrderDesk
 
 pytestmark = [pytest.mark.integration,
@@ -88,13 +89,7 @@ class Runner:
 
     def stop(self) -> None:
         """Whatever is left of this runner and the processes it recorded: SIGTERM, then SIGKILL, by pid."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        stop_child(self.proc, STOP_S, kill_timeout_s=10)
         _end(self.all_pids())
         self._log.close()
 
