@@ -111,3 +111,13 @@ def sim_mids(sim: Any, venue: str, instruments: list[tuple[str, str]]) -> list[f
 def sim_mid(sim: Any, venue: str) -> float:
     """The emulated market's current BTC mid on ``venue`` (see :func:`sim_mids`)."""
     return sim_mids(sim, venue, [("BTC", "BTCUSDT")])[0]
+
+
+def close_watch_rig(watch: Any, ours: Any, other: Any, producer: Any, consumer: Any) -> None:
+    """Close what a position-watch test built: the watch, our transport and the other client on the same account,
+    then the order ring (its consumer unlinks it)."""
+    watch.close()
+    ours.close()
+    other.close()
+    producer.close()
+    consumer.close(unlink=True)

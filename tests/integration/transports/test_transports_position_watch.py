@@ -23,7 +23,7 @@ from tests.fixtures.pipeline import make_book
 from tests.fixtures.transports_orders import next_reply
 from tests.kit import records
 from tests.kit.rings import order_ring
-from tests.kit.sim_account import sim_mid, start_sim_account, until, venue_code
+from tests.kit.sim_account import close_watch_rig, sim_mid, start_sim_account, until, venue_code
 
 pytestmark = pytest.mark.integration
 
@@ -82,8 +82,4 @@ def test_a_position_the_engine_does_not_know_halts_trading(venue_sim_factory, sh
         assert risk.rejects[RiskReject.KILL_SWITCH] == 1 and ours.stats()["sent"] == sent
         assert ours.stats()["stream_mismatch"] == 0  # the other client's order is not ours: unmatched, not wrong
     finally:
-        watch.close()
-        ours.close()
-        other.close()
-        producer.close()
-        consumer.close(unlink=True)
+        close_watch_rig(watch, ours, other, producer, consumer)
