@@ -18,6 +18,7 @@ from infra.aws.teardown import leftovers, teardown
 from infra.hosts import HostStore
 from infra.provision import ProvisionRequest, provision
 from tests.fixtures.infra_moto import MotoServer
+from tests.kit.http_stub import QuietHandler, serving
 
 CIDR = "198.51.100.7/32"
 
@@ -150,33 +151,17 @@ def test_infra_teardown_touches_only_project_resources(moto_server: MotoServer, 
 
 
 def test_infra_caller_cidr_detection(tmp_path: Path) -> None:
-    import http.server
-    import threading
-
     answers = iter([b"203.0.113.42\n", b"<html>captive portal</html>"])
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
-            body = next(answers)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(next(answers))
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    try:
+    with serving(Handler) as base:
+        url = f"{base}/"
         assert detect_caller_cidr(url) == "203.0.113.42/32"
         with pytest.raises(AwsError, match="not a valid address"):
             detect_caller_cidr(url)
-    finally:
-        server.shutdown()
-        server.server_close()
     with pytest.raises(AwsError, match="pass --cidr"):
         detect_caller_cidr("http://127.0.0.1:1/", timeout=2)
 

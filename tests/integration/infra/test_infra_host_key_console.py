@@ -6,8 +6,6 @@ unknown instance) is covered in test_infra_ssh_host.py."""
 from __future__ import annotations
 
 import base64
-import http.server
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from infra.configure import BOOT_ID, reboot_and_wait
 from infra.hostkeys import fingerprint_sha256
 from infra.remote import FINGERPRINTS_KEY, HostKeyMismatch, connect, forget_host, open_host
 from tests.fixtures.infra_sshd import InfraHost, make_key
+from tests.kit.http_stub import QuietHandler, serving
 
 DENIED = (403, "<Response><Errors><Error><Code>UnauthorizedOperation</Code><Message>You are not authorized to "
                "perform this operation.</Message></Error></Errors><RequestID>r-1</RequestID></Response>")
@@ -53,36 +52,20 @@ class ConsoleEndpoint:
 def console_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[ConsoleEndpoint]:
     state = ConsoleEndpoint()
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
             assert body["Action"] == ["GetConsoleOutput"]
             state.calls += 1
             status, text = state.answers[0] if len(state.answers) == 1 else state.answers.pop(0)
-            raw = text.encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "text/xml")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            self.reply(text.encode(), status, "text/xml")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.delenv("CAERUS_AWS_ENDPOINT", raising=False)
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(Handler) as state.url:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
 
 
 def _as_instance(h: InfraHost, endpoint: ConsoleEndpoint) -> None:

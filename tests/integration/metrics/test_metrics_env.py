@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from caerus.metrics import env
 from tests.fixtures.common import require_binary
+from tests.kit.http_stub import QuietHandler, serving
 
 
 def test_collect_env_has_every_section_and_is_json() -> None:
@@ -72,7 +71,7 @@ def test_chrony_tracking_against_real_chronyd(tmp_path: Path) -> None:
     assert "unavailable" in gone
 
 
-class _Imds(http.server.BaseHTTPRequestHandler):
+class _Imds(QuietHandler):
     def do_PUT(self) -> None:
         self._reply("TOKEN")
 
@@ -90,16 +89,9 @@ class _Imds(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body.encode())
 
-    def log_message(self, *args: object) -> None:
-        pass
-
 
 def test_imds_only_queried_on_ec2(tmp_path: Path) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Imds)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(_Imds) as base:
         not_ec2 = tmp_path / "dmi-plain"
         not_ec2.mkdir()
         (not_ec2 / "sys_vendor").write_text("QEMU\n")
@@ -111,6 +103,3 @@ def test_imds_only_queried_on_ec2(tmp_path: Path) -> None:
         out = env.ec2_identity(dmi=str(ec2), base=base, timeout=5)
         assert out == {"instance_id": "i-0abc", "instance_type": "c7i.2xlarge",
                        "availability_zone": "ap-northeast-1a"}
-    finally:
-        server.shutdown()
-        server.server_close()
