@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus import fees
 from caerus.sim import orders
@@ -17,7 +16,7 @@ from caerus.sim.binance.trading import BinanceTradingRest
 from caerus.sim.core.config import EmulatorConfig
 from caerus.sim.hyperliquid.rest import user_fees
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
-from tests.kit.sim_desk import binance_call, now_ms, open_desk
+from tests.kit.sim_desk import binance_call, desk_open, now_ms
 
 HL_KEY = "0x" + "22" * 32
 _nonces = iter(range(10**9))
@@ -25,9 +24,8 @@ _nonces = iter(range(10**9))
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    open_desk(Account.from_key(HL_KEY).address)
-    yield
-    orders.reset()
+    with desk_open(HL_KEY):
+        yield
 
 
 def _hl(is_buy: bool, px: float, sz: float, tif: str) -> dict[str, Any]:

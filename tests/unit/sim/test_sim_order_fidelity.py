@@ -17,19 +17,16 @@ from caerus.sim import orders
 from caerus.sim.core import order_entry
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
-from tests.kit.sim_desk import API_KEY, SECRET, binance_order, open_desk
-
-HL_KEY = "0x" + "11" * 32
+from tests.kit.sim_desk import API_KEY, HL_KEY, SECRET, binance_order, desk_open
 
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    open_desk(Account.from_key(HL_KEY).address)
-    before = order_entry.installed()
-    order_entry.install(orders)  # what the emulator does: the servers' bridge answers with this order entry
-    yield
-    order_entry.install(before)
-    orders.reset()
+    with desk_open():
+        before = order_entry.installed()
+        order_entry.install(orders)  # what the emulator does: the servers' bridge answers with this order entry
+        yield
+        order_entry.install(before)
 
 
 def _binance(now: int, **overrides: Any) -> dict[str, Any]:

@@ -7,23 +7,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from eth_account import Account
 
 from caerus.sim import orders
 from caerus.sim.core import price_band
 from caerus.sim.core.ledger import Ledger, hl_direction
 from caerus.venues.binance.signing import BinanceHmacSigner, sign_params
 from caerus.venues.hyperliquid.signing import order_action, order_wire, sign_l1_action_reference
-from tests.kit.sim_desk import API_KEY, SECRET, now_ms, open_desk
-
-HL_KEY = "0x" + "11" * 32
+from tests.kit.sim_desk import API_KEY, HL_KEY, SECRET, desk_open, now_ms
 
 
 @pytest.fixture(autouse=True)
 def desk() -> Iterator[None]:
-    open_desk(Account.from_key(HL_KEY).address)
-    yield
-    orders.reset()
+    with desk_open():
+        yield
 
 
 _clock = iter(range(10**9))  # distinct nonces for actions signed within one millisecond
