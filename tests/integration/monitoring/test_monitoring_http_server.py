@@ -4,11 +4,13 @@ pool or hold a worker past the connection deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -46,42 +48,46 @@ def _until(cond, timeout: float = WAIT_S) -> bool:  # type: ignore[no-untyped-de
     return cond()
 
 
-def test_a_response_is_in_flight_until_written() -> None:
-    registry = CollectorRegistry()
-    held = HeldCollector()
-    registry.register(held)
-    server, thread, responses = serve(registry, "127.0.0.1", 0)
-    body: list[bytes] = []
+@contextlib.contextmanager
+def _serving(registry: CollectorRegistry, host: str = "127.0.0.1", **kw: Any) -> Iterator[tuple[Any, Any]]:
+    """The exporter's server for ``registry`` on ``host`` (a free port) while the block runs: (server, responses).
+    After it the server is shut down and its thread must end within WAIT_S."""
+    server, thread, responses = serve(registry, host, 0, **kw)
     try:
-        port = server.server_port
-        client = threading.Thread(target=lambda: body.append(
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT_S).read()), daemon=True)
-        client.start()
-        assert held.entered.wait(WAIT_S)
-        assert responses.open == 1 and responses.written == 0
-        held.release.set()
-        client.join(WAIT_S)
-        assert body and b"caerus_test_value 42.0" in body[0]
-        assert _until(lambda: responses.open == 0)
-        assert responses.written == 1
+        yield server, responses
     finally:
-        held.release.set()
         server.shutdown()
         server.server_close()
         thread.join(WAIT_S)
     assert not thread.is_alive()
 
 
-def test_it_binds_loopback_v6_when_asked() -> None:
+def test_a_response_is_in_flight_until_written() -> None:
     registry = CollectorRegistry()
-    server, thread, _ = serve(registry, "::1", 0)
-    try:
+    held = HeldCollector()
+    registry.register(held)
+    body: list[bytes] = []
+    with _serving(registry) as (server, responses):
+        try:
+            port = server.server_port
+            client = threading.Thread(target=lambda: body.append(
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT_S).read()), daemon=True)
+            client.start()
+            assert held.entered.wait(WAIT_S)
+            assert responses.open == 1 and responses.written == 0
+            held.release.set()
+            client.join(WAIT_S)
+            assert body and b"caerus_test_value 42.0" in body[0]
+            assert _until(lambda: responses.open == 0)
+            assert responses.written == 1
+        finally:
+            held.release.set()
+
+
+def test_it_binds_loopback_v6_when_asked() -> None:
+    with _serving(CollectorRegistry(), "::1") as (server, _):
         out = urllib.request.urlopen(f"http://[::1]:{server.server_port}/metrics", timeout=WAIT_S).read()
         assert b"# HELP" in out or out == b""
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(WAIT_S)
 
 
 HALF_SENT = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # no blank line: the request never ends
@@ -94,13 +100,13 @@ def test_half_sent_requests_hold_at_most_the_pool_and_a_scrape_follows_their_dea
     limit, counted; at the deadline the held ones are closed, counted, and a normal scrape succeeds."""
     workers, n = 4, 40
     before = threading.active_count()
-    registry = CollectorRegistry()
-    server, thread, _ = serve(registry, "127.0.0.1", 0, workers=workers, connection_timeout_s=TEST_TIMEOUT_S)
-    port = server.server_port
     clients: list[socket.socket] = []
-    try:
+    with _serving(CollectorRegistry(), workers=workers, connection_timeout_s=TEST_TIMEOUT_S) as (server, _), \
+            contextlib.ExitStack() as opened:
+        port = server.server_port
         for _ in range(n):
             c = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+            opened.callback(c.close)
             c.sendall(HALF_SENT)
             clients.append(c)
         assert _until(lambda: server.refused == n - workers), server.refused
@@ -115,22 +121,9 @@ def test_half_sent_requests_hold_at_most_the_pool_and_a_scrape_follows_their_dea
         assert f"caerus_exporter_connections_refused_total {n - workers}.0".encode() in out
         assert f"caerus_exporter_connections_timed_out_total {workers}.0".encode() in out
         assert threading.active_count() - before <= workers + 1
-    finally:
-        for c in clients:
-            c.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(WAIT_S)
-    assert not thread.is_alive()
 
 
 def test_the_exporters_pool_is_bounded_by_default() -> None:
-    registry = CollectorRegistry()
-    server, thread, _ = serve(registry, "127.0.0.1", 0)
-    try:
+    with _serving(CollectorRegistry()) as (server, _):
         assert server.workers == WORKERS <= 16
         assert 0 < server.connection_timeout_s <= 30
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(WAIT_S)
