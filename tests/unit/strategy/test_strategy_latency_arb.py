@@ -157,16 +157,21 @@ def test_hyperliquid_information_age_blocks() -> None:
     assert arb.guards[G_INFO_AGE_HL] == 1
 
 
+def _blocked_until_the_next_valid_hl_book(arb: LatencyArb, t: int) -> None:
+    """After an untradeable Hyperliquid book at ``t``: a jump 1 ms later is blocked (G_INVALID_HL, once), and the
+    next valid Hyperliquid book lifts the guard."""
+    assert jump(arb, t + MS, 10.0) is None
+    assert arb.guards[G_INVALID_HL] == 1
+    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t + 2 * MS), t + 2 * MS)
+    assert jump(arb, t + 3 * MS, 10.0) is not None
+
+
 def test_invalid_hyperliquid_book_blocks_and_does_not_move_prices() -> None:
     arb = LatencyArb(StrategyConfig())
     t = warm(arb)
     arb.on_book(make_book(HL, 90_000.0, 90_001.0, t, flags=int(BookFlags.VALID | BookFlags.STALE)), t)
     assert arb.hl_mid == 95_000.5  # the stale record's prices are ignored
-    assert jump(arb, t + MS, 10.0) is None
-    assert arb.guards[G_INVALID_HL] == 1
-    # the next valid HL book lifts the guard
-    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t + 2 * MS), t + 2 * MS)
-    assert jump(arb, t + 3 * MS, 10.0) is not None
+    _blocked_until_the_next_valid_hl_book(arb, t)
 
 
 def test_a_rejected_record_withdraws_the_previous_quote_until_the_next_valid_one() -> None:
@@ -176,10 +181,7 @@ def test_a_rejected_record_withdraws_the_previous_quote_until_the_next_valid_one
     t = warm(arb)
     nan = float("nan")
     arb.on_book(make_book(HL, nan, nan, t, flags=int(BookFlags.REJECTED)), t)
-    assert jump(arb, t + MS, 10.0) is None
-    assert arb.guards[G_INVALID_HL] == 1
-    arb.on_book(make_book(HL, 95_000.0, 95_001.0, t + 2 * MS), t + 2 * MS)
-    assert jump(arb, t + 3 * MS, 10.0) is not None
+    _blocked_until_the_next_valid_hl_book(arb, t)
 
 
 def test_binance_record_without_valid_flag_blocks() -> None:
