@@ -290,23 +290,22 @@ def test_engine_paper_latency_publishes_sent_then_final(shm_dir: Path) -> None:
 # -- config and registry -------------------------------------------------------------------------------
 
 
-def test_execution_config_errors_name_the_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("text", "match"), [
+    ("[risk]\nmax_order_qty = 'lots'\n", r"\$\.risk\.max_order_qty"),
+    ("[paper]\nlatency = 3\n", "latency"),
+    ("[risk]\nmax_order_qty = 0.2\nmax_position = 0.1\n", "max_order_qty"),
+    ("[risk]\nprice_band_bps = inf\n", r"risk\.price_band_bps must be a finite number"),
+    ("[paper]\nmarkout_ms = [100.0, inf]\n", "finite"),
+])
+def test_execution_config_errors_name_the_field(tmp_path: Path, text: str, match: str) -> None:
     p = tmp_path / "exec.toml"
-    p.write_text("[risk]\nmax_order_qty = 'lots'\n")
-    with pytest.raises(ConfigError, match=r"\$\.risk\.max_order_qty"):
+    p.write_text(text)
+    with pytest.raises(ConfigError, match=match):
         load_config(p)
-    p.write_text("[paper]\nlatency = 3\n")
-    with pytest.raises(ConfigError, match="latency"):
-        load_config(p)
-    p.write_text("[risk]\nmax_order_qty = 0.2\nmax_position = 0.1\n")
-    with pytest.raises(ConfigError, match="max_order_qty"):
-        load_config(p)
-    p.write_text("[risk]\nprice_band_bps = inf\n")
-    with pytest.raises(ConfigError, match=r"risk\.price_band_bps must be a finite number"):
-        load_config(p)
-    p.write_text("[paper]\nmarkout_ms = [100.0, inf]\n")
-    with pytest.raises(ConfigError, match="finite"):
-        load_config(p)
+
+
+def test_execution_config_reads_its_file_or_defaults(tmp_path: Path) -> None:
+    p = tmp_path / "exec.toml"
     p.write_text("[paper]\nlatency_ms = 0\nmarkout_ms = [100.0, 250.0]\n[risk]\nmax_orders_per_s = 5\n")
     cfg = load_config(p)
     assert cfg.paper.markout_ms == (100.0, 250.0) and cfg.risk.max_orders_per_s == 5
@@ -464,18 +463,14 @@ def test_live_transport_of_a_venue_without_order_entry_is_a_clear_error() -> Non
         make_live_transport(feed_only, network="testnet", credentials=Path("x"))
 
 
-class _Exploding:
+class _Exploding(_RestingTransport):
+    """A transport whose socket is gone: every send raises."""
+
     name = "exploding"
     replies = False
 
-    def start(self) -> None:
-        pass
-
-    def send_msg(self, order: tuple) -> object:
+    def send_msg(self, o: tuple) -> SendResult:
         raise ConnectionResetError("socket gone")
-
-    def close(self) -> None:
-        pass
 
 
 def test_engine_send_failure_is_published_not_lost(shm_dir: Path) -> None:
