@@ -17,14 +17,26 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 SCHEMA = 1
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p999", 99.9))
+
+
+def time_each(handle: Callable[[Any], object], items: list[Any]) -> np.ndarray:
+    """ns per call of ``handle(item)``, one sample per item in order (perf_counter_ns around each call)."""
+    pc = time.perf_counter_ns
+    out = np.empty(len(items), dtype=np.int64)
+    for i, item in enumerate(items):
+        t0 = pc()
+        handle(item)
+        out[i] = pc() - t0
+    return out
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:

@@ -28,7 +28,7 @@ import uuid
 
 import numpy as np
 
-from benchmarks.common import at_most, emit, parse_sized, summarize
+from benchmarks.common import at_most, emit, parse_sized, summarize, time_each
 
 
 def make_frames(n: int, seed: int) -> tuple[list[bytes], list[bytes]]:
@@ -137,16 +137,6 @@ def run_ref(ref: _JsonBinance, frames: list[bytes], reps: int) -> np.ndarray:
     return np.asarray(ref.samples, dtype=np.int64)
 
 
-def decode_times(decode, frames: list[bytes]) -> np.ndarray:  # type: ignore[no-untyped-def]
-    pc = time.perf_counter_ns
-    out = np.empty(len(frames), dtype=np.int64)
-    for i, raw in enumerate(frames):
-        t0 = pc()
-        decode(raw)
-        out[i] = pc() - t0
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     args, n = parse_sized(argv, __doc__, "frames", "frames per venue per repetition", 20_000, 100_000)
     reps = 2 if args.quick else 5
@@ -196,10 +186,10 @@ def _run(args: argparse.Namespace, n: int, reps: int) -> int:
     fi_bbo = run_sink(*sinks["hyperliquid"][1:], bbo, reps)
     ref_bt = run_ref(_JsonBinance(sinks["binance"][0].books.publish, check_levels), bt, reps)
     ref_bbo = run_ref(_JsonHyperliquid(sinks["hyperliquid"][0].books.publish, check_levels), bbo, reps)
-    dec_ms_bt = decode_times(binance.DATA_DECODER.decode, bt)
-    dec_js_bt = decode_times(json.loads, bt)
-    dec_ms_bbo = decode_times(hyperliquid.DECODER.decode, bbo)
-    dec_js_bbo = decode_times(json.loads, bbo)
+    dec_ms_bt = time_each(binance.DATA_DECODER.decode, bt)
+    dec_js_bt = time_each(json.loads, bt)
+    dec_ms_bbo = time_each(hyperliquid.DECODER.decode, bbo)
+    dec_js_bbo = time_each(json.loads, bbo)
 
     metrics["binance path msgspec"] = summarize(fi_bt)
     metrics["binance path json ref"] = summarize(ref_bt)

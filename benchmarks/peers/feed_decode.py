@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.common import time_each
 from caerus.records.book import BOOK_ASK_PX, BOOK_BID_PX
 
 VENUES = ("binance", "hyperliquid", "binance_depth")  # binance_depth: the depth5 (partial book) stream
@@ -70,16 +71,6 @@ class Decoder:
     def label(self) -> str:
         """The row's contender: name, version and, for a second way of measuring the tool, what that way is."""
         return f"{self.name} {self.version}".strip() + (f", {self.variant}" if self.variant else "")
-
-
-def time_each(handle: Callable[[Any], object], frames: list[Any]) -> np.ndarray:
-    pc = time.perf_counter_ns
-    out = np.empty(len(frames), dtype=np.int64)
-    for i, f in enumerate(frames):
-        t0 = pc()
-        handle(f)
-        out[i] = pc() - t0
-    return out
 
 
 def run(dec: Decoder, frames: list[Any]) -> np.ndarray:
