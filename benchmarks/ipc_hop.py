@@ -114,6 +114,18 @@ def _run(name: str, writer_setup: Callable, reader_setup: Callable, n: int, gap_
     return np.load(result)[WARMUP:]
 
 
+def _spinning(read: Callable[[], tuple | None], t_idx: int) -> Callable[[], int]:
+    """A reader's receive: spin on ``read`` until it returns a record, then that record's field ``t_idx``."""
+
+    def recv() -> int:
+        while True:
+            rec = read()
+            if rec is not None:
+                return rec[t_idx]
+
+    return recv
+
+
 def _swmr(seg: str) -> tuple[Callable, Callable]:
     from caerus.ipc.swmr import SwmrReader, SwmrWriter
 
@@ -128,15 +140,7 @@ def _swmr(seg: str) -> tuple[Callable, Callable]:
     def reader_setup() -> Callable[[], int]:
         created.wait(30)
         r = SwmrReader.attach(seg, wire.BOOK, timeout=30)
-        read_next = r.read_next
-
-        def recv() -> int:
-            while True:
-                rec = read_next()
-                if rec is not None:
-                    return rec[BOOK_T_RECV]
-
-        return recv
+        return _spinning(r.read_next, BOOK_T_RECV)
 
     return writer_setup, reader_setup
 
@@ -150,15 +154,7 @@ def _mpsc(seg: str) -> tuple[Callable, Callable]:
     def reader_setup() -> Callable[[], int]:
         c = MpscConsumer.create(seg, wire.ORDER, 4096, lanes=4)
         created.set()
-        poll = c.poll
-
-        def recv() -> int:
-            while True:
-                rec = poll()
-                if rec is not None:
-                    return rec[t_idx]
-
-        return recv
+        return _spinning(c.poll, t_idx)
 
     def writer_setup() -> Callable[[int], None]:
         created.wait(30)
