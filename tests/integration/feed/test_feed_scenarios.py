@@ -229,6 +229,19 @@ def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, ve
     assert any(r[BOOK_FLAGS] == BookFlags.STALE for r in feed.records[:-1])  # the gap was marked
 
 
+def ride_out(venue_sim_factory, feed_factory, venue: str, scenario: str, what: str,
+             arrived: Callable[[Feed], bool], after: str, more: int, feed_args: tuple[str, ...] = ()) -> Feed:
+    """Start emulator + feed, wait until ``arrived`` (the scenario's frames have come), then for ``more`` valid
+    books after them; stop (exit 0). The stream survived the scenario; the caller checks what was counted."""
+    sim = venue_sim_factory(scenario=scenario, args=SIM_TIMINGS)
+    feed = feed_factory(venue, sim, *feed_args)
+    feed.wait_for(what, arrived)
+    n0 = len(feed.valid())
+    feed.wait_for(after, lambda f: len(f.valid()) >= n0 + more)
+    assert feed.stop() == 0
+    return feed
+
+
 def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
     feed = run_scenario(venue_sim_factory, feed_factory, "binance", "stall", FailureClass.STALE,
                         sim_args=("--scenario-duration", "3"))
@@ -236,13 +249,9 @@ def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
 
 
 def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factory) -> None:
-    sim = venue_sim_factory(scenario="slow-drip", args=SIM_TIMINGS)
-    feed = feed_factory("binance", sim, "--stale-after", "2.5")
-    feed.wait_for("books before the drip", lambda f: len(f.valid()) >= 20)
     # The drip ends after 0.5 + 1.5 s; the backlog then flushes. Wait until books flow at full rate again.
-    n0 = len(feed.valid())
-    feed.wait_for("books after the drip", lambda f: len(f.valid()) >= n0 + 200)
-    assert feed.stop() == 0
+    feed = ride_out(venue_sim_factory, feed_factory, "binance", "slow-drip", "books before the drip",
+                    lambda f: len(f.valid()) >= 20, "books after the drip", 200, ("--stale-after", "2.5"))
     c = feed.counters()
     assert c["fail.other"] == 0 and c["rejects"] == 0 and c["frames_dropped"] == 0
     check_no_invalid_book(feed)
@@ -250,12 +259,8 @@ def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factor
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, venue: str) -> None:
-    sim = venue_sim_factory(scenario="malformed-json", args=SIM_TIMINGS)
-    feed = feed_factory(venue, sim)
-    feed.wait_for("3 dropped frames", lambda f: f.counters()["frames_dropped"] >= 3)
-    n0 = len(feed.valid())
-    feed.wait_for("books after the garbage", lambda f: len(f.valid()) >= n0 + 10)
-    assert feed.stop() == 0
+    feed = ride_out(venue_sim_factory, feed_factory, venue, "malformed-json", "3 dropped frames",
+                    lambda f: f.counters()["frames_dropped"] >= 3, "books after the garbage", 10)
     c = feed.counters()
     assert c["frames_dropped"] == 3 and c["fail.parse_error"] == 0 and c["connects"] == 1
     assert [e[1] for e in feed.event_records].count(EventKind.FRAME_DROPPED) == 3
@@ -271,12 +276,8 @@ def test_oversized_frame_is_protocol_and_recovers(venue_sim_factory, feed_factor
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, feed_factory, venue: str) -> None:
-    sim = venue_sim_factory(scenario="error-frames", args=SIM_TIMINGS)
-    feed = feed_factory(venue, sim)
-    feed.wait_for("3 venue errors", lambda f: f.counters()["venue_errors"] >= 3)
-    n0 = len(feed.valid())
-    feed.wait_for("books after the errors", lambda f: len(f.valid()) >= n0 + 10)
-    assert feed.stop() == 0
+    feed = ride_out(venue_sim_factory, feed_factory, venue, "error-frames", "3 venue errors",
+                    lambda f: f.counters()["venue_errors"] >= 3, "books after the errors", 10)
     c = feed.counters()
     assert c["venue_errors"] == 3 and c["connects"] == 1 and c["fail.subscription_rejected"] == 0
     check_no_invalid_book(feed)
@@ -289,12 +290,8 @@ def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_pr
     # Binance feed with struct.error), another instrument (was published as the BTC book), 100k-deep nesting (was a
     # RecursionError ending the connection), a depth diff (was read as a snapshot), a withdrawn side and a crossed
     # book (left the previous quote tradeable). Each is counted under its reason; the connection stays.
-    sim = venue_sim_factory(scenario="hostile-frames", args=SIM_TIMINGS)
-    feed = feed_factory(venue, sim)
-    feed.wait_for("the hostile frames", lambda f: f.counters()["reject.crossed"] >= 1)
-    n0 = len(feed.valid())
-    feed.wait_for("books after them", lambda f: len(f.valid()) >= n0 + 10)
-    assert feed.stop() == 0
+    feed = ride_out(venue_sim_factory, feed_factory, venue, "hostile-frames", "the hostile frames",
+                    lambda f: f.counters()["reject.crossed"] >= 1, "books after them", 10)
     c = feed.counters()
     assert (c["reject.malformed"], c["reject.wrong_instrument"], c["frames_dropped"]) == (1, 1, 1), feed.nonzero()
     # (the emulated Hyperliquid withdraws a side now and then on its own, so its null-side count is a floor)
