@@ -315,6 +315,17 @@ def _run(coro_fn: Callable[[], Any]) -> Any:
     return asyncio.run(asyncio.wait_for(coro_fn(), 4 * WAIT_S))
 
 
+async def _book_at_snapshot(ex: Any, market: str, symbol: str, out: dict[str, Any]) -> None:
+    """ccxt's book of ``market`` and a 50-level REST snapshot taken when their update ids meet, into ``out["book"]``
+    and ``out["snap"]`` (left out when they did not meet in 200 updates: the market keeps moving)."""
+    for _ in range(200):
+        book = await ex.watch_order_book(market)
+        snap = await ex.fapiPublicGetDepth({"symbol": symbol, "limit": 50})
+        if int(snap["lastUpdateId"]) == book["nonce"]:
+            out["book"], out["snap"] = book, snap
+            return
+
+
 def test_ccxt_binanceusdm_markets_and_watch_streams(sim: VenueSim) -> None:
     async def body() -> dict[str, Any]:
         ex = _ccxt_binance(sim, keys=False)
@@ -326,12 +337,7 @@ def test_ccxt_binanceusdm_markets_and_watch_streams(sim: VenueSim) -> None:
             out["trades"] = await ex.watch_trades("BTC/USDT:USDT")
             # ccxt keeps its own book from GET /fapi/v1/depth plus the diff stream; it must equal the emulator's
             # book at the same update id (the market keeps moving, so compare when the ids meet).
-            for _ in range(200):
-                book = await ex.watch_order_book("BTC/USDT:USDT")
-                snap = await ex.fapiPublicGetDepth({"symbol": "BTCUSDT", "limit": 50})
-                if int(snap["lastUpdateId"]) == book["nonce"]:
-                    out["book"], out["snap"] = book, snap
-                    break
+            await _book_at_snapshot(ex, "BTC/USDT:USDT", "BTCUSDT", out)
             return out
         finally:
             await ex.close()
@@ -363,12 +369,7 @@ def test_ccxt_binanceusdm_watch_order_book_for_eth_equals_its_rest_snapshot(
         try:
             await ex.load_markets()
             out: dict[str, Any] = {"btc": await ex.watch_order_book("BTC/USDT:USDT")}
-            for _ in range(200):
-                book = await ex.watch_order_book("ETH/USDT:USDT")
-                snap = await ex.fapiPublicGetDepth({"symbol": "ETHUSDT", "limit": 50})
-                if int(snap["lastUpdateId"]) == book["nonce"]:
-                    out["book"], out["snap"] = book, snap
-                    break
+            await _book_at_snapshot(ex, "ETH/USDT:USDT", "ETHUSDT", out)
             return out
         finally:
             await ex.close()
