@@ -96,6 +96,18 @@ def _raw(e: Any) -> dict[str, Any]:
     return {**inst.to_dict(), "e": _EVENT_NAMES.get(type(inst).__name__, type(inst).__name__)}
 
 
+def _round_trip_settled(out: dict[str, Any], qty: float, currency: str, taker: float, pnl_key: str, *,
+                        fee_abs: float, balance_abs: float) -> None:
+    """A buy then a sell of ``qty`` (``out["trades"]``): each paid the taker fee in ``currency``, and the balance
+    is the start plus the realised PnL (the venue's ``info[pnl_key]``) minus the fees."""
+    assert [(t["side"], t["amount"]) for t in out["trades"]] == [("buy", qty), ("sell", qty)]
+    for t in out["trades"]:
+        assert t["fee"]["currency"] == currency and t["fee"]["cost"] == pytest.approx(t["cost"] * taker, abs=fee_abs)
+    realised = sum(float(t["info"][pnl_key]) for t in out["trades"])
+    paid = sum(t["fee"]["cost"] for t in out["trades"])
+    assert out["balance"][currency]["total"] == pytest.approx(START + realised - paid, abs=balance_abs)
+
+
 def _last_price(sim: VenueSim) -> float:
     """BTCUSDT's last trade (REST ticker/price): what a CONTRACT_PRICE stop watches."""
     import urllib.request
@@ -334,12 +346,7 @@ def test_ccxt_binanceusdm_life_cycle_fees_stop_exit_gtd_and_watch_positions(sim:
     assert (opened["side"], opened["contracts"]) == ("long", 0.003)
     assert out["stop"]["type"] == "market" and out["stop"]["triggerPrice"] is not None
     assert out["stop_after"]["info"]["algoStatus"] == "FINISHED" and out["stop_after"]["info"]["actualOrderId"]
-    assert [(t["side"], t["amount"]) for t in out["trades"]] == [("buy", 0.003), ("sell", 0.003)]
-    for t in out["trades"]:
-        assert t["fee"]["currency"] == "USDT" and t["fee"]["cost"] == pytest.approx(t["cost"] * BN_TAKER, abs=1e-8)
-    realised = sum(float(t["info"]["realizedPnl"]) for t in out["trades"])
-    paid = sum(t["fee"]["cost"] for t in out["trades"])
-    assert out["balance"]["USDT"]["total"] == pytest.approx(START + realised - paid, abs=1e-6)
+    _round_trip_settled(out, 0.003, "USDT", BN_TAKER, "realizedPnl", fee_abs=1e-8, balance_abs=1e-6)
     assert out["gtd"]["status"] == "open" and out["gtd_after"]["status"] == "expired"
 
 
@@ -410,12 +417,7 @@ def test_ccxt_hyperliquid_life_cycle_fees_on_testnet(sim: VenueSim, wallet: Any)
 
     out = _run(body)
     assert out["fee"]["taker"] == pytest.approx(HL_TAKER) and out["fee"]["maker"] == pytest.approx(HL_MAKER)
-    assert [(t["side"], t["amount"]) for t in out["trades"]] == [("buy", 0.001), ("sell", 0.001)]
-    for t in out["trades"]:
-        assert t["fee"]["currency"] == "USDC" and t["fee"]["cost"] == pytest.approx(t["cost"] * HL_TAKER, abs=1e-6)
-    realised = sum(float(t["info"]["closedPnl"]) for t in out["trades"])
-    paid = sum(t["fee"]["cost"] for t in out["trades"])
-    assert out["balance"]["USDC"]["total"] == pytest.approx(START + realised - paid, abs=1e-5)
+    _round_trip_settled(out, 0.001, "USDC", HL_TAKER, "closedPnl", fee_abs=1e-6, balance_abs=1e-5)
 
 
 def test_hyperliquid_actions_signed_for_the_other_network_are_refused(
