@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import ssl
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
@@ -87,12 +90,20 @@ def test_binance_subscribe_ack_list_and_errors(tmp_path: Path) -> None:
     assert out["bad_json"]["id"] is None and out["bad_json"]["error"]["code"] == 3
 
 
+@contextlib.asynccontextmanager
+async def _subscribed_on_market_and_public(emu: VenueEmulator, ctx: ssl.SSLContext, stream: str,
+                                           req_id: int) -> AsyncIterator[tuple[Any, Any]]:
+    """Binance connections on /market and /public, each having sent SUBSCRIBE ``stream`` (id ``req_id``)."""
+    async with open_ws(emu, "binance", "/market/ws", ctx) as market, \
+            open_ws(emu, "binance", "/public/ws", ctx) as public:
+        for ws in (market, public):
+            await ws.send(json.dumps({"method": "SUBSCRIBE", "params": [stream], "id": req_id}))
+        yield market, public
+
+
 def test_binance_wrong_route_acks_then_stays_silent(tmp_path: Path) -> None:
     async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> tuple:
-        async with open_ws(emu, "binance", "/market/ws", ctx) as wrong, \
-                open_ws(emu, "binance", "/public/ws", ctx) as right:
-            for ws in (wrong, right):
-                await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["btcusdt@bookTicker"], "id": 7}))
+        async with _subscribed_on_market_and_public(emu, ctx, "btcusdt@bookTicker", 7) as (wrong, right):
             wrong_frames = await recv_for(wrong, 1.5)
             right_frames = await recv_for(right, 0.3)
         async with open_ws(emu, "binance", "/market/ws/btcusdt@markPrice@1s", ctx) as market:
@@ -110,10 +121,7 @@ def test_binance_trade_stream_is_served_on_public_and_silent_on_market_and_count
     subscribes it); on /market it is acknowledged and stays silent, as the venue does, and the emulator counts and
     logs it (``silent``), so the silence is explained."""
     async def body(emu: VenueEmulator, ctx: ssl.SSLContext) -> tuple:
-        async with open_ws(emu, "binance", "/market/ws", ctx) as wrong, \
-                open_ws(emu, "binance", "/public/ws", ctx) as right:
-            for ws in (wrong, right):
-                await ws.send(json.dumps({"method": "SUBSCRIBE", "params": ["btcusdt@trade"], "id": 9}))
+        async with _subscribed_on_market_and_public(emu, ctx, "btcusdt@trade", 9) as (wrong, right):
             right_frames = await recv_for(right, 3.0)
             wrong_frames = await recv_for(wrong, 0.2)  # by now /public has carried trades; /market has not
         return wrong_frames, right_frames, emu.connection_counts()["binance"]["silent"]
