@@ -13,11 +13,13 @@ client is closed in a ``finally``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -201,8 +203,6 @@ def _binance_client(sim: VenueSim) -> Any:
 
 
 def test_binance_sdk_streams_public_market_and_private(sim: VenueSim) -> None:
-    import asyncio
-
     client = _binance_client(sim)
     listen_key = client.rest_api.start_user_data_stream().data().listen_key  # POST /fapi/v1/listenKey
 
@@ -252,8 +252,6 @@ def test_binance_sdk_rest_market_data(sim: VenueSim) -> None:
 
 
 def test_binance_sdk_ws_api_order_with_recv_window(sim: VenueSim) -> None:
-    import asyncio
-
     buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
     client = _binance_client(sim)
 
@@ -310,8 +308,6 @@ def _ccxt_hyperliquid(sim: VenueSim, wallet: Any | None, testnet: bool = True) -
 
 
 def _run(coro_fn: Callable[[], Any]) -> Any:
-    import asyncio
-
     return asyncio.run(asyncio.wait_for(coro_fn(), 4 * WAIT_S))
 
 
@@ -454,33 +450,49 @@ def test_hyperliquid_sdk_order_updates_and_user_fills_match_the_order_reply(sim:
     assert float(fill["sz"]) == float(filled["totalSz"]) and float(fill["px"]) == float(filled["avgPx"])
 
 
-def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: VenueSim) -> None:
-    import asyncio
+@contextlib.asynccontextmanager
+async def _user_data_and_api(client: Any, listen_key: str, events: list[Any]) -> AsyncIterator[Any]:
+    """The SDK's user-data stream (its messages appended to ``events``) and WebSocket API connection, both closed
+    after the block; yields the API connection once the subscription has been acknowledged."""
+    streams = await asyncio.wait_for(client.websocket_streams.create_connection(), WAIT_S)
+    api = await asyncio.wait_for(client.websocket_api.create_connection(), WAIT_S)
+    try:
+        (await streams.user_data(listen_key)).on("message", events.append)
+        await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
+        yield api
+    finally:
+        await asyncio.wait_for(api.close_connection(close_session=True), WAIT_S)
+        await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
 
+
+async def _until_events(events: list[Any], n: int) -> None:
+    """Wait (at most WAIT_S) until ``events`` holds ``n`` messages."""
+    deadline = asyncio.get_running_loop().time() + WAIT_S
+    while len(events) < n and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def _raw_events(events: list[Any]) -> list[Any]:
+    """The user-data messages as dicts (the SDK wraps some in an ``actual_instance``)."""
+    return [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
+
+
+def test_binance_sdk_user_data_stream_reports_the_order_the_ws_api_placed(sim: VenueSim) -> None:
     client = _binance_client(sim)
     listen_key = client.rest_api.start_user_data_stream().data().listen_key
     through = round(sim.mid() * 1.02, 1)  # through the ask, inside PERCENT_PRICE (1.05 of the mark)
 
     async def body() -> tuple[list[Any], Any]:
         events: list[Any] = []
-        streams = await asyncio.wait_for(client.websocket_streams.create_connection(), WAIT_S)
-        api = await asyncio.wait_for(client.websocket_api.create_connection(), WAIT_S)
-        try:
-            (await streams.user_data(listen_key)).on("message", events.append)
-            await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
+        async with _user_data_and_api(client, listen_key, events) as api:
             reply = await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
                                                          time_in_force="IOC", quantity=0.002, price=through,
                                                          recv_window=5000), WAIT_S)
-            deadline = asyncio.get_running_loop().time() + WAIT_S
-            while len(events) < 2 and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.05)
+            await _until_events(events, 2)
             return events, reply.data()
-        finally:
-            await asyncio.wait_for(api.close_connection(close_session=True), WAIT_S)
-            await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
 
     events, reply = asyncio.run(body())
-    raw = [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
+    raw = _raw_events(events)
     updates = [e for e in raw if isinstance(e, dict) and isinstance(e.get("o"), dict)]  # ORDER_TRADE_UPDATE
     assert updates, raw
     last = updates[-1]["o"]
@@ -553,8 +565,6 @@ def test_hyperliquid_sdk_cancel_modify_schedule_cancel_leverage_and_market_close
 
 
 def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(sim: VenueSim) -> None:
-    import asyncio
-
     buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
     moved_px = round(buy_px + 100.0, 1)
     client = _binance_client(sim)
@@ -562,11 +572,7 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
 
     async def body() -> tuple[list[Any], Any, Any, Any]:
         events: list[Any] = []
-        streams = await asyncio.wait_for(client.websocket_streams.create_connection(), WAIT_S)
-        api = await asyncio.wait_for(client.websocket_api.create_connection(), WAIT_S)
-        try:
-            (await streams.user_data(listen_key)).on("message", events.append)
-            await asyncio.sleep(0.2)  # the subscription is acknowledged before the order goes out
+        async with _user_data_and_api(client, listen_key, events) as api:
             placed = (await asyncio.wait_for(api.new_order(symbol="BTCUSDT", side="BUY", type="LIMIT",
                                                            time_in_force="GTC", quantity=0.003, price=buy_px),
                                              WAIT_S)).data()
@@ -575,18 +581,13 @@ def test_binance_sdk_cancel_and_modify_over_the_ws_api_seen_on_the_user_stream(s
                                             WAIT_S)).data()
             cancelled = (await asyncio.wait_for(api.cancel_order(symbol="BTCUSDT", order_id=placed.result.order_id),
                                                 WAIT_S)).data()
-            deadline = asyncio.get_running_loop().time() + WAIT_S
-            while len(events) < 3 and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.05)
+            await _until_events(events, 3)
             return events, placed, moved, cancelled
-        finally:
-            await asyncio.wait_for(api.close_connection(close_session=True), WAIT_S)
-            await asyncio.wait_for(streams.close_connection(close_session=True), WAIT_S)
 
     events, placed, moved, cancelled = asyncio.run(body())
     assert moved.result.order_id == placed.result.order_id and float(moved.result.price) == moved_px
     assert cancelled.result.status == "CANCELED"
-    raw = [e.actual_instance.to_dict() if hasattr(e, "actual_instance") else e for e in events]
+    raw = _raw_events(events)
     kinds = [e["o"]["x"] for e in raw if isinstance(e, dict) and isinstance(e.get("o"), dict)]
     assert kinds == ["NEW", "AMENDMENT", "CANCELED"], raw
     # The REST open-orders query (signed over the query string as sent) no longer lists it.
@@ -699,8 +700,6 @@ def test_ccxt_binanceusdm_watch_ohlcv_agrees_with_fetch_ohlcv(sim: VenueSim) -> 
 
 
 def test_ccxt_binanceusdm_watch_orders_sees_the_rest_cancel(sim: VenueSim) -> None:
-    import asyncio
-
     buy_px = _resting_buy(sim)  # under the bid, inside PERCENT_PRICE (0.95 of the mark): it rests
 
     async def body() -> tuple[set[str], list[Any]]:
