@@ -42,6 +42,16 @@ _BLOCK_MS_START = 70.0  # Hyperliquid's block interval before any gap is measure
 
 
 
+def _walk(ts: list[int], p: int, lo: int, limit: int) -> int:
+    """A Binance horizon's pointer walked on: from ``p`` (at least the oldest kept, ``lo``) to the newest index whose
+    time is at or before ``limit`` (the newest mid, at now, always stops the walk)."""
+    if p < lo:
+        p = lo
+    while ts[(p + 1) & _MASK] <= limit:
+        p += 1
+    return p
+
+
 class ReferenceFeatureState:
     """FeatureState as it was before its due-time walks (commit 6c67a14): every pointer walked on every book."""
 
@@ -158,29 +168,11 @@ class ReferenceFeatureState:
                 lo = n + 1 - RING if n >= RING else 0
                 self._bn_n = n + 1
                 # each pointer walks to the newest mid at or before now - h; the newest (index n) is at now
-                p = self._p50
-                if p < lo:
-                    p = lo
-                limit = now - 50_000_000
-                while ts[(p + 1) & _MASK] <= limit:
-                    p += 1
-                self._p50 = p
+                self._p50 = p = _walk(ts, self._p50, lo, now - 50_000_000)
                 x[F_BN_RET_50] = (mid - ms[p & _MASK]) / mid * 1e4
-                p = self._p200
-                if p < lo:
-                    p = lo
-                limit = now - 200_000_000
-                while ts[(p + 1) & _MASK] <= limit:
-                    p += 1
-                self._p200 = p
+                self._p200 = p = _walk(ts, self._p200, lo, now - 200_000_000)
                 x[F_BN_RET_200] = (mid - ms[p & _MASK]) / mid * 1e4
-                p = self._p1000
-                if p < lo:
-                    p = lo
-                limit = now - 1_000_000_000
-                while ts[(p + 1) & _MASK] <= limit:
-                    p += 1
-                self._p1000 = p
+                self._p1000 = p = _walk(ts, self._p1000, lo, now - 1_000_000_000)
                 bn_ret = (mid - ms[p & _MASK]) / mid * 1e4
                 x[F_BN_RET_1000] = bn_ret
                 if depth > 0.0:
