@@ -126,16 +126,13 @@ class ReferenceFeatureState:
         # every horizon's limit); the arithmetic is unchanged, expression for expression, so the vector is too.
         venue = book[BOOK_VENUE]
         ok = (book[BOOK_FLAGS] & TRADEABLE_MASK) == TRADEABLE
+        bid, bq, ask, aq = book[BOOK_BID_PX], book[BOOK_BID_QTY], book[BOOK_ASK_PX], book[BOOK_ASK_QTY]  # if ok
         x = self.x
         if venue == _BINANCE:
             self.bn_ok = ok
             self.bn_t_recv = book[BOOK_T_RECV]
             self.bn_t_exchange = book[BOOK_T_EXCHANGE]
             if ok:
-                bid = book[BOOK_BID_PX]
-                ask = book[BOOK_ASK_PX]
-                bq = book[BOOK_BID_QTY]
-                aq = book[BOOK_ASK_QTY]
                 mid = (bid + ask) * 0.5
                 depth = bq + aq
                 # order-flow imbalance of this touch change (Cont, Kukanov & Stoikov 2014, eq. 2), decayed sum
@@ -194,10 +191,6 @@ class ReferenceFeatureState:
             tx = book[BOOK_T_EXCHANGE]
             self.hl_t_exchange = tx
             if ok:
-                bid = book[BOOK_BID_PX]
-                ask = book[BOOK_ASK_PX]
-                bq = book[BOOK_BID_QTY]
-                aq = book[BOOK_ASK_QTY]
                 hl_mid = (bid + ask) * 0.5
                 depth = bq + aq
                 self.hl_bid = bid
