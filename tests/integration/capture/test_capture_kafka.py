@@ -50,14 +50,24 @@ def _one_book_ring(sid: str, kafka: MockKafka, tmp_path: Path,
     return rings, rings.writers[f"{sid}.book.binance"], cap
 
 
+def _delivered_then_paused(w: Any, kafka: MockKafka, cap: CaptureProcess, sid: str, delivered: int,
+                           total: int) -> None:
+    """Books 0..delivered-1 published and delivered; then the broker stops answering (SIGSTOP) and books up to
+    ``total`` are published into the outage."""
+    for i in range(delivered):
+        w.publish(*book(1, i))
+    wait_counters(f"{sid}.stats.capture", lambda s: s["kafka.delivered"] == delivered, proc=cap)
+    kafka.pause()
+    for i in range(delivered, total):
+        w.publish(*book(1, i))
+
+
 def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mock_kafka: MockKafka, kafka_topic: str,
                                                  tmp_path: Path) -> None:
     rings = session_rings
     rings.create()
     sid = rings.sid
-    for i in range(500):
-        rings.writers[f"{sid}.book.binance"].publish(*book(1, i))
-        rings.writers[f"{sid}.book.hyperliquid"].publish(*book(2, i))
+    rings.publish_books(500)
     for i in range(9):
         rings.writers[f"{sid}.events.binance"].publish(*event(1, i))
     for i in range(10):
@@ -97,12 +107,7 @@ def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, own_mock_kafka:
     # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
     rings, w, cap = _one_book_ring("out", own_mock_kafka, tmp_path, "--kafka-buffer", "5000")
     try:
-        for i in range(1000):
-            w.publish(*book(1, i))
-        wait_counters("out.stats.capture", lambda s: s["kafka.delivered"] == 1000, proc=cap)
-        own_mock_kafka.pause()  # the broker stops answering
-        for i in range(1000, 4000):
-            w.publish(*book(1, i))
+        _delivered_then_paused(w, own_mock_kafka, cap, "out", 1000, 4000)
         during = wait_counters("out.stats.capture", lambda s: s["kafka.queued"] == 4000, proc=cap)
         own_mock_kafka.resume()
         after = wait_counters("out.stats.capture", lambda s: s["kafka.delivered"] == 4000, proc=cap)
@@ -124,12 +129,7 @@ def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, own_mock
     bound = 1000
     rings, w, cap = _one_book_ring("drop", own_mock_kafka, tmp_path, "--kafka-buffer", str(bound))
     try:
-        for i in range(100):
-            w.publish(*book(1, i))
-        wait_counters("drop.stats.capture", lambda s: s["kafka.delivered"] == 100, proc=cap)
-        own_mock_kafka.pause()
-        for i in range(100, 3100):
-            w.publish(*book(1, i))
+        _delivered_then_paused(w, own_mock_kafka, cap, "drop", 100, 3100)
         during = wait_counters("drop.stats.capture", lambda s: s["records.book.binance"] == 3100
                                and s["kafka.queued"] + s["kafka.dropped"] == 3100, proc=cap)
         own_mock_kafka.resume()
@@ -161,12 +161,7 @@ def test_broker_gone_at_exit_counts_undelivered_rows(shm_dir: Path, own_mock_kaf
     # this test stops the broker (SIGSTOP): it owns a cluster, the shared one serves every other test
     rings, w, cap = _one_book_ring("gone", own_mock_kafka, tmp_path, "--kafka-exit-flush", "3")
     try:
-        for i in range(200):
-            w.publish(*book(1, i))
-        wait_counters("gone.stats.capture", lambda s: s["kafka.delivered"] == 200, proc=cap)
-        own_mock_kafka.pause()
-        for i in range(200, 700):
-            w.publish(*book(1, i))
+        _delivered_then_paused(w, own_mock_kafka, cap, "gone", 200, 700)
         wait_counters("gone.stats.capture", lambda s: s["kafka.queued"] == 700, proc=cap)
         rc = cap.stop()  # the broker never comes back: capture gives up after its 10 s flush and says so
     finally:

@@ -53,9 +53,7 @@ def test_capture_to_kafka_to_clickhouse_end_to_end(session_rings: SessionRings, 
     rings = session_rings
     rings.create()
     sid = rings.sid
-    for i in range(2000):
-        rings.writers[f"{sid}.book.binance"].publish(*book(1, i))
-        rings.writers[f"{sid}.book.hyperliquid"].publish(*book(2, i))
+    rings.publish_books(2000)
     withdrawn = list(book(2, 2000))
     withdrawn[BOOK_BID_PX] = float("nan")  # an empty side, as the feeds publish it
     rings.writers[f"{sid}.book.hyperliquid"].publish(*withdrawn)
