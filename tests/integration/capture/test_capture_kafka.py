@@ -62,6 +62,15 @@ def _delivered_then_paused(w: Any, kafka: MockKafka, cap: CaptureProcess, sid: s
         w.publish(*book(1, i))
 
 
+def _after_outage(kafka: MockKafka, cap: CaptureProcess, rings: SessionRings) -> int:
+    """The broker answering again (if still paused), capture stopped (its exit status) and the rings closed."""
+    if kafka.paused:
+        kafka.resume()
+    rc = cap.stop()
+    rings.close()
+    return rc
+
+
 def test_capture_produces_keyed_jsoneachrow_rows(session_rings: SessionRings, mock_kafka: MockKafka, kafka_topic: str,
                                                  tmp_path: Path) -> None:
     rings = session_rings
@@ -112,10 +121,7 @@ def test_broker_outage_within_bound_loses_nothing(shm_dir: Path, own_mock_kafka:
         own_mock_kafka.resume()
         after = wait_counters("out.stats.capture", lambda s: s["kafka.delivered"] == 4000, proc=cap)
     finally:
-        if own_mock_kafka.paused:
-            own_mock_kafka.resume()
-        rc = cap.stop()
-        rings.close()
+        rc = _after_outage(own_mock_kafka, cap, rings)
     assert rc == 0, cap.output()
     assert during["kafka.delivered"] == 1000 and during["kafka.buffered"] == 3000 and during["kafka.dropped"] == 0
     assert after["kafka.dropped"] == 0 and after["kafka.errors"] == 0
@@ -135,10 +141,7 @@ def test_broker_outage_beyond_bound_counts_drops_exactly(shm_dir: Path, own_mock
         own_mock_kafka.resume()
         after = wait_counters("drop.stats.capture", lambda s: s["kafka.delivered"] == 100 + bound, proc=cap)
     finally:
-        if own_mock_kafka.paused:
-            own_mock_kafka.resume()
-        rc = cap.stop()
-        rings.close()
+        rc = _after_outage(own_mock_kafka, cap, rings)
     assert rc == 0, cap.output()
     assert during["kafka.buffered"] == bound and during["kafka.dropped"] == 3000 - bound
     assert after["kafka.dropped"] == 3000 - bound and after["lost.book.binance"] == 0
