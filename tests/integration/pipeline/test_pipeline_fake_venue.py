@@ -10,7 +10,6 @@ for that leg (it publishes code 1); nothing in caerus/ names it.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,22 +57,18 @@ def test_fake_venue_feed_strategy_execution(venue_sim_factory: Callable, shm_dir
         strategy = CounterBlock.attach(f"{S}.stats.strategy", timeout=30)
         fake_books: list[tuple] = []
         records: list[tuple] = []
-        deadline = time.monotonic() + 90
-        while True:
+
+        def three_results() -> bool:
             while (rec := books.read_next()) is not None:
                 fake_books.append(rec)
             while (rec := exec_reader.read_next()) is not None:
                 records.append(rec)
             # Feed and strategy refresh their counter blocks periodically: wait for those too, not only the results.
-            if (sum(1 for r in records if r[EXEC_OUTCOME] in FINAL) >= 3 and feed.get("books") > 0
-                    and strategy.get("books.binance") > 0):
-                break
-            for n, p in procs.items():
-                if not p.alive():
-                    pytest.fail(f"{n} exited early\n{logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"fewer than 3 paper results; fakevenue feed counters {feed.snapshot()}\n{logs()}")
-            time.sleep(0.1)
+            return (sum(1 for r in records if r[EXEC_OUTCOME] in FINAL) >= 3 and feed.get("books") > 0
+                    and strategy.get("books.binance") > 0)
+
+        procs.wait_for(three_results, 90,
+                       lambda: f"fewer than 3 paper results; fakevenue feed counters {feed.snapshot()}")
         counters = feed.snapshot()
         strategy_counters = strategy.snapshot()
         strategy.close()

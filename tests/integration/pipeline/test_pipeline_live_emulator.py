@@ -71,19 +71,14 @@ def test_strategy_to_live_hyperliquid_transport_on_emulator(venue_sim_factory: C
         exe = CounterBlock.attach("lv.stats.execution", timeout=30)
         reader = SwmrReader.attach("lv.exec", EXEC, timeout=30)
         records: list[tuple] = []
-        deadline = time.monotonic() + 90
-        while True:
+
+        def two_fills() -> bool:
             while (rec := reader.read_next()) is not None:
                 records.append(rec)
-            finals = [r for r in records if r[EXEC_OUTCOME] in FINAL]
-            if sum(1 for r in finals if r[EXEC_OUTCOME] == Outcome.FILLED) >= 2:
-                break
-            for n, p in procs.items():
-                if not p.alive():
-                    pytest.fail(f"{n} exited early\n{logs()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"fewer than 2 fills from the emulator; execution counters {exe.snapshot()}\n{logs()}")
-            time.sleep(0.1)
+            return sum(1 for r in records if r[EXEC_OUTCOME] == Outcome.FILLED) >= 2
+
+        procs.wait_for(two_fills, 90,
+                       lambda: f"fewer than 2 fills from the emulator; execution counters {exe.snapshot()}")
         assert procs["strategy"].stop(grace=10) == 0, logs()
         time.sleep(1.0)  # replies still in flight settle (any that do not are simply not asserted on)
         assert procs["execution"].stop(grace=15) == 0, logs()
