@@ -14,12 +14,11 @@ as the ``websockets`` server expects.
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from caerus.plugins import import_plugins
 from caerus.sim.core.config import SharedState
 
 PLUGINS_ENV = "CAERUS_SIM_PLUGINS"
@@ -53,11 +52,7 @@ def registered() -> tuple[SimProtocol, ...]:
 
 def load_plugins(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Import the modules named in ``CAERUS_SIM_PLUGINS`` (each registers its protocol)."""
-    raw = (os.environ if env is None else env).get(PLUGINS_ENV, "")
-    mods = tuple(m.strip() for m in raw.split(",") if m.strip())
-    for mod in mods:
-        try:
-            importlib.import_module(mod)
-        except ImportError as exc:
-            raise ValueError(f"{PLUGINS_ENV}: cannot import emulator protocol {mod!r}: {exc}") from None
-    return mods
+    try:
+        return import_plugins(PLUGINS_ENV, "emulator protocol", env)
+    except ImportError as exc:
+        raise ValueError(str(exc)) from None  # the emulator's app reports a bad argument as a ValueError

@@ -14,9 +14,9 @@ generic code, which takes a :class:`~caerus.venuekit.spec.VenueCatalog` (this mo
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 
+from caerus.plugins import import_plugins
 from caerus.venuekit.spec import UnknownVenue, VenueSpec
 from caerus.wire import Venue
 
@@ -106,11 +106,4 @@ def live_names() -> tuple[str, ...]:
 
 def load_plugins(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Import the modules named in ``CAERUS_VENUE_PLUGINS`` (each registers its venue); returns their names."""
-    raw = (os.environ if env is None else env).get(PLUGINS_ENV, "")
-    mods = tuple(m.strip() for m in raw.split(",") if m.strip())
-    for mod in mods:
-        try:
-            importlib.import_module(mod)
-        except ImportError as exc:
-            raise ImportError(f"{PLUGINS_ENV}: cannot import venue plugin {mod!r}: {exc}") from exc
-    return mods
+    return import_plugins(PLUGINS_ENV, "venue plugin", env)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.sim import app
+from caerus.sim import app, protocols
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -75,3 +75,10 @@ def test_list_scenarios(capsys: pytest.CaptureFixture[str]) -> None:
     assert app.run(parse("--list-scenarios")) == 0
     out = capsys.readouterr().out
     assert "tls-failure" in out and "early-close" in out
+
+
+def test_a_protocol_plugin_that_cannot_be_imported_is_a_value_error_naming_it() -> None:
+    assert protocols.load_plugins({}) == ()
+    assert protocols.load_plugins({protocols.PLUGINS_ENV: " json , "}) == ("json",)
+    with pytest.raises(ValueError, match=r"CAERUS_SIM_PLUGINS: cannot import emulator protocol 'no\.such\.module'"):
+        protocols.load_plugins({protocols.PLUGINS_ENV: "json,no.such.module"})
