@@ -281,12 +281,9 @@ def _markdown(s: Session, cav: list[str], chart_files: dict[str, tuple[str, byte
     if rss_rows:
         md.append("## Memory (RSS)\n")
         md.append(tables.markdown_table(tables.RSS_HEADERS, rss_rows))
-    md.append("## Counts\n")
-    md.append(tables.markdown_table(["count", "value"], tables.count_rows(s.summary)))
-    crow = tables.counter_rows(s.summary)
-    if crow:
-        md.append("### Counters by process\n")
-        md.append(tables.markdown_table(["process", "counter", "value"], crow))
+    for level, title, headers, rows in tables.count_tables(s.summary):
+        md.append(f"{'#' * level} {title}\n")
+        md.append(tables.markdown_table(headers, rows))
     md.append("## Environment\n")
     md.append(tables.markdown_table(["", ""], tables.env_rows(s.env)))
     return "\n".join(md)
@@ -341,12 +338,9 @@ def _html(s: Session, cav: list[str], chart_files: dict[str, tuple[str, bytes]])
     rss_rows = tables.rss_rows(s.summary)
     if rss_rows:
         parts += ["<h2>Memory (RSS)</h2>", tables.html_table(tables.RSS_HEADERS, rss_rows)]
-    parts.append("<h2>Counts</h2>")
-    parts.append(tables.html_table(["count", "value"], tables.count_rows(s.summary)))
-    crow = tables.counter_rows(s.summary)
-    if crow:
-        parts.append("<h3>Counters by process</h3>")
-        parts.append(tables.html_table(["process", "counter", "value"], crow))
+    for level, title, headers, rows in tables.count_tables(s.summary):
+        parts.append(f"<h{level}>{title}</h{level}>")
+        parts.append(tables.html_table(headers, rows))
     parts.append("<h2>Environment</h2>")
     parts.append(tables.html_table(["", ""], tables.env_rows(s.env), "kv"))
     return _page(f"Caerus session {s.name}", "".join(parts))

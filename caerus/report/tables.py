@@ -217,6 +217,16 @@ def counter_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def count_tables(summary: dict[str, Any]) -> list[tuple[int, str, list[str], list[list[str]]]]:
+    """The report's count tables, as both renderers lay them out: (heading level, title, headers, rows); the
+    counters by process only when there are any."""
+    out = [(2, "Counts", ["count", "value"], count_rows(summary))]
+    crow = counter_rows(summary)
+    if crow:
+        out.append((3, "Counters by process", ["process", "counter", "value"], crow))
+    return out
+
+
 INSTRUMENT_HEADERS = ["instrument", "Binance books", "Hyperliquid books", "rejects", "silent",
                       "untradeable s (worst venue)", "strategy books", "fires", "guarded", "position", "paper fills",
                       "paper PnL", "venue position", "tick-to-decision p50", "tick-to-decision p99",
