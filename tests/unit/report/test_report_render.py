@@ -47,6 +47,9 @@ def test_report_contains_every_metric_and_caveats(two_sessions: tuple[Path, Path
     assert "Not measured in this session: " in md and "stack (the Binance feed read with websockets' asyncio" in md
     assert "No kernel receive stamps (t_wire) this session" in md
     assert "feed-hyperliquid" in page and 'class="died"' in page
+    # the count tables, the same in both pages
+    assert "## Counts\n" in md and "<h2>Counts</h2>" in page
+    assert "### Counters by process\n" in md and "<h3>Counters by process</h3>" in page
     # self-contained: every image inline, nothing fetched
     srcs = re.findall(r'src="([^"]+)"', page)
     assert srcs and all(s.startswith("data:image/png;base64,") for s in srcs)
