@@ -17,6 +17,7 @@ from typing import Any
 from caerus.instruments import FILE_NAME, Instrument, InstrumentError, InstrumentSet, SymbolRequest, save
 from caerus.net.rest import RestError
 from caerus.net.ws import client_ssl_context
+from caerus.venuekit.listing import ListingError
 from caerus.venues.binance import listing as binance_listing
 from caerus.venues.hyperliquid import listing as hl_listing
 
@@ -29,7 +30,7 @@ def join(requests: tuple[SymbolRequest, ...], exchange_info: Any, meta: Any) -> 
     try:
         bn = binance_listing.parse_exchange_info(exchange_info)
         hl = hl_listing.parse_meta(meta)
-    except (binance_listing.ListingError, hl_listing.ListingError) as exc:
+    except ListingError as exc:
         raise InstrumentError(f"venue listing unusable: {exc}") from None
     missing = []
     for req in requests:

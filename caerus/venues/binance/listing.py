@@ -13,15 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from caerus.net.rest import request_json, rest_base_for
+from caerus.venuekit.listing import ListingError
 from caerus.venues.binance.data import DEFAULT_BASE_URL, TESTNET_BASE_URL
 
 REST_BASE_URL = "https://fapi.binance.com"
 TESTNET_REST_BASE_URL = "https://testnet.binancefuture.com"
 EXCHANGE_INFO_PATH = "/fapi/v1/exchangeInfo"
-
-
-class ListingError(ValueError):
-    """exchangeInfo is not what the venue documents; the message names the symbol and field."""
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from caerus.net.rest import request_json, rest_base_for
+from caerus.venuekit.listing import ListingError
 from caerus.venues.hyperliquid.data import DEFAULT_BASE_URL, TESTNET_BASE_URL
 
 REST_BASE_URL = "https://api.hyperliquid.xyz"
 TESTNET_REST_BASE_URL = "https://api.hyperliquid-testnet.xyz"
 INFO_PATH = "/info"
-
-
-class ListingError(ValueError):
-    """meta is not what the venue documents; the message names the coin and field."""
 
 
 @dataclass(frozen=True)
