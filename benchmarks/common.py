@@ -17,7 +17,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,19 @@ def time_each(handle: Callable[[Any], object], items: list[Any]) -> np.ndarray:
         handle(item)
         out[i] = pc() - t0
     return out
+
+
+def measure_rounds(rounds: int, names: Sequence[str],
+                   measure: Callable[[str], np.ndarray]) -> dict[str, dict[str, float]]:
+    """Each contender's summary over ``rounds`` rounds of ``measure(name)`` (its samples, ns). A round 0 warms up
+    first and is dropped; the contenders' order is reversed every other round, so none always runs first."""
+    samples: dict[str, list[np.ndarray]] = {}
+    for rnd in range(rounds + 1):
+        for name in (names if rnd % 2 else names[::-1]):
+            t = measure(name)
+            if rnd:
+                samples.setdefault(name, []).append(t)
+    return {name: summarize(np.concatenate(samples[name])) for name in names}
 
 
 def add_common_args(parser: argparse.ArgumentParser) -> None:

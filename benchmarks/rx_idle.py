@@ -31,7 +31,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import emit, parse_sized, summarize
+from benchmarks.common import emit, measure_rounds, parse_sized
 from benchmarks.feed_parse import make_frames
 from benchmarks.rx_path import OpenSession, round_session, tcp_pair
 
@@ -89,7 +89,6 @@ def main(argv: list[str] | None = None) -> int:
     names = contenders(gaps_us)
     ca = trustme.CA()
     loop = asyncio.new_event_loop()
-    samples: dict[str, list[np.ndarray]] = {}
     shadow: Shadow | None = None
     try:
         with contextlib.ExitStack() as stack:
@@ -101,18 +100,16 @@ def main(argv: list[str] | None = None) -> int:
             poll.register(reader.fileno(), select.EPOLLIN)
             gc.collect()
             gc.freeze()
-            for rnd in range(rounds + 1):  # round 0 warms up and is dropped
-                for name in (names if rnd % 2 else names[::-1]):
-                    gap_us = 0 if name == BACK_TO_BACK else int(name.split(" ", 1)[0])
-                    idle = idle_gap(gap_us * 1000, shadow if name.endswith("warm") else None, poll) if gap_us \
-                        else None
-                    t = round_session(op, sender, frames, payloads[:n], idle)
-                    if rnd:
-                        samples.setdefault(name, []).append(t)
+
+            def measure(name: str) -> np.ndarray:
+                gap_us = 0 if name == BACK_TO_BACK else int(name.split(" ", 1)[0])
+                idle = idle_gap(gap_us * 1000, shadow if name.endswith("warm") else None, poll) if gap_us else None
+                return round_session(op, sender, frames, payloads[:n], idle)
+
+            metrics = measure_rounds(rounds, names, measure)
     finally:
         gc.unfreeze()
         loop.close()
-    metrics = {name: summarize(np.concatenate(samples[name])) for name in names}
     ratios = {f"{g} us idle warm/cold (p50)":
               metrics[f"{g} us idle, warm"]["p50"] / metrics[f"{g} us idle, cold"]["p50"] for g in gaps_us}
     ratios.update({f"{g} us idle cold/back to back (p50)":

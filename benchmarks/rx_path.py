@@ -32,7 +32,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import emit, parse_sized, summarize
+from benchmarks.common import emit, measure_rounds, parse_sized
 from benchmarks.feed_parse import make_frames
 from benchmarks.tls_read import TlsPair
 from benchmarks.ws_parse import MAX_SIZE, open_protocol
@@ -144,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
     frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in payloads]
     ca = trustme.CA()
     loop = asyncio.new_event_loop()
-    samples: dict[str, list[np.ndarray]] = {}
     try:
         with contextlib.ExitStack() as stack:
             pairs = {name: stack.enter_context(tcp_pair(stamped=name != "recv_into")) for name in CONTENDERS}
@@ -154,20 +153,17 @@ def main(argv: list[str] | None = None) -> int:
             records = TlsPair(ca).records(frames)
             gc.collect()
             gc.freeze()
-            for rnd in range(rounds + 1):  # round 0 warms up and is dropped
-                order = CONTENDERS if rnd % 2 else CONTENDERS[::-1]
-                for name in order:
-                    sender = pairs[name][1]
-                    if name == "busy client":
-                        t = round_session(session, sender, frames, payloads)
-                    else:
-                        t = _round_reads(reads[name], sender, records)
-                    if rnd:
-                        samples.setdefault(name, []).append(t)
+
+            def measure(name: str) -> np.ndarray:
+                sender = pairs[name][1]
+                if name == "busy client":
+                    return round_session(session, sender, frames, payloads)
+                return _round_reads(reads[name], sender, records)
+
+            metrics = measure_rounds(rounds, CONTENDERS, measure)
     finally:
         gc.unfreeze()
         loop.close()
-    metrics = {name: summarize(np.concatenate(samples[name])) for name in CONTENDERS}
     p50 = {name: m["p50"] for name, m in metrics.items()}
     ratios = {
         "recvmsg_into/recv_into (p50)": p50["recvmsg_into"] / p50["recv_into"],

@@ -32,7 +32,7 @@ import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import emit, parse_sized, summarize
+from benchmarks.common import emit, measure_rounds, parse_sized
 from benchmarks.feed_parse import make_frames
 from caerus.net.busy import READ_SIZE
 
@@ -135,21 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     ca = trustme.CA()
     pairs = {name: TlsPair(ca) for name in names}
     contenders = _contenders(pairs)
-    samples: dict[str, list[np.ndarray]] = {}
     gc.collect()
     gc.freeze()
-    for rnd in range(rounds + 1):  # round 0 warms up and is dropped
-        order = names if rnd % 2 else names[::-1]
-        for name in order:
-            records = pairs[name].records(frames)
-            if mallopt is not None and name in THRESHOLDS:
-                mallopt(M_MMAP_THRESHOLD, THRESHOLDS[name])
-            t = _timed(contenders[name], records, frames)
-            if rnd:
-                samples.setdefault(name, []).append(t)
+
+    def measure(name: str) -> np.ndarray:
+        records = pairs[name].records(frames)
+        if mallopt is not None and name in THRESHOLDS:
+            mallopt(M_MMAP_THRESHOLD, THRESHOLDS[name])
+        return _timed(contenders[name], records, frames)
+
+    metrics = measure_rounds(rounds, names, measure)
     if mallopt is not None:
         mallopt(M_MMAP_THRESHOLD, THRESHOLDS["alloc heap"])
-    metrics = {name: summarize(np.concatenate(samples[name])) for name in names}
     ratios = {f"{name}/buffer (p50)": metrics[name]["p50"] / metrics["buffer"]["p50"] for name in names[1:]}
     emit("tls_read", metrics, ratios=ratios, quick=args.quick, json_path=args.json,
          extra={"records_per_round": n, "rounds": rounds, "read_size": READ_SIZE,
