@@ -39,6 +39,22 @@ def time_each(handle: Callable[[Any], object], items: list[Any]) -> np.ndarray:
     return out
 
 
+def time_reads(read: Callable[[bytes, list[bytes]], None], wire: list[bytes],
+               after: Callable[[int, list[bytes]], None] | None = None) -> tuple[np.ndarray, list[bytes]]:
+    """ns per call of ``read(chunk, got)`` (a reader appending what it parsed to ``got``), one sample per chunk in
+    order, and what it parsed; ``after(i, got)`` runs untimed after each read (a check, or dropping what was read)."""
+    pc = time.perf_counter_ns
+    out = np.empty(len(wire), dtype=np.int64)
+    got: list[bytes] = []
+    for i, chunk in enumerate(wire):
+        t0 = pc()
+        read(chunk, got)
+        out[i] = pc() - t0
+        if after is not None:
+            after(i, got)
+    return out, got
+
+
 def measure_rounds(rounds: int, names: Sequence[str],
                    measure: Callable[[str], np.ndarray]) -> dict[str, dict[str, float]]:
     """Each contender's summary over ``rounds`` rounds of ``measure(name)`` (its samples, ns). A round 0 warms up

@@ -25,14 +25,13 @@ from __future__ import annotations
 import ctypes
 import gc
 import ssl
-import time
 from collections.abc import Callable
 
 import numpy as np
 import trustme
 from websockets.frames import Frame, Opcode
 
-from benchmarks.common import emit, measure_rounds, parse_sized
+from benchmarks.common import emit, measure_rounds, parse_sized, time_reads
 from benchmarks.feed_parse import make_frames
 from caerus.net.busy import READ_SIZE
 
@@ -114,16 +113,12 @@ def _mallopt() -> Callable[[int, int], int] | None:
 def _timed(read: Callable[[bytes, list[bytes]], None], records: list[bytes], sent: list[bytes]) -> np.ndarray:
     """ns per record; each plaintext is checked against what was sent (untimed), then dropped, as the client
     drops it once split (kept, every ``alloc`` block would stay mapped and skew the reads after it)."""
-    pc = time.perf_counter_ns
-    out = np.empty(len(records), dtype=np.int64)
-    got: list[bytes] = []
-    for i, record in enumerate(records):
-        t0 = pc()
-        read(record, got)
-        out[i] = pc() - t0
+
+    def check_and_drop(i: int, got: list[bytes]) -> None:
         if got.pop() != sent[i]:
             raise SystemExit(f"tls_read: record {i} decrypted to other bytes than were sent")
-    return out
+
+    return time_reads(read, records, check_and_drop)[0]
 
 
 def main(argv: list[str] | None = None) -> int:

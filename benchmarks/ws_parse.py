@@ -15,7 +15,6 @@ perf_counter_ns around each read, so ~50-100 ns of timer overhead is in both.
 from __future__ import annotations
 
 import gc
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +24,7 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.uri import parse_uri
 
-from benchmarks.common import emit, parse_sized, summarize
+from benchmarks.common import emit, parse_sized, summarize, time_reads
 from benchmarks.feed_parse import make_frames
 from caerus.net.wsframes import FrameSplitter
 
@@ -39,17 +38,6 @@ def open_protocol() -> ClientProtocol:
     proto.parser = proto.parse()
     next(proto.parser)
     return proto
-
-
-def _timed(read: Callable[[bytes, list[bytes]], None], wire: list[bytes]) -> tuple[np.ndarray, list[bytes]]:
-    pc = time.perf_counter_ns
-    out = np.empty(len(wire), dtype=np.int64)
-    got: list[bytes] = []
-    for i, frame in enumerate(wire):
-        t0 = pc()
-        read(frame, got)
-        out[i] = pc() - t0
-    return out, got
 
 
 def _contenders() -> dict[str, Callable[[bytes, list[bytes]], None]]:
@@ -82,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     for rnd in range(rounds + 1):  # round 0 warms up and is dropped
         for kind, frames in wire.items():
             for name, read in _contenders().items():
-                t, got = _timed(read, frames)
+                t, got = time_reads(read, frames)
                 if got != kinds[kind]:
                     raise SystemExit(f"ws_parse: {name} gave other payloads than were sent ({kind}, round {rnd})")
                 if rnd:
