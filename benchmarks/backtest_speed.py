@@ -31,7 +31,6 @@ hftbacktest's faster backtester in books/s (issue 49).
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import json
 import os
@@ -48,7 +47,7 @@ from typing import IO, Any
 import numpy as np
 
 from benchmarks import peers_venv, protocol
-from benchmarks.common import add_common_args, at_least, emit
+from benchmarks.common import at_least, benchmark_parser, emit
 from caerus.research.backtest import engine, sources
 from caerus.research.backtest.events import BookEvents
 from caerus.research.backtest.fills import FillRules
@@ -199,8 +198,7 @@ def contenders(ev: BookEvents, spec: engine.RunSpec, peer: PeerWorker | None) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seconds", type=float, default=1800.0, help="market time to generate (default 30 min)")
     p.add_argument("--market", default="fixed-lag", help="market preset or TOML (default fixed-lag: the market the "
                    "documented numbers and the hftbacktest agreement were measured on; 'default': the stochastic)")

@@ -18,7 +18,6 @@ Three parts, one run:
 
 from __future__ import annotations
 
-import argparse
 import gc
 import multiprocessing as mp
 import os
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_common_args, at_least, at_most, emit, raise_priority, summarize
+from benchmarks.common import at_least, at_most, benchmark_parser, emit, raise_priority, summarize
 from caerus import wire
 from caerus.plan import available_cpus, pin_current_process
 from caerus.records.book import BOOK_SEQ, BOOK_T_RECV
@@ -278,8 +277,7 @@ def bench_hot_path(phases: int, phase_s: float, gap_us: float, work: Path) -> tu
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--rows", type=int, help="records for the throughput parts (default 1M, quick 200k)")
     parser.add_argument("--phases", type=int, help="alternating capture off/on phases (default 40, quick 16)")
     parser.add_argument("--phase-s", type=float, default=1.0, help="seconds per phase")

@@ -68,6 +68,13 @@ def measure_rounds(rounds: int, names: Sequence[str],
     return {name: summarize(np.concatenate(samples[name])) for name in names}
 
 
+def benchmark_parser(doc: str) -> argparse.ArgumentParser:
+    """A benchmark's command line, described by its docstring's first line, with the common options."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_common_args(parser)
+    return parser
+
+
 def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="short run (seconds), for CI and smoke checks")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
@@ -78,8 +85,7 @@ def parse_sized(argv: list[str] | None, doc: str, flag: str, what: str, quick: i
                 full: int) -> tuple[argparse.Namespace, int]:
     """A benchmark's command line: the common options and ``--<flag> N`` (how many ``what``; default ``quick``
     under --quick, else ``full``). Returns the arguments and that count."""
-    p = argparse.ArgumentParser(description=doc.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(doc)
     p.add_argument(f"--{flag}", type=int, help=what)
     args = p.parse_args(argv)
     return args, getattr(args, flag.replace("-", "_")) or (quick if args.quick else full)

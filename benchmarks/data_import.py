@@ -26,14 +26,13 @@ core. The goal (>= 1M frames/s for ``import``) is reported met or missed with th
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import add_common_args, at_least, emit
+from benchmarks.common import at_least, benchmark_parser, emit
 from caerus.data.imports import ImportOptions, compressed, run_import
 from caerus.data.imports.formats import ReadOptions
 from caerus.data.imports.worker import read_file
@@ -121,8 +120,7 @@ def whole_import(files: list[Path], tmp: Path, jobs: int, k: int, cost: dict[str
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--data", type=Path, help="folder of hftbacktest-format captures (default: ../shared/data/real)")
     p.add_argument("--copies", type=int, default=0, help="copies of each file (default 4, quick 3)")
     p.add_argument("--rounds", type=int, default=0, help="rounds (default 3, quick 1)")

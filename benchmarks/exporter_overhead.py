@@ -13,7 +13,6 @@ added per message.
 
 from __future__ import annotations
 
-import argparse
 import socket
 import tempfile
 import threading
@@ -21,7 +20,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from benchmarks.common import add_common_args, at_most, emit, run_session, summarize_histogram
+from benchmarks.common import at_most, benchmark_parser, emit, run_session, summarize_histogram
 
 ARMS = ("off", "on")
 STRATEGY_TOML = 'mode = "bench"\norder_qty = 0.001\nmax_position = 0.002\n'
@@ -58,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from caerus.metrics import hdr
     from caerus.metrics.summary import load_metrics
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seconds", type=float, help="length of each session")
     p.add_argument("--rounds", type=int, help="ABBA rounds (each: off, on, on, off)")
     args = p.parse_args(argv)

@@ -17,7 +17,6 @@ not change which way it splits.)
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing as mp
 import os
 import shutil
@@ -26,7 +25,7 @@ import threading
 import time
 import uuid
 
-from benchmarks.common import add_common_args, emit
+from benchmarks.common import benchmark_parser, emit
 
 INSTRUMENTS = 64
 
@@ -79,8 +78,7 @@ def _proc_main(tag: str, symbols: list[str], per_symbol: int, start: object, q: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="threads / processes (2)")
     args = p.parse_args(argv)
     per_symbol = 300 if args.quick else 1500

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_common_args, at_most, emit, summarize
+from benchmarks.common import at_most, benchmark_parser, emit, summarize
 from caerus.plan import available_cpus
 from caerus.runtime.children import stop_child
 
@@ -254,8 +254,7 @@ def one_round(client: str, policy: str, server: WireServer, n: int) -> Round:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--messages", type=int, help="measured messages per client and policy per round")
     p.add_argument("--rounds", type=int, help="interleaved rounds")
     p.add_argument("--interval-us", type=int, default=1000, help="server's pause between messages")

@@ -15,11 +15,10 @@ rehearsals themselves). Ratios: unwarmed / warmed p50 (above 1: the warming pays
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_common_args, emit, run_session, summarize_histogram
+from benchmarks.common import benchmark_parser, emit, run_session, summarize_histogram
 
 TAGS = {
     "tick_to_decision_warmed": "tick_to_decision warmed",
@@ -43,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from caerus.metrics import hdr
     from caerus.metrics.summary import load_metrics
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seconds", type=float, help="length of each session")
     p.add_argument("--rounds", type=int, help="sessions")
     p.add_argument("--every-ms", type=float, default=100.0, help="shadow_every_ms (default 100)")

@@ -17,7 +17,6 @@ a noisy shared machine.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import multiprocessing as mp
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_common_args, at_least, at_most, emit, raise_priority, summarize
+from benchmarks.common import at_least, at_most, benchmark_parser, emit, raise_priority, summarize
 from caerus import wire
 from caerus.plan import available_cpus, pin_current_process
 from caerus.records.book import BOOK_T_RECV
@@ -193,8 +192,7 @@ def _faster_fifo() -> tuple[Callable, Callable]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--samples", type=int, help="hops per transport (default 50000, quick 10000)")
     parser.add_argument("--gap-us", type=float, default=300.0, help="pacing between messages")
     parser.add_argument("--burst-gap-us", type=float, default=20.0, help="pacing of the rings' burst runs")

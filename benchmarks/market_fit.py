@@ -36,7 +36,6 @@ Prints markdown tables (``--markdown PATH`` writes them too: docs/emulator.md ke
 
 from __future__ import annotations
 
-import argparse
 import math
 import tempfile
 import time
@@ -46,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import benchmark_parser, emit, summarize
 from caerus import instruments as instruments_mod
 from caerus.research import fit_stats as fs
 from caerus.sim.core import offline
@@ -229,8 +228,7 @@ def parse_markets(specs: Sequence[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seeds", type=int, default=0, help="model seeds pooled (default 3, quick 1)")
     p.add_argument("--market", action="append", default=[], metavar="NAME=FILE|PRESET",
                    help="a model column (default: default=default); repeat for several")

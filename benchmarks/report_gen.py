@@ -10,13 +10,12 @@ self-contained HTML, index. In-run reference: decoding + merging the same .hlog 
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import add_common_args, at_most, emit, summarize
+from benchmarks.common import at_most, benchmark_parser, emit, summarize
 from caerus.metrics.summary import load_metrics
 from caerus.report.render import render_sessions
 from caerus.session.synthetic import make_session
@@ -25,8 +24,7 @@ GOAL_S = 30.0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--intervals", type=int, help="interval histograms per metric (default 3600; quick 300)")
     parser.add_argument("--per-interval", type=int, help="samples per interval (default 2800; quick 2000)")
     parser.add_argument("--repeat", type=int, help="timed renders (default 1; quick 2)")

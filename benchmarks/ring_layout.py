@@ -15,12 +15,11 @@ records spread over the instruments. Ratios are against N = 1 of the same layout
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 import time
 
-from benchmarks.common import add_common_args, emit, summarize
+from benchmarks.common import benchmark_parser, emit, summarize
 
 COUNTS = (1, 4, 16, 64)
 
@@ -72,8 +71,7 @@ def _measure(n: int, layout: str, passes: int, bursts: int, burst: int) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--burst", type=int, default=64, help="records per burst, spread over the instruments")
     args = p.parse_args(argv)
     passes, bursts = (20_000, 500) if args.quick else (100_000, 2_000)

@@ -26,13 +26,12 @@ costs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Goal, add_common_args, at_most, emit, run_session, summarize_histogram
+from benchmarks.common import Goal, at_most, benchmark_parser, emit, run_session, summarize_histogram
 from caerus.plan import feed_venue
 
 COUNTS = (1, 4, 16, 64)
@@ -89,8 +88,7 @@ def measure(session: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seconds", type=float, help="length of each session (default 20, quick 8)")
     p.add_argument("--rate", type=float, default=20.0,
                    help="Binance bookTicker messages per second per instrument (default 20: 1280/s at N = 64)")

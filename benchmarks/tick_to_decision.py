@@ -24,7 +24,6 @@ strategy + execution share the other with the hybrid wait policy.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import multiprocessing as mp
 import os
@@ -39,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_common_args, at_least, at_most, emit, summarize
+from benchmarks.common import at_least, at_most, benchmark_parser, emit, summarize
 from caerus.execution.config import ExecutionConfig
 from caerus.plan import format_cpu_list, plan_fleet
 from caerus.records.book import BOOK_SEQ, BOOK_T_PUBLISH, BOOK_T_RECV, BOOK_VENUE
@@ -365,8 +364,7 @@ def run_queue(n: int, feed_cpus: tuple[int, ...], hot_cpus: tuple[int, ...]) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(parser)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--books", type=int, help="Binance books per pipeline and round (default 2000 quick, "
                         "10000 full)")
     parser.add_argument("--rounds", type=int, help="alternating ring/queue rounds (default 2 quick, 4 full): both "

@@ -28,12 +28,11 @@ send -> callback for both clients directly.
 
 from __future__ import annotations
 
-import argparse
 import json
 import tempfile
 from pathlib import Path
 
-from benchmarks.common import add_common_args, at_most, emit, run_session, summarize_histogram
+from benchmarks.common import at_most, benchmark_parser, emit, run_session, summarize_histogram
 from caerus.plan import FEED_WARM_EVERY_US
 
 CLIENTS = ("asyncio", "busy")
@@ -70,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from caerus.metrics.summary import load_metrics
     from caerus.session.local import EMULATOR_YIELD
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--seconds", type=float, help="length of each session")
     p.add_argument("--rounds", type=int, help="sessions per client (interleaved)")
     p.add_argument("--transport", choices=("emulator", "paper", "null"), default="emulator",

@@ -38,10 +38,9 @@ def _in_peers_venv() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.common import add_common_args
+    from benchmarks.common import benchmark_parser
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_common_args(p)
+    p = benchmark_parser(__doc__)
     p.add_argument("--frames", type=Path, help="a recorded frames file to read instead of recording a fresh one")
     p.add_argument("--docs", type=Path, default=ROOT / "docs" / "peers.md", help="Markdown page to rewrite")
     p.add_argument("--no-docs", action="store_true", help="do not rewrite the docs page")
