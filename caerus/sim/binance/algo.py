@@ -34,6 +34,7 @@ from caerus.sim.binance.orders import (
     TIME_IN_FORCE,
     check_size_and_price,
     gtd_refusal,
+    looked_up,
     open_order,
     price_text,
     symbol_and_side,
@@ -213,13 +214,7 @@ def cancel(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
 
 def query(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``GET /fapi/v1/algoOrder``: the algo order as it now stands (-2013 when unknown)."""
-    bad = binance_user_data_error(msg, now_ms)
-    if bad is not None:
-        return bad
-    algo, bad = find(msg)
-    if algo is None:
-        return bad  # type: ignore[return-value]
-    return {"id": msg.get("id"), "status": 200, "result": view(algo)}
+    return looked_up(msg, now_ms, find, view)
 
 
 def listing(symbol: str | None, open_only: bool) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ their time (:func:`on_book`, :func:`expire_due` on the emulator's clock). State:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -145,6 +146,19 @@ def price_text(value: float, spec: dict[str, Any]) -> str:
 CONDITIONAL_TYPES = ("STOP", "STOP_MARKET", "TAKE_PROFIT", "TAKE_PROFIT_MARKET", "TRAILING_STOP_MARKET")
 TIME_IN_FORCE = ("GTC", "IOC", "FOK", "GTX", "GTD")
 GTD_MAX_MS = 253_402_300_799_000  # the latest goodTillDate the venue takes
+
+
+def looked_up(msg: dict[str, Any], now_ms: int, find: Callable[[dict[str, Any]], tuple[Any, Any]],
+              view: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+    """A signed USER_DATA query answered with ``view`` of what ``find(msg)`` names: the USER_DATA checks' refusal,
+    else find's (an unknown order: -2013), else 200 with the view."""
+    bad = binance_user_data_error(msg, now_ms)
+    if bad is not None:
+        return bad
+    found, bad = find(msg)
+    if found is None:
+        return bad
+    return {"id": msg.get("id"), "status": 200, "result": view(found)}
 
 
 def symbol_and_side(req_id: Any, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -422,13 +436,7 @@ def _binance_position(symbol: str, spec: dict[str, Any], now_ms: int) -> dict[st
 def order_status(msg: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """``order.status`` (USER_DATA, signed): the order as it now stands, by ``orderId`` or ``origClientOrderId``;
     -2013 when this desk never took it."""
-    bad = binance_user_data_error(msg, now_ms)
-    if bad is not None:
-        return bad
-    result, bad = find_order(msg)
-    if result is None:
-        return bad  # type: ignore[return-value]
-    return {"id": msg.get("id"), "status": 200, "result": {**result, "time": result["updateTime"]}}
+    return looked_up(msg, now_ms, find_order, lambda result: {**result, "time": result["updateTime"]})
 
 
 def binance_account(now_ms: int) -> dict[str, Any]:
