@@ -48,7 +48,7 @@ from caerus.sim.binance.rest import BinanceRest
 from caerus.sim.core import catalogue, frames
 from caerus.sim.core.config import SharedState
 from caerus.sim.core.desk import DESK, drain_events
-from caerus.sim.core.http import HttpReply, HttpRequest
+from caerus.sim.core.http import HttpRequest, VenueServer
 from caerus.sim.core.hub import Subscriber, spawn
 from caerus.sim.core.order_entry import binance_order_reply, binance_session, is_order_place
 
@@ -130,20 +130,13 @@ class _StreamConn:
     subscribed: dict[str, str | None] = field(default_factory=dict)
 
 
-class BinanceServer:
+class BinanceServer(VenueServer):
     venue = "binance"
 
     def __init__(self, state: SharedState) -> None:
-        self.state = state
-        self.counters = state.counters[self.venue]
-        self.rest = BinanceRest(lambda: state.market)
+        super().__init__(state, BinanceRest(lambda: state.market))
         self.emulated = frozenset(i.binance_symbol.lower() for i in state.config.market.instruments()
                                   if i.binance_symbol is not None)
-
-    def http(self, request: HttpRequest) -> HttpReply:
-        """A plain HTTP request on this port (REST)."""
-        self.counters.http_requests += 1
-        return self.rest(request)
 
     # -- handshake -------------------------------------------------------------------------------------------
     def process_request(self, conn: ServerConnection, request: Request) -> Response | None:
@@ -155,15 +148,7 @@ class BinanceServer:
         if parsed is not None and len(set(parsed[2])) > self.state.config.binance_max_streams:
             self.counters.rejected += 1
             return conn.respond(400, _too_many_streams(self.state.config.binance_max_streams) + "\n")
-        scenario = self.state.config.scenario
-        if path != ORDER_PATH and scenario.name in ("http-429", "http-503") and self.state.budget.claim(self.venue):
-            self.counters.rejected += 1
-            status = 429 if scenario.name == "http-429" else 503
-            log.info("binance handshake rejected with HTTP %d (scenario)", status)
-            resp = conn.respond(status, "Too Many Requests\n" if status == 429 else "Service Unavailable\n")
-            resp.headers["Retry-After"] = "1"
-            return resp
-        return None
+        return None if path == ORDER_PATH else self.scenario_refusal(conn)
 
     def _refusal(self, route: str, stream: str) -> str | None:
         """Why a subscription is refused, or None when it is served (or acknowledged and silent, as the venue

@@ -20,10 +20,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import ServerConnection
+
+if TYPE_CHECKING:
+    from websockets.http11 import Response
+
+    from caerus.sim.core.config import SharedState
 
 log = logging.getLogger("caerus.sim")
 
@@ -75,6 +80,36 @@ class HttpReply:
 
 #: a venue's REST surface: one request in, one reply out (pure; no I/O)
 HttpHandler = Callable[[HttpRequest], HttpReply]
+
+
+class VenueServer:
+    """What each emulated venue's server shares: the emulator's state, the venue's counters and its REST surface,
+    which answers the plain HTTP requests on the venue's port (each counted)."""
+
+    venue: str
+
+    def __init__(self, state: SharedState, rest: HttpHandler) -> None:
+        self.state = state
+        self.counters = state.counters[self.venue]
+        self.rest = rest
+
+    def http(self, request: HttpRequest) -> HttpReply:
+        """A plain HTTP request on this port (REST)."""
+        self.counters.http_requests += 1
+        return self.rest(request)
+
+    def scenario_refusal(self, conn: ServerConnection) -> Response | None:
+        """The ``http-429`` / ``http-503`` scenarios' answer to a WebSocket handshake while their fault budget lasts
+        (counted as rejected, with ``Retry-After: 1``); None otherwise."""
+        scenario = self.state.config.scenario
+        if scenario.name not in ("http-429", "http-503") or not self.state.budget.claim(self.venue):
+            return None
+        self.counters.rejected += 1
+        status = 429 if scenario.name == "http-429" else 503
+        log.info("%s handshake rejected with HTTP %d (scenario)", self.venue, status)
+        resp = conn.respond(status, "Too Many Requests\n" if status == 429 else "Service Unavailable\n")
+        resp.headers["Retry-After"] = "1"
+        return resp
 
 
 def _error(status: int, text: str) -> HttpReply:

@@ -43,7 +43,7 @@ from websockets.protocol import State
 from caerus.sim.core import catalogue, frames
 from caerus.sim.core.config import SharedState
 from caerus.sim.core.desk import DESK, drain_events
-from caerus.sim.core.http import HttpReply, HttpRequest
+from caerus.sim.core.http import HttpReply, HttpRequest, VenueServer
 from caerus.sim.core.hub import Subscriber, spawn
 from caerus.sim.core.instrument_feeds import candle_topic
 from caerus.sim.core.order_entry import hyperliquid_post_reply
@@ -109,13 +109,11 @@ def _client_ip(conn: ServerConnection) -> str:
     return str(addr[0]) if addr else "?"
 
 
-class HyperliquidServer:
+class HyperliquidServer(VenueServer):
     venue = "hyperliquid"
 
     def __init__(self, state: SharedState) -> None:
-        self.state = state
-        self.counters = state.counters[self.venue]
-        self.rest = HyperliquidRest(lambda: state.market)
+        super().__init__(state, HyperliquidRest(lambda: state.market))
         self.coins = frozenset(i.name for i in state.config.market.instruments() if i.hl_asset is not None)
         self._ip_conns: dict[str, set[ServerConnection]] = collections.defaultdict(set)  # handshakes let in
         self._ip_subs: collections.Counter[str] = collections.Counter()  # subscriptions held per client IP
@@ -136,9 +134,9 @@ class HyperliquidServer:
         return sum(len(live) for live in self._ip_conns.values())
 
     def http(self, request: HttpRequest) -> HttpReply:
-        """A plain HTTP request on this port (``POST /info``, ``POST /exchange``)."""
-        self.counters.http_requests += 1
-        reply = self.rest(request)
+        """A plain HTTP request on this port (``POST /info``, ``POST /exchange``), then the account events it
+        queued, to their subscribers."""
+        reply = super().http(request)
         self.publish_account_events()
         return reply
 
@@ -176,14 +174,9 @@ class HyperliquidServer:
                      "%d)", ip, total, limit)
             return conn.respond(429, f"Too many connections: at most {limit} websocket connections in all "
                                      "(emulator limit hl_max_connections_total)\n")
-        scenario = self.state.config.scenario
-        if scenario.name in ("http-429", "http-503") and self.state.budget.claim(self.venue):
-            self.counters.rejected += 1
-            status = 429 if scenario.name == "http-429" else 503
-            log.info("hyperliquid handshake rejected with HTTP %d (scenario)", status)
-            resp = conn.respond(status, "Too Many Requests\n" if status == 429 else "Service Unavailable\n")
-            resp.headers["Retry-After"] = "1"
-            return resp
+        refused = self.scenario_refusal(conn)
+        if refused is not None:
+            return refused
         live.add(conn)
         return None
 
