@@ -230,16 +230,19 @@ def test_drop_is_closed_by_peer_and_recovers(venue_sim_factory, feed_factory, ve
 
 
 def ride_out(venue_sim_factory, feed_factory, venue: str, scenario: str, what: str,
-             arrived: Callable[[Feed], bool], after: str, more: int, feed_args: tuple[str, ...] = ()) -> Feed:
+             arrived: Callable[[Feed], bool], after: str, more: int,
+             feed_args: tuple[str, ...] = ()) -> tuple[Feed, dict[str, int | float]]:
     """Start emulator + feed, wait until ``arrived`` (the scenario's frames have come), then for ``more`` valid
-    books after them; stop (exit 0). The stream survived the scenario; the caller checks what was counted."""
+    books after them; stop (exit 0) and check no invalid book was published. The stream survived the scenario:
+    returns the feed and its counters, for the caller to check what was counted."""
     sim = venue_sim_factory(scenario=scenario, args=SIM_TIMINGS)
     feed = feed_factory(venue, sim, *feed_args)
     feed.wait_for(what, arrived)
     n0 = len(feed.valid())
     feed.wait_for(after, lambda f: len(f.valid()) >= n0 + more)
     assert feed.stop() == 0
-    return feed
+    check_no_invalid_book(feed)
+    return feed, feed.counters()
 
 
 def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
@@ -250,21 +253,17 @@ def test_stall_is_stale_and_recovers(venue_sim_factory, feed_factory) -> None:
 
 def test_slow_drip_keeps_the_feed_alive_and_valid(venue_sim_factory, feed_factory) -> None:
     # The drip ends after 0.5 + 1.5 s; the backlog then flushes. Wait until books flow at full rate again.
-    feed = ride_out(venue_sim_factory, feed_factory, "binance", "slow-drip", "books before the drip",
+    _, c = ride_out(venue_sim_factory, feed_factory, "binance", "slow-drip", "books before the drip",
                     lambda f: len(f.valid()) >= 20, "books after the drip", 200, ("--stale-after", "2.5"))
-    c = feed.counters()
     assert c["fail.other"] == 0 and c["rejects"] == 0 and c["frames_dropped"] == 0
-    check_no_invalid_book(feed)
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_malformed_json_is_dropped_and_counted(venue_sim_factory, feed_factory, venue: str) -> None:
-    feed = ride_out(venue_sim_factory, feed_factory, venue, "malformed-json", "3 dropped frames",
-                    lambda f: f.counters()["frames_dropped"] >= 3, "books after the garbage", 10)
-    c = feed.counters()
+    feed, c = ride_out(venue_sim_factory, feed_factory, venue, "malformed-json", "3 dropped frames",
+                       lambda f: f.counters()["frames_dropped"] >= 3, "books after the garbage", 10)
     assert c["frames_dropped"] == 3 and c["fail.parse_error"] == 0 and c["connects"] == 1
     assert [e[1] for e in feed.event_records].count(EventKind.FRAME_DROPPED) == 3
-    check_no_invalid_book(feed)
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
@@ -276,11 +275,9 @@ def test_oversized_frame_is_protocol_and_recovers(venue_sim_factory, feed_factor
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
 def test_error_frames_are_counted_and_the_stream_continues(venue_sim_factory, feed_factory, venue: str) -> None:
-    feed = ride_out(venue_sim_factory, feed_factory, venue, "error-frames", "3 venue errors",
+    _, c = ride_out(venue_sim_factory, feed_factory, venue, "error-frames", "3 venue errors",
                     lambda f: f.counters()["venue_errors"] >= 3, "books after the errors", 10)
-    c = feed.counters()
     assert c["venue_errors"] == 3 and c["connects"] == 1 and c["fail.subscription_rejected"] == 0
-    check_no_invalid_book(feed)
 
 
 @pytest.mark.parametrize("venue", ["binance", "hyperliquid"])
@@ -290,14 +287,12 @@ def test_hostile_frames_are_counted_by_reason_and_cost_neither_connection_nor_pr
     # Binance feed with struct.error), another instrument (was published as the BTC book), 100k-deep nesting (was a
     # RecursionError ending the connection), a depth diff (was read as a snapshot), a withdrawn side and a crossed
     # book (left the previous quote tradeable). Each is counted under its reason; the connection stays.
-    feed = ride_out(venue_sim_factory, feed_factory, venue, "hostile-frames", "the hostile frames",
-                    lambda f: f.counters()["reject.crossed"] >= 1, "books after them", 10)
-    c = feed.counters()
+    feed, c = ride_out(venue_sim_factory, feed_factory, venue, "hostile-frames", "the hostile frames",
+                       lambda f: f.counters()["reject.crossed"] >= 1, "books after them", 10)
     assert (c["reject.malformed"], c["reject.wrong_instrument"], c["frames_dropped"]) == (1, 1, 1), feed.nonzero()
     # (the emulated Hyperliquid withdraws a side now and then on its own, so its null-side count is a floor)
     assert c["reject.not_snapshot"] == 1 if venue == "binance" else c["reject.null_side"] >= 1, feed.nonzero()
     assert c["connects"] == 1 and c["reconnects"] == 0 and c["frames_failed"] == 0, feed.nonzero()
-    check_no_invalid_book(feed)
     # the withdrawn quote: REJECTED records (reason set), and the next record after them is VALID again
     flags = [r[BOOK_FLAGS] for r in feed.records]
     first = flags.index(BookFlags.REJECTED)
