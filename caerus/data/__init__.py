@@ -13,7 +13,23 @@ timestamped columns (frames.py). ``caerus data`` (app.py) writes them to parquet
 
 from __future__ import annotations
 
-from .api import aligned, books, sessions
-from .engines import DataError
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import aligned, books, sessions
+    from .engines import DataError
 
 __all__ = ["DataError", "aligned", "books", "sessions"]
+#: loaded at first use (PEP 562): ``caerus data import``'s reader processes import caerus.data.imports, and pandas
+#: (through .api) would cost each new import command ~0.15-1 s of their start for nothing they use
+_LAZY = {"aligned": ".api", "books": ".api", "sessions": ".api", "DataError": ".engines"}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value

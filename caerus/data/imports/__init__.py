@@ -11,9 +11,27 @@ meta.py reads it back (offset-corrected times). docs/research.md, "Bring your ow
 
 from __future__ import annotations
 
-from .meta import describe_markets, load_meta, recv_on_venue_clock
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .records import ImportRefused
-from .run import ImportOptions, Outcome, run_import
+
+if TYPE_CHECKING:
+    from .meta import describe_markets, load_meta, recv_on_venue_clock
+    from .run import ImportOptions, Outcome, run_import
 
 __all__ = ["ImportOptions", "ImportRefused", "Outcome", "describe_markets", "load_meta", "recv_on_venue_clock",
            "run_import"]
+#: loaded at first use (PEP 562): the reader processes import worker.py, which needs neither the store side (run.py,
+#: target.py: chDB, pandas) nor meta.py; importing them would lengthen every import command's start
+_LAZY = {"describe_markets": ".meta", "load_meta": ".meta", "recv_on_venue_clock": ".meta", "ImportOptions": ".run",
+         "Outcome": ".run", "run_import": ".run"}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value

@@ -15,6 +15,15 @@ paths give the same chunks on real files and on hostile frames.
 
 Why: one ``decode`` call per frame from a Python loop, with its try/except, type dispatch and appends, cost
 ~0.5 us a frame beyond the decode itself (~0.6 us); here the loop is ``list.extend(map(decode, frames))``.
+
+Faster still, :func:`read_lines`: a whole run is one ``decode_lines`` call over the chunk's own text (no slice per
+frame, no call per frame: ~0.1 us a frame less). Each line's 20-byte receive stamp is overwritten with ``0 0`` and
+spaces (in a copy) and the run decoder also accepts an int, so a run of n lines decodes to ``[0, 0, frame] * n``
+exactly when every line's frame is one JSON value the run decoder takes, by itself, as decoding it alone would:
+``0 0`` is two values without a comma, invalid anywhere inside an object or array, and a raw newline is invalid in
+a string, so no value can run on into the next line; a line holding no value, or two, or a frame that is a number,
+breaks the ``int, int, frame`` pattern (checked for every element). A run that does not decode, or does not give
+that pattern, is read again by :func:`read_run`, which hands the frames its decoder refuses to the one-frame path.
 """
 
 from __future__ import annotations
@@ -100,6 +109,7 @@ class StreamTypes:
     def __init__(self) -> None:
         self.kinds: dict[str, str] = {}
         self._decode: Callable[[Any], Any] | None = None
+        self._decode_lines: Callable[[Any], list[Any]] | None = None
         self._code: dict[type, int] = {}
         self._built_for = 0
 
@@ -115,6 +125,13 @@ class StreamTypes:
             self._build()
         return self._decode
 
+    def lines_decoder(self) -> Callable[[Any], list[Any]] | None:
+        """``decode_lines(text)`` for lines of ``0 0 <combined frame>`` (read_lines): the run decoder's types, and
+        int for the two zeros."""
+        if self._built_for != len(self.kinds):
+            self._build()
+        return self._decode_lines
+
     def _build(self) -> None:
         types = []
         code = {}
@@ -125,6 +142,7 @@ class StreamTypes:
             code[t] = _CODES[kind]
         union: Any = Union[tuple(types)] if len(types) > 1 else types[0]  # noqa: UP007 - a runtime tuple of types
         self._decode = msgspec.json.Decoder(union, strict=False).decode
+        self._decode_lines = msgspec.json.Decoder(Union[(*types, int)], strict=False).decode_lines
         self._code = code
         self._built_for = len(self.kinds)
 
@@ -172,9 +190,84 @@ def read_run(text: Any, starts: list[int], ends: list[int], stamps: np.ndarray, 
                 wait, backoff = backoff, min(backoff * 2, RUN)
 
 
-def _sort(decoded: list[Any], stamps: np.ndarray, types: StreamTypes, out: Gathered) -> None:
+#: what each line's receive stamp and its space become for read_lines: two JSON values, then spaces
+_STAMP_HEAD = np.uint32(int.from_bytes(b"0 0 ", "little"))
+_SPACES = np.uint64(int.from_bytes(b" " * 8, "little"))
+_STAMP = 20  # 19 digits and a space (lines.py checked every line of the chunk has them)
+#: lines per decode_lines call: a run the fast path refuses is read again by read_run, so keep the waste bounded
+LINES_RUN = 8192
+PIECES = 16  # parts a refused run is tried again in
+FIRST = 64  # lines read_run reads while no stream is known yet (the first frames name the streams)
+
+
+def blanked(text: bytes | bytearray, frame_starts: np.ndarray) -> bytearray:
+    """``text`` with its lines' 20-byte stamps (just before each frame start) made to read ``0 0`` and spaces:
+    a bytearray in place (its stamps are gone: lines.stamped has read them), bytes in a copy."""
+    buf = text if isinstance(text, bytearray) else bytearray(text)
+    if len(frame_starts):
+        line = frame_starts - _STAMP
+        np.ndarray(shape=(len(buf) - 3,), dtype="<u4", buffer=buf, strides=(1,))[line] = _STAMP_HEAD
+        w8 = np.ndarray(shape=(len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+        w8[line + 4] = _SPACES
+        w8[line + 12] = _SPACES
+    return buf
+
+
+def read_lines(text: bytes | bytearray, starts: np.ndarray, ends: np.ndarray, stamps: np.ndarray, types: StreamTypes,
+               out: Gathered, one: Callable[[Any, int, Gathered], None]) -> None:
+    """What :func:`read_run` does, a run of up to LINES_RUN lines per ``decode_lines`` call (module docstring): every
+    frame ``text[starts[i]:ends[i]]`` (each line ``<19-digit stamp> <frame>``, as lines.stamped found) into ``out``,
+    in order. A run that does not decode exactly line by line is tried again in PIECES parts, and a part that does
+    not either goes through read_run (so one odd frame costs read_run's speed on a few hundred lines, not the whole
+    run's). A bytearray ``text`` is written to (its stamps blanked; the frames are untouched)."""
+    view = memoryview(blanked(text, starts))
+    n = len(starts)
+    todo = [(pos, min(n, pos + LINES_RUN), True) for pos in range(0, n, LINES_RUN)][::-1]
+    while todo:
+        pos, end, split = todo.pop()
+        decode = types.lines_decoder()
+        if decode is None:  # no stream known yet: the first lines teach read_run's one-frame path the streams
+            cut = min(end, pos + FIRST)
+            read_run(text, starts[pos:cut].tolist(), ends[pos:cut].tolist(), stamps[pos:cut], types, out, one)
+            if cut < end:
+                todo.append((cut, end, True))
+            continue
+        codes = None
+        try:
+            got = decode(view[int(starts[pos]) - _STAMP:int(ends[end - 1])])
+        except msgspec.DecodeError:
+            pass
+        else:
+            codes = _frames_of(got, end - pos, types)
+        if codes is not None:
+            _sort(got[2::3], stamps[pos:end], types, out, codes)
+        elif split and end - pos > PIECES:
+            step = -(-(end - pos) // PIECES)
+            todo.extend((a, min(end, a + step), False) for a in range(pos, end, step)[::-1])
+        else:
+            read_run(text, starts[pos:end].tolist(), ends[pos:end].tolist(), stamps[pos:end], types, out, one)
+
+
+def _frames_of(got: list[Any], n: int, types: StreamTypes) -> np.ndarray | None:
+    """The kind code of each frame when ``got`` is exactly ``[0, 0, frame] * n`` (frames of the run decoder's
+    types), else None.
+
+    Checking the length and that every third value is a frame is enough: each line starts with two ints (the
+    ``0 0``), which cannot stand where a frame must, so every line starts at a multiple of three and holds a multiple
+    of three values, at least three; n lines in 3n values then hold exactly three each: ``0, 0, frame``."""
+    if len(got) != 3 * n:
+        return None
+    try:
+        return types.codes(got[2::3])  # an int (or anything not a stream type) there: KeyError
+    except KeyError:
+        return None
+
+
+def _sort(decoded: list[Any], stamps: np.ndarray, types: StreamTypes, out: Gathered,
+          codes: np.ndarray | None = None) -> None:
     """A run's decoded frames into books, clock samples and counts (selection by C iterators over numpy masks)."""
-    codes = types.codes(decoded)
+    if codes is None:
+        codes = types.codes(decoded)
     tally = np.bincount(codes, minlength=5)
     books = int(tally[BOOK] + tally[SPOT_BOOK])
     if tally[BOOK]:

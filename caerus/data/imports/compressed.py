@@ -58,15 +58,26 @@ def text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None,
                 read_bytes: int = READ_BYTES) -> Iterator[bytes]:
     """The file's text, decompressed, in chunks that end at a line end (the last may lack one). ``digest`` (a
     hashlib object) is fed the file's bytes as stored; ``read_bytes``: stored (compressed) bytes read at a time."""
+    yield from _chunks(path, chunk_bytes, digest, read_bytes, b"".join)
+
+
+def writable_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None) -> Iterator[bytearray]:
+    """:func:`text_chunks` as bytearrays the caller may write to: one copy of the text fewer, and none more for a
+    reader that rewrites it (binance_streams.read_lines)."""
+    yield from _chunks(path, chunk_bytes, digest, READ_BYTES, bytearray().join)
+
+
+def _chunks(path: Path, chunk_bytes: int, digest: Any, read_bytes: int,
+            join: Callable[[list[Any]], Any]) -> Iterator[Any]:
     path = Path(path)
     with open(path, "rb") as f:
         head = f.read(4)
         f.seek(0)
         kind = compression_of(path, head)
         if kind == "zip":
-            yield from _lines(_zip_blocks(path, digest, read_bytes), chunk_bytes)
+            yield from _lines(_zip_blocks(path, digest, read_bytes), chunk_bytes, join)
             return
-        yield from _lines(_blocks(f, kind, path, digest, read_bytes), chunk_bytes)
+        yield from _lines(_blocks(f, kind, path, digest, read_bytes), chunk_bytes, join)
 
 
 def _blocks(f: Any, kind: str, path: Path, digest: Any, read_bytes: int) -> Iterator[bytes]:
@@ -125,8 +136,8 @@ def _zip_blocks(path: Path, digest: Any, read_bytes: int) -> Iterator[bytes]:
                 yield block
 
 
-def _lines(blocks: Iterator[bytes], chunk_bytes: int) -> Iterator[bytes]:
-    pending: list[bytes] = []
+def _lines(blocks: Iterator[bytes], chunk_bytes: int, join: Callable[[list[Any]], Any]) -> Iterator[Any]:
+    pending: list[Any] = []
     size = 0
     for block in blocks:
         if not block:
@@ -134,15 +145,20 @@ def _lines(blocks: Iterator[bytes], chunk_bytes: int) -> Iterator[bytes]:
         pending.append(block)
         size += len(block)
         if size >= chunk_bytes:
-            text = b"".join(pending)
+            text = join(pending)
             cut = text.rfind(b"\n") + 1
             if cut:
-                yield text[:cut]
-                pending, size = [text[cut:]], len(text) - cut
+                rest = bytes(text[cut:])
+                if isinstance(text, bytearray):
+                    del text[cut:]  # in place: no copy of the chunk
+                    yield text
+                else:
+                    yield text[:cut]
+                pending, size = [rest], len(rest)
             else:
                 pending, size = [text], len(text)
     if size:
-        yield b"".join(pending)
+        yield join(pending)
 
 
 def file_digest() -> Any:

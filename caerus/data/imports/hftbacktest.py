@@ -31,8 +31,8 @@ from caerus.venuekit.book_rules import MALFORMED
 from caerus.venuekit.frames import FrameKind
 from caerus.venues.binance import data as bn
 
-from .binance_streams import Gathered, StreamTypes, read_run
-from .compressed import file_digest, text_chunks
+from .binance_streams import Gathered, StreamTypes, read_lines, read_run
+from .compressed import file_digest, text_chunks, writable_text_chunks
 from .formats import PRODUCTS, ReadOptions
 from .hl_frames import hl_frame
 from .lines import stamped
@@ -42,7 +42,7 @@ NAME = "hftbacktest"
 _DecodeError = msgspec.DecodeError
 
 
-def _line_frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, bytes]]:
+def _line_frames(text: bytes | bytearray, counts: Counter[str]) -> Iterator[tuple[int, bytes | bytearray]]:
     """(receive ns, frame) of every line, one line at a time: the general path for a chunk that is not all
     ``<19 digits> <frame>`` lines (a stamp that is not an integer is a ``bad_line``)."""
     for line in text.split(b"\n"):
@@ -57,7 +57,7 @@ def _line_frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, bytes
         yield t_recv, frame
 
 
-def _frames(text: bytes, counts: Counter[str]) -> Iterator[tuple[int, memoryview | bytes]]:
+def _frames(text: bytes | bytearray, counts: Counter[str]) -> Iterator[tuple[int, memoryview | bytes | bytearray]]:
     """(receive ns, frame) of every line: zero-copy slices when the chunk is all ``<19 digits> <frame>`` lines
     (lines.py), else line by line."""
     got = stamped(text)
@@ -82,9 +82,10 @@ def sniff(path: Path, head: bytes) -> bool:
 
 
 class Reader(SymbolIds):
-    #: combined frames decoded in runs (binance_streams.py); False: one frame at a time, the general path (the
-    #: tests read both ways and compare)
-    runs = True
+    #: how combined frames are decoded (binance_streams.py): "lines" (a run of lines per decode_lines call), "runs"
+    #: (a run per C loop of decode calls) or "one" (one frame at a time, the general path); every run a faster way
+    #: refuses is read the next way down. The tests read all three ways and compare.
+    mode = "lines"
 
     def __init__(self, path: Path, options: ReadOptions) -> None:
         from .compressed import head_text
@@ -123,12 +124,14 @@ class Reader(SymbolIds):
 
     def chunks(self) -> Iterator[Chunk]:
         step = self._binance_chunk if self.venue == "binance" else self._hl_chunk
-        for text in text_chunks(self.path, digest=self.digest):
+        # read_lines blanks the stamps in place
+        writable = self.venue == "binance" and self.mode == "lines"
+        for text in (writable_text_chunks if writable else text_chunks)(self.path, digest=self.digest):
             yield step(text)
 
     # --- Binance -------------------------------------------------------------------------------------------------
 
-    def _binance_chunk(self, text: bytes) -> Chunk:
+    def _binance_chunk(self, text: bytes | bytearray) -> Chunk:
         """One chunk of Binance lines: runs of combined frames decoded together (binance_streams.py), the rest one
         frame at a time; the books are turned into columns once per chunk."""
         out = Gathered()
@@ -138,7 +141,9 @@ class Reader(SymbolIds):
                 self._binance_frame(frame, t_recv, out)
         else:
             mv, starts, ends, stamps = got
-            if self.runs:
+            if self.mode == "lines":
+                read_lines(text, starts, ends, stamps, self._types, out, self._binance_frame)
+            elif self.mode == "runs":
                 read_run(text, starts.tolist(), ends.tolist(), stamps, self._types, out, self._binance_frame)
             else:
                 for s, e, t_recv in zip(starts.tolist(), ends.tolist(), stamps.tolist(), strict=True):
@@ -269,7 +274,7 @@ class Reader(SymbolIds):
 
     # --- Hyperliquid ---------------------------------------------------------------------------------------------
 
-    def _hl_chunk(self, text: bytes) -> Chunk:
+    def _hl_chunk(self, text: bytes | bytearray) -> Chunk:
         b = Builder()
         clock: list[int] = []
         counts: Counter[str] = Counter()

@@ -113,11 +113,12 @@ def same(a: list[tuple], b: list[tuple]) -> bool:
     return True
 
 
-@pytest.mark.parametrize("runs", [True, False], ids=["in runs", "one frame at a time"])
-def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path, runs: bool,
+@pytest.mark.parametrize("mode", ["lines", "runs", "one"])
+def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path, mode: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Every real bookTicker of the fixture, then crafted refusals, through the feed loop and through the import:
-    read both ways the import reads combined frames (runs of typed decodes, and one frame at a time)."""
+    read every way the import reads combined frames (lines per decode_lines call, runs of typed decodes, and one
+    frame at a time)."""
     real = real_bookticker_messages()
     assert len(real) > 250
     crossed = json.loads(real[30])
@@ -142,7 +143,7 @@ def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path, run
     messages = real + crafted
     recs, live_counts = live("binance", messages)
     wrapped = [b'{"stream":"btcusdt@bookTicker","data":' + m + b"}" for m in messages]
-    monkeypatch.setattr(hftbacktest.Reader, "runs", runs)
+    monkeypatch.setattr(hftbacktest.Reader, "mode", mode)
     in_runs: list[int] = []
     sort = binance_streams._sort
     monkeypatch.setattr(binance_streams, "_sort", lambda got, *a: (in_runs.append(len(got)), sort(got, *a)))
@@ -153,7 +154,7 @@ def test_binance_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path, run
     assert same(comparable(recs), rows)
     assert len(rows) == len(messages) - 5  # the ordering refusals publish nothing
     # in runs: every frame but the first (it names the stream) and the unreadable one; else none
-    assert sum(in_runs) == (len(messages) - 2 if runs else 0)
+    assert sum(in_runs) == (len(messages) - 2 if mode != "one" else 0)
 
 
 def test_hyperliquid_refusals_match_the_live_feed(shm_dir: Path, tmp_path: Path) -> None:

@@ -107,10 +107,11 @@ def _write(path: Path, frames: list[bytes]) -> Path:
     return path
 
 
-def _read(path: Path, runs: bool, chunk_bytes: int) -> tuple[list[Chunk], hftbacktest.Reader]:
+def _read(path: Path, mode: str, chunk_bytes: int) -> tuple[list[Chunk], hftbacktest.Reader]:
     reader = hftbacktest.Reader(path, ReadOptions())
-    reader.runs = runs
-    chunks = [reader._binance_chunk(text) for text in compressed.text_chunks(path, chunk_bytes)]
+    reader.mode = mode
+    read = compressed.writable_text_chunks if mode == "lines" else compressed.text_chunks
+    chunks = [reader._binance_chunk(text) for text in read(path, chunk_bytes)]
     return chunks, reader
 
 
@@ -123,26 +124,72 @@ def _same(a: list[Chunk], b: list[Chunk]) -> None:
             assert u.dtype == v.dtype and np.array_equal(u, v, equal_nan=u.dtype.kind == "f"), name
 
 
+@pytest.mark.parametrize("mode", ["lines", "runs"])
 @pytest.mark.parametrize("chunk_bytes", [1 << 24, 4096])
 @pytest.mark.parametrize("path", REAL + ["hostile"], ids=lambda p: getattr(p, "name", p))
-def test_runs_read_what_one_frame_at_a_time_reads(path: Path | str, chunk_bytes: int, tmp_path: Path,
+def test_runs_read_what_one_frame_at_a_time_reads(path: Path | str, chunk_bytes: int, mode: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     src = _write(tmp_path / "hostile.gz", hostile_lines()) if path == "hostile" else Path(path)
-    one, r1 = _read(src, runs=False, chunk_bytes=chunk_bytes)
+    one, r1 = _read(src, "one", chunk_bytes=chunk_bytes)
     in_runs = []
     sort = binance_streams._sort
     monkeypatch.setattr(binance_streams, "_sort", lambda got, *a: (in_runs.append(len(got)), sort(got, *a)))
-    fast, r2 = _read(src, runs=True, chunk_bytes=chunk_bytes)
+    in_lines = []
+    frames_of = binance_streams._frames_of
+    monkeypatch.setattr(binance_streams, "_frames_of",
+                        lambda got, n, t: (r := frames_of(got, n, t), in_lines.append(0 if r is None else n))[0])
+    fast, r2 = _read(src, mode, chunk_bytes=chunk_bytes)
     _same(fast, one)
     assert r1.symbols == r2.symbols and r1.notes() == r2.notes() and r1.markets() == r2.markets()
     frames = sum(v for c in one for k, v in c.counts.items() if k.startswith(("read.", "dropped.")))
     assert sum(in_runs) > 0.8 * frames  # most frames were read in runs, not one by one
+    if mode == "lines":  # and many of those by decode_lines (the hostile file's odd frames break most runs)
+        assert sum(in_lines) > (0.05 if path == "hostile" else 0.7) * frames
+    else:
+        assert not in_lines
     if path == "hostile":
         refused = {k: v for c in one for k, v in c.counts.items() if k.startswith(("refused.", "dropped."))}
         assert refused == {"refused.unreadable_depth": 2, "refused.unreadable_trade": 2, "dropped.not_json": 4,
                            "dropped.control": 2}
         # unreadable books (a trade on the bookTicker stream, the repeated stream key twice, "x", no E, u < 0 twice)
         assert sum(int((c.pre == MALFORMED).sum()) for c in one) == 7
+
+
+def _clean(k: int, u0: int = 10 ** 6) -> list[bytes]:
+    return [_combined("btcusdt@bookTicker", _bt(u0 + i, 1_723_161_256_000 + i)) for i in range(k)]
+
+
+TWO = _combined("btcusdt@bookTicker", _bt(5, 1)) + b" " + _combined("btcusdt@bookTicker", _bt(6, 2))
+#: lines that decode_lines takes without complaint yet are not one frame a line: the count of values still fits
+#: (a line with two frames beside lines with none), or a frame is a number ("0 0" stamps are numbers too)
+MISALIGNED = {
+    "two frames and an empty one": [TWO, b"     "],
+    "zeros between two frames, then three empty": [TWO.replace(b"} {", b"} 0 0 {"), b"   ", b"   ", b"   "],
+    "a number": [b"5"],
+    "a zero": [b"0"],
+    "a string of digits": [b'"7"'],
+    "zeros then a frame": [b"0 0 " + _combined("btcusdt@bookTicker", _bt(7, 3))],
+    "an empty frame": [b"     "],
+}
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["amid frames", "last"])
+@pytest.mark.parametrize("odd", MISALIGNED, ids=str)
+def test_lines_that_decode_but_are_not_one_frame_a_line_are_read_one_by_one(odd: str, last: bool, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = _clean(100) + MISALIGNED[odd] + ([] if last else _clean(300, 10 ** 7))
+    src = _write(tmp_path / "odd.gz", frames)
+    one, _ = _read(src, "one", 1 << 24)
+    refused = []
+    frames_of = binance_streams._frames_of
+    monkeypatch.setattr(binance_streams, "_frames_of",
+                        lambda got, n, t: (r := frames_of(got, n, t), r is None and refused.append(n))[0])
+    fast, _ = _read(src, "lines", 1 << 24)
+    _same(fast, one)
+    assert refused  # decode_lines read the run; the check of its values sent it the slow way
+    dropped = sum(v for c in one for k, v in c.counts.items() if k.startswith("dropped."))
+    books = sum(int(c.counts["read.bookTicker"]) for c in one)
+    assert dropped >= 1 and books == (100 if last else 400)
 
 
 def _corrupt_far_from_the_head(path: Path) -> Path:
