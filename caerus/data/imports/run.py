@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .formats import ReadOptions, detect, module
+from .formats import FORMATS, ReadOptions, detect, module
 from .records import ImportRefused
 from .target import DEFAULT_SESSION, SLOTS, ImportTarget
 from .worker import FileResult, read_file
@@ -56,29 +57,39 @@ def _read_all(args: list[tuple[Any, ...]], jobs: int, target: ImportTarget,
             except (ImportRefused, OSError) as exc:
                 yield exc
         return
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context()) as pool:
-        futures: list[Future[FileResult]] = [pool.submit(reader, *a) for a in args]
-        try:
-            target.open()  # chDB starts while the readers read (it takes ~0.5-1 s)
-            for f in futures:
-                try:
-                    result = f.result()
-                except (ImportRefused, OSError) as exc:
-                    yield exc
-                else:
-                    yield result
-        finally:
-            pool.shutdown(cancel_futures=True)  # only if stopped early (an error): nothing is left to cancel else
+    ctx = _worker_context()
+    # the store opens (chDB: ~0.5 s) while the fork server starts and the readers read; its first use waits for it
+    opening = threading.Thread(target=target.open, name="import-open-store", daemon=True)
+    opening.start()
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures: list[Future[FileResult]] = [pool.submit(reader, *a) for a in args]
+            try:
+                for f in futures:
+                    try:
+                        result = f.result()
+                    except (ImportRefused, OSError) as exc:
+                        yield exc
+                    else:
+                        opening.join()
+                        yield result
+            finally:
+                pool.shutdown(cancel_futures=True)  # only if stopped early (an error): nothing is left to cancel else
+    finally:
+        opening.join()
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
-    """Reader processes forked from a fork server that has imported the reader once (its own clean process: no chDB
-    session or threads of the caller's are inherited, as with spawn), instead of each spawned reader importing it
-    again (~1-1.5 CPU-s each here, mostly pandas through caerus.data)."""
+    """Reader processes forked from a fork server that has imported the readers once (its own clean process: no
+    chDB session or threads of the caller's are inherited, as with spawn), instead of each spawned reader importing
+    them again. The server starts here, at once: it imports while the caller goes on (opening the store)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["caerus.data.imports.worker"])
+    ctx.set_forkserver_preload(["caerus.data.imports.worker", *FORMATS.values()])
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
     return ctx
 
 

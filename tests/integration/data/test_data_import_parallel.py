@@ -35,8 +35,13 @@ def test_import_benchmark_runs_on_the_fixtures(tmp_path: Path) -> None:
     from benchmarks import data_import
 
     out = tmp_path / "bench.json"
-    data_import.main(["--quick", "--data", str(tmp_path / "absent"), "--copies", "2", "--json", str(out)])
+    data_import.main(["--quick", "--data", str(tmp_path / "absent"), "--copies", "2", "--rounds", "2", "--json",
+                      str(out)])
     doc = json.loads(out.read_text())
     res = doc["results"] if "results" in doc else doc["extra"]["results"]
     assert res["import"]["frames"] == res["read+check"]["frames"] == res["gunzip+split"]["frames"] > 0
-    assert doc["goals"][0]["name"].startswith("caerus data import frames/s")
+    assert res["import"]["rounds"] == 2 and res["import, steady"]["frames"] == res["import"]["frames"] - 600
+    assert [g["name"] for g in doc["goals"]] == [
+        "caerus data import frames/s (wall, whole import, cold start included)",
+        "caerus data import frames/s (wall, steady: start-up taken out)"]
+    assert "import, steady / gunzip+split frames/s" in doc["ratios"]
