@@ -124,6 +124,12 @@ class PaperConfig(ConfigBase, frozen=True):
             return self.fee_bps
         return fees.taker_bps(venue, getattr(self, f"{venue}_fee_tier"))
 
+    def fee_tier(self, venue: str) -> str | None:
+        """The name of the schedule's tier ``venue``'s paper fills pay (None: ``fee_bps`` fixes the rate)."""
+        if self.fee_bps is not None:
+            return None
+        return fees.tier(venue, getattr(self, f"{venue}_fee_tier")).name
+
 
 class ExecutionConfig(ConfigBase, frozen=True):
     risk: RiskConfig = RiskConfig()

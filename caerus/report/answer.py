@@ -80,6 +80,20 @@ def _horizon(ms: float) -> str:
     return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms:g} ms"
 
 
+def fee_text(config: dict[str, Any], venues: list[str]) -> str:
+    """The taker fee the paper fills paid, from paper.json's config: the rate ``fee_bps`` fixes, or else each traded
+    venue's tier and rate of the fee schedule (caerus.fees) the paper transport charges from."""
+    if config.get("fee_bps") is not None:
+        return f"taker fee {config['fee_bps']:g} bps on every venue, fixed by the paper config's fee_bps"
+    rates = config.get("taker_fee_bps") or {}
+    tiers = config.get("fee_tiers") or {}
+    shown = [v for v in venues if v in rates] or sorted(rates)
+    if not shown:
+        return "taker fee not recorded in paper.json"
+    return "taker fee from the venues' fee schedule (caerus/fees.py): " + ", ".join(
+        f"{v}{' ' + tiers[v] if tiers.get(v) else ''} {rates[v]:g} bps" for v in shown)
+
+
 def paper_fills(session: Path) -> dict[str, Any] | None:
     """Every paper account of the session's execution (``paper.json``: every instrument, every venue) pooled:
     fills, realised / unrealised / fees / marked PnL, and per horizon the markouts' n, mean and pending."""
@@ -91,9 +105,13 @@ def paper_fills(session: Path) -> dict[str, Any] | None:
         return None
     accounts = [a for per in (doc.get("instruments") or {}).values() for a in (per or {}).values()] \
         or list((doc.get("venues") or {}).values())
-    horizons = [float(h) for h in ((doc.get("config") or {}).get("markout_ms") or [])]
+    config = doc.get("config") or {}
+    horizons = [float(h) for h in (config.get("markout_ms") or [])]
+    traded = sorted({v for per in (doc.get("instruments") or {}).values() for v in (per or {})}
+                    | set(doc.get("venues") or {}))
     out: dict[str, Any] = {"fills": 0, "realized": 0.0, "unrealized": 0.0, "fees": 0.0, "total_pnl": 0.0,
-                           "horizons_ms": horizons, "fee_bps": (doc.get("config") or {}).get("fee_bps"),
+                           "horizons_ms": horizons, "fee_bps": config.get("fee_bps"),
+                           "fee_text": fee_text(config, traded),
                            "orders": (doc.get("engine") or {}).get("orders"), "markouts": {}}
     for a in accounts:
         for k in ("fills", "realized", "unrealized", "fees", "total_pnl"):
@@ -170,7 +188,7 @@ def _session_fills(op: Opening, paper: dict[str, Any] | None, summary: dict[str,
               for h in horizons)])
         op.fills_notes.append(
             f"Paper fills: IOCs filled by the session's paper transport against the book the engine had read (no "
-            f"wire, no block clock; taker fee {paper['fee_bps']} bps), marked at the last mid; a markout is the mid "
+            f"wire, no block clock; {paper['fee_text']}), marked at the last mid; a markout is the mid "
             "that long after the fill against the fill price, in the fill's favour (pending: the session ended "
             "first).")
         return

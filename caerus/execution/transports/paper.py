@@ -152,6 +152,7 @@ class PaperTransport:
             "transport": self.name,
             "config": {"latency_ms": self.cfg.latency_ms, "fee_bps": self.cfg.fee_bps,
                        "taker_fee_bps": {Venue(v).name.lower(): bps for v, bps in self.taker_bps.items()},
+                       "fee_tiers": {v.name.lower(): self.cfg.fee_tier(v.name.lower()) for v in Venue},
                        "limit_to_top_size": self.cfg.limit_to_top_size, "markout_ms": list(self.cfg.markout_ms)},
             "outcomes": dict(self.outcomes),
             "unsettled_orders": len(self._pending),
