@@ -61,10 +61,11 @@ def text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None,
     yield from _chunks(path, chunk_bytes, digest, read_bytes, b"".join)
 
 
-def writable_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None) -> Iterator[bytearray]:
+def writable_text_chunks(path: Path, chunk_bytes: int = CHUNK_BYTES, digest: Any = None,
+                         read_bytes: int = READ_BYTES) -> Iterator[bytearray]:
     """:func:`text_chunks` as bytearrays the caller may write to: one copy of the text fewer, and none more for a
     reader that rewrites it (binance_streams.read_lines)."""
-    yield from _chunks(path, chunk_bytes, digest, READ_BYTES, bytearray().join)
+    yield from _chunks(path, chunk_bytes, digest, read_bytes, bytearray().join)
 
 
 def _chunks(path: Path, chunk_bytes: int, digest: Any, read_bytes: int,

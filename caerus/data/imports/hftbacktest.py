@@ -39,6 +39,10 @@ from .lines import stamped
 from .records import MISSING, Builder, Chunk, ImportRefused, Market, SymbolIds
 
 NAME = "hftbacktest"
+#: text per chunk and compressed bytes per read: small enough that a chunk's passes (inflate, line ends, stamps,
+#: decode, columns) stay in a core's 2-4 MiB of cache; measured ~1.7 -> ~1.4 us a frame against 16 MiB chunks
+CHUNK_BYTES = 2 << 20
+READ_BYTES = 512 << 10
 _DecodeError = msgspec.DecodeError
 
 
@@ -126,7 +130,8 @@ class Reader(SymbolIds):
         step = self._binance_chunk if self.venue == "binance" else self._hl_chunk
         # read_lines blanks the stamps in place
         writable = self.venue == "binance" and self.mode == "lines"
-        for text in (writable_text_chunks if writable else text_chunks)(self.path, digest=self.digest):
+        read = writable_text_chunks if writable else text_chunks
+        for text in read(self.path, CHUNK_BYTES, digest=self.digest, read_bytes=READ_BYTES):
             yield step(text)
 
     # --- Binance -------------------------------------------------------------------------------------------------
