@@ -13,8 +13,9 @@ timestamped columns (frames.py). ``caerus data`` (app.py) writes them to parquet
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from caerus.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .api import aligned, books, sessions
@@ -25,11 +26,4 @@ __all__ = ["DataError", "aligned", "books", "sessions"]
 #: (through .api) would cost each new import command ~0.15-1 s of their start for nothing they use
 _LAZY = {"aligned": ".api", "books": ".api", "sessions": ".api", "DataError": ".engines"}
 
-
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

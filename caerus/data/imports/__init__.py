@@ -11,8 +11,9 @@ meta.py reads it back (offset-corrected times). docs/research.md, "Bring your ow
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from caerus.lazy import lazy_getattr
 
 from .records import ImportRefused
 
@@ -27,11 +28,4 @@ __all__ = ["ImportOptions", "ImportRefused", "Outcome", "describe_markets", "loa
 _LAZY = {"describe_markets": ".meta", "load_meta": ".meta", "recv_on_venue_clock": ".meta", "ImportOptions": ".run",
          "Outcome": ".run", "run_import": ".run"}
 
-
-def __getattr__(name: str) -> Any:
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
