@@ -17,25 +17,26 @@ from typing import Any, Protocol
 log = logging.getLogger("caerus.sim")
 
 #: the order-entry handlers the emulator installed (caerus.sim.orders, or a stand-in with the same functions)
-_installed: list[object] = []
+_installed: object | None = None
 
 
 def install(handlers: object | None) -> None:
     """Hand the order-entry handlers down (``caerus.sim.orders``: the module, or anything with its functions);
     None takes them away (every order request then gets a venue-shaped "unavailable" error)."""
-    _installed[:] = [] if handlers is None else [handlers]
+    global _installed
+    _installed = handlers
 
 
 def installed() -> object | None:
     """What :func:`install` was last given (None: nothing)."""
-    return _installed[0] if _installed else None
+    return _installed
 
 
 def _handler(name: str) -> tuple[Callable[..., Any] | None, str]:
-    if not _installed:
+    if _installed is None:
         return None, ("order entry unavailable in this emulator: no order handlers installed (the emulator "
                       "installs caerus.sim.orders)")
-    fn = getattr(_installed[0], name, None)
+    fn = getattr(_installed, name, None)
     if fn is None:
         return None, f"order entry unavailable in this emulator: the installed caerus.sim.orders has no {name}()"
     return fn, ""
