@@ -19,7 +19,7 @@ from caerus.config import ConfigBase, ConfigError
 from caerus.ipc.wait import POLICIES, WaitPolicy
 from caerus.net.connection_supervisor import Endpoint, SupervisorConfig
 from caerus.plan import FEED_CLIENTS, parse_cpu_list
-from caerus.venuekit.spec import UnknownVenue, VenueCatalog, VenueSpec
+from caerus.venuekit.spec import VENUE_PLUGINS_ENV, UnknownVenue, VenueCatalog, VenueSpec
 
 __all__ = ["ConfigError", "FeedConfig", "add_arguments", "companion_segment", "from_args"]
 
@@ -107,7 +107,7 @@ def companion_segment(segment: str, kind: str, venue: str) -> str:
 def add_arguments(p: argparse.ArgumentParser, venues: VenueCatalog) -> None:
     p.add_argument("--venue", required=True,
                    help=f"venue name: {', '.join(venues.names())} (or one registered through "
-                        "CAERUS_VENUE_PLUGINS)")
+                        f"{VENUE_PLUGINS_ENV})")
     p.add_argument("--segment", required=True, help="books ring (SWMR of BookRecord), e.g. S.book.binance")
     p.add_argument("--events-segment", help="events ring (default: S.events.<venue> derived from --segment)")
     p.add_argument("--stats-segment", help="counter block (default: S.stats.feed-<venue> derived from --segment)")

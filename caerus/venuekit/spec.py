@@ -95,6 +95,10 @@ class VenueSpec:
     order_entry: OrderEntrySpec | None = None
 
 
+#: the environment variable naming venue plugin modules to import (caerus.venues.registry.load_plugins)
+VENUE_PLUGINS_ENV = "CAERUS_VENUE_PLUGINS"
+
+
 class UnknownVenue(KeyError):
     """No venue of that name or code is built in or registered; the message lists the known ones."""
 

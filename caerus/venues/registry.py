@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Mapping
 
 from caerus.plugins import import_plugins
-from caerus.venuekit.spec import UnknownVenue, VenueSpec
+from caerus.venuekit.spec import VENUE_PLUGINS_ENV, UnknownVenue, VenueSpec
 from caerus.wire import Venue
 
 #: wire code -> the package holding the venue's SPEC. Adding a built-in venue: one line here (and its package).
@@ -25,7 +25,7 @@ BUILTIN: dict[Venue, str] = {
     Venue.BINANCE: "caerus.venues.binance",
     Venue.HYPERLIQUID: "caerus.venues.hyperliquid",
 }
-PLUGINS_ENV = "CAERUS_VENUE_PLUGINS"
+PLUGINS_ENV = VENUE_PLUGINS_ENV
 __all__ = ["BUILTIN", "PLUGINS_ENV", "UnknownVenue", "by_code", "get", "live_names", "load_plugins", "names",
            "register", "unregister"]
 
