@@ -97,11 +97,14 @@ def round_to_grid(px: float, sig_figs: int, max_decimals: int, up: bool) -> floa
         return 0.0
     exp = math.floor(math.log10(px)) - (sig_figs - 1)
     decimals = min(max_decimals, -exp) if exp < 0 else 0
-    tick = 10.0**-decimals
-    units = px / tick
+    scale = 10.0**decimals  # exact in a double up to 10**22
+    units = px * scale
     # A hair of tolerance so a price already on the grid is not pushed a whole tick by float noise.
     units = math.ceil(units - 1e-9) if up else math.floor(units + 1e-9)
-    return round(units * tick, decimals)
+    # An integer over an exact power of ten is rounded once, to the double nearest the grid price: what
+    # round(units * tick, decimals) gave, without its decimal conversion (dtoa), whose code a fire ran cold on a
+    # shared CPU (1.1 vs 2.2 us after a 1 ms sleep, 0.19 vs 0.45 us warm).
+    return units / scale
 
 
 def notional_qty(notional: float, mid: float, sz_decimals: int) -> float:

@@ -248,6 +248,28 @@ def test_round_to_hyperliquid_grid(px: float, up: bool, want: float) -> None:
     assert round_to_grid(px, 5, 1, up) == want
 
 
+def test_round_to_grid_is_the_double_nearest_the_decimal_grid_price() -> None:
+    """Against exact decimal arithmetic: the grid price rounded the right way, as the nearest double (what
+    float(str) of the decimal gives), for prices across magnitudes, figures and decimals."""
+    import random
+    from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+    rng = random.Random(7)
+    for _ in range(20_000):
+        px = rng.choice([rng.uniform(1e-4, 1.0), rng.uniform(1.0, 1e3), rng.uniform(1e3, 3e5)])
+        sig, dec, up = rng.randint(2, 6), rng.randint(0, 8), rng.random() < 0.5
+        exp = Decimal(px).adjusted() - (sig - 1)
+        decimals = min(dec, -exp) if exp < 0 else 0
+        step = Decimal(1).scaleb(-decimals)
+        # the function's tolerance: within 1e-9 of a tick of a grid point counts as on it
+        units = Decimal(px) / step
+        near = units.to_integral_value()
+        if abs(units - near) <= Decimal("1e-9"):
+            units = near
+        want = float(units.to_integral_value(ROUND_CEILING if up else ROUND_FLOOR) * step)
+        assert round_to_grid(px, sig, dec, up) == want, (px, sig, dec, up)
+
+
 def test_bench_strategy_fires_on_every_valid_binance_book_alternating() -> None:
     s = BenchFireEveryBook(StrategyConfig(mode="bench"))
     assert s.on_book(make_book(HL, 95_000.0, 95_001.0, T0), T0) is None
