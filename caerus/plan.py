@@ -85,6 +85,9 @@ FEED_WARM_EVERY_US = 100.0
 #: where the local venue emulator runs (plan_fleet's ``emulator``): the plan's choice, the housekeeping CPU(s) or the
 #: strategy's CPU(s)
 EMULATOR_PLACES = ("auto", "housekeeping", "strategy")
+#: where the execution engine runs when no CPU is left for it alone (plan_fleet's ``execution``, 2 CPUs): the plan's
+#: choice, the housekeeping CPU(s) or the strategy's CPU(s)
+EXECUTION_PLACES = ("auto", "housekeeping", "strategy")
 
 
 def warm_path_applies(client: str, wait_policy: str) -> bool:
@@ -262,6 +265,7 @@ def plan_fleet(
     book_rate_hz: Mapping[str, float] | None = None,
     max_feed_books_per_s: float = MAX_FEED_BOOKS_PER_S,
     emulator: str = "auto",
+    execution: str = "auto",
 ) -> FleetPlan:
     """Assign every fleet process a CPU set and a wait policy.
 
@@ -278,11 +282,15 @@ def plan_fleet(
 
     ``emulator`` (:data:`EMULATOR_PLACES`) places the local venue emulator: ``auto`` the plan's choice (below),
     ``housekeeping`` the housekeeping CPU(s), ``strategy`` the strategy's CPU(s) (to compare placements by numbers).
+    ``execution`` (:data:`EXECUTION_PLACES`) likewise places the execution engine where it has no CPU of its own
+    (fewer than three hot CPUs); with one, it keeps it.
     """
     if wait_policy is not None:
         WaitPolicy.parse(wait_policy)  # ValueError naming the allowed policies
     if emulator not in EMULATOR_PLACES:
         raise ValueError(f"emulator placement {emulator!r} is not one of {', '.join(EMULATOR_PLACES)}")
+    if execution not in EXECUTION_PLACES:
+        raise ValueError(f"execution placement {execution!r} is not one of {', '.join(EXECUTION_PLACES)}")
     cpus_given = cpus
     cpus = tuple(sorted(set(available_cpus() if cpus is None else cpus)))
     if not cpus:
@@ -326,7 +334,12 @@ def plan_fleet(
     elif len(cores) == 2:
         put("feed-binance", (cores[0],), True)
         put("strategy", (cores[1],), False)
-        put("execution", (cores[1],), False)
+        if execution == "housekeeping":
+            put("execution", housekeeping, False, WaitPolicy.SLEEP.value)  # never busy-poll the housekeeping CPU
+            notes.append(f"execution on housekeeping CPU {format_cpu_list(housekeeping)} (execution placement "
+                         "housekeeping), sleeping")
+        else:
+            put("execution", (cores[1],), False)
         put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         notes.append("2 hot CPUs: Binance feed owns one, strategy+execution share the other (hybrid wait policy); "
                      "Hyperliquid feed on housekeeping")
@@ -344,13 +357,24 @@ def plan_fleet(
         # strategy's CPU, yields it after each top-of-book frame it sends (emulator_shares_hot_cpu): tick_to_decision
         # 44-61 -> 7.8-9.4 us, wire_to_decision 73-103 -> 27-34 us p50. The sleeping execution's thread has a 1 ns
         # timer slack (caerus.ipc.wait): wire_to_wire 271-280 -> 191-212 us p50.
+        # The execution stays on the strategy's CPU (`--execution-cpu housekeeping` moves it, to compare): there
+        # its ~14,000 sleep wakes a second switch the strategy's CPU to another process, and a fire's decision
+        # runs cold after each (its thread's CPU time 40-90 us on this VM against ~1 us in a loop); on the feeds'
+        # CPU tick-to-eval p50 fell 16.3-16.6 -> 13.4-14.2 us and tick-to-decision 135-146 -> 72-84 us (README
+        # command 1, quiet, 3 rounds alternating), but the order's pickup waited behind the feeds: queue transit
+        # p90 110-212 us -> 2.4-2.6 ms. The order path decides.
         put("feed-binance", housekeeping, False)
         put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
         put("strategy", cores, False)
-        put("execution", cores, False, WaitPolicy.SLEEP.value)
+        exec_cpus = housekeeping if execution == "housekeeping" else cores
+        put("execution", exec_cpus, False, WaitPolicy.SLEEP.value)
         if not iso:  # an isolated CPU takes hot processes only
             emulator_cpus = cores
         notes.append(
+            f"only {len(cpus)} CPU(s): feeds and the execution share the housekeeping CPU (Hyperliquid's feed and the "
+            f"execution sleeping; execution placement housekeeping), the strategy and the venue emulator share CPU "
+            f"{format_cpu_list(cores)}; hybrid wait policy; numbers are not comparable to an isolated host"
+            if execution == "housekeeping" else
             f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU (Hyperliquid's sleeping), strategy+execution "
             f"and the venue emulator share CPU {format_cpu_list(cores)}; hybrid wait policy, the execution sleeps; "
             "numbers are not comparable to an isolated host"
@@ -363,6 +387,8 @@ def plan_fleet(
             _place_shares(placements, venue, len(shares), cores, wait_policy, put)
             notes.append(f"{venue} split across {len(shares)} feed processes: {instruments} instruments x "
                          f"{rate:g} books/s estimated > {max_feed_books_per_s:g} books/s per feed process")
+    if execution != "auto" and placements["execution"].dedicated:
+        notes.append(f"execution placement {execution} not applied: the execution has a CPU of its own")
     for process in COLD_PROCESSES:
         placements[process] = Placement(process, housekeeping, WaitPolicy.SLEEP.value, False)
     planned = emulator_cpus

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from caerus.durations import duration_arg
-from caerus.plan import EMULATOR_PLACES, FEED_CLIENTS, FEED_WARM_EVERY_US, WAIT_POLICIES
+from caerus.plan import EMULATOR_PLACES, EXECUTION_PLACES, FEED_CLIENTS, FEED_WARM_EVERY_US, WAIT_POLICIES
 from caerus.session.local import EMULATOR_YIELD, TRANSPORTS, SessionConfigError, SessionOptions, run_local_session
 
 
@@ -62,6 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--emulator-cpu", choices=EMULATOR_PLACES, default="auto",
                         help="where the venue emulator runs: auto (default: the plan's choice), housekeeping (the "
                              "feeds' CPU on 2 vCPUs) or strategy (the strategy's CPU), to compare placements")
+    parser.add_argument("--execution-cpu", choices=EXECUTION_PLACES, default="auto",
+                        help="where the execution engine runs when it has no CPU of its own (3 CPUs or fewer): auto "
+                             "(default: the plan's choice; on 2 vCPUs the housekeeping CPU), housekeeping or strategy "
+                             "(the strategy's CPU), to compare placements")
     parser.add_argument("--symbols", default="BTC",
                         help="instruments to trade, comma-separated (BTC,ETH,SOL; NAME=BINANCESYMBOL/HLCOIN where the "
                              "venues' names differ); each must be listed by both venues (default BTC)")
@@ -95,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         market=args.market, jumps_per_min=args.jumps_per_min, chaos_every_s=args.chaos, feed_client=args.feed_client,
         feed_warm_every_us=args.feed_warm_every_us,
         emulator_yield=args.emulator_yield, emulator_cpu=args.emulator_cpu,
+        execution_cpu=args.execution_cpu,
         symbols=args.symbols, symbol_rate_hz=args.symbol_rate, feed_connections=args.feed_connections,
         exporter_port=args.exporter_port, max_feed_books_per_s=args.max_books_per_feed_process,
         record=getattr(args, "record", False),

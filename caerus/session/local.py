@@ -45,6 +45,7 @@ from caerus.metrics.rss import SERIES_FILE, RssSampler
 from caerus.plan import (
     BOOK_RATE_HZ,
     EMULATOR_PLACES,
+    EXECUTION_PLACES,
     FEED_WARM_EVERY_US,
     FEEDS,
     HOT_PROCESSES,
@@ -108,6 +109,8 @@ class SessionOptions:
     emulator_yield: str = "auto"
     # where the venue emulator runs (caerus.plan.EMULATOR_PLACES): auto = the plan's choice, housekeeping, strategy
     emulator_cpu: str = "auto"
+    # where the execution runs when it has no CPU of its own (caerus.plan.EXECUTION_PLACES): auto = the plan's choice
+    execution_cpu: str = "auto"
     # what to trade: caerus.instruments.parse_symbols syntax (BTC,ETH,SOL); listed by both venues or the session
     # stops before it starts anything
     symbols: str = DEFAULT_SYMBOLS
@@ -133,6 +136,8 @@ class SessionOptions:
             problems.append(f"emulator yield {self.emulator_yield!r} is not one of {', '.join(EMULATOR_YIELD)}")
         if self.emulator_cpu not in EMULATOR_PLACES:
             problems.append(f"emulator CPU {self.emulator_cpu!r} is not one of {', '.join(EMULATOR_PLACES)}")
+        if self.execution_cpu not in EXECUTION_PLACES:
+            problems.append(f"execution CPU {self.execution_cpu!r} is not one of {', '.join(EXECUTION_PLACES)}")
         if self.live and self.scenario is not None:
             problems.append("--scenario drives the venue emulator; it cannot be combined with live venues")
         if self.live and self.transport == "emulator":
@@ -265,8 +270,9 @@ def config_hash(opts: SessionOptions, plan: FleetPlan) -> str:
     doc = {k: v for k, v in opts.resolved().items() if k not in ("out", "progress", "exporter_port")}
     if doc.get("max_feed_books_per_s") is None:  # the default: sessions hash as they did before the option existed
         doc.pop("max_feed_books_per_s", None)
-    if doc.get("emulator_cpu") == "auto":  # likewise
-        doc.pop("emulator_cpu", None)
+    for key in ("emulator_cpu", "execution_cpu"):  # likewise
+        if doc.get(key) == "auto":
+            doc.pop(key, None)
     doc["plan"] = plan.to_dict()
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:8]
 
@@ -603,7 +609,7 @@ def session_plan(opts: SessionOptions) -> FleetPlan:
     """The fleet plan for ``opts``: CPUs and wait policies, and each venue split across as many feed processes as
     its estimated book rate needs (caerus.plan.feed_shares; :func:`book_rates`)."""
     return plan_fleet(wait_policy=opts.wait_policy, instruments=len(parse_symbols(opts.symbols)),
-                      emulator=opts.emulator_cpu,
+                      emulator=opts.emulator_cpu, execution=opts.execution_cpu,
                       book_rate_hz=book_rates(opts),
                       max_feed_books_per_s=opts.max_feed_books_per_s or MAX_FEED_BOOKS_PER_S)
 

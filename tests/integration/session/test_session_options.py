@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[3]
         (SessionOptions(max_feed_books_per_s=float("nan")), "books per feed process must be a number > 0, got nan"),
         (SessionOptions(emulator_yield="sometimes"), "emulator yield 'sometimes' is not one of auto, on, off"),
         (SessionOptions(emulator_cpu="cpu0"), "emulator CPU 'cpu0' is not one of auto, housekeeping, strategy"),
+        (SessionOptions(execution_cpu="cpu0"), "execution CPU 'cpu0' is not one of auto, housekeeping, strategy"),
         (SessionOptions(feed_warm_every_us=-5), "feed warm interval must be >= 0 us"),
     ],
 )
@@ -172,11 +173,33 @@ def test_the_emulator_runs_where_the_session_puts_it(tmp_path: Path) -> None:
         moved = [n for n in plan.notes if n.startswith("venue emulator on CPU")]
         assert len(moved) == (want != auto.placement("venue-sim").cpus), plan.notes
     two = plan_fleet(cpus=[0, 1], isolated=[])
-    # the default session's hash before the option existed (main 9644841): its folders keep their names
+    # the default session's hash before the options existed (main 9644841): its folders keep their names
     assert config_hash(SessionOptions(), two) == "6660f047"
     assert config_hash(SessionOptions(emulator_cpu="housekeeping"), two) != "6660f047"
+    assert config_hash(SessionOptions(execution_cpu="housekeeping"), two) != "6660f047"
     with pytest.raises(ValueError, match="emulator placement 'cpu0' is not one of"):
         plan_fleet(cpus=[0, 1], isolated=[], emulator="cpu0")
+
+
+def test_the_execution_runs_where_the_session_puts_it(tmp_path: Path) -> None:
+    """--execution-cpu overrides the plan's place for the execution where it has no CPU of its own (2 vCPUs: the
+    strategy's by default), and the execution's process spec pins it there; nothing else moves."""
+    auto = session_plan(SessionOptions())
+    for where in ("housekeeping", "strategy"):
+        plan = session_plan(SessionOptions(execution_cpu=where))
+        want = plan.housekeeping if where == "housekeeping" else plan.placement("strategy").cpus
+        if plan.placement("execution").dedicated:  # a machine with a core for it: the choice is not applied
+            assert any("not applied" in n for n in plan.notes)
+            continue
+        assert plan.placement("execution").cpus == want
+        assert plan.placement("execution").wait_policy == "sleep"
+        spec = {s.name: s for s in launch.fleet_specs(tmp_path, plan, launch.Segments("sX"), None, capture=False,
+                                                      transport="paper")}["execution"]
+        assert spec.cpus == want
+        i = spec.argv.index("--cpus")
+        assert spec.argv[i + 1] == ",".join(map(str, want))
+        assert {k: v for k, v in plan.placements.items() if k != "execution"} == \
+            {k: v for k, v in auto.placements.items() if k != "execution"}
 
 
 def test_venue_sim_takes_yield_after_top_into_its_config(tmp_path: Path) -> None:

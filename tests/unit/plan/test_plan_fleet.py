@@ -21,6 +21,26 @@ def test_two_cpu_machine_matches_the_measured_layout() -> None:
     assert any("not isolated" in n for n in plan.notes)
 
 
+def test_the_execution_placement_can_be_chosen_where_it_has_no_cpu_of_its_own() -> None:
+    assert plan_fleet((0, 1), isolated=(), execution="strategy") == plan_fleet((0, 1), isolated=())
+    moved_2 = plan_fleet((0, 1), isolated=(), execution="housekeeping")
+    assert moved_2.placement("execution").cpus == (0,) and moved_2.placement("strategy").cpus == (1,)
+    assert moved_2.placement("execution").wait_policy == "sleep"
+    assert any("execution placement housekeeping" in n for n in moved_2.notes)
+    assert not any("execution placement" in n for n in plan_fleet((0,), isolated=()).notes)  # one CPU: nothing said
+    # two hot cores: the plan keeps it beside the strategy, housekeeping moves it (sleeping: never poll there)
+    two_hot = plan_fleet((0, 1, 2), isolated=(1, 2))
+    assert two_hot.placement("execution").cpus == two_hot.placement("strategy").cpus
+    moved = plan_fleet((0, 1, 2), isolated=(1, 2), execution="housekeeping").placement("execution")
+    assert (moved.cpus, moved.wait_policy) == ((0,), "sleep")
+    # a core of its own is kept, and the plan says the choice was not applied
+    own = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3), execution="housekeeping")
+    assert own.placement("execution").dedicated and own.placement("execution").cpus != (0,)
+    assert any("execution placement housekeeping not applied" in n for n in own.notes)
+    with pytest.raises(ValueError, match="execution placement 'cpu0' is not one of auto, housekeeping, strategy"):
+        plan_fleet((0, 1), execution="cpu0")
+
+
 def test_three_isolated_cores_give_the_critical_path_a_core_each() -> None:
     plan = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3))
     assert plan.isolated and plan.hot == (1, 2, 3) and plan.housekeeping == (0,)
