@@ -64,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "feeds' CPU on 2 vCPUs) or strategy (the strategy's CPU), to compare placements")
     parser.add_argument("--execution-cpu", choices=EXECUTION_PLACES, default="auto",
                         help="where the execution engine runs when it has no CPU of its own (3 CPUs or fewer): auto "
-                             "(default: the plan's choice; on 2 vCPUs the housekeeping CPU), housekeeping or strategy "
-                             "(the strategy's CPU), to compare placements")
+                             "(default: the plan's choice; on 2 vCPUs the strategy's CPU), housekeeping (the feeds' "
+                             "CPU) or strategy (the strategy's CPU), to compare placements")
     parser.add_argument("--symbols", default="BTC",
                         help="instruments to trade, comma-separated (BTC,ETH,SOL; NAME=BINANCESYMBOL/HLCOIN where the "
                              "venues' names differ); each must be listed by both venues (default BTC)")
