@@ -360,7 +360,7 @@ def plan_fleet(
         # The execution stays on the strategy's CPU (`--execution-cpu housekeeping` moves it, to compare): there
         # its ~14,000 sleep wakes a second switch the strategy's CPU to another process, and a fire's decision
         # runs cold after each (its thread's CPU time 40-90 us on this VM against ~1 us in a loop); on the feeds'
-        # CPU tick-to-eval p50 fell 16.3-16.6 -> 13.4-14.2 us and tick-to-decision 135-146 -> 72-84 us (README
+        # CPU tick-to-eval p50 fell 16.3-16.8 -> 13.4-14.2 us and tick-to-decision 135-146 -> 72-84 us (README
         # command 1, quiet, 3 rounds alternating), but the order's pickup waited behind the feeds: queue transit
         # p90 110-212 us -> 2.4-2.6 ms. The order path decides.
         put("feed-binance", housekeeping, False)
