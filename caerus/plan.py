@@ -85,9 +85,8 @@ FEED_WARM_EVERY_US = 100.0
 #: where the local venue emulator runs (plan_fleet's ``emulator``): the plan's choice, the housekeeping CPU(s) or the
 #: strategy's CPU(s)
 EMULATOR_PLACES = ("auto", "housekeeping", "strategy")
-#: where the execution engine runs when no CPU is left for it alone (plan_fleet's ``execution``, 2 CPUs): the plan's
-#: choice, the housekeeping CPU(s) or the strategy's CPU(s)
-EXECUTION_PLACES = ("auto", "housekeeping", "strategy")
+#: where the execution engine runs when no CPU is left for it alone (plan_fleet's ``execution``): the same choices
+EXECUTION_PLACES = EMULATOR_PLACES
 
 
 def warm_path_applies(client: str, wait_policy: str) -> bool:
@@ -336,13 +335,13 @@ def plan_fleet(
         put("strategy", (cores[1],), False)
         if execution == "housekeeping":
             put("execution", housekeeping, False, WaitPolicy.SLEEP.value)  # never busy-poll the housekeeping CPU
-            notes.append(f"execution on housekeeping CPU {format_cpu_list(housekeeping)} (execution placement "
-                         "housekeeping), sleeping")
+            other = ("the strategy the other, the execution sleeps on housekeeping CPU "
+                     f"{format_cpu_list(housekeeping)} (execution placement housekeeping)")
         else:
             put("execution", (cores[1],), False)
+            other = "strategy+execution share the other (hybrid wait policy)"
         put("feed-hyperliquid", housekeeping, False, WaitPolicy.SLEEP.value)
-        notes.append("2 hot CPUs: Binance feed owns one, strategy+execution share the other (hybrid wait policy); "
-                     "Hyperliquid feed on housekeeping")
+        notes.append(f"2 hot CPUs: Binance feed owns one, {other}; Hyperliquid feed on housekeeping")
     else:
         # Small machine (this 2-core VM): measured best layout is feed(s) with the housekeeping work on one core
         # and strategy + execution yielding on the other. The Hyperliquid feed sleeps (a book per ~70 ms block) and
@@ -370,15 +369,14 @@ def plan_fleet(
         put("execution", exec_cpus, False, WaitPolicy.SLEEP.value)
         if not iso:  # an isolated CPU takes hot processes only
             emulator_cpus = cores
-        notes.append(
-            f"only {len(cpus)} CPU(s): feeds and the execution share the housekeeping CPU (Hyperliquid's feed and the "
-            f"execution sleeping; execution placement housekeeping), the strategy and the venue emulator share CPU "
-            f"{format_cpu_list(cores)}; hybrid wait policy; numbers are not comparable to an isolated host"
-            if execution == "housekeeping" else
-            f"only {len(cpus)} CPU(s): feeds share the housekeeping CPU (Hyperliquid's sleeping), strategy+execution "
-            f"and the venue emulator share CPU {format_cpu_list(cores)}; hybrid wait policy, the execution sleeps; "
-            "numbers are not comparable to an isolated host"
+        shared = (
+            "feeds and the execution share the housekeeping CPU (Hyperliquid's feed and the execution sleeping; "
+            f"execution placement housekeeping), the strategy and the venue emulator share CPU {format_cpu_list(cores)}"
+            "; hybrid wait policy" if execution == "housekeeping" else
+            "feeds share the housekeeping CPU (Hyperliquid's sleeping), strategy+execution and the venue emulator "
+            f"share CPU {format_cpu_list(cores)}; hybrid wait policy, the execution sleeps"
         )
+        notes.append(f"only {len(cpus)} CPU(s): {shared}; numbers are not comparable to an isolated host")
     split: dict[str, tuple[tuple[int, int], ...]] = {}
     for venue, rate in sorted((book_rate_hz or {}).items()):
         shares = feed_shares(instruments, rate, max_feed_books_per_s)

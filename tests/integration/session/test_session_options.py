@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from caerus.plan import FEED_WARM_EVERY_US, plan_fleet
+from caerus.plan import FEED_WARM_EVERY_US, format_cpu_list, plan_fleet
 from caerus.session import launch
 from caerus.session.local import (
     SessionConfigError,
@@ -197,7 +197,7 @@ def test_the_execution_runs_where_the_session_puts_it(tmp_path: Path) -> None:
                                                       transport="paper")}["execution"]
         assert spec.cpus == want
         i = spec.argv.index("--cpus")
-        assert spec.argv[i + 1] == ",".join(map(str, want))
+        assert spec.argv[i + 1] == format_cpu_list(want)
         assert {k: v for k, v in plan.placements.items() if k != "execution"} == \
             {k: v for k, v in auto.placements.items() if k != "execution"}
 

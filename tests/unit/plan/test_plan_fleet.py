@@ -31,8 +31,12 @@ def test_the_execution_placement_can_be_chosen_where_it_has_no_cpu_of_its_own() 
     # two hot cores: the plan keeps it beside the strategy, housekeeping moves it (sleeping: never poll there)
     two_hot = plan_fleet((0, 1, 2), isolated=(1, 2))
     assert two_hot.placement("execution").cpus == two_hot.placement("strategy").cpus
-    moved = plan_fleet((0, 1, 2), isolated=(1, 2), execution="housekeeping").placement("execution")
+    moved_plan = plan_fleet((0, 1, 2), isolated=(1, 2), execution="housekeeping")
+    moved = moved_plan.placement("execution")
     assert (moved.cpus, moved.wait_policy) == ((0,), "sleep")
+    assert any("execution sleeps on housekeeping CPU 0" in n for n in moved_plan.notes)
+    assert not any("strategy+execution share" in n for n in moved_plan.notes)  # the notes say where it really runs
+    assert any("strategy+execution share the other" in n for n in two_hot.notes)
     # a core of its own is kept, and the plan says the choice was not applied
     own = plan_fleet((0, 1, 2, 3), isolated=(1, 2, 3), execution="housekeeping")
     assert own.placement("execution").dedicated and own.placement("execution").cpus != (0,)
