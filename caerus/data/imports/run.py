@@ -1,9 +1,10 @@
 """``caerus data import``: files -> readers (one process per file, up to ``jobs`` at once) -> the store, in order.
 
-Files are read in parallel (worker.py; chDB is never opened there) and committed one by one in the order given,
-so file numbers (``conn``) and import.json do not depend on which worker finished first. A file that cannot be
-imported (unknown format, no clock, already imported, a slot clash) is reported with its reason and the others go
-on; the command then exits 2. Every file's summary names its true market and where it went.
+Files are read in parallel (worker.py; chDB is never opened there) and committed in the order given, several small
+files to an INSERT (target.COMMIT_ROWS), so file numbers (``conn``) and import.json do not depend on which worker
+finished first. A file that cannot be imported (unknown format, no clock, already imported, a slot clash) is
+reported with its reason and the others go on; the command then exits 2. A file is reported imported only once its
+rows are in the store. Every file's summary names its true market and where it went.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, TextIO
 
 from .formats import FORMATS, ReadOptions, detect, module
 from .records import ImportRefused
-from .target import DEFAULT_SESSION, SLOTS, ImportTarget
+from .target import COMMIT_ROWS, DEFAULT_SESSION, SLOTS, ImportTarget
 from .worker import FileResult, read_file
 
 
@@ -130,19 +131,20 @@ def run_import(store: Path, files: Sequence[Path], opts: ImportOptions, out: Tex
         args = [(str(p), fmt, read_opts, stages[k], opts.clock_offset_ms) for k, (p, fmt) in enumerate(plan)]
         results = _read_all(args, jobs, target, reader)
         n = n0
+        added: list[dict[str, Any]] = []
         for res in results:
             if isinstance(res, Exception):
                 errors.append(str(res))
                 continue
             try:
-                entry = target.commit(n, res, opts.session, slot, opts.instrument, opts.provenance)
+                added.append(target.add(n, res, opts.session, slot, opts.instrument, opts.provenance))
             except ImportRefused as exc:
                 errors.append(str(exc))
                 continue
             n += 1
-            entries.append(entry)
-            if out is not None:
-                print(summary(entry), file=out)
+            if target.pending_rows >= COMMIT_ROWS:
+                _flush(target, added, entries, out)
+        _flush(target, added, entries, out)
     finally:
         if results is not None:
             results.close()  # a generator: stops the readers if a commit raised
@@ -151,6 +153,17 @@ def run_import(store: Path, files: Sequence[Path], opts: ImportOptions, out: Tex
         for e in errors:
             print(f"refused: {e}", file=out)
     return Outcome(entries, errors)
+
+
+def _flush(target: ImportTarget, added: list[dict[str, Any]], entries: list[dict[str, Any]],
+           out: TextIO | None) -> None:
+    """Commit the files added (one INSERT), then report each."""
+    target.flush()
+    entries.extend(added)
+    if out is not None:
+        for entry in added:
+            print(summary(entry), file=out)
+    added.clear()
 
 
 def _counts(d: dict[str, int]) -> str:

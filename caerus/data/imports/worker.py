@@ -64,6 +64,7 @@ class FileResult:
     tick: dict[str, list[int]]  # symbol -> [price decimals, size decimals] seen on valid books
     notes: dict[str, object]
     stage: str  # the staging file (Arrow stream) holding the rows
+    last_seq: list[int]  # per market (sym index): the import's own last record number (time rule; 0: none)
     cpu_s: float
     wall_s: float
     gzip: str = field(default=compressed.GZIP_LIBRARY)
@@ -138,6 +139,7 @@ def read_file(path: str, fmt: str, options: ReadOptions, stage: str, clock_offse
         stored_rejected=checker.stored_rejected, derived=dict(derived),
         clock=_clock_json(used), measured=_clock_json(measured), t_recv_first=first, t_recv_last=last,
         tick={reader_symbol(reader, k): v for k, v in tick.items()}, notes=reader.notes(), stage=stage,
+        last_seq=[checker.states[i].own_seq if i in checker.states else 0 for i in range(len(markets))],
         cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - t0)
 
 
