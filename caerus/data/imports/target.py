@@ -48,7 +48,7 @@ _NAME = re.compile(r"[^A-Za-z0-9]")
 STAGE_SUFFIX = ".arrows"
 #: rows gathered before a commit (several small files go in one INSERT; a bigger file goes alone)
 COMMIT_ROWS = 200_000
-_GLOB = re.compile(r"[*?{}\[\]]")
+_GLOB = re.compile(r"[*?{}]")  # what chDB's file() reads as a pattern (not [ ]: tested)
 
 
 @dataclass
@@ -104,7 +104,7 @@ class ImportTarget:
                                 "names its instruments): import into a store of its own")
         if _GLOB.search(str(self.dir.resolve())):
             # chDB's file() reads the staged rows by a path pattern: such a character would match other files
-            raise ImportRefused(f"{self.dir}: a store path holding any of * ? {{ }} [ ] cannot be imported into "
+            raise ImportRefused(f"{self.dir}: a store path holding any of * ? {{ }} cannot be imported into "
                                 "(the staged rows are read by a path pattern); choose another folder")
         self.meta_path = self.dir / META_NAME
         self.inst_path = self.dir / inst_mod.FILE_NAME
