@@ -290,9 +290,10 @@ def test_emulator_thread_serves_synchronous_clients(tmp_path: Path) -> None:
 
     with EmulatorThread(config(tmp_path)) as t:
         ctx = ssl.create_default_context(cafile=t.info["ca_file"])
-        with sync_connect(t.info["hyperliquid_url"] + "/ws", ssl=ctx) as ws:
+        # bounds for a loaded machine (a CPU hog beside four test workers outlasted websockets' 10 s default)
+        with sync_connect(t.info["hyperliquid_url"] + "/ws", ssl=ctx, open_timeout=60) as ws:
             ws.send(json.dumps({"method": "ping"}))
-            assert json.loads(ws.recv(timeout=5)) == {"channel": "pong"}
+            assert json.loads(ws.recv(timeout=60)) == {"channel": "pong"}
         counts = t.emulator.connection_counts()  # type: ignore[union-attr]
     assert counts["hyperliquid"]["opened"] == 1
     assert not t._thread.is_alive()
