@@ -265,13 +265,6 @@ class ImportTarget:
             for p in batch:
                 Path(p.r.stage).unlink(missing_ok=True)
 
-    def commit(self, n: int, r: FileResult, session: str, slot: str | None, instrument: str | None,
-               provenance: str | None) -> dict[str, Any]:
-        """Put file ``n``'s staged rows into the store and record it (with any files added before it)."""
-        entry = self.add(n, r, session, slot, instrument, provenance)
-        self.flush()
-        return entry
-
     def _insert(self, batch: list[_Pending]) -> tuple[float, float]:
         with_rows = [p for p in batch if p.rows]
         if not with_rows:
