@@ -9,10 +9,11 @@ side as distinct instruments. One (session, slot, instrument) holds one market: 
 refused, naming both. import.json records every market's true venue, product, symbol and files, and every summary
 prints them, so nothing downstream can take COIN-M for Hyperliquid.
 
-Commit. Workers' rows (staging Arrow files) go into ``caerus.books`` in one INSERT ... SELECT per commit (several
-small files, or one big one) that fills in each file's session, slot, instrument ids, its number in ``conn`` (which
-ties each row to its import.json entry), the import's own sequence numbers continued from the store's, and the
-derived times; then import.json is rewritten (atomically). A file already imported (same content hash) is refused.
+Commit. Workers' rows (staging Arrow files) go into ``caerus.books`` by INSERT ... SELECT (several small files in
+one, a big file's pieces one each: worker.STAGE_PIECE_ROWS rows at most per INSERT) that fills in each file's
+session, slot, instrument ids, its number in ``conn`` (which ties each row to its import.json entry), the import's
+own sequence numbers continued from the store's, and the derived times; then import.json is rewritten
+(atomically); a failed commit deletes what it stored. A file already imported (same content hash) is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from caerus.wire import Venue
 from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV
 from .meta import META_NAME
 from .records import ImportRefused, Market
-from .worker import FileResult
+from .worker import STAGE_PIECE_ROWS, FileResult, remove_stages
 
 META_FORMAT = 1
 DEFAULT_SESSION = "import"
@@ -218,7 +219,7 @@ class ImportTarget:
                 raise ImportRefused(f"{r.path}: a store takes at most {MAX_FILES} imported files (conn is 16-bit)")
             placed = self.place(r, session, slot, instrument)
         except ImportRefused:
-            Path(r.stage).unlink(missing_ok=True)
+            remove_stages(r.stages)
             raise
         if not self._pending:
             self._meta_before = copy.deepcopy(self.meta)
@@ -239,55 +240,77 @@ class ImportTarget:
         return sum(p.rows for p in self._pending)
 
     def flush(self) -> None:
-        """Store the rows of every file added since the last flush in one INSERT ... SELECT, then write import.json.
+        """Store the rows of every file added since the last flush, then write import.json.
 
-        One INSERT for several files, not one each: chDB's cost of an INSERT has a fixed part (a part written per
-        INSERT, then merged in the background): the staged rows of 18 small files cost 0.61-0.67 us/row of chDB
-        CPU inserted one file at a time, 0.38-0.39 four files at a time, 0.33-0.35 all at once (measured here).
-        Each row's per-file constants (conn, venue slot, instrument ids, sequence base, clock offset) come from
-        the staging file it was read from (``_file``)."""
+        Several small files go in one INSERT ... SELECT, not one each: chDB's cost of an INSERT has a fixed part (a
+        part written per INSERT, then merged in the background): the staged rows of 18 small files cost 0.61-0.67
+        us/row of chDB CPU inserted one file at a time, 0.38-0.39 four files at a time, 0.33-0.35 all at once
+        (measured here). An INSERT reads at most STAGE_PIECE_ROWS rows (a big file's pieces go one each), which
+        bounds chDB's memory. Each row's per-file constants (conn, venue slot, instrument ids, sequence base, clock
+        offset) come from the staging file it was read from (``_file``). If an INSERT fails, the rows this flush
+        already stored are deleted again: a file's number is only ever used by rows of the file import.json names."""
         if not self._pending:
             return
         batch, self._pending = self._pending, []
         try:
-            took = self._insert(batch)
-            rows = sum(p.rows for p in batch)
+            took = {p.n: [0.0, 0.0, 0] for p in batch}  # wall s, CPU s, INSERTs
+            for group in insert_groups(batch):
+                wall, cpu = self._insert(group)
+                rows = sum(k for _, _, k in group)
+                for p, _, k in group:
+                    # the INSERT alone (chDB's threads included), each file's share by its rows
+                    t = took[p.n]
+                    t[0] += wall * k / rows
+                    t[1] += cpu * k / rows
+                    t[2] += 1
             for p in batch:
-                share = p.rows / rows if rows else 1 / len(batch)
-                # the INSERT alone (chDB's threads included), each file's share by its rows
-                p.entry.update(commit_s=round(took[0] * share, 3), commit_cpu_s=round(took[1] * share, 3),
-                               commit_files=len(batch))
+                wall, cpu, inserts = took[p.n]
+                p.entry.update(commit_s=round(wall, 3), commit_cpu_s=round(cpu, 3), commit_files=len(batch),
+                               commit_inserts=int(inserts))
             self._write_meta()
-        except BaseException:
+        except BaseException as exc:
+            self._forget(batch, exc)
             self.meta, self._seq_bases = self._meta_before, {}
             raise
         finally:
             for p in batch:
-                Path(p.r.stage).unlink(missing_ok=True)
+                remove_stages(p.r.stages)
 
-    def _insert(self, batch: list[_Pending]) -> tuple[float, float]:
-        with_rows = [p for p in batch if p.rows]
-        if not with_rows:
-            return 0.0, 0.0
-        names = [Path(p.r.stage).name for p in with_rows]
+    def _forget(self, batch: list[_Pending], exc: BaseException) -> None:
+        """Delete whatever rows of ``batch``'s files are in the store (an INSERT before the failed one stored them)."""
+        if self._store is None:
+            return
+        conns = ", ".join(str(p.n) for p in batch)
+        try:
+            self._store.query(f"DELETE FROM caerus.books WHERE conn IN ({conns})")
+        except Exception as e:  # the store itself failing: say which rows may remain
+            exc.add_note(f"and the rows of files {conns} stored before the failure could not be deleted ({e}): "
+                         f"delete them (DELETE FROM caerus.books WHERE conn IN ({conns})) before importing again")
+
+    def _insert(self, group: list[tuple[_Pending, str, int]]) -> tuple[float, float]:
+        """One INSERT ... SELECT of the staging files in ``group`` (each with its file and its rows)."""
+        names = [Path(path).name for _, path, _ in group]
         if len(names) == 1:
-            source = with_rows[0].r.stage
+            source = group[0][1]
         else:
             source = str(self.stage_dir / ("{" + ",".join(n.removesuffix(STAGE_SUFFIX) for n in names) + "}"
                                            + STAGE_SUFFIX))
+        files = list({p.n: p for p, _, _ in group}.values())
 
-        def per_file(values: list[int], default: str) -> str:
-            return f"transform(_file, {names}, {values}, {default})"
+        def per_file(values: dict[int, int], default: str) -> str:
+            """A value per file, chosen by the staging file (``_file``) a row comes from."""
+            return f"transform(_file, {names}, {[values[p.n] for p, _, _ in group]}, {default})"
 
         # a row's market: its file's number and its sym index within the file (a file holds < 65536 markets)
-        key = f"(toUInt64({per_file([p.n for p in with_rows], 'toUInt64(0)')}) * 65536 + sym)"
-        keys = [p.n * 65536 + k for p in with_rows for k in range(len(p.ids))]
-        ids = [i for p in with_rows for i in p.ids]
-        bases = [b for p in with_rows for b in p.bases]
+        numbers = {p.n: p.n for p in files}
+        key = f"(toUInt64({per_file(numbers, 'toUInt64(0)')}) * 65536 + sym)"
+        keys = [p.n * 65536 + k for p in files for k in range(len(p.ids))]
+        ids = [i for p in files for i in p.ids]
+        bases = [b for p in files for b in p.bases]
         sym_expr = f"toUInt16(transform({key}, {keys}, {ids}, toUInt64(0)))" if keys else "toUInt16(0)"
         base_expr = f"transform({key}, {keys}, {bases}, toInt64(0))" if keys else "toInt64(0)"
-        offset = per_file([p.r.offset_ns or 0 for p in with_rows], "toInt64(0)")
-        session = {p.entry["session"] for p in with_rows}
+        offset = per_file({p.n: p.r.offset_ns or 0 for p in files}, "toInt64(0)")
+        session = {p.entry["session"] for p in files}
         if len(session) != 1:
             raise ValueError(f"one commit holds one session's files, not {sorted(session)}")
         w0, c0 = time.perf_counter(), time.process_time()
@@ -295,8 +318,8 @@ class ImportTarget:
             "INSERT INTO caerus.books (session, venue, flags, symbol, conn, reason, seq, t_exchange, t_recv, "
             "t_publish, bid_px, bid_qty, ask_px, ask_qty, t_wire) "
             f"SELECT {quote(session.pop())}, "
-            f"CAST(toUInt8({per_file([p.code for p in with_rows], 'toUInt8(0)')}) AS {VENUE_ENUM}), flags, "
-            f"{sym_expr}, toUInt16({per_file([p.n for p in with_rows], 'toUInt16(0)')}), reason, "
+            f"CAST(toUInt8({per_file({p.n: p.code for p in files}, 'toUInt8(0)')}) AS {VENUE_ENUM}), flags, "
+            f"{sym_expr}, toUInt16({per_file(numbers, 'toUInt16(0)')}), reason, "
             f"if(seq > 0, seq + {base_expr}, seq), "
             f"if(derive = {DERIVE_T_EXCHANGE}, t_recv - {offset}, t_exchange), "
             f"if(derive = {DERIVE_T_RECV}, t_exchange + {offset}, t_recv), toInt64(0), "
@@ -341,7 +364,7 @@ class ImportTarget:
             "t_recv_first": r.t_recv_first, "t_recv_last": r.t_recv_last, "notes": r.notes,
             "provenance": provenance, "licence": _licence_near(Path(r.path)),
             "imported_ns": time.time_ns(), "read_cpu_s": round(r.cpu_s, 3),
-            "commit_s": None, "commit_cpu_s": None, "commit_files": None,  # set by flush()
+            "commit_s": None, "commit_cpu_s": None, "commit_files": None, "commit_inserts": None,  # by flush()
         }
 
     def _market(self, session: str, p: dict[str, Any], inst_id: int, n: int) -> None:
@@ -384,7 +407,7 @@ class ImportTarget:
         import.json never names a file whose rows are not in the store."""
         if self._pending:
             for p in self._pending:
-                Path(p.r.stage).unlink(missing_ok=True)
+                remove_stages(p.r.stages)
             self.meta, self._pending = self._meta_before, []
         if self._store is not None:
             self._store.close()
@@ -392,6 +415,21 @@ class ImportTarget:
             self.stage_dir.rmdir()
         except OSError:
             pass
+
+
+def insert_groups(batch: list[_Pending]) -> list[list[tuple[_Pending, str, int]]]:
+    """``batch``'s staging files (with their file and rows), in order, in groups of at most STAGE_PIECE_ROWS rows
+    (a file's piece has at most that many): one INSERT each. Files with no rows have no staging file."""
+    groups: list[list[tuple[_Pending, str, int]]] = []
+    rows = 0
+    for p in batch:
+        for path, k in zip(p.r.stages, p.r.stage_rows, strict=True):
+            if not groups or rows + k > STAGE_PIECE_ROWS:
+                groups.append([])
+                rows = 0
+            groups[-1].append((p, path, k))
+            rows += k
+    return groups
 
 
 def not_stored(counts: dict[str, int]) -> dict[str, int]:

@@ -45,3 +45,21 @@ def test_import_benchmark_runs_on_the_fixtures(tmp_path: Path) -> None:
         "caerus data import frames/s (wall, whole import, cold start included)",
         "caerus data import frames/s (wall, steady: start-up taken out)"]
     assert "import, steady / gunzip+split frames/s" in doc["ratios"]
+
+
+def test_import_memory_benchmark_runs_on_the_fixture(tmp_path: Path) -> None:
+    from benchmarks import data_import_memory
+
+    out = tmp_path / "bench.json"
+    data_import_memory.main(["--quick", "--data", str(tmp_path / "absent"), "--copies", "3", "--piece-rows", "2000",
+                             "--json", str(out)])
+    doc = json.loads(out.read_text())
+    res = doc["extra"]["results"]
+    one = run_import(tmp_path / "one", [data_import_memory.FIXTURE], ImportOptions(jobs=1), out=None).entries[0]
+    rows = one["stored"]["valid"] + one["stored"]["rejected"]
+    # three copies in a row read as one recording: every frame and book of each copy, nothing more refused
+    for way in ("pieces", "one INSERT"):
+        assert res[way]["frames"] == doc["extra"]["frames"] == 3 * one["frames"]
+        assert res[way]["rows"] == 3 * rows and res[way]["refused"] == 3 * sum(one["refused"].values())
+    assert res["pieces"]["inserts"] == -(-3 * rows // 2000) > 1 and res["one INSERT"]["inserts"] == 1
+    assert set(doc["ratios"]) == {"peak RSS pieces / one INSERT", "wall pieces / one INSERT"}
