@@ -22,7 +22,6 @@ every plaintext is checked against what was sent (outside the timed read). perf_
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import ssl
 from collections.abc import Callable
@@ -34,8 +33,9 @@ from websockets.frames import Frame, Opcode
 from benchmarks.common import emit, measure_rounds, parse_sized, time_reads
 from benchmarks.feed_parse import make_frames
 from caerus.net.busy import READ_SIZE
+from caerus.runtime import malloc
+from caerus.runtime.malloc import M_MMAP_THRESHOLD
 
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
 THRESHOLDS = {"alloc mmap": 128 * 1024, "alloc heap": 1 << 20}
 
 
@@ -101,15 +101,6 @@ def _contenders(pairs: dict[str, TlsPair]) -> dict[str, Callable[[bytes, list[by
     return {name: buffered(pair) if name == "buffer" else alloc(pair) for name, pair in pairs.items()}
 
 
-def _mallopt() -> Callable[[int, int], int] | None:
-    try:
-        fn = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return fn
-
-
 def _timed(read: Callable[[bytes, list[bytes]], None], records: list[bytes], sent: list[bytes]) -> np.ndarray:
     """ns per record; each plaintext is checked against what was sent (untimed), then dropped, as the client
     drops it once split (kept, every ``alloc`` block would stay mapped and skew the reads after it)."""
@@ -125,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args, n = parse_sized(argv, __doc__, "frames", "records per contender per round", 2_000, 10_000)
     rounds = 3 if args.quick else 7
     frames = [Frame(Opcode.TEXT, f).serialize(mask=False) for f in make_frames(n, args.seed)[0]]
-    mallopt = _mallopt()
+    mallopt = malloc.mallopt()
     names = ["buffer", *(THRESHOLDS if mallopt is not None else ["alloc"])]
     ca = trustme.CA()
     pairs = {name: TlsPair(ca) for name in names}

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from caerus.runtime import malloc
+
 from . import compressed
 from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV, Checker, Rows
 from .clock import ClockEstimate, ClockSamples, estimate
@@ -149,6 +151,7 @@ def _decimals(x: np.ndarray) -> int:
 def read_file(path: str, fmt: str, options: ReadOptions, stage: str, clock_offset_ms: float | None) -> FileResult:
     """Read ``path`` as ``fmt``, check every book as the live feed would, write the rows to staging files named after
     ``stage`` (Staging); none is left behind if the file is refused or cannot be read."""
+    malloc.keep_freed_memory()  # chunk after chunk of megabytes: from the heap, not fresh pages (runtime/malloc.py)
     staging = Staging(stage)
     try:
         return _read(path, fmt, options, staging, clock_offset_ms)
