@@ -34,7 +34,6 @@ from benchmarks.common import emit, measure_rounds, parse_sized, time_reads
 from benchmarks.feed_parse import make_frames
 from caerus.net.busy import READ_SIZE
 from caerus.runtime import malloc
-from caerus.runtime.malloc import M_MMAP_THRESHOLD
 
 THRESHOLDS = {"alloc mmap": 128 * 1024, "alloc heap": 1 << 20}
 
@@ -127,12 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     def measure(name: str) -> np.ndarray:
         records = pairs[name].records(frames)
         if mallopt is not None and name in THRESHOLDS:
-            mallopt(M_MMAP_THRESHOLD, THRESHOLDS[name])
+            mallopt(malloc.M_MMAP_THRESHOLD, THRESHOLDS[name])
         return _timed(contenders[name], records, frames)
 
     metrics = measure_rounds(rounds, names, measure)
     if mallopt is not None:
-        mallopt(M_MMAP_THRESHOLD, THRESHOLDS["alloc heap"])
+        mallopt(malloc.M_MMAP_THRESHOLD, THRESHOLDS["alloc heap"])
     ratios = {f"{name}/buffer (p50)": metrics[name]["p50"] / metrics["buffer"]["p50"] for name in names[1:]}
     emit("tls_read", metrics, ratios=ratios, quick=args.quick, json_path=args.json,
          extra={"records_per_round": n, "rounds": rounds, "read_size": READ_SIZE,

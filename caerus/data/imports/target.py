@@ -35,10 +35,11 @@ from caerus.capture.store import ChdbStore
 from caerus.data.sql import quote
 from caerus.wire import Venue
 
+from . import worker
 from .checks import DERIVE_T_EXCHANGE, DERIVE_T_RECV
 from .meta import META_NAME
 from .records import ImportRefused, Market
-from .worker import STAGE_PIECE_ROWS, FileResult, remove_stages
+from .worker import FileResult, remove_stages
 
 META_FORMAT = 1
 DEFAULT_SESSION = "import"
@@ -245,7 +246,7 @@ class ImportTarget:
         Several small files go in one INSERT ... SELECT, not one each: chDB's cost of an INSERT has a fixed part (a
         part written per INSERT, then merged in the background): the staged rows of 18 small files cost 0.61-0.67
         us/row of chDB CPU inserted one file at a time, 0.38-0.39 four files at a time, 0.33-0.35 all at once
-        (measured here). An INSERT reads at most STAGE_PIECE_ROWS rows (a big file's pieces go one each), which
+        (measured here). An INSERT reads at most worker.STAGE_PIECE_ROWS rows (a big file's pieces go one each), which
         bounds chDB's memory. Each row's per-file constants (conn, venue slot, instrument ids, sequence base, clock
         offset) come from the staging file it was read from (``_file``). If an INSERT fails, the rows this flush
         already stored are deleted again: a file's number is only ever used by rows of the file import.json names."""
@@ -424,7 +425,7 @@ def insert_groups(batch: list[_Pending]) -> list[list[tuple[_Pending, str, int]]
     rows = 0
     for p in batch:
         for path, k in zip(p.r.stages, p.r.stage_rows, strict=True):
-            if not groups or rows + k > STAGE_PIECE_ROWS:
+            if not groups or rows + k > worker.STAGE_PIECE_ROWS:  # the worker's one limit, read when grouping
                 groups.append([])
                 rows = 0
             groups[-1].append((p, path, k))

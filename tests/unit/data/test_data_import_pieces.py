@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from caerus.capture.store import ChdbStore
-from caerus.data.imports import ImportOptions, ImportRefused, hftbacktest, load_meta, run_import, target, worker
+from caerus.data.imports import ImportOptions, ImportRefused, hftbacktest, load_meta, run_import, worker
 from caerus.data.imports.formats import ReadOptions
 from caerus.data.imports.worker import read_file
 
@@ -25,7 +25,6 @@ PIECE = 150  # rows: the fixtures' files hold a few hundred books each
 @pytest.fixture
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> int:
     monkeypatch.setattr(worker, "STAGE_PIECE_ROWS", PIECE)
-    monkeypatch.setattr(target, "STAGE_PIECE_ROWS", PIECE)
     return PIECE
 
 
@@ -52,7 +51,6 @@ def test_files_in_pieces_store_what_one_piece_each_stores(tmp_path: Path, small_
     assert max(e["commit_inserts"] for e in cut.entries) > 1
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(worker, "STAGE_PIECE_ROWS", 1 << 20)
-        mp.setattr(target, "STAGE_PIECE_ROWS", 1 << 20)
         whole = run_import(tmp_path / "whole", fs, ImportOptions(jobs=1), out=None)
     assert whole.ok, whole.errors
     assert {e["commit_inserts"] for e in whole.entries if e["stored"]["valid"] + e["stored"]["rejected"]} == {1}
