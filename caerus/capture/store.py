@@ -13,10 +13,12 @@ long session"): outdated parts are removed often and always in the cleanup threa
 from __future__ import annotations
 
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from . import rows
+
+if TYPE_CHECKING:
+    import pandas as pd  # frames come from the callers: importing pandas is theirs to pay (rows.py)
 
 # MergeTree settings of the embedded store's tables, applied with ALTER TABLE ... MODIFY SETTING once the tables exist
 # (schema.sql stays plain: the sink's ClickHouse 18.16 knows none of them). chDB's defaults are a server's, and at

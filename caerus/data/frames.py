@@ -13,6 +13,7 @@ Flags stay as they were captured: REJECTED/STALE rows and crossed books are kept
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,14 @@ INVENTORY_RAW = pa.schema([("session", pa.string()), ("venue_code", pa.int8()), 
                            ("rows", pa.uint64()), ("rejected", pa.uint64()), ("t_first", pa.int64()),
                            ("t_last", pa.int64())])
 
-_VENUES = pa.array([VENUE_NAMES.get(i, f"#{i}") for i in range(max(VENUE_NAMES) + 1)])
+
+@functools.cache
+def _venues() -> pa.Array:
+    # built on first use: pa.array imports pandas (when installed) to check its input, ~0.3 s that every `caerus
+    # data` command would pay at import
+    return pa.array([VENUE_NAMES.get(i, f"#{i}") for i in range(max(VENUE_NAMES) + 1)])
+
+
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
 
@@ -84,7 +92,7 @@ def _symbols(batch: pa.RecordBatch, names: pa.Array) -> list[tuple[str, pa.Array
 
 def books_batch(batch: pa.RecordBatch, session: str, names: pa.Array) -> pa.RecordBatch:
     """A sql.books batch as caerus.data.books' columns (``names``: :func:`symbol_names`)."""
-    cols = [("session", _constant(session, batch.num_rows)), ("venue", _codes(batch.column("venue_code"), _VENUES)),
+    cols = [("session", _constant(session, batch.num_rows)), ("venue", _codes(batch.column("venue_code"), _venues())),
             *_symbols(batch, names), *_payload(batch, "")]
     return _batch(cols)
 
@@ -132,15 +140,14 @@ def to_frame(tab: pa.Table, frame: str, nullable_ints: bool = False) -> Any:
 
         return pl.from_arrow(tab, rechunk=False)
     if frame == "pandas":
-        mapper = _PANDAS_NULLABLE.get if nullable_ints else None
+        mapper = _pandas_nullable().get if nullable_ints else None
         return tab.to_pandas(split_blocks=True, self_destruct=True, types_mapper=mapper)
     raise ValueError(f"frame {frame!r} is not one of {', '.join(FRAMES)}")
 
 
+@functools.cache
 def _pandas_nullable() -> dict[pa.DataType, Any]:
-    import pandas as pd
+    import pandas as pd  # here, not at import: every `caerus data` command imports this module, few build a frame
 
     return {pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(), pa.int64(): pd.Int64Dtype()}
 
-
-_PANDAS_NULLABLE = _pandas_nullable()
