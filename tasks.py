@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from invoke import Collection, Context, task
 
 ROOT = Path(__file__).resolve().parent
+#: the folder `invoke test` shares among its passes and workers for the deploy tests' wheelhouse (one download)
+TEST_WHEELHOUSE_ENV = "CAERUS_TEST_WHEELHOUSE"
 
 
 @task(
@@ -342,16 +346,22 @@ def test(c: Context, k: str = "", unit: bool = False, fast: bool = False, no_dep
         with c.cd(str(ROOT)):
             c.run(shlex.join([sys.executable, "-m", "coverage", "erase"]), pty=False)
     codes = []
-    for argv in suite_commands(k=k, unit=unit, fast=fast, workers=workers or len(os.sched_getaffinity(0)),
-                              coverage=coverage):
-        # The shell runs this line: every value is shell-quoted (a Python repr is not shell quoting: `$(...)`
-        # inside single quotes of a repr that switched to double quotes would run).
-        with c.cd(str(ROOT)):
-            # Bytecode caches on (the environment may say otherwise): the suite starts hundreds of Python processes
-            # that would each compile caerus/ again, and pytest keeps its rewritten test modules there too.
-            result = c.run(shlex.join(argv), pty=False, warn=True,
-                           env={"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": ""})
-        codes.append(result.exited)
+    # one download of the fleet lock's wheels for every deploy test of both passes (tests/integration/infra)
+    wheelhouse = tempfile.mkdtemp(prefix="caerus-test-wheelhouse-")
+    try:
+        for argv in suite_commands(k=k, unit=unit, fast=fast, workers=workers or len(os.sched_getaffinity(0)),
+                                  coverage=coverage):
+            # The shell runs this line: every value is shell-quoted (a Python repr is not shell quoting: `$(...)`
+            # inside single quotes of a repr that switched to double quotes would run).
+            with c.cd(str(ROOT)):
+                # Bytecode caches on (the environment may say otherwise): the suite starts hundreds of Python
+                # processes that would each compile caerus/ again, and pytest keeps its rewritten test modules there.
+                result = c.run(shlex.join(argv), pty=False, warn=True,
+                               env={"PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "",
+                                    TEST_WHEELHOUSE_ENV: wheelhouse})
+            codes.append(result.exited)
+    finally:
+        shutil.rmtree(wheelhouse, ignore_errors=True)
     if coverage:
         with c.cd(str(ROOT)):
             c.run(shlex.join([sys.executable, "-m", "coverage", "combine", "-q"]), pty=False, warn=True)

@@ -12,11 +12,15 @@ from them must resolve inside the cache, so a hostile host cannot make this mach
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +101,9 @@ def download_command(lock: Path, target: Target, dest: Path) -> list[str]:
 
 
 def build_wheelhouse(lock: Path, target: Target, cache_root: Path, timeout_s: float = 1800) -> Path:
-    """The wheelhouse folder for ``target`` (cached under ``cache_root``): the lock's wheels plus the lock itself."""
+    """The wheelhouse folder for ``target`` (cached under ``cache_root``): the lock's wheels plus the lock itself.
+    Two deploys sharing the cache (two hosts of one target deployed at once) build it once: the second waits for
+    the first (at most ``timeout_s``) and takes its folder."""
     digest = lock_digest(lock)
     try:  # the grammar already keeps the key a plain name; the resolved path is checked all the same
         dest = inside(cache_root, cache_root / f"{target.key}-{digest[:16]}", "wheelhouse folder")
@@ -107,25 +113,50 @@ def build_wheelhouse(lock: Path, target: Target, cache_root: Path, timeout_s: fl
     complete = dest / COMPLETE
     if complete.is_file() and json.loads(complete.read_text()) == stamp:
         return dest
-    if dest.exists():
-        shutil.rmtree(dest)
-    work = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    try:
-        proc = subprocess.run(download_command(lock, target, work), capture_output=True, text=True,
-                              timeout=timeout_s)
-    except subprocess.TimeoutExpired as exc:
-        raise WheelhouseError(f"downloading the wheels of {lock} for {target.key} took over {timeout_s:.0f} s") \
-            from exc
-    if proc.returncode != 0:
-        errors = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln or "THESE PACKAGES" in ln]
-        raise WheelhouseError(f"downloading the wheels of {lock} for {target.key} failed: "
-                              + ("; ".join(errors[-3:]) or proc.stderr.strip()[-800:]))
-    shutil.copyfile(lock, work / LOCK_IN_WHEELHOUSE)
-    (work / COMPLETE).write_text(json.dumps(stamp))
-    work.rename(dest)
+    cache_root.mkdir(parents=True, exist_ok=True)
+    with _building(dest.with_name(dest.name + ".lock"), timeout_s):
+        if complete.is_file() and json.loads(complete.read_text()) == stamp:  # built while we waited
+            return dest
+        if dest.exists():
+            shutil.rmtree(dest)
+        work = dest.with_name(dest.name + ".partial")
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        try:
+            proc = subprocess.run(download_command(lock, target, work), capture_output=True, text=True,
+                                  timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise WheelhouseError(f"downloading the wheels of {lock} for {target.key} took over {timeout_s:.0f} s") \
+                from exc
+        if proc.returncode != 0:
+            errors = [ln for ln in proc.stderr.splitlines() if "ERROR" in ln or "THESE PACKAGES" in ln]
+            raise WheelhouseError(f"downloading the wheels of {lock} for {target.key} failed: "
+                                  + ("; ".join(errors[-3:]) or proc.stderr.strip()[-800:]))
+        shutil.copyfile(lock, work / LOCK_IN_WHEELHOUSE)
+        (work / COMPLETE).write_text(json.dumps(stamp))
+        work.rename(dest)
     return dest
+
+
+@contextlib.contextmanager
+def _building(lock_file: Path, timeout_s: float, poll_s: float = 0.2) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_file`` (released when the holder exits, however it exits), waiting at most
+    ``timeout_s`` for another builder of the same folder."""
+    deadline = time.monotonic() + timeout_s
+    with open(lock_file, "a") as f:
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WheelhouseError(f"another deploy has been building {lock_file.stem} for over "
+                                          f"{timeout_s:.0f} s (lock {lock_file})") from None
+                time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def wheel_files(wheelhouse: Path) -> dict[str, str]:

@@ -35,6 +35,7 @@ from infra.hosts import HostRecord, HostStore
 from infra.locks import FLEET_LOCK
 from infra.remote import HostKeyMismatch, connect, forget_host
 from infra.remote_bench import BenchError, run_remote_bench
+from tasks import TEST_WHEELHOUSE_ENV
 from tests.fixtures.infra_moto import MotoServer
 from tests.fixtures.infra_sshd import InfraHost, make_key
 
@@ -231,8 +232,11 @@ def caerus_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def wheelhouse_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One download of the fleet lock's wheels for every deploy of this module (the hosts share a target)."""
-    return tmp_path_factory.mktemp("wheelhouse-cache")
+    """One download of the fleet lock's wheels for every deploy of this module (the hosts share a target): for the
+    whole `invoke test` run when it names a folder (both passes and every worker; the download took 13-34 s here),
+    else per test process. The deploys only read it; build_wheelhouse serialises its building."""
+    shared = os.environ.get(TEST_WHEELHOUSE_ENV)
+    return Path(shared) if shared else tmp_path_factory.mktemp("wheelhouse-cache")
 
 
 def _opts(wheel: Path, cache: Path, **kw: object) -> DeployOptions:
