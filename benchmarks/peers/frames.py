@@ -98,9 +98,12 @@ def record(path: Path, n: int, timeout_s: float = 120.0, seed: int = 1, n_depth:
             want = {"binance": n, "hyperliquid": n, "depth": n_depth}
             end = time.monotonic() + timeout_s
             streams = "/".join(BINANCE_STREAMS if n_depth else BINANCE_STREAMS[:1])
-            with connect(f"{info['binance_url']}/public/stream?streams={streams}", ssl=ctx,
-                         open_timeout=10, max_size=None) as bws, \
-                    connect(f"{info['hyperliquid_url']}/ws", ssl=ctx, open_timeout=10, max_size=None) as hws:
+            # Hyperliquid first: it sends nothing before its subscription, while the Binance URL streams ~2000
+            # frames/s from the moment it opens. The other way round, that stream, not yet read here, competed with
+            # Hyperliquid's handshake, which once took over its 10 s with the other CPU busy (a fresh-clone suite).
+            with connect(f"{info['hyperliquid_url']}/ws", ssl=ctx, open_timeout=30, max_size=None) as hws, \
+                    connect(f"{info['binance_url']}/public/stream?streams={streams}", ssl=ctx,
+                            open_timeout=30, max_size=None) as bws:
                 hws.send(HL_SUBSCRIBE)
                 while any(counts[k] < want[k] for k in counts):
                     if time.monotonic() > end:
