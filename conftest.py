@@ -31,20 +31,10 @@ pytest_plugins = ["tests.fixtures.common"]
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
 
 
-#: fixture scopes whose value is built once per test process for a whole module (or more) of tests
-_SHARED_SCOPES = frozenset({"module", "package", "class"})
-
-
-# tryfirst: pytest-xdist's own hook reads the xdist_group marks added here (to send a group to one worker)
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Everything under tests/integration/ carries ``integration`` and ``slow``; everything else ``unit``. A
-    ``serial`` marker must say why. A test that uses a module-scoped fixture (a session it reads, a trained model,
-    a wheel) is grouped with the rest of its module (``xdist_group``), so the parallel pass builds that fixture
-    once, on one worker, rather than once on each worker that happens to get one of the module's tests."""
+    ``serial`` marker must say why."""
     for item in items:
-        if _uses_shared_fixture(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
         if _INTEGRATION in Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
@@ -54,13 +44,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if not (mark.args and isinstance(mark.args[0], str) and mark.args[0].strip()):
                 raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.serial needs a reason, e.g. "
                                         "serial('pins CPUs: a whole-fleet session')")
-
-
-def _uses_shared_fixture(item: pytest.Item) -> bool:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:  # not a Python test function (none in this suite; nothing to share)
-        return False
-    return any(defs[-1].scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() if defs)
 
 
 @pytest.fixture(autouse=True)
