@@ -386,7 +386,7 @@ def suite_commands(*, k: str = "", unit: bool = False, fast: bool = False, worke
     def marks(serial: str) -> list[str]:
         return ["-m", f"{serial} and ({selected})" if selected else serial]
 
-    return [[*runner, *paths, *marks("not serial"), "-n", str(workers), "--dist", "loadfile", *tail],
+    return [[*runner, *paths, *marks("not serial"), "-n", str(workers), "--dist", "loadgroup", *tail],
             [*runner, *paths, *marks("serial"), "-p", "no:xdist", *tail]]
 
 

@@ -38,7 +38,7 @@ def test_invoke_test_k_runs_nothing_through_a_real_shell(tmp_path: Path) -> None
 
     tasks.test(Printing(), k=hostile, no_deps=True, workers=2)
     assert [(r.exited, json.loads(r.stdout)) for r in results] == [
-        (0, ["tests", "-m", "not serial", "-n", "2", "--dist", "loadfile", "-k", hostile]),
+        (0, ["tests", "-m", "not serial", "-n", "2", "--dist", "loadgroup", "-k", hostile]),
         (0, ["tests", "-m", "serial", "-p", "no:xdist", "-k", hostile])]
     assert not marker.exists()
 

@@ -65,7 +65,7 @@ def test_invoke_test_k_reaches_pytest_as_one_argument() -> None:
     tasks.test(c, k=HOSTILE, no_deps=True, workers=2)
     commands = [call.args[0] for call in c.run.call_args_list]
     assert commands == [
-        shlex.join([sys.executable, "-m", "pytest", "tests", "-m", "not serial", "-n", "2", "--dist", "loadfile",
+        shlex.join([sys.executable, "-m", "pytest", "tests", "-m", "not serial", "-n", "2", "--dist", "loadgroup",
                     "-k", HOSTILE]),
         shlex.join([sys.executable, "-m", "pytest", "tests", "-m", "serial", "-p", "no:xdist", "-k", HOSTILE])]
     for command in commands:  # the parallel pass and the serial pass alike
