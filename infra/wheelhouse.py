@@ -111,11 +111,15 @@ def build_wheelhouse(lock: Path, target: Target, cache_root: Path, timeout_s: fl
         raise WheelhouseError(str(exc)) from None
     stamp = {"lock_sha256": digest, "target": target.key}
     complete = dest / COMPLETE
-    if complete.is_file() and json.loads(complete.read_text()) == stamp:
+
+    def built() -> bool:
+        return complete.is_file() and json.loads(complete.read_text()) == stamp
+
+    if built():
         return dest
     cache_root.mkdir(parents=True, exist_ok=True)
     with _building(dest.with_name(dest.name + ".lock"), timeout_s):
-        if complete.is_file() and json.loads(complete.read_text()) == stamp:  # built while we waited
+        if built():  # by another builder while we waited
             return dest
         if dest.exists():
             shutil.rmtree(dest)

@@ -58,13 +58,13 @@ def supported(layout: Layout) -> bool:
 
 def tables_from(layout_name: str, a: np.ndarray) -> dict[str, pd.DataFrame]:
     """Table name -> DataFrame of rows built from the structured array ``a`` of ``layout_name`` records."""
-    import pandas as pd
-
     if layout_name == "book":
         return {"books": _frame(a, BOOK_COLUMNS)}
     if layout_name == "event":
         return {"feed_events": _frame(a, EVENT_COLUMNS)}
     if layout_name == "exec":
+        import pandas as pd
+
         orders = _frame(a, ORDER_COLUMNS)
         filled = a[a["fill_qty"] > 0]
         fills = pd.DataFrame({
